@@ -1,0 +1,392 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/imagebump/imagebump/policy"
+)
+
+// DefaultNamespace is the namespace of an image name written without one:
+// "app" and "default:app" name the same image.
+const DefaultNamespace = "default"
+
+// DefaultTargetName is the name Targets gives the target described by the
+// top-level git, commit, push and schedule keys.
+const DefaultTargetName = "default"
+
+// Default commit author, used when commit.author.name or
+// commit.author.email is not given.
+const (
+	DefaultAuthorName  = "imagebump"
+	DefaultAuthorEmail = "imagebump@localhost"
+)
+
+// Config is a loaded and validated imagebump.yaml. Fields hold the values as
+// written, with defaults applied, image names normalized and relative file
+// paths resolved against the config file's directory.
+type Config struct {
+	// Registries holds per-host registry settings. A registry that is not
+	// listed is used with default settings and the default Docker keychain.
+	Registries []Registry `yaml:"registries"`
+	// Images holds the image policies that markers refer to.
+	Images []Image `yaml:"images"`
+	// Git is the repository of the single top-level target. It is nil when
+	// the file has no git key, for commands that need no repository or when
+	// TargetList is used.
+	Git *Git `yaml:"git"`
+	// Commit configures commits of the top-level target.
+	Commit *Commit `yaml:"commit"`
+	// Push configures where the top-level target's commits go.
+	Push *Push `yaml:"push"`
+	// Schedule is when `serve` runs the top-level target: a 5-field cron
+	// expression, a descriptor (@hourly, @every 10m) or a Go duration (5m).
+	Schedule string `yaml:"schedule"`
+	// TargetList holds the targets of the targets key. It excludes the
+	// top-level Git, Commit, Push and Schedule. Use Targets to get the
+	// targets whichever form the file uses.
+	TargetList []Target `yaml:"targets"`
+
+	// File is the config's file name, as given to Load or Parse.
+	File string `yaml:"-"`
+
+	// images maps a normalized image name to its index in Images.
+	images map[string]int
+	// topGitLine is the line of the top-level git key.
+	topGitLine int
+}
+
+// Registry holds the settings of one registry host.
+type Registry struct {
+	// Host is the registry's host, with an optional port: ghcr.io,
+	// localhost:5000. It has no scheme and no path. docker.io and
+	// index.docker.io are the same host.
+	Host string `yaml:"host"`
+	// Auth says where the registry's credentials are. Nil means the default
+	// Docker keychain (~/.docker/config.json and its credential helpers).
+	Auth *RegistryAuth `yaml:"auth"`
+	// Insecure allows plain HTTP to the registry.
+	Insecure bool `yaml:"insecure"`
+	// CAFile is a PEM file of CA certificates to trust for this registry,
+	// in addition to the system pool.
+	CAFile string `yaml:"caFile" config:"path"`
+	// RateLimit limits requests to this registry. Nil means no limit.
+	RateLimit *RateLimit `yaml:"rateLimit"`
+	// Concurrency is the number of requests in flight at once to this
+	// registry. Zero means the registry package's default.
+	Concurrency int `yaml:"concurrency"`
+
+	// Line is the line of the registry's entry in the config file.
+	Line int `yaml:"-"`
+}
+
+// RegistryAuth holds the credentials of a registry, as file references.
+// At most one method is set: DockerConfig, UsernameFile with PasswordFile,
+// or TokenFile.
+type RegistryAuth struct {
+	// DockerConfig is a Docker config.json file whose auths (and credential
+	// helpers) are used.
+	DockerConfig string `yaml:"dockerConfig" config:"path"`
+	// UsernameFile holds the user name for basic authentication.
+	UsernameFile string `yaml:"usernameFile" config:"path"`
+	// PasswordFile holds the password for basic authentication.
+	PasswordFile string `yaml:"passwordFile" config:"path"`
+	// TokenFile holds a bearer (identity) token.
+	TokenFile string `yaml:"tokenFile" config:"path"`
+}
+
+// RateLimit is a token bucket.
+type RateLimit struct {
+	// RequestsPerSecond is the sustained rate; it is greater than zero.
+	RequestsPerSecond float64 `yaml:"requestsPerSecond"`
+	// Burst is the bucket size. Zero means the registry package's default.
+	Burst int `yaml:"burst"`
+}
+
+// Image is an image policy: a repository and the rule that picks its
+// latest tag.
+type Image struct {
+	// Name is the policy's name in NAMESPACE:NAME form, as markers refer to
+	// it. A name written without a namespace is stored as default:NAME.
+	Name string `yaml:"name"`
+	// Repository is the image repository, without tag or digest:
+	// ghcr.io/acme/app, nginx.
+	Repository string `yaml:"repository"`
+	// Rule is the selection rule, written under the policy key.
+	Rule Rule `yaml:"policy"`
+	// FilterTags keeps only the tags matching a pattern, and orders them by
+	// an extracted value. Nil keeps every tag.
+	FilterTags *FilterTags `yaml:"filterTags"`
+	// Exclude holds RE2 patterns of tags to drop, in addition to the
+	// defaults of package policy.
+	Exclude []string `yaml:"exclude"`
+	// Digest says when the digest of the latest tag is resolved and pinned.
+	// It defaults to never.
+	Digest policy.DigestMode `yaml:"digest" enum:"always,ifNotPresent,never"`
+	// Platform is os/arch[/variant] (linux/arm64, linux/arm/v7): the
+	// platform whose digest is pinned when the tag is a multi-platform
+	// index. Empty pins the index digest. It is an imagebump extension,
+	// absent from Flux.
+	Platform string `yaml:"platform"`
+
+	// Line is the line of the image's entry in the config file.
+	Line int `yaml:"-"`
+
+	policy *policy.Policy
+}
+
+// Rule is an image policy's selection rule. Exactly one field is set.
+type Rule struct {
+	// SemVer is a Masterminds/semver v3 range: the highest version in it wins.
+	SemVer string `yaml:"semver"`
+	// Alphabetical is asc or desc: the last tag in that order wins.
+	Alphabetical string `yaml:"alphabetical" enum:"asc,desc"`
+	// Numerical is asc or desc: the last number in that order wins.
+	Numerical string `yaml:"numerical" enum:"asc,desc"`
+}
+
+// FilterTags keeps the tags that match Pattern.
+type FilterTags struct {
+	// Pattern is an unanchored RE2 pattern.
+	Pattern string `yaml:"pattern"`
+	// Extract is a template ($name, ${name}, $1) expanded from the match;
+	// the rule orders tags by it. Empty means the whole tag.
+	Extract string `yaml:"extract"`
+}
+
+// Git is the repository a target keeps current.
+type Git struct {
+	// URL is the repository's URL: https://, http://, ssh://, file:// or
+	// scp-like user@host:path. It carries no password.
+	URL string `yaml:"url"`
+	// Branch is the branch to read and, unless Push.Branch says otherwise,
+	// to push to. Empty means the remote's default branch.
+	Branch string `yaml:"branch"`
+	// Paths are the directories or files, relative to the repository root,
+	// that are scanned for markers. Empty means the whole repository.
+	// Load stores them cleaned (no trailing slash, no "./").
+	Paths []string `yaml:"paths"`
+	// Auth says where the Git credentials are. Nil means none.
+	Auth *GitAuth `yaml:"auth"`
+}
+
+// GitAuth holds Git credentials, as file references. At most one method is
+// set: TokenFile, UsernameFile with PasswordFile (HTTP), or SSHKeyFile (SSH).
+type GitAuth struct {
+	// TokenFile holds an HTTP access token.
+	TokenFile string `yaml:"tokenFile" config:"path"`
+	// UsernameFile holds the user name for HTTP basic authentication.
+	UsernameFile string `yaml:"usernameFile" config:"path"`
+	// PasswordFile holds the password for HTTP basic authentication.
+	PasswordFile string `yaml:"passwordFile" config:"path"`
+	// SSHKeyFile holds a private SSH key (PEM or OpenSSH format).
+	SSHKeyFile string `yaml:"sshKeyFile" config:"path"`
+	// SSHKeyPassphraseFile holds the passphrase of SSHKeyFile, if any.
+	SSHKeyPassphraseFile string `yaml:"sshKeyPassphraseFile" config:"path"`
+	// KnownHostsFile is a known_hosts file that the SSH host key is checked
+	// against. Empty means ~/.ssh/known_hosts.
+	KnownHostsFile string `yaml:"knownHostsFile" config:"path"`
+	// InsecureIgnoreHostKey turns SSH host key checking off.
+	InsecureIgnoreHostKey bool `yaml:"insecureIgnoreHostKey"`
+}
+
+// Commit configures the commits imagebump makes.
+type Commit struct {
+	// Author is the commit's author and committer.
+	Author Author `yaml:"author"`
+	// MessageTemplate is a Go text/template for the commit message. Empty
+	// means the default message of the Git writer.
+	MessageTemplate string `yaml:"messageTemplate"`
+	// SigningKeyFile holds an ASCII-armored OpenPGP private key; when set,
+	// commits are signed.
+	SigningKeyFile string `yaml:"signingKeyFile" config:"path"`
+	// SigningPassphraseFile holds the passphrase of SigningKeyFile, if any.
+	SigningPassphraseFile string `yaml:"signingPassphraseFile" config:"path"`
+}
+
+// Author is a commit author. Load fills an empty Name with
+// DefaultAuthorName and an empty Email with DefaultAuthorEmail.
+type Author struct {
+	// Name is the author's name.
+	Name string `yaml:"name"`
+	// Email is the author's email address.
+	Email string `yaml:"email"`
+}
+
+// Push says where commits go.
+type Push struct {
+	// Branch is the branch to push to. Empty means Git.Branch.
+	Branch string `yaml:"branch"`
+	// PullRequest, when set, opens or updates one pull request from Branch
+	// to Git.Branch.
+	PullRequest *PullRequest `yaml:"pullRequest"`
+}
+
+// PullRequest configures the pull request opened from the push branch.
+type PullRequest struct {
+	// Provider is the forge's API: github, gitlab or gitea.
+	Provider string `yaml:"provider" enum:"github,gitlab,gitea"`
+	// APIURL is the forge's API base URL. Empty means the provider's public
+	// default for github and the Git URL's host for gitlab and gitea.
+	APIURL string `yaml:"apiURL"`
+	// TokenFile holds the API token. Empty means Git.Auth.TokenFile.
+	TokenFile string `yaml:"tokenFile" config:"path"`
+	// Title is a Go text/template for the pull request's title. Empty means
+	// the default title of the Git writer.
+	Title string `yaml:"title"`
+	// Labels are added to the pull request.
+	Labels []string `yaml:"labels"`
+}
+
+// Target is one repository (or branch and paths of one) that imagebump
+// keeps current, with the image policies it applies.
+type Target struct {
+	// Name identifies the target in logs, metrics and webhook paths.
+	Name string `yaml:"name"`
+	// Git is the target's repository.
+	Git *Git `yaml:"git"`
+	// Commit configures the target's commits. Load fills it with the default
+	// author when absent.
+	Commit *Commit `yaml:"commit"`
+	// Push says where the target's commits go. Nil pushes to Git.Branch.
+	Push *Push `yaml:"push"`
+	// Schedule is when `serve` runs the target; see Config.Schedule.
+	Schedule string `yaml:"schedule"`
+	// Policies are path.Match globs over image names; the target applies
+	// the images whose name matches one of them. Empty means every image. A
+	// glob without a colon is in the default namespace, as names are: "app*"
+	// means "default:app*"; "*:*" matches every image.
+	Policies []string `yaml:"policies"`
+
+	// Line is the line of the target's entry (or, for the top-level target,
+	// of the git key) in the config file.
+	Line int `yaml:"-"`
+}
+
+// Load reads and validates the config file at path. Errors about the
+// content are *Error values joined together; relative file paths in the
+// config are resolved against path's directory.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("resolving config directory: %w", err)
+	}
+	return parse(data, path, dir)
+}
+
+// Parse decodes and validates a config held in data. filename names the
+// source in error messages, and its directory is the base of relative file
+// paths. Parse does no I/O. Errors are *Error values joined together,
+// ordered by position, each starting with "filename:line:".
+func Parse(data []byte, filename string) (*Config, error) {
+	return parse(data, filename, filepath.Dir(filename))
+}
+
+func parse(data []byte, filename, baseDir string) (*Config, error) {
+	c := &Config{File: filename}
+	d := newDecoder(filename)
+	root := d.root(data)
+	if root != nil {
+		d.decode(root, reflectValue(c), "")
+	}
+	// Validation runs even after decoding problems, so that a user sees
+	// every problem at once; it skips values that failed to decode.
+	v := &validator{decoder: d, c: c}
+	v.validate()
+	resolvePaths(reflectValue(c), baseDir)
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Image returns the image policy called name, written NAME or
+// NAMESPACE:NAME; NAME is short for default:NAME.
+func (c *Config) Image(name string) (*Image, bool) {
+	i, ok := c.images[NormalizeName(name)]
+	if !ok {
+		return nil, false
+	}
+	return &c.Images[i], true
+}
+
+// Targets returns the targets of the config: the entries of the targets key,
+// or, when the file uses the top-level git key instead, one target named
+// DefaultTargetName that applies every image. It returns nil when the config
+// has neither.
+func (c *Config) Targets() []Target {
+	if len(c.TargetList) > 0 {
+		return append([]Target(nil), c.TargetList...)
+	}
+	if c.Git == nil {
+		return nil
+	}
+	return []Target{{
+		Name:     DefaultTargetName,
+		Git:      c.Git,
+		Commit:   c.Commit,
+		Push:     c.Push,
+		Schedule: c.Schedule,
+		Line:     c.gitLine(),
+	}}
+}
+
+// gitLine is the line of the top-level git key, kept by validate.
+func (c *Config) gitLine() int {
+	if c.Git == nil {
+		return 0
+	}
+	return c.topGitLine
+}
+
+// Policy returns the image's compiled policy. It is nil only for an Image
+// that did not come from Load or Parse.
+func (im *Image) Policy() *policy.Policy {
+	return im.policy
+}
+
+// Spec returns the image's policy as package policy takes it.
+func (im *Image) Spec() policy.Spec {
+	var s policy.Spec
+	s.SemVer = im.Rule.SemVer
+	s.Alphabetical = im.Rule.Alphabetical
+	s.Numerical = im.Rule.Numerical
+	if im.FilterTags != nil {
+		s.FilterPattern = im.FilterTags.Pattern
+		s.FilterExtract = im.FilterTags.Extract
+	}
+	s.Exclude = append([]string(nil), im.Exclude...)
+	s.Digest = im.Digest
+	return s
+}
+
+// Selects reports whether the target applies the image called name (NAME or
+// NAMESPACE:NAME).
+func (t Target) Selects(name string) bool {
+	if len(t.Policies) == 0 {
+		return true
+	}
+	name = NormalizeName(name)
+	for _, g := range t.Policies {
+		if ok, _ := path.Match(NormalizeName(g), name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// NormalizeName returns an image name in NAMESPACE:NAME form: a name without
+// a colon is put in DefaultNamespace.
+func NormalizeName(name string) string {
+	if strings.Contains(name, ":") {
+		return name
+	}
+	return DefaultNamespace + ":" + name
+}

@@ -1,0 +1,734 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/mail"
+	"net/url"
+	"path"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"text/template"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/imagebump/imagebump/policy"
+)
+
+// validator checks the rules the types cannot express and applies defaults.
+// It works on whatever the decoder could decode, and decides whether a key
+// was given by the decoder's record of positions, so that a value that
+// failed to decode is not also reported as missing.
+type validator struct {
+	*decoder
+	c *Config
+}
+
+func (v *validator) validate() {
+	v.registries()
+	v.images()
+	v.topLevel()
+	v.targets()
+}
+
+// has reports whether the key at path was written.
+func (v *validator) has(path string) bool {
+	_, ok := v.keys[path]
+	return ok
+}
+
+// at returns the position of the value at path or, when it was not written,
+// of the closest enclosing value.
+func (v *validator) at(path string) pos {
+	for {
+		if p, ok := v.values[path]; ok {
+			return p
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			return pos{line: 1, col: 1}
+		}
+		path = path[:i]
+	}
+}
+
+// keyAt returns the position of the key at path, or of its value.
+func (v *validator) keyAt(path string) pos {
+	if p, ok := v.keys[path]; ok {
+		return p
+	}
+	return v.at(path)
+}
+
+// good reports whether the key at path was written and its value decoded.
+func (v *validator) good(path string) bool {
+	return v.has(path) && !v.bad[path]
+}
+
+// require reports a missing key; it returns whether the key is there. A key
+// under a value that failed to decode is not reported again.
+func (v *validator) require(parent, key string) bool {
+	if v.has(joinPath(parent, key)) {
+		return true
+	}
+	if !v.bad[parent] {
+		v.add(v.at(parent), parent, "missing required key %q", key)
+	}
+	return false
+}
+
+// hasErrorsUnder reports whether a problem was found at path or below it.
+func (v *validator) hasErrorsUnder(path string) bool {
+	for _, e := range v.errs {
+		if e.Path == path || strings.HasPrefix(e.Path, path+".") || strings.HasPrefix(e.Path, path+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *validator) registries() {
+	first := map[string]int{}
+	for i := range v.c.Registries {
+		r := &v.c.Registries[i]
+		p := fmt.Sprintf("registries[%d]", i)
+		r.Line = v.at(p).line
+		if v.require(p, "host") && r.Host != "" {
+			if err := checkHost(r.Host); err != nil {
+				v.add(v.at(p+".host"), p+".host", "%v", err)
+			} else {
+				reg, err := name.NewRegistry(r.Host)
+				if err != nil {
+					v.wrap(v.at(p+".host"), p+".host", err, "invalid host")
+				} else if line, dup := first[reg.RegistryStr()]; dup {
+					v.add(v.at(p+".host"), p+".host", "duplicate registry %q (first at line %d)", r.Host, line)
+				} else {
+					first[reg.RegistryStr()] = v.at(p + ".host").line
+				}
+			}
+		}
+		if v.good(p + ".auth") {
+			v.registryAuth(p + ".auth")
+		}
+		if v.good(p + ".rateLimit") {
+			rp := p + ".rateLimit"
+			if v.require(rp, "requestsPerSecond") && v.good(rp+".requestsPerSecond") && r.RateLimit.RequestsPerSecond <= 0 {
+				v.add(v.at(rp+".requestsPerSecond"), rp+".requestsPerSecond", "must be greater than 0, got %v", r.RateLimit.RequestsPerSecond)
+			}
+			if v.good(rp+".burst") && r.RateLimit.Burst < 1 {
+				v.add(v.at(rp+".burst"), rp+".burst", "must be at least 1, got %d", r.RateLimit.Burst)
+			}
+		}
+		if v.good(p+".concurrency") && r.Concurrency < 1 {
+			v.add(v.at(p+".concurrency"), p+".concurrency", "must be at least 1, got %d", r.Concurrency)
+		}
+	}
+}
+
+// checkHost checks a registry host: a host name or address with an optional
+// port, no scheme, no path.
+func checkHost(h string) error {
+	if strings.Contains(h, "://") {
+		return fmt.Errorf("%q has a scheme; give the host only (set insecure: true for plain HTTP)", h)
+	}
+	if strings.ContainsAny(h, "/?#") {
+		return fmt.Errorf("%q has a path; give the host only", h)
+	}
+	if u, err := url.Parse("//" + h); err != nil || u.Host != h || u.User != nil {
+		return fmt.Errorf("%q is not a host[:port]", h)
+	}
+	return nil
+}
+
+func (v *validator) registryAuth(p string) {
+	methods := v.authMethods(p, []string{"dockerConfig", "tokenFile"})
+	if len(methods) == 0 && !v.has(p+".usernameFile") && !v.has(p+".passwordFile") && !v.unknown[p] {
+		v.add(v.at(p), p, "set one of dockerConfig, usernameFile with passwordFile, tokenFile (or remove auth for the default Docker keychain)")
+	}
+}
+
+// authMethods checks the credential keys of the auth mapping at p: the
+// usernameFile/passwordFile pair and the given single-key methods. It reports
+// a pair given by half and more than one method, and returns the methods
+// given.
+func (v *validator) authMethods(p string, single []string) []string {
+	type method struct{ key, name string }
+	var given []method
+	for _, k := range single {
+		if v.has(p + "." + k) {
+			given = append(given, method{k, k})
+		}
+	}
+	user, pass := v.has(p+".usernameFile"), v.has(p+".passwordFile")
+	switch {
+	case user && !pass:
+		v.add(v.keyAt(p+".usernameFile"), p, "usernameFile needs passwordFile")
+	case pass && !user:
+		v.add(v.keyAt(p+".passwordFile"), p, "passwordFile needs usernameFile")
+	case user && pass:
+		given = append(given, method{"usernameFile", "usernameFile with passwordFile"})
+	}
+	// Report at the key that comes last in the file: the one that clashes.
+	for i := 1; i < len(given); i++ {
+		a, b := given[0], given[i]
+		pa, pb := v.keyAt(p+"."+a.key), v.keyAt(p+"."+b.key)
+		if pb.line < pa.line || (pb.line == pa.line && pb.col < pa.col) {
+			a, b, pb = b, a, pa
+		}
+		v.add(pb, p, "more than one auth method: %s and %s; keep one", a.name, b.name)
+	}
+	names := make([]string, len(given))
+	for i, m := range given {
+		names[i] = m.key
+	}
+	return names
+}
+
+var (
+	dnsLabelRE     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	dnsSubdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+)
+
+// checkImageName checks NAME or NAMESPACE:NAME, with Kubernetes' rules: the
+// namespace is a lowercase RFC 1123 label, the name an RFC 1123 subdomain.
+func checkImageName(s string) error {
+	ns, n, found := strings.Cut(s, ":")
+	if !found {
+		ns, n = DefaultNamespace, s
+	}
+	if len(ns) > 63 || !dnsLabelRE.MatchString(ns) {
+		return fmt.Errorf("namespace %q must be a lowercase RFC 1123 label (a-z, 0-9, '-', at most 63 characters, starting and ending alphanumeric)", ns)
+	}
+	if len(n) > 253 || !dnsSubdomainRE.MatchString(n) {
+		return fmt.Errorf("name %q must be a lowercase RFC 1123 subdomain (a-z, 0-9, '-', '.', at most 253 characters, starting and ending alphanumeric); write NAME or NAMESPACE:NAME", n)
+	}
+	return nil
+}
+
+// checkRepository checks an image repository without tag or digest.
+func checkRepository(s string) error {
+	if strings.Contains(s, "@") {
+		return fmt.Errorf("%q has a digest; give the repository only", s)
+	}
+	if i := strings.LastIndex(s, "/"); strings.Contains(s[i+1:], ":") {
+		return fmt.Errorf("%q has a tag; give the repository only", s)
+	}
+	if strings.Contains(s, "://") {
+		return fmt.Errorf("%q has a scheme; give the repository only, such as ghcr.io/acme/app", s)
+	}
+	if _, err := name.NewRepository(s); err != nil {
+		return fmt.Errorf("invalid repository %q: %w", s, err)
+	}
+	return nil
+}
+
+var platformPartRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+
+// checkPlatform checks os/arch[/variant].
+func checkPlatform(s string) error {
+	parts := strings.Split(s, "/")
+	if len(parts) < 2 || len(parts) > 3 {
+		return fmt.Errorf("%q is not os/arch[/variant], such as linux/amd64 or linux/arm/v7", s)
+	}
+	for _, part := range parts {
+		if !platformPartRE.MatchString(part) {
+			return fmt.Errorf("%q is not os/arch[/variant]: %q is not a lowercase os, architecture or variant", s, part)
+		}
+	}
+	return nil
+}
+
+func (v *validator) images() {
+	v.c.images = map[string]int{}
+	first := map[string]int{}
+	for i := range v.c.Images {
+		im := &v.c.Images[i]
+		p := fmt.Sprintf("images[%d]", i)
+		im.Line = v.at(p).line
+		if v.require(p, "name") && im.Name != "" {
+			if err := checkImageName(im.Name); err != nil {
+				v.add(v.at(p+".name"), p+".name", "%v", err)
+			} else {
+				im.Name = NormalizeName(im.Name)
+				if line, dup := first[im.Name]; dup {
+					v.add(v.at(p+".name"), p+".name", "duplicate image %q (first at line %d)", im.Name, line)
+				} else {
+					first[im.Name] = v.at(p + ".name").line
+					v.c.images[im.Name] = i
+				}
+			}
+		}
+		if v.require(p, "repository") && im.Repository != "" {
+			if err := checkRepository(im.Repository); err != nil {
+				v.add(v.at(p+".repository"), p+".repository", "%v", err)
+			}
+		}
+		v.rule(im, p)
+		if v.good(p + ".filterTags") {
+			v.filterTags(im.FilterTags, p+".filterTags")
+		}
+		for j, e := range im.Exclude {
+			ep := fmt.Sprintf("%s.exclude[%d]", p, j)
+			if e == "" {
+				continue
+			}
+			if _, err := regexp.Compile(e); err != nil {
+				v.wrap(v.at(ep), ep, err, "invalid pattern")
+			}
+		}
+		if im.Digest == "" {
+			im.Digest = policy.DigestNever
+		}
+		if im.Platform != "" {
+			if err := checkPlatform(im.Platform); err != nil {
+				v.add(v.at(p+".platform"), p+".platform", "%v", err)
+			}
+		}
+		if v.hasErrorsUnder(p) {
+			continue
+		}
+		pol, err := policy.New(im.Spec())
+		if err != nil {
+			v.policyError(p, err)
+			continue
+		}
+		im.policy = pol
+	}
+}
+
+// policyError reports an error of policy.New for the image at p, at the
+// key it names. The checks above catch what policy.New refuses today; this
+// keeps a rule added to package policy from going unreported.
+func (v *validator) policyError(p string, err error) {
+	var se *policy.SpecError
+	if !errors.As(err, &se) {
+		v.wrap(v.keyAt(p+".policy"), p+".policy", err, "invalid policy")
+		return
+	}
+	fp := p + "." + se.Field
+	switch se.Field {
+	case "semver", "alphabetical", "numerical":
+		fp = p + ".policy." + se.Field
+	}
+	msg := "invalid value"
+	if se.Value != "" {
+		msg = fmt.Sprintf("invalid value %q", se.Value)
+	}
+	v.wrap(v.at(fp), fp, se.Err, "%s", msg)
+}
+
+// rule checks that exactly one selection rule is set, and its value.
+func (v *validator) rule(im *Image, p string) {
+	rp := p + ".policy"
+	if !v.require(p, "policy") {
+		return
+	}
+	var kinds []string
+	for _, k := range []string{"semver", "alphabetical", "numerical"} {
+		if v.has(rp + "." + k) {
+			kinds = append(kinds, k)
+		}
+	}
+	switch len(kinds) {
+	case 0:
+		// A misspelt kind is reported as an unknown key already.
+		if !v.bad[rp] && !v.unknown[rp] {
+			v.add(v.at(rp), rp, "set exactly one of semver, alphabetical, numerical")
+		}
+	case 1:
+	default:
+		for _, k := range kinds[1:] {
+			v.add(v.keyAt(rp+"."+k), rp, "set exactly one of semver, alphabetical, numerical; found %s and %s", kinds[0], k)
+		}
+	}
+	if im.Rule.SemVer != "" {
+		if _, err := semver.NewConstraint(im.Rule.SemVer); err != nil {
+			v.wrap(v.at(rp+".semver"), rp+".semver", err, "invalid semver range %q", im.Rule.SemVer)
+		}
+	}
+}
+
+func (v *validator) filterTags(f *FilterTags, p string) {
+	if !v.has(p + ".pattern") {
+		if v.has(p + ".extract") {
+			v.add(v.keyAt(p+".extract"), p, "extract needs pattern")
+		} else {
+			v.add(v.at(p), p, "missing required key %q", "pattern")
+		}
+		return
+	}
+	if f.Pattern == "" {
+		return
+	}
+	re, err := regexp.Compile(f.Pattern)
+	if err != nil {
+		v.wrap(v.at(p+".pattern"), p+".pattern", err, "invalid pattern")
+		return
+	}
+	if f.Extract != "" {
+		if ref, ok := missingGroup(re, f.Extract); !ok {
+			v.add(v.at(p+".extract"), p+".extract", "refers to group %q, which pattern %q does not have", ref, f.Pattern)
+		}
+	}
+}
+
+// missingGroup returns the first group reference in template (as
+// regexp.Regexp.Expand reads it: $name, ${name}, $1, $$ for a dollar) that
+// re lacks, and false; or "", true when every reference resolves.
+func missingGroup(re *regexp.Regexp, template string) (string, bool) {
+	names := re.SubexpNames()
+	for t := template; ; {
+		i := strings.IndexByte(t, '$')
+		if i < 0 {
+			return "", true
+		}
+		t = t[i+1:]
+		if strings.HasPrefix(t, "$") {
+			t = t[1:]
+			continue
+		}
+		ref, rest, ok := groupRef(t)
+		if !ok {
+			continue // a lone $ is literal text
+		}
+		t = rest
+		if n, numeric := groupNumber(ref); numeric {
+			if n > re.NumSubexp() {
+				return ref, false
+			}
+			continue
+		}
+		if !contains(names[1:], ref) {
+			return ref, false
+		}
+	}
+}
+
+// groupRef reads a group name after a $: name or {name}.
+func groupRef(t string) (ref, rest string, ok bool) {
+	braced := strings.HasPrefix(t, "{")
+	if braced {
+		t = t[1:]
+	}
+	i := 0
+	for i < len(t) && (t[i] == '_' || 'a' <= t[i] && t[i] <= 'z' || 'A' <= t[i] && t[i] <= 'Z' || '0' <= t[i] && t[i] <= '9') {
+		i++
+	}
+	if i == 0 {
+		return "", "", false
+	}
+	ref, rest = t[:i], t[i:]
+	if braced {
+		if !strings.HasPrefix(rest, "}") {
+			return "", "", false
+		}
+		rest = rest[1:]
+	}
+	return ref, rest, true
+}
+
+// groupNumber reads a group reference as regexp does: all digits, no
+// leading zero, below 1e8.
+func groupNumber(ref string) (int, bool) {
+	if len(ref) > 1 && ref[0] == '0' {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(ref); i++ {
+		if ref[i] < '0' || ref[i] > '9' || n >= 1e8 {
+			return 0, false
+		}
+		n = n*10 + int(ref[i]-'0')
+	}
+	return n, true
+}
+
+// topLevel checks the top-level target keys.
+func (v *validator) topLevel() {
+	if v.has("targets") {
+		for _, k := range []string{"git", "commit", "push", "schedule"} {
+			if v.has(k) {
+				v.add(v.keyAt(k), k, "not allowed with targets; move it into each target")
+			}
+		}
+		return
+	}
+	if !v.has("git") {
+		for _, k := range []string{"commit", "push", "schedule"} {
+			if v.has(k) {
+				v.add(v.keyAt(k), k, "needs git: the repository it applies to")
+			}
+		}
+		return
+	}
+	v.c.topGitLine = v.keyAt("git").line
+	v.target("", v.c.Git, &v.c.Commit, v.c.Push, v.c.Schedule)
+}
+
+func (v *validator) targets() {
+	if v.has("targets") && len(v.c.TargetList) == 0 {
+		v.add(v.at("targets"), "targets", "empty list; add a target or remove the key")
+	}
+	first := map[string]int{}
+	for i := range v.c.TargetList {
+		t := &v.c.TargetList[i]
+		p := fmt.Sprintf("targets[%d]", i)
+		t.Line = v.at(p).line
+		if v.require(p, "name") && t.Name != "" {
+			if len(t.Name) > 63 || !dnsLabelRE.MatchString(t.Name) {
+				v.add(v.at(p+".name"), p+".name", "%q must be a lowercase RFC 1123 label (a-z, 0-9, '-', at most 63 characters, starting and ending alphanumeric)", t.Name)
+			} else if line, dup := first[t.Name]; dup {
+				v.add(v.at(p+".name"), p+".name", "duplicate target %q (first at line %d)", t.Name, line)
+			} else {
+				first[t.Name] = v.at(p + ".name").line
+			}
+		}
+		v.require(p, "git")
+		v.target(p, t.Git, &t.Commit, t.Push, t.Schedule)
+		for j, g := range t.Policies {
+			gp := fmt.Sprintf("%s.policies[%d]", p, j)
+			if g == "" {
+				continue
+			}
+			if _, err := path.Match(NormalizeName(g), ""); err != nil {
+				v.wrap(v.at(gp), gp, err, "invalid glob %q", g)
+			}
+		}
+	}
+}
+
+// target checks the keys of one target, at key path p ("" for the top
+// level), and fills in the default commit author.
+func (v *validator) target(p string, g *Git, commit **Commit, push *Push, schedule string) {
+	if v.good(joinPath(p, "git")) {
+		v.git(g, joinPath(p, "git"))
+	}
+	if *commit == nil {
+		*commit = &Commit{}
+	}
+	v.commit(*commit, joinPath(p, "commit"))
+	if v.good(joinPath(p, "push")) {
+		v.push(push, g, joinPath(p, "push"))
+	}
+	if schedule != "" {
+		if err := checkSchedule(schedule); err != nil {
+			sp := joinPath(p, "schedule")
+			v.wrap(v.at(sp), sp, err, "invalid schedule %q", schedule)
+		}
+	}
+}
+
+// gitScheme returns the transport of a Git URL: https, http, ssh or file;
+// scp-like addresses (git@host:path) are ssh. It reports URLs with a password.
+func gitScheme(s string) (string, error) {
+	if !strings.Contains(s, "://") && scpLikeRE.MatchString(s) {
+		return "ssh", nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		// url.Parse errors echo the URL, which may hold a password.
+		return "", errors.New("not a Git URL: use https://, http://, ssh://, file:// or user@host:path")
+	}
+	if _, hasPassword := u.User.Password(); hasPassword {
+		return "", errors.New("the URL holds a password; put credentials in auth (tokenFile, usernameFile and passwordFile)")
+	}
+	switch u.Scheme {
+	case "https", "http", "ssh":
+		if u.Host == "" {
+			return "", fmt.Errorf("a %s URL needs a host", u.Scheme)
+		}
+	case "file":
+		if u.Path == "" {
+			return "", errors.New("a file URL needs a path")
+		}
+	default:
+		return "", fmt.Errorf("scheme %q is not supported: use https, http, ssh, file or user@host:path", u.Scheme)
+	}
+	return u.Scheme, nil
+}
+
+// scpLikeRE matches [user@]host:path, Git's scp-like SSH syntax. The path
+// has no '@', so that user:password@host:path is not taken for one.
+var scpLikeRE = regexp.MustCompile(`^(?:[A-Za-z0-9._~-]+@)?[A-Za-z0-9.-]+:[^@\s]+$`)
+
+func (v *validator) git(g *Git, p string) {
+	scheme := ""
+	if v.require(p, "url") && g.URL != "" {
+		s, err := gitScheme(g.URL)
+		if err != nil {
+			v.add(v.at(p+".url"), p+".url", "%v", err)
+		} else {
+			scheme = s
+		}
+	}
+	if g.Branch != "" {
+		if err := checkBranch(g.Branch); err != nil {
+			v.add(v.at(p+".branch"), p+".branch", "%v", err)
+		}
+	}
+	for i, gp := range g.Paths {
+		pp := fmt.Sprintf("%s.paths[%d]", p, i)
+		if gp == "" {
+			continue
+		}
+		clean := path.Clean(strings.ReplaceAll(gp, `\`, "/"))
+		if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || filepath.IsAbs(gp) {
+			v.add(v.at(pp), pp, "%q must be relative to the repository root and stay inside it", gp)
+			continue
+		}
+		g.Paths[i] = clean
+	}
+	if v.good(p + ".auth") {
+		v.gitAuth(g.Auth, scheme, p+".auth")
+	}
+}
+
+func (v *validator) gitAuth(a *GitAuth, scheme, p string) {
+	methods := v.authMethods(p, []string{"tokenFile", "sshKeyFile"})
+	http := scheme == "https" || scheme == "http"
+	for _, m := range methods {
+		switch {
+		case m == "sshKeyFile" && scheme != "" && scheme != "ssh":
+			v.add(v.keyAt(p+".sshKeyFile"), p+".sshKeyFile", "needs an ssh:// or user@host:path URL, not %s", scheme)
+		case m != "sshKeyFile" && scheme != "" && !http:
+			v.add(v.keyAt(p+"."+m), p+"."+m, "needs an https:// or http:// URL, not %s", scheme)
+		}
+	}
+	if v.has(p+".sshKeyPassphraseFile") && !v.has(p+".sshKeyFile") {
+		v.add(v.keyAt(p+".sshKeyPassphraseFile"), p, "sshKeyPassphraseFile needs sshKeyFile")
+	}
+	if a.KnownHostsFile != "" && a.InsecureIgnoreHostKey {
+		v.add(v.keyAt(p+".insecureIgnoreHostKey"), p, "knownHostsFile and insecureIgnoreHostKey: true exclude each other; keep one")
+	}
+	if scheme != "" && scheme != "ssh" {
+		for _, k := range []string{"knownHostsFile", "insecureIgnoreHostKey"} {
+			if v.has(p + "." + k) {
+				v.add(v.keyAt(p+"."+k), p+"."+k, "applies to SSH URLs only, not %s", scheme)
+			}
+		}
+	}
+}
+
+// checkBranch checks a branch name against Git's rules for ref names.
+func checkBranch(b string) error {
+	bad := func(why string) error { return fmt.Errorf("%q is not a valid branch name: %s", b, why) }
+	switch {
+	case strings.HasPrefix(b, "refs/"):
+		return bad("give the branch name without refs/heads/")
+	case strings.HasPrefix(b, "-"):
+		return bad("it starts with '-'")
+	case b == "@":
+		return bad(`"@" is not a branch`)
+	case strings.Contains(b, ".."), strings.Contains(b, "@{"), strings.Contains(b, "//"):
+		return bad(`it contains "..", "@{" or "//"`)
+	case strings.HasPrefix(b, "/"), strings.HasSuffix(b, "/"), strings.HasSuffix(b, "."):
+		return bad("it starts or ends with '/', or ends with '.'")
+	}
+	for _, r := range b {
+		if r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) {
+			return bad(fmt.Sprintf("it contains %q", r))
+		}
+	}
+	for _, part := range strings.Split(b, "/") {
+		if strings.HasPrefix(part, ".") || strings.HasSuffix(part, ".lock") {
+			return bad("a component starts with '.' or ends with \".lock\"")
+		}
+	}
+	return nil
+}
+
+func (v *validator) commit(c *Commit, p string) {
+	if c.Author.Name == "" {
+		c.Author.Name = DefaultAuthorName
+	}
+	if c.Author.Email == "" {
+		c.Author.Email = DefaultAuthorEmail
+	} else if a, err := mail.ParseAddress(c.Author.Email); err != nil || a.Address != c.Author.Email {
+		v.add(v.at(p+".author.email"), p+".author.email", "%q is not an email address (write the address only, such as bot@example.com)", c.Author.Email)
+	}
+	if c.MessageTemplate != "" {
+		v.template(c.MessageTemplate, p+".messageTemplate")
+	}
+	if v.has(p+".signingPassphraseFile") && !v.has(p+".signingKeyFile") {
+		v.add(v.keyAt(p+".signingPassphraseFile"), p, "signingPassphraseFile needs signingKeyFile")
+	}
+}
+
+// template checks that s parses as a Go text/template with the standard
+// functions only.
+func (v *validator) template(s, p string) {
+	if _, err := template.New(p).Parse(s); err != nil {
+		v.wrap(v.at(p), p, err, "invalid template")
+	}
+}
+
+func (v *validator) push(push *Push, g *Git, p string) {
+	if push.Branch != "" {
+		if err := checkBranch(push.Branch); err != nil {
+			v.add(v.at(p+".branch"), p+".branch", "%v", err)
+		}
+	}
+	pr := push.PullRequest
+	prp := p + ".pullRequest"
+	if !v.good(prp) {
+		return
+	}
+	v.require(prp, "provider")
+	switch {
+	case push.Branch == "":
+		v.add(v.keyAt(prp), prp, "needs push.branch: the branch the pull request is opened from")
+	case g != nil && push.Branch == g.Branch:
+		v.add(v.keyAt(prp), prp, "push.branch %q is git.branch; a pull request needs another branch", push.Branch)
+	}
+	if pr.APIURL != "" {
+		u, err := url.Parse(pr.APIURL)
+		switch {
+		case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+			v.add(v.at(prp+".apiURL"), prp+".apiURL", "not an http:// or https:// URL")
+		case u.User != nil:
+			v.add(v.at(prp+".apiURL"), prp+".apiURL", "the URL holds credentials; use tokenFile")
+		}
+	}
+	if !v.has(prp+".tokenFile") && (g == nil || g.Auth == nil || g.Auth.TokenFile == "") {
+		v.add(v.keyAt(prp), prp, "needs tokenFile (or git.auth.tokenFile) for the %s API", orDefault(pr.Provider, "forge"))
+	}
+	if pr.Title != "" {
+		v.template(pr.Title, prp+".title")
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// resolvePaths makes the relative file paths in v (fields tagged
+// config:"path") relative to dir instead.
+func resolvePaths(v reflect.Value, dir string) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			resolvePaths(v.Elem(), dir)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			resolvePaths(v.Index(i), dir)
+		}
+	case reflect.Struct:
+		for _, f := range fieldsOf(v.Type()) {
+			fv := v.Field(f.index)
+			if f.path && fv.Kind() == reflect.String {
+				if p := fv.String(); p != "" && !filepath.IsAbs(p) {
+					fv.SetString(filepath.Join(dir, p))
+				}
+				continue
+			}
+			resolvePaths(fv, dir)
+		}
+	}
+}

@@ -1,0 +1,325 @@
+package cycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/policy"
+	"github.com/imagebump/imagebump/registry"
+	"github.com/imagebump/imagebump/setters"
+)
+
+// Registry is what a cycle needs from a registry client; *registry.Client
+// implements it, and tests may fake it.
+type Registry interface {
+	Scan(ctx context.Context, repositories []string, concurrency int) []registry.Result
+	Digest(ctx context.Context, repository, tag, platform string) (string, error)
+}
+
+var _ Registry = (*registry.Client)(nil)
+
+// Options configure one scan of a checkout.
+type Options struct {
+	// Config holds the image policies; required.
+	Config *config.Config
+	// Registry answers tag and digest queries; required.
+	Registry Registry
+	// Root is the checkout to scan.
+	Root string
+	// Paths limits the scan to these paths below Root; empty means all.
+	Paths []string
+	// Policies says which policies this run applies (a target's globs);
+	// nil applies every policy.
+	Policies func(name string) bool
+	// Write applies the edits; false computes them only.
+	Write bool
+	// OnEdit, when set, receives each changed file's bytes before and after.
+	OnEdit func(file string, before, after []byte)
+	// Concurrency is the number of repositories scanned at once; 0 means 8.
+	Concurrency int
+	// Logger receives progress; nil discards.
+	Logger *slog.Logger
+}
+
+// PolicyResult is what one image policy selected, or why it could not.
+type PolicyResult struct {
+	// Name is the policy's name, NAMESPACE:NAME.
+	Name string
+	// Repository is the image repository the policy watches.
+	Repository string
+	// Selection explains the pick: tags seen, excluded, filtered, the winner.
+	Selection policy.Result
+	// Digest is the latest tag's digest, when the policy pins digests.
+	Digest string
+	// Err is why the policy has no result (registry failure, no tag
+	// matches); its markers are left as they are.
+	Err error
+}
+
+// Latest is the tag the policy picked, or "".
+func (p PolicyResult) Latest() string {
+	if p.Err != nil {
+		return ""
+	}
+	return p.Selection.Latest
+}
+
+// ErrNoMatch is the PolicyResult error when a policy's filters and range
+// leave no tag.
+var ErrNoMatch = errors.New("no tag matches")
+
+// Report is the outcome of a scan.
+type Report struct {
+	// Policies holds one result per applied policy, in config order.
+	Policies []PolicyResult
+	// Changes are the edits, made or (dry run) to be made.
+	Changes []setters.Change
+	// Problems are markers and files that could not be handled.
+	Problems []setters.Problem
+	// Markers are every marker found.
+	Markers []setters.Marker
+	// FilesScanned counts the YAML files read.
+	FilesScanned int
+	// FilesChanged lists the files whose bytes changed (or would).
+	FilesChanged []string
+}
+
+// Failed reports whether any policy or marker failed; the exit code of
+// plan, apply and run is 1 then, though the rest was still done.
+func (r *Report) Failed() bool {
+	if len(r.Problems) > 0 {
+		return true
+	}
+	for _, p := range r.Policies {
+		if p.Err != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Run selects the latest image of every applied policy, then finds the
+// markers under Root and computes (and with Write, makes) the edits. Its
+// error is reserved for what stops the whole scan (a bad Root, a cancelled
+// ctx); a failing registry or file is reported in the Report and the rest
+// goes on.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if opts.Config == nil || opts.Registry == nil {
+		return nil, errors.New("cycle: Config and Registry are required")
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+
+	images := appliedImages(opts.Config, opts.Policies)
+	known := knownSet(opts.Config)
+
+	// The ifNotPresent digest mode reuses a digest already pinned in the
+	// files for the same tag, so it needs the markers' current values first.
+	var current map[string]pinned
+	if needsCurrent(images) {
+		res, err := setters.Apply(ctx, setters.Options{
+			Root: opts.Root, Paths: opts.Paths, Known: func(string) bool { return true }, Logger: logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		current = pinnedValues(res.Markers)
+	}
+
+	results := Select(ctx, opts.Registry, images, current, opts.Concurrency, logger)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	selected := make(map[string]setters.Image, len(results))
+	for _, r := range results {
+		if r.Err == nil {
+			selected[r.Name] = setters.Image{Repository: r.Repository, Tag: r.Selection.Latest, Digest: r.Digest}
+		}
+	}
+	res, err := setters.Apply(ctx, setters.Options{
+		Root:   opts.Root,
+		Paths:  opts.Paths,
+		Images: selected,
+		Known:  func(p string) bool { return known[p] },
+		Write:  opts.Write,
+		OnEdit: opts.OnEdit,
+		Logger: logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Report{
+		Policies:     results,
+		Changes:      res.Changes,
+		Problems:     res.Problems,
+		Markers:      res.Markers,
+		FilesScanned: res.FilesScanned,
+		FilesChanged: res.FilesChanged,
+	}, nil
+}
+
+// appliedImages returns the config's images that selected admits.
+func appliedImages(cfg *config.Config, selected func(string) bool) []*config.Image {
+	var out []*config.Image
+	for i := range cfg.Images {
+		im := &cfg.Images[i]
+		if selected == nil || selected(im.Name) {
+			out = append(out, im)
+		}
+	}
+	return out
+}
+
+func knownSet(cfg *config.Config) map[string]bool {
+	known := make(map[string]bool, len(cfg.Images))
+	for _, im := range cfg.Images {
+		known[im.Name] = true
+	}
+	return known
+}
+
+func needsCurrent(images []*config.Image) bool {
+	for _, im := range images {
+		if im.Digest == policy.DigestIfNotPresent {
+			return true
+		}
+	}
+	return false
+}
+
+// pinned is the tag and digest a policy's markers hold now.
+type pinned struct{ tag, digest string }
+
+// pinnedValues reads, per policy, the tag and digest its markers hold. When
+// markers disagree the policy gets no entry, so its digest is resolved again.
+func pinnedValues(markers []setters.Marker) map[string]pinned {
+	out := map[string]pinned{}
+	conflict := map[string]bool{}
+	set := func(policy string, p pinned) {
+		old, ok := out[policy]
+		if !ok {
+			out[policy] = p
+			return
+		}
+		if p.tag != "" && old.tag != "" && p.tag != old.tag || p.digest != "" && old.digest != "" && p.digest != old.digest {
+			conflict[policy] = true
+		}
+		if old.tag == "" {
+			old.tag = p.tag
+		}
+		if old.digest == "" {
+			old.digest = p.digest
+		}
+		out[policy] = old
+	}
+	for _, m := range markers {
+		switch m.Field {
+		case setters.FieldImage:
+			set(m.Policy, splitReference(m.Value))
+		case setters.FieldTag:
+			set(m.Policy, pinned{tag: m.Value})
+		case setters.FieldDigest:
+			set(m.Policy, pinned{digest: m.Value})
+		}
+	}
+	for p := range conflict {
+		delete(out, p)
+	}
+	return out
+}
+
+// splitReference takes the tag and digest out of name:tag@sha256:... .
+func splitReference(ref string) pinned {
+	var p pinned
+	if i := strings.Index(ref, "@"); i >= 0 {
+		p.digest = ref[i+1:]
+		ref = ref[:i]
+	}
+	if i := strings.LastIndex(ref, ":"); i >= 0 && !strings.Contains(ref[i:], "/") {
+		p.tag = ref[i+1:]
+	}
+	return p
+}
+
+// Select lists the tags of each image's repository (each repository once),
+// picks the latest tag by each policy, and resolves digests where the policy
+// asks. current holds what the files pin now, for the ifNotPresent mode. One
+// failing repository fails only its own policies.
+func Select(ctx context.Context, reg Registry, images []*config.Image, current map[string]pinned, concurrency int, logger *slog.Logger) []PolicyResult {
+	if concurrency <= 0 {
+		concurrency = 8
+	}
+	var repos []string
+	seen := map[string]bool{}
+	for _, im := range images {
+		if !seen[im.Repository] {
+			seen[im.Repository] = true
+			repos = append(repos, im.Repository)
+		}
+	}
+	scans := map[string]registry.Result{}
+	for _, r := range reg.Scan(ctx, repos, concurrency) {
+		scans[r.Repository] = r
+	}
+
+	results := make([]PolicyResult, len(images))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, concurrency)
+	for i, im := range images {
+		results[i] = PolicyResult{Name: im.Name, Repository: im.Repository}
+		scan, ok := scans[im.Repository]
+		switch {
+		case !ok:
+			results[i].Err = fmt.Errorf("policy %s: repository %s was not scanned", im.Name, im.Repository)
+			continue
+		case scan.Err != nil:
+			results[i].Err = fmt.Errorf("policy %s: %w", im.Name, scan.Err)
+			continue
+		}
+		sel := im.Policy().Select(scan.Tags)
+		results[i].Selection = sel
+		if sel.Latest == "" {
+			results[i].Err = fmt.Errorf("policy %s: %w in %s: %s", im.Name, ErrNoMatch, im.Repository, sel.Summary())
+			continue
+		}
+		known := current[im.Name]
+		if !im.Digest.NeedsLookup(sel.Latest, known.tag, known.digest) {
+			if im.Digest == policy.DigestIfNotPresent {
+				results[i].Digest = known.digest
+			}
+			continue
+		}
+		wg.Add(1)
+		go func(r *PolicyResult, im *config.Image) {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				r.Err = fmt.Errorf("policy %s: %w", im.Name, ctx.Err())
+				return
+			}
+			defer func() { <-sem }()
+			d, err := reg.Digest(ctx, im.Repository, r.Selection.Latest, im.Platform)
+			if err != nil {
+				r.Err = fmt.Errorf("policy %s: %w", im.Name, err)
+				return
+			}
+			r.Digest = d
+		}(&results[i], im)
+	}
+	wg.Wait()
+	for _, r := range results {
+		if r.Err == nil {
+			logger.Debug("policy selected", "policy", r.Name, "latest", r.Selection.Latest, "digest", r.Digest)
+		}
+	}
+	return results
+}

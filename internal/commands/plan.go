@@ -1,0 +1,377 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/internal/unidiff"
+	"github.com/imagebump/imagebump/registry"
+	"github.com/imagebump/imagebump/setters"
+)
+
+// PlanOptions are the inputs of `imagebump plan` and `imagebump apply`.
+type PlanOptions struct {
+	global *globalOptions
+
+	// Repo is the local checkout to scan.
+	Repo string
+	// Target picks one of the config's targets (its paths and policies).
+	Target string
+	// Output is text, json or (plan only) diff.
+	Output string
+	// DetailedExitcode makes plan exit 2 when there are changes.
+	DetailedExitcode bool
+	// Write applies the edits (apply).
+	Write bool
+
+	// registry replaces the registry client in tests.
+	registry cycle.Registry
+}
+
+// NewCmdPlan builds `imagebump plan`.
+func NewCmdPlan(g *globalOptions, stdout io.Writer, runF func(context.Context, *PlanOptions, io.Writer) error) *cobra.Command {
+	o := &PlanOptions{global: g}
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Show what would move, from what to what, in which file and line",
+		Long: `Scan the registries, select the latest tag per policy, find every marker in
+the checkout and show the edits a run would make. Nothing is written.
+
+Output: a policies table, the changes (FILE:LINE, POLICY, FROM, TO) and every
+problem (unknown markers, failed policies, skipped files) with file:line.
+-o json prints the same as a stable JSON document (see docs/cli.md); -o diff
+prints a unified diff that git apply accepts.
+
+--detailed-exitcode: exit 0 when nothing would change, 2 when something
+would, 1 on any error.`,
+		Example: `  imagebump plan --repo .
+  imagebump plan --repo . -o diff | git apply
+  imagebump plan --repo . -o json --detailed-exitcode`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Output != "text" && o.Output != "json" && o.Output != "diff" {
+				return usageError(fmt.Errorf("-o %q: want text, json or diff", o.Output))
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o, stdout)
+			}
+			return runPlan(cmd.Context(), o, stdout)
+		},
+	}
+	addPlanFlags(cmd, o)
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text, json or diff")
+	cmd.Flags().BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "exit 0 for no change, 2 for changes, 1 for an error")
+	return cmd
+}
+
+// NewCmdApply builds `imagebump apply`.
+func NewCmdApply(g *globalOptions, stdout io.Writer, runF func(context.Context, *PlanOptions, io.Writer) error) *cobra.Command {
+	o := &PlanOptions{global: g, Write: true}
+	cmd := &cobra.Command{
+		Use:   "apply",
+		Short: "Rewrite a local checkout in place, with no Git operations",
+		Long: `Do what plan shows, and write the edits into the checkout: only the bytes of
+each marked scalar change, each file is verified and written atomically.
+No commit, no push: for CI pipelines that commit themselves.`,
+		Example: `  imagebump apply --repo . && git diff`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Output != "text" && o.Output != "json" {
+				return usageError(fmt.Errorf("-o %q: want text or json", o.Output))
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o, stdout)
+			}
+			return runPlan(cmd.Context(), o, stdout)
+		},
+	}
+	addPlanFlags(cmd, o)
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+func addPlanFlags(cmd *cobra.Command, o *PlanOptions) {
+	cmd.Flags().StringVar(&o.Repo, "repo", "", "local checkout to scan (required until cloning lands)")
+	cmd.Flags().StringVar(&o.Target, "target", "", "config target whose paths and policies apply (default: the only one, or all policies over the whole checkout)")
+}
+
+// PlanReport is the JSON document of `plan -o json` and `apply -o json`.
+// Its shape is stable: fields are only ever added.
+type PlanReport struct {
+	// Version is the schema version, 1.
+	Version  int            `json:"version"`
+	Applied  bool           `json:"applied"`
+	Policies []PolicyJSON   `json:"policies"`
+	Changes  []ChangeJSON   `json:"changes"`
+	Problems []ProblemJSON  `json:"problems"`
+	Files    FileCountsJSON `json:"files"`
+}
+
+// PolicyJSON is one policy's selection.
+type PolicyJSON struct {
+	Name       string `json:"name"`
+	Repository string `json:"repository"`
+	Latest     string `json:"latest"`
+	Digest     string `json:"digest,omitempty"`
+	Tags       int    `json:"tags"`
+	Candidates int    `json:"candidates"`
+	Error      string `json:"error,omitempty"`
+}
+
+// ChangeJSON is one edit.
+type ChangeJSON struct {
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Policy string `json:"policy"`
+	Field  string `json:"field"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+}
+
+// ProblemJSON is one thing that could not be done.
+type ProblemJSON struct {
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Policy  string `json:"policy,omitempty"`
+	Message string `json:"message"`
+}
+
+// FileCountsJSON counts the files looked at.
+type FileCountsJSON struct {
+	Scanned int      `json:"scanned"`
+	Changed []string `json:"changed"`
+}
+
+func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
+	if o.Repo == "" {
+		return usageError(errors.New("--repo DIR is required: cloning the configured repository for plan comes with write-back (issue 4)"))
+	}
+	if st, err := os.Stat(o.Repo); err != nil || !st.IsDir() {
+		return usageError(fmt.Errorf("--repo %s: not a directory", o.Repo))
+	}
+	cfg, err := config.Load(o.global.ConfigFile)
+	if err != nil {
+		return usageError(err)
+	}
+	paths, selected, err := targetScope(cfg, o.Target)
+	if err != nil {
+		return usageError(err)
+	}
+	reg := o.registry
+	if reg == nil {
+		client, err := registry.New(cycle.RegistryOptions(cfg, o.global.logger))
+		if err != nil {
+			return usageError(err)
+		}
+		reg = client
+	}
+
+	var mu sync.Mutex
+	diffs := map[string][]byte{}
+	var onEdit func(string, []byte, []byte)
+	if o.Output == "diff" {
+		onEdit = func(file string, before, after []byte) {
+			var b bytes.Buffer
+			_ = unidiff.Write(&b, file, before, after) // writes to memory cannot fail
+			mu.Lock()
+			diffs[file] = b.Bytes()
+			mu.Unlock()
+		}
+	}
+	rep, err := cycle.Run(ctx, cycle.Options{
+		Config:   cfg,
+		Registry: reg,
+		Root:     o.Repo,
+		Paths:    paths,
+		Policies: selected,
+		Write:    o.Write,
+		OnEdit:   onEdit,
+		Logger:   o.global.logger,
+	})
+	if err != nil {
+		return failure(err)
+	}
+
+	switch o.Output {
+	case "json":
+		err = writePlanJSON(stdout, rep, o.Write)
+	case "diff":
+		files := make([]string, 0, len(diffs))
+		for f := range diffs {
+			files = append(files, f)
+		}
+		sort.Strings(files)
+		for _, f := range files {
+			if _, err = stdout.Write(diffs[f]); err != nil {
+				break
+			}
+		}
+		// Problems still reach the user, on stderr, so a piped diff stays clean.
+		for _, p := range problemLines(rep) {
+			o.global.logger.Error(p)
+		}
+	default:
+		err = writePlanText(stdout, rep, o.Write)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case rep.Failed():
+		return silentExit(ExitFailure)
+	case o.DetailedExitcode && len(rep.Changes) > 0:
+		return silentExit(ExitChanges)
+	}
+	return nil
+}
+
+// targetScope returns the paths and the policy selector of the named target,
+// of the only target when there is one, or nil (everything) otherwise.
+func targetScope(cfg *config.Config, name string) ([]string, func(string) bool, error) {
+	targets := cfg.Targets()
+	var t *config.Target
+	switch {
+	case name != "":
+		for i := range targets {
+			if targets[i].Name == name {
+				t = &targets[i]
+			}
+		}
+		if t == nil {
+			var names []string
+			for _, t := range targets {
+				names = append(names, t.Name)
+			}
+			return nil, nil, fmt.Errorf("--target %q: no such target in %s (targets: %s)", name, cfg.File, strings.Join(names, ", "))
+		}
+	case len(targets) == 1:
+		t = &targets[0]
+	default:
+		return nil, nil, nil
+	}
+	var paths []string
+	if t.Git != nil {
+		paths = t.Git.Paths
+	}
+	return paths, t.Selects, nil
+}
+
+func writePlanJSON(w io.Writer, rep *cycle.Report, applied bool) error {
+	out := PlanReport{Version: 1, Applied: applied, Policies: []PolicyJSON{}, Changes: []ChangeJSON{}, Problems: []ProblemJSON{}}
+	for _, p := range rep.Policies {
+		pj := PolicyJSON{Name: p.Name, Repository: p.Repository, Latest: p.Latest(), Digest: p.Digest,
+			Tags: p.Selection.Seen, Candidates: len(p.Selection.Candidates)}
+		if p.Err != nil {
+			pj.Error = p.Err.Error()
+		}
+		out.Policies = append(out.Policies, pj)
+	}
+	for _, c := range rep.Changes {
+		out.Changes = append(out.Changes, ChangeJSON{File: c.File, Line: c.Line, Policy: c.Policy, Field: fieldName(c.Field), From: c.Old, To: c.New})
+	}
+	for _, p := range rep.Problems {
+		out.Problems = append(out.Problems, ProblemJSON{File: p.File, Line: p.Line, Policy: p.Policy, Message: p.Err.Error()})
+	}
+	out.Files = FileCountsJSON{Scanned: rep.FilesScanned, Changed: rep.FilesChanged}
+	if out.Files.Changed == nil {
+		out.Files.Changed = []string{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func fieldName(f setters.Field) string {
+	if f == setters.FieldImage {
+		return "image"
+	}
+	return string(f)
+}
+
+func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POLICY\tIMAGE\tLATEST")
+	for _, p := range rep.Policies {
+		latest := p.Latest()
+		if p.Err != nil {
+			latest = "(failed, see problems)"
+		} else if p.Digest != "" {
+			latest += "@" + p.Digest
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, p.Repository, latest)
+	}
+	tw.Flush()
+
+	b.WriteString("\n")
+	if len(rep.Changes) == 0 {
+		b.WriteString("No changes: every marked field is current.\n")
+	} else {
+		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "FILE:LINE\tPOLICY\tFROM\tTO")
+		for _, c := range rep.Changes {
+			fmt.Fprintf(tw, "%s:%d\t%s\t%s\t%s\n", c.File, c.Line, policyField(c.Policy, c.Field), c.Old, c.New)
+		}
+		tw.Flush()
+	}
+
+	if lines := problemLines(rep); len(lines) > 0 {
+		b.WriteString("\nProblems:\n")
+		for _, l := range lines {
+			b.WriteString("  " + l + "\n")
+		}
+	}
+
+	verb := "would change"
+	if applied {
+		verb = "changed"
+	}
+	fmt.Fprintf(&b, "\n%d %s in %d %s (%s), %d %s scanned, %d %s.\n",
+		len(rep.Changes), plural(len(rep.Changes), "field", "fields"),
+		len(rep.FilesChanged), plural(len(rep.FilesChanged), "file", "files"), verb,
+		rep.FilesScanned, plural(rep.FilesScanned, "file", "files"),
+		len(problemLines(rep)), plural(len(problemLines(rep)), "problem", "problems"))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// problemLines renders failed policies, then file and marker problems.
+func problemLines(rep *cycle.Report) []string {
+	var out []string
+	for _, p := range rep.Policies {
+		if p.Err != nil {
+			out = append(out, p.Err.Error())
+		}
+	}
+	for _, p := range rep.Problems {
+		out = append(out, p.Error())
+	}
+	return out
+}
+
+func policyField(policy string, f setters.Field) string {
+	if f == setters.FieldImage {
+		return policy
+	}
+	return policy + ":" + string(f)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

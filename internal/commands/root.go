@@ -1,0 +1,154 @@
+// Package commands implements imagebump's command line: one cobra command per
+// verb, each a thin layer that parses flags into an Options struct and calls a
+// plain run function with a context, the options and its writers.
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes, as SPEC.md documents them.
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitChanges = 2 // plan --detailed-exitcode only
+	ExitUsage   = 64
+)
+
+// exitError carries an exit code with the error that caused it.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError marks err as bad usage or invalid config (exit 64).
+func usageError(err error) error { return &exitError{code: ExitUsage, err: err} }
+
+// failure marks err as a failed run (exit 1).
+func failure(err error) error { return &exitError{code: ExitFailure, err: err} }
+
+// silentExit ends the command with code and no message: what went wrong was
+// already printed as part of the command's output.
+type silentExit int
+
+func (e silentExit) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// globalOptions are the flags every command takes.
+type globalOptions struct {
+	ConfigFile string
+	configSet  bool
+	LogLevel   string
+	LogFormat  string
+	logger     *slog.Logger
+}
+
+// Main runs imagebump with args and returns the process exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := NewCmdRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var silent silentExit
+	if errors.As(err, &silent) {
+		return int(silent)
+	}
+	fmt.Fprintf(stderr, "error: %s\n", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	// Errors that cobra itself raises (unknown flag, wrong argument count)
+	// reach here unwrapped: they are usage errors.
+	if isCobraUsageError(err) {
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+// isCobraUsageError reports whether err came from cobra's argument and flag
+// parsing, which has no typed errors to branch on.
+func isCobraUsageError(err error) bool {
+	msg := err.Error()
+	for _, prefix := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "requires at most", "if any flags in the group"} {
+		if strings.HasPrefix(msg, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// NewCmdRoot builds the imagebump command tree.
+func NewCmdRoot(stdout, stderr io.Writer) *cobra.Command {
+	g := &globalOptions{}
+	root := &cobra.Command{
+		Use:   "imagebump",
+		Short: "Keep the image references in a Git repository current with what registries publish",
+		Long: `imagebump polls container registries for tags, picks tags by policy, rewrites the
+YAML fields that carry Flux-style $imagepolicy marker comments, and records the
+bump as a commit or a pull request.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			g.configSet = cmd.Flags().Changed("config")
+			logger, err := newLogger(stderr, g.LogLevel, g.LogFormat)
+			if err != nil {
+				return usageError(err)
+			}
+			g.logger = logger
+			return nil
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	pf := root.PersistentFlags()
+	pf.StringVarP(&g.ConfigFile, "config", "c", "imagebump.yaml", "config file")
+	pf.StringVar(&g.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	pf.StringVar(&g.LogFormat, "log-format", "text", "log format: text or json")
+
+	root.AddCommand(
+		NewCmdVersion(stdout),
+		NewCmdTags(g, stdout, nil),
+		NewCmdPlan(g, stdout, nil),
+		NewCmdApply(g, stdout, nil),
+		NewCmdValidate(g, stdout, nil),
+	)
+	return root
+}
+
+// newLogger builds the process logger; only the command line picks the level
+// and the format.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("--log-format %q: want text or json", format)
+	}
+}
+
+// fileExists reports whether path names an existing file.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

@@ -1,0 +1,301 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/spf13/cobra"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/policy"
+	"github.com/imagebump/imagebump/registry"
+)
+
+// TagsOptions are the inputs of `imagebump tags`.
+type TagsOptions struct {
+	global *globalOptions
+
+	// Target is a repository (ghcr.io/acme/app) or a policy name from the
+	// config (apps:app or app).
+	Target string
+
+	SemVer        string
+	Alphabetical  string
+	Numerical     string
+	FilterPattern string
+	FilterExtract string
+	Exclude       []string
+	Digest        bool
+	Platform      string
+	Output        string
+}
+
+// NewCmdTags builds `imagebump tags`. runF replaces the run function in
+// flag-parsing tests; nil means runTags.
+func NewCmdTags(g *globalOptions, stdout io.Writer, runF func(context.Context, *TagsOptions, io.Writer) error) *cobra.Command {
+	o := &TagsOptions{global: g}
+	cmd := &cobra.Command{
+		Use:   "tags REPOSITORY|POLICY",
+		Short: "List a repository's tags and show what a policy would pick",
+		Long: `List every tag of a repository and show which tags a policy excludes, filters
+out or skips, and which tag it picks.
+
+With a policy name from the config (apps:web, or web for default:web) the
+policy and the registry settings come from the config; policy flags given on
+the command line replace the config's. With a repository, the policy comes
+from the flags; with no policy flag the tags are only listed.`,
+		Example: `  imagebump tags ghcr.io/acme/app --semver '>=1.0.0 <2'
+  imagebump tags quay.io/minio/minio --filter-pattern '^RELEASE\.(?P<ts>.*)Z$' --filter-extract '$ts' --alphabetical asc
+  imagebump tags apps:web -c imagebump.yaml -o json --digest`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Target = args[0]
+			if o.Output != "text" && o.Output != "json" {
+				return usageError(fmt.Errorf("-o %q: want text or json", o.Output))
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o, stdout)
+			}
+			return runTags(cmd.Context(), o, stdout)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.SemVer, "semver", "", "semver range, such as '>=1.0.0 <2'")
+	f.StringVar(&o.Alphabetical, "alphabetical", "", "alphabetical order: asc or desc")
+	f.StringVar(&o.Numerical, "numerical", "", "numerical order: asc or desc")
+	f.StringVar(&o.FilterPattern, "filter-pattern", "", "RE2 pattern tags must match (unanchored)")
+	f.StringVar(&o.FilterExtract, "filter-extract", "", "template the policy orders by, such as '$ts'")
+	f.StringArrayVar(&o.Exclude, "exclude", nil, "RE2 pattern of tags to drop (repeatable)")
+	f.BoolVar(&o.Digest, "digest", false, "also resolve the digest of the picked tag")
+	f.StringVar(&o.Platform, "platform", "", "resolve this platform's digest (os/arch[/variant]) instead of the index digest")
+	f.StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
+	cmd.MarkFlagsMutuallyExclusive("semver", "alphabetical", "numerical")
+	return cmd
+}
+
+// TagsReport is the JSON document `imagebump tags -o json` prints.
+type TagsReport struct {
+	Repository string   `json:"repository"`
+	Policy     string   `json:"policy,omitempty"`
+	Rule       string   `json:"rule,omitempty"`
+	Tags       []string `json:"tags"`
+	Excluded   []string `json:"excluded"`
+	Filtered   []string `json:"filtered"`
+	Skipped    []string `json:"skipped"`
+	Candidates []string `json:"candidates"`
+	Latest     string   `json:"latest"`
+	Digest     string   `json:"digest,omitempty"`
+	Summary    string   `json:"summary,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
+}
+
+func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
+	cfg, err := loadConfigIfAny(o.global)
+	if err != nil {
+		return err
+	}
+
+	rep := TagsReport{}
+	var spec policy.Spec
+	hasPolicy := false
+	platform := o.Platform
+	if img, ok := lookupImage(cfg, o.Target); ok {
+		rep.Repository = img.Repository
+		rep.Policy = img.Name
+		spec = img.Spec()
+		hasPolicy = true
+		if platform == "" {
+			platform = img.Platform
+		}
+	} else {
+		if _, err := name.NewRepository(o.Target); err != nil {
+			msg := fmt.Errorf("%q is neither a repository nor a policy in %s: %w", o.Target, configName(o.global, cfg), err)
+			return usageError(msg)
+		}
+		rep.Repository = o.Target
+	}
+	if o.SemVer != "" || o.Alphabetical != "" || o.Numerical != "" {
+		spec.SemVer, spec.Alphabetical, spec.Numerical = o.SemVer, o.Alphabetical, o.Numerical
+		hasPolicy = true
+	}
+	if o.FilterPattern != "" || o.FilterExtract != "" {
+		spec.FilterPattern, spec.FilterExtract = o.FilterPattern, o.FilterExtract
+	}
+	spec.Exclude = append(spec.Exclude, o.Exclude...)
+	if !hasPolicy && (spec.FilterPattern != "" || spec.FilterExtract != "" || len(o.Exclude) > 0) {
+		// Filters without an ordering still show what they keep; order
+		// alphabetically so the output says which tag would sort last.
+		spec.Alphabetical = "asc"
+		hasPolicy = true
+	}
+	var pol *policy.Policy
+	if hasPolicy {
+		pol, err = policy.New(spec)
+		if err != nil {
+			return usageError(fmt.Errorf("policy for %s: %w", rep.Repository, err))
+		}
+		rep.Rule = describeSpec(spec)
+	}
+
+	client, err := registry.New(cycle.RegistryOptions(cfg, o.global.logger))
+	if err != nil {
+		return usageError(err)
+	}
+	tags, err := client.Tags(ctx, rep.Repository)
+	if err != nil {
+		return failure(err)
+	}
+	sort.Strings(tags)
+	rep.Tags = tags
+
+	if pol != nil {
+		res := pol.Select(tags)
+		rep.Excluded, rep.Filtered, rep.Skipped = res.Excluded, res.Filtered, res.Skipped
+		rep.Candidates, rep.Latest, rep.Warnings = res.Candidates, res.Latest, res.Warnings
+		rep.Summary = res.Summary()
+	}
+	if o.Digest {
+		tag := rep.Latest
+		if pol == nil && len(tags) > 0 {
+			tag = ""
+		}
+		if tag != "" {
+			d, err := client.Digest(ctx, rep.Repository, tag, platform)
+			if err != nil {
+				if werr := writeTags(stdout, o.Output, rep); werr != nil {
+					return werr
+				}
+				return failure(err)
+			}
+			rep.Digest = d
+		}
+	}
+	if err := writeTags(stdout, o.Output, rep); err != nil {
+		return err
+	}
+	if pol != nil && rep.Latest == "" {
+		return failure(errors.New(rep.Summary))
+	}
+	return nil
+}
+
+func writeTags(w io.Writer, format string, rep TagsReport) error {
+	if format == "json" {
+		for _, s := range []*[]string{&rep.Tags, &rep.Excluded, &rep.Filtered, &rep.Skipped, &rep.Candidates} {
+			if *s == nil {
+				*s = []string{}
+			}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	status := map[string]string{}
+	for _, t := range rep.Excluded {
+		status[t] = "excluded"
+	}
+	for _, t := range rep.Filtered {
+		status[t] = "filtered out"
+	}
+	for _, t := range rep.Skipped {
+		status[t] = "skipped"
+	}
+	for _, t := range rep.Candidates {
+		status[t] = "candidate"
+	}
+	if rep.Latest != "" {
+		status[rep.Latest] = "LATEST"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "repository: %s\n", rep.Repository)
+	if rep.Policy != "" {
+		fmt.Fprintf(&b, "policy:     %s\n", rep.Policy)
+	}
+	if rep.Rule != "" {
+		fmt.Fprintf(&b, "rule:       %s\n", rep.Rule)
+	}
+	fmt.Fprintf(&b, "tags:       %d\n\n", len(rep.Tags))
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TAG\tSTATUS")
+	for _, t := range rep.Tags {
+		s := status[t]
+		if s == "" && rep.Rule == "" {
+			s = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", t, s)
+	}
+	tw.Flush()
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
+	if rep.Summary != "" {
+		fmt.Fprintf(&b, "\n%s\n", rep.Summary)
+	}
+	if rep.Latest != "" {
+		fmt.Fprintf(&b, "latest: %s\n", rep.Latest)
+	}
+	if rep.Digest != "" {
+		fmt.Fprintf(&b, "digest: %s\n", rep.Digest)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// describeSpec renders a policy spec the way a user would write it.
+func describeSpec(s policy.Spec) string {
+	var parts []string
+	switch {
+	case s.SemVer != "":
+		parts = append(parts, fmt.Sprintf("semver %q", s.SemVer))
+	case s.Alphabetical != "":
+		parts = append(parts, "alphabetical "+s.Alphabetical)
+	case s.Numerical != "":
+		parts = append(parts, "numerical "+s.Numerical)
+	}
+	if s.FilterPattern != "" {
+		parts = append(parts, fmt.Sprintf("pattern %q", s.FilterPattern))
+	}
+	if s.FilterExtract != "" {
+		parts = append(parts, fmt.Sprintf("extract %q", s.FilterExtract))
+	}
+	for _, e := range s.Exclude {
+		parts = append(parts, fmt.Sprintf("exclude %q", e))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// loadConfigIfAny loads the config named by -c, or ./imagebump.yaml when it
+// exists. Without -c and without that file it returns nil: commands such as
+// `tags` work without a config.
+func loadConfigIfAny(g *globalOptions) (*config.Config, error) {
+	if !g.configSet && !fileExists(g.ConfigFile) {
+		return nil, nil
+	}
+	cfg, err := config.Load(g.ConfigFile)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	return cfg, nil
+}
+
+func lookupImage(cfg *config.Config, name string) (*config.Image, bool) {
+	if cfg == nil {
+		return nil, false
+	}
+	return cfg.Image(name)
+}
+
+func configName(g *globalOptions, cfg *config.Config) string {
+	if cfg == nil {
+		return "the config (none loaded)"
+	}
+	return g.ConfigFile
+}

@@ -1,0 +1,112 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/setters"
+)
+
+// ValidateOptions are the inputs of `imagebump validate`.
+type ValidateOptions struct {
+	global *globalOptions
+	// Repo, when set, is a checkout whose markers are checked too.
+	Repo string
+	// Target picks one of the config's targets (its paths).
+	Target string
+}
+
+// NewCmdValidate builds `imagebump validate`.
+func NewCmdValidate(g *globalOptions, stdout io.Writer, runF func(context.Context, *ValidateOptions, io.Writer) error) *cobra.Command {
+	o := &ValidateOptions{global: g}
+	cmd := &cobra.Command{
+		Use:   "validate",
+		Short: "Check the config and the markers, without touching the network",
+		Long: `Check the config (strict keys, policies, patterns, ranges) and, with --repo,
+every marker in the checkout: markers naming unknown policies, malformed
+markers, markers on flow collections, YAML files that do not parse. Policies
+that no marker uses are warned about. Exit 64 when anything is invalid.`,
+		Example: `  imagebump validate
+  imagebump validate -c imagebump.yaml --repo .`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), o, stdout)
+			}
+			return runValidate(cmd.Context(), o, stdout)
+		},
+	}
+	cmd.Flags().StringVar(&o.Repo, "repo", "", "local checkout whose markers are checked")
+	cmd.Flags().StringVar(&o.Target, "target", "", "config target whose paths apply")
+	return cmd
+}
+
+func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) error {
+	cfg, err := config.Load(o.global.ConfigFile)
+	if err != nil {
+		return usageError(err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: config is valid (%d %s, %d %s)\n", o.global.ConfigFile,
+		len(cfg.Images), plural(len(cfg.Images), "image policy", "image policies"),
+		len(cfg.Registries), plural(len(cfg.Registries), "registry", "registries"))
+	if o.Repo == "" {
+		_, err := io.WriteString(stdout, b.String())
+		return err
+	}
+	paths, _, err := targetScope(cfg, o.Target)
+	if err != nil {
+		return usageError(err)
+	}
+	known := knownPolicies(cfg)
+	res, err := setters.Apply(ctx, setters.Options{
+		Root:   o.Repo,
+		Paths:  paths,
+		Known:  func(p string) bool { return known[p] },
+		Logger: o.global.logger,
+	})
+	if err != nil {
+		return usageError(err)
+	}
+	used := map[string]bool{}
+	for _, m := range res.Markers {
+		used[m.Policy] = true
+	}
+	fmt.Fprintf(&b, "%s: %d %s in %d of %d YAML files\n", o.Repo,
+		len(res.Markers), plural(len(res.Markers), "marker", "markers"), res.FilesWithMarkers, res.FilesScanned)
+	var unused []string
+	for name := range known {
+		if !used[name] {
+			unused = append(unused, name)
+		}
+	}
+	sort.Strings(unused)
+	for _, name := range unused {
+		im, _ := cfg.Image(name)
+		fmt.Fprintf(&b, "warning: %s:%d: policy %s is used by no marker under %s\n", cfg.File, im.Line, name, o.Repo)
+	}
+	for _, p := range res.Problems {
+		fmt.Fprintf(&b, "error: %s\n", p.Error())
+	}
+	if _, err := io.WriteString(stdout, b.String()); err != nil {
+		return err
+	}
+	if len(res.Problems) > 0 {
+		return usageError(fmt.Errorf("%d %s in the markers of %s", len(res.Problems), plural(len(res.Problems), "problem", "problems"), o.Repo))
+	}
+	return nil
+}
+
+func knownPolicies(cfg *config.Config) map[string]bool {
+	known := make(map[string]bool, len(cfg.Images))
+	for _, im := range cfg.Images {
+		known[im.Name] = true
+	}
+	return known
+}

@@ -1,0 +1,285 @@
+// Package policy picks the latest tag of an image from a list of tags, by an
+// image policy: semver, alphabetical or numerical ordering, with tag filters
+// and exclusions. It does no I/O.
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Spec is an image policy as written in the config. Exactly one of SemVer,
+// Alphabetical and Numerical is set.
+type Spec struct {
+	// SemVer is a Masterminds/semver v3 range, such as ">=1.0.0 <2".
+	SemVer string
+	// Alphabetical is "asc" or "desc".
+	Alphabetical string
+	// Numerical is "asc" or "desc".
+	Numerical string
+	// FilterPattern is an RE2 pattern; tags that do not match are dropped.
+	// It is unanchored, as in Flux.
+	FilterPattern string
+	// FilterExtract is a template ($name, ${name}, $1) expanded from the
+	// pattern's match; the policy orders tags by it. Empty means the tag.
+	FilterExtract string
+	// Exclude holds RE2 patterns of tags to drop, in addition to the defaults.
+	Exclude []string
+	// Digest is the digest reflection mode: "", "never", "always" or "ifNotPresent".
+	Digest DigestMode
+}
+
+// Policy is a validated Spec, ready to select tags. It is safe for
+// concurrent use.
+type Policy struct {
+	spec    Spec
+	kind    kind
+	exclude []*regexp.Regexp // Spec.Exclude; the defaults are checked apart
+	filter  *regexp.Regexp   // nil: every tag passes
+	extract template         // zero: a tag's value is the tag
+}
+
+// New validates spec and compiles it into a Policy. The error, when spec is
+// refused, is a *SpecError naming the first offending field.
+func New(spec Spec) (*Policy, error) {
+	k, err := newKind(spec)
+	if err != nil {
+		return nil, err
+	}
+	p := &Policy{kind: k}
+	for i, pattern := range spec.Exclude {
+		re, err := regexp.Compile(pattern)
+		if err != nil {
+			return nil, &SpecError{Field: fmt.Sprintf("exclude[%d]", i), Value: pattern, Err: err, what: "pattern"}
+		}
+		p.exclude = append(p.exclude, re)
+	}
+	if spec.FilterPattern != "" {
+		if p.filter, err = regexp.Compile(spec.FilterPattern); err != nil {
+			return nil, &SpecError{Field: "filterTags.pattern", Value: spec.FilterPattern, Err: err, what: "pattern"}
+		}
+	}
+	if spec.FilterExtract != "" {
+		if p.filter == nil {
+			return nil, &SpecError{Field: "filterTags.extract", Value: spec.FilterExtract, Err: errors.New("extract needs filterTags.pattern"), what: "template"}
+		}
+		if p.extract, err = parseTemplate(p.filter, spec.FilterExtract); err != nil {
+			return nil, &SpecError{Field: "filterTags.extract", Value: spec.FilterExtract, Err: err, what: "template"}
+		}
+	}
+	if err := spec.Digest.validate(); err != nil {
+		return nil, &SpecError{Field: "digest", Value: string(spec.Digest), Err: err, what: "mode"}
+	}
+	spec.Exclude = slices.Clone(spec.Exclude)
+	p.spec = spec
+	return p, nil
+}
+
+// newKind returns the Policer that spec names, checking that it names
+// exactly one.
+func newKind(spec Spec) (kind, error) {
+	var set []string
+	for _, f := range []struct{ name, value string }{
+		{"semver", spec.SemVer}, {"alphabetical", spec.Alphabetical}, {"numerical", spec.Numerical},
+	} {
+		if f.value != "" {
+			set = append(set, f.name)
+		}
+	}
+	switch {
+	case len(set) == 0:
+		return nil, &SpecError{Field: "policy", Err: errors.New("one of semver, alphabetical or numerical must be set")}
+	case len(set) > 1:
+		return nil, &SpecError{Field: "policy", Err: fmt.Errorf("only one of semver, alphabetical or numerical may be set, found %s", strings.Join(set, " and "))}
+	case spec.SemVer != "":
+		return NewSemVer(spec.SemVer)
+	case spec.Alphabetical != "":
+		return NewAlphabetical(spec.Alphabetical)
+	default:
+		return NewNumerical(spec.Numerical)
+	}
+}
+
+// Spec returns the Spec the policy was built from.
+func (p *Policy) Spec() Spec {
+	s := p.spec
+	s.Exclude = slices.Clone(s.Exclude)
+	return s
+}
+
+// DefaultExclusions returns the exclusion patterns that apply to every
+// policy, before Spec.Exclude: cosign's signatures (as in Flux),
+// attestations and SBOMs.
+func DefaultExclusions() []string {
+	return []string{`^.*\.sig$`, `^.*\.att$`, `^.*\.sbom$`}
+}
+
+// ErrNoMatch is returned by a Policer's Latest when no value qualifies.
+var ErrNoMatch = errors.New("no tag matches")
+
+// Result is the outcome of a selection, with the reasons behind it. Each
+// tag given lands in exactly one of Excluded, Filtered, Skipped and
+// Candidates, in the order the tags were given; Latest and the counts do
+// not depend on that order.
+type Result struct {
+	// Seen is the number of tags given.
+	Seen int `json:"seen"`
+	// Excluded are the tags dropped by an exclusion pattern.
+	Excluded []string `json:"excluded"`
+	// Filtered are the tags dropped by the filter pattern.
+	Filtered []string `json:"filtered"`
+	// Skipped are tags the policy kind cannot order (not semver, not a
+	// number, outside the range).
+	Skipped []string `json:"skipped"`
+	// Candidates are the tags that competed, as the registry spells them.
+	Candidates []string `json:"candidates"`
+	// Latest is the winning tag, or empty when no tag matches.
+	Latest string `json:"latest"`
+	// Warnings explain tags that were skipped with a warning.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Select picks the latest tag from tags. Exclusions run first, then the
+// filter pattern and extract template, then the policy kind. An empty
+// string is not a tag and is skipped.
+//
+// Select parses each tag once and keeps only the best so far, so its cost
+// grows linearly with len(tags).
+func (p *Policy) Select(tags []string) Result {
+	res := Result{Seen: len(tags), Excluded: []string{}, Filtered: []string{}, Skipped: []string{}, Candidates: []string{}}
+	r := p.kind.newRanker()
+	var buf []byte
+	var notNumber, notFinite []string
+	for _, tag := range tags {
+		if tag == "" {
+			res.Skipped = append(res.Skipped, tag)
+			continue
+		}
+		if p.excludes(tag) {
+			res.Excluded = append(res.Excluded, tag)
+			continue
+		}
+		value := tag
+		if p.filter != nil {
+			var ok bool
+			if value, ok = p.value(tag, &buf); !ok {
+				res.Filtered = append(res.Filtered, tag)
+				continue
+			}
+		}
+		switch r.offer(tag, value) {
+		case skipNone:
+			res.Candidates = append(res.Candidates, tag)
+			continue
+		case skipNotNumber:
+			notNumber = append(notNumber, tag)
+		case skipNotFinite:
+			notFinite = append(notFinite, tag)
+		}
+		res.Skipped = append(res.Skipped, tag)
+	}
+	res.Latest, _ = r.latest()
+	if len(notNumber) > 0 {
+		res.Warnings = append(res.Warnings, skipWarning(notNumber, "not a number"))
+	}
+	if len(notFinite) > 0 {
+		res.Warnings = append(res.Warnings, skipWarning(notFinite, "not a finite number"))
+	}
+	return res
+}
+
+// excludes reports whether an exclusion pattern, default or configured,
+// matches tag.
+func (p *Policy) excludes(tag string) bool {
+	if excludedByDefault(tag) {
+		return true
+	}
+	for _, re := range p.exclude {
+		if re.MatchString(tag) {
+			return true
+		}
+	}
+	return false
+}
+
+// value returns the value the policy orders tag by, and false when tag does
+// not match the filter pattern. buf is scratch space reused across calls.
+func (p *Policy) value(tag string, buf *[]byte) (string, bool) {
+	if p.extract.text == "" {
+		return tag, p.filter.MatchString(tag)
+	}
+	m := p.filter.FindStringSubmatchIndex(tag)
+	if m == nil {
+		return "", false
+	}
+	return p.extract.expand(p.filter, tag, m, buf), true
+}
+
+// maxListed caps how many tags a warning names.
+const maxListed = 5
+
+// skipWarning explains why tags were skipped, naming the first few.
+func skipWarning(tags []string, why string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "numerical: skipped %s whose value is %s: ", count(len(tags), "tag"), why)
+	for i, tag := range tags[:min(len(tags), maxListed)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", tag)
+	}
+	if len(tags) > maxListed {
+		fmt.Fprintf(&b, " and %d more", len(tags)-maxListed)
+	}
+	return b.String()
+}
+
+// Summary explains the result in one line, such as
+// "picked 5.3.12 from 4 tags (0 excluded, 0 filtered, 3 skipped)" or
+// "no tag matches: 12 tags seen, 3 excluded, 9 filtered, 0 skipped".
+func (r Result) Summary() string {
+	if r.Latest == "" {
+		return fmt.Sprintf("%v: %s seen, %d excluded, %d filtered, %d skipped",
+			ErrNoMatch, count(r.Seen, "tag"), len(r.Excluded), len(r.Filtered), len(r.Skipped))
+	}
+	return fmt.Sprintf("picked %s from %s (%d excluded, %d filtered, %d skipped)",
+		r.Latest, count(r.Seen, "tag"), len(r.Excluded), len(r.Filtered), len(r.Skipped))
+}
+
+// count writes n and noun, plural unless n is 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// SpecError is a Spec that New refuses. Field names the offending setting as
+// the config spells it, so that a config loader can point at its line:
+// "policy" (none or several kinds set), "semver", "alphabetical",
+// "numerical", "filterTags.pattern", "filterTags.extract", "exclude[i]" (i
+// counts from 0) or "digest".
+type SpecError struct {
+	// Field is the offending setting.
+	Field string
+	// Value is what the setting holds.
+	Value string
+	// Err says what is wrong with Value.
+	Err error
+
+	what string // what Value is ("range", "pattern", ...); empty: Value is unused
+}
+
+// Error reads like `semver: invalid range "1.2.3 <": ...`.
+func (e *SpecError) Error() string {
+	if e.what == "" {
+		return e.Field + ": " + e.Err.Error()
+	}
+	return fmt.Sprintf("%s: invalid %s %q: %v", e.Field, e.what, e.Value, e.Err)
+}
+
+// Unwrap returns e.Err.
+func (e *SpecError) Unwrap() error { return e.Err }

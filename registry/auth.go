@@ -1,0 +1,134 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+
+	"github.com/docker/cli/cli/config"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+)
+
+// configuredAuth returns the authenticator for a host's username, password
+// or token files, or nil when the host has none of them.
+func configuredAuth(hc Host) authn.Authenticator {
+	switch {
+	case hc.TokenFile != "":
+		return &fileAuth{tokenFile: hc.TokenFile}
+	case hc.UsernameFile != "" && hc.PasswordFile != "":
+		return &fileAuth{usernameFile: hc.UsernameFile, passwordFile: hc.PasswordFile}
+	}
+	return nil
+}
+
+// fileAuth reads credentials from files at each use, so that they can be
+// rotated without a restart.
+type fileAuth struct {
+	usernameFile string
+	passwordFile string
+	tokenFile    string
+}
+
+var _ authn.Authenticator = (*fileAuth)(nil)
+
+// Authorization implements authn.Authenticator.
+func (a *fileAuth) Authorization() (*authn.AuthConfig, error) {
+	if a.tokenFile != "" {
+		token, err := readSecret("token file", a.tokenFile)
+		if err != nil {
+			return nil, err
+		}
+		return &authn.AuthConfig{RegistryToken: token}, nil
+	}
+	user, err := readSecret("username file", a.usernameFile)
+	if err != nil {
+		return nil, err
+	}
+	pass, err := readSecret("password file", a.passwordFile)
+	if err != nil {
+		return nil, err
+	}
+	return &authn.AuthConfig{Username: user, Password: pass}, nil
+}
+
+// readSecret reads a one-line secret file and drops its trailing newline.
+// Its errors name the file and never its content.
+func readSecret(what, path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", &credentialError{what: what, path: path, err: err}
+	}
+	s := strings.TrimSuffix(string(b), "\n")
+	s = strings.TrimSuffix(s, "\r")
+	if s == "" {
+		return "", &credentialError{what: what, path: path, err: errors.New("file is empty")}
+	}
+	return s, nil
+}
+
+// dockerConfigKeychain resolves credentials from one Docker config file:
+// its "auths", and the helpers named by "credHelpers" and "credsStore".
+type dockerConfigKeychain struct {
+	path string
+}
+
+var _ authn.Keychain = dockerConfigKeychain{}
+
+// Resolve implements authn.Keychain. The file is read at each call.
+func (k dockerConfigKeychain) Resolve(target authn.Resource) (authn.Authenticator, error) {
+	f, err := os.Open(k.path)
+	if err != nil {
+		return nil, &credentialError{what: "docker config", path: k.path, err: err}
+	}
+	defer f.Close()
+	cf, err := config.LoadFromReader(f)
+	if err != nil {
+		// The decoder's message may quote part of the file: leave it out.
+		return nil, &credentialError{what: "docker config", path: k.path, err: errors.New("not a valid docker config.json")}
+	}
+	// The most specific key first: a config may hold credentials for one
+	// repository and others for the whole registry.
+	keys := []string{target.String(), target.RegistryStr()}
+	if dockerHubAliases[target.RegistryStr()] {
+		keys = append(keys, authn.DefaultAuthKey, "docker.io", "registry-1.docker.io")
+	}
+	for _, key := range keys {
+		ac, err := cf.GetAuthConfig(key)
+		if err != nil {
+			return nil, &credentialError{what: "docker config", path: k.path, err: err}
+		}
+		cfg := authn.AuthConfig{
+			Username:      ac.Username,
+			Password:      ac.Password,
+			Auth:          ac.Auth,
+			IdentityToken: ac.IdentityToken,
+			RegistryToken: ac.RegistryToken,
+		}
+		if cfg != (authn.AuthConfig{}) {
+			return authn.FromConfig(cfg), nil
+		}
+	}
+	return authn.Anonymous, nil
+}
+
+// authenticator returns the credentials to use for repo on host h.
+func (c *Client) authenticator(ctx context.Context, h *host, repo name.Repository) (authn.Authenticator, error) {
+	if h.auth != nil {
+		return h.auth, nil
+	}
+	kc := c.keychain
+	if h.cfg.DockerConfig != "" {
+		kc = dockerConfigKeychain{path: h.cfg.DockerConfig}
+	}
+	a, err := authn.Resolve(ctx, kc, repo)
+	if err != nil {
+		var ce *credentialError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return nil, &credentialError{what: "credentials from the keychain for", path: repo.RegistryStr(), err: err}
+	}
+	return a, nil
+}

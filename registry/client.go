@@ -1,0 +1,281 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/imagebump/imagebump/internal/retry"
+)
+
+// session is an authenticated transport for one repository.
+type session struct {
+	repo   name.Repository
+	base   string // "https://host/v2/repo"
+	client *http.Client
+}
+
+// call is one Client operation on one repository: it parses the repository,
+// finds the host, sets up the session and turns failures into *Error.
+type call struct {
+	c     *Client
+	h     *host
+	repo  name.Repository
+	tmpl  Error // Op, Repository, Tag, Platform and Host, copied into errors
+	s     *session
+	fresh bool // s was built by this call, not taken from the cache
+}
+
+func (c *Client) start(ctx context.Context, op, repository, tag, platform string) (*call, error) {
+	k := &call{c: c, tmpl: Error{Op: op, Repository: repository, Tag: tag, Platform: platform}}
+	if err := ctx.Err(); err != nil {
+		return nil, k.fail(ctx, 0, err)
+	}
+	repo, err := parseRepository(repository)
+	if err != nil {
+		return nil, k.fail(ctx, 0, err)
+	}
+	k.h = c.hostFor(repo.RegistryStr())
+	k.tmpl.Host = repo.RegistryStr()
+	if k.h.cfg.Insecure {
+		reg, err := name.NewRegistry(repo.RegistryStr(), name.Insecure)
+		if err != nil {
+			return nil, k.fail(ctx, 0, &invalidError{msg: err.Error()})
+		}
+		repo.Registry = reg
+	}
+	k.repo = repo
+	return k, nil
+}
+
+// parseRepository parses a repository name without tag or digest; a name
+// without a registry is on Docker Hub, as docker pull has it.
+func parseRepository(s string) (name.Repository, error) {
+	if s == "" {
+		return name.Repository{}, &invalidError{msg: "repository is empty"}
+	}
+	if strings.Contains(s, "@") {
+		return name.Repository{}, &invalidError{msg: fmt.Sprintf("repository %q must not have a digest", s)}
+	}
+	repo, err := name.NewRepository(s)
+	if err != nil {
+		if _, terr := name.NewTag(s, name.StrictValidation); terr == nil {
+			return name.Repository{}, &invalidError{msg: fmt.Sprintf("repository %q must not have a tag", s)}
+		}
+		return name.Repository{}, &invalidError{msg: err.Error()}
+	}
+	return repo, nil
+}
+
+// fail wraps err into an *Error with the call's details.
+func (k *call) fail(ctx context.Context, attempts int, err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	v := classify(ctx, err)
+	e = new(Error)
+	*e = k.tmpl
+	e.Kind = v.kind
+	e.Status = v.status
+	e.Attempts = attempts
+	e.Err = err
+	return e
+}
+
+// session returns the call's session, building or reusing the cached one.
+func (k *call) session(ctx context.Context) (*session, error) {
+	if k.s != nil {
+		return k.s, nil
+	}
+	v, _ := k.h.sessions.LoadOrStore(k.repo.Name(), newSlot[*session]())
+	sl := v.(*slot[*session])
+	var attempts int
+	s, built, err := sl.get(ctx, func() (*session, error) {
+		s, n, err := k.c.newSession(ctx, k.h, k.repo)
+		attempts = n
+		return s, err
+	})
+	if err != nil {
+		return nil, k.fail(ctx, attempts, err)
+	}
+	k.s, k.fresh = s, built
+	return s, nil
+}
+
+// forget drops the cached session and challenge after the registry refused
+// them, so that the next one reads the credentials and pings anew.
+func (k *call) forget() {
+	k.h.sessions.Delete(k.repo.Name())
+	k.h.challengeMu.Lock()
+	delete(k.h.challenges, k.repo.RegistryStr())
+	k.h.challengeMu.Unlock()
+	k.s = nil
+}
+
+// do runs one request, fn, with retries. A 401 with a cached session is
+// tried once more with a new session: the token may have expired or the
+// credential files been rotated.
+func (k *call) do(ctx context.Context, what string, fn func(ctx context.Context, s *session) error) error {
+	for renewed := false; ; renewed = true {
+		s, err := k.session(ctx)
+		if err != nil {
+			return err
+		}
+		attempts, err := k.c.retry(ctx, k.h, what, func(ctx context.Context) error {
+			return fn(ctx, s)
+		})
+		if err == nil {
+			return nil
+		}
+		if v := classify(ctx, err); v.kind == KindAuth && v.status == http.StatusUnauthorized && !k.fresh && !renewed {
+			k.c.log.Debug("registry refused cached credentials; renewing", "host", k.h.name, "repository", k.repo.Name())
+			k.forget()
+			continue
+		}
+		return k.fail(ctx, attempts, err)
+	}
+}
+
+// retry calls fn until it succeeds, fails in a way a retry cannot help, or
+// has been retried maxRetries times. It returns how many times fn ran.
+func (c *Client) retry(ctx context.Context, h *host, what string, fn func(context.Context) error) (int, error) {
+	for n := 1; ; n++ {
+		err := fn(ctx)
+		if err == nil {
+			return n, nil
+		}
+		v := classify(ctx, err)
+		if !v.retry || n > c.maxRetries {
+			return n, err
+		}
+		delay := h.rt.pauseLeft()
+		if delay <= 0 {
+			delay = retry.Backoff(n, c.backoff, c.maxBackoff)
+		}
+		c.log.Info("retrying registry request", "host", h.name, "request", what, "attempt", n, "kind", v.kind.String(), "status", v.status, "delay", delay)
+		if err := retry.Sleep(ctx, delay); err != nil {
+			return n, err
+		}
+	}
+}
+
+// newSession pings the registry (once per host), gets a bearer token for
+// the repository if the registry wants one, and returns the transport.
+func (c *Client) newSession(ctx context.Context, h *host, repo name.Repository) (*session, int, error) {
+	auth, err := c.authenticator(ctx, h, repo)
+	if err != nil {
+		return nil, 0, err
+	}
+	// Read the credentials now, so that a missing file fails here with its
+	// name rather than deep inside a request.
+	cfg, err := authn.Authorization(ctx, auth)
+	if err != nil {
+		return nil, 0, err
+	}
+	ch, n, err := c.challenge(ctx, h, repo.Registry)
+	if err != nil {
+		return nil, n, err
+	}
+	tok := &transport.Token{}
+	if strings.EqualFold(ch.Scheme, "bearer") {
+		if cfg.RegistryToken != "" {
+			tok.Token = cfg.RegistryToken
+		} else {
+			scopes := []string{repo.Scope(transport.PullScope)}
+			n, err = c.retry(ctx, h, "token", func(ctx context.Context) error {
+				t, err := transport.Exchange(ctx, repo.Registry, auth, h.rt, scopes, ch)
+				if err != nil {
+					return err
+				}
+				tok = t
+				return nil
+			})
+			if err != nil {
+				return nil, n, fmt.Errorf("getting a token: %w", err)
+			}
+			if tok.Token == "" {
+				tok.Token = tok.AccessToken
+			}
+		}
+	}
+	rt, err := transport.FromToken(repo.Registry, auth, h.rt, ch, tok)
+	if err != nil {
+		return nil, n, &badResponseError{what: "unusable authentication challenge", err: err}
+	}
+	scheme := "https"
+	if ch.Insecure {
+		scheme = "http"
+	}
+	return &session{
+		repo:   repo,
+		base:   fmt.Sprintf("%s://%s/v2/%s", scheme, repo.RegistryStr(), repo.RepositoryStr()),
+		client: &http.Client{Transport: rt},
+	}, n, nil
+}
+
+// challenge returns the registry's authentication challenge, pinging it
+// the first time.
+func (c *Client) challenge(ctx context.Context, h *host, reg name.Registry) (*transport.Challenge, int, error) {
+	h.challengeMu.Lock()
+	sl, ok := h.challenges[reg.RegistryStr()]
+	if !ok {
+		sl = newSlot[*transport.Challenge]()
+		h.challenges[reg.RegistryStr()] = sl
+	}
+	h.challengeMu.Unlock()
+	var attempts int
+	ch, _, err := sl.get(ctx, func() (*transport.Challenge, error) {
+		var ch *transport.Challenge
+		n, err := c.retry(ctx, h, "ping", func(ctx context.Context) error {
+			var err error
+			ch, err = transport.Ping(ctx, reg, h.rt)
+			return err
+		})
+		attempts = n
+		return ch, err
+	})
+	if err != nil {
+		return nil, attempts, fmt.Errorf("pinging registry: %w", err)
+	}
+	return ch, attempts, nil
+}
+
+// fetch sends one request and reads the body, up to limit bytes. A status
+// other than 200 is an error from transport.CheckError, which parses the
+// registry's error body.
+func (s *session) fetch(ctx context.Context, method, url string, accept []string, limit int64) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		return nil, nil, &invalidError{msg: err.Error()}
+	}
+	if len(accept) > 0 {
+		req.Header.Set("Accept", strings.Join(accept, ", "))
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	if err := transport.CheckError(resp, http.StatusOK); err != nil {
+		return resp, nil, err
+	}
+	if method == http.MethodHead {
+		return resp, nil, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return resp, nil, fmt.Errorf("reading response body: %w", err)
+	}
+	if int64(len(body)) > limit {
+		return resp, nil, &badResponseError{what: fmt.Sprintf("response body larger than %d bytes", limit)}
+	}
+	return resp, body, nil
+}

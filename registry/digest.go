@@ -1,0 +1,287 @@
+package registry
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// Size limits for what Digest reads: distribution refuses manifests over
+// 4 MiB; image configs with a long history can be larger.
+const (
+	maxManifest = 4 << 20
+	maxConfig   = 16 << 20
+)
+
+// manifestAccept lists the manifest media types Digest understands.
+var manifestAccept = []string{
+	string(types.OCIImageIndex),
+	string(types.DockerManifestList),
+	string(types.OCIManifestSchema1),
+	string(types.DockerManifestSchema2),
+}
+
+// Digest returns the digest ("sha256:...") of repository:tag.
+//
+// With platform "", it is the digest of what the tag points at: for a
+// multi-platform image, the index's digest. It comes from a HEAD request's
+// Docker-Content-Digest header; when HEAD fails or the header is missing or
+// malformed, the manifest is fetched and hashed instead.
+//
+// With a platform such as "linux/arm64" or "linux/arm/v7" (os/arch[/variant],
+// with an optional ":osversion"), it is the digest of that platform's image
+// manifest: picked from the index, or, for a single-platform image, the
+// image's own digest after its config confirms the platform. A variant left
+// out matches any, preferring the architecture's default (arm64 v8, arm v7);
+// "arm64" and "arm64/v8" are the same platform. A platform the image lacks
+// is a KindNotFound error naming the platforms it has.
+//
+// Errors are *Error with Op OpResolveDigest.
+func (c *Client) Digest(ctx context.Context, repository, tag, platform string) (string, error) {
+	k, err := c.start(ctx, OpResolveDigest, repository, tag, platform)
+	if err != nil {
+		return "", err
+	}
+	if _, err := name.NewTag(k.repo.Name()+":"+tag, name.StrictValidation); err != nil || tag == "" {
+		return "", k.fail(ctx, 0, &invalidError{msg: fmt.Sprintf("tag %q is not a valid tag", tag)})
+	}
+	var want *v1.Platform
+	if platform != "" {
+		if want, err = parsePlatform(platform); err != nil {
+			return "", k.fail(ctx, 0, err)
+		}
+	}
+	s, err := k.session(ctx)
+	if err != nil {
+		return "", err
+	}
+	manifestURL := s.base + "/manifests/" + tag
+
+	if want == nil {
+		var digest string
+		err := k.do(ctx, "manifest head", func(ctx context.Context, s *session) error {
+			resp, _, err := s.fetch(ctx, http.MethodHead, manifestURL, manifestAccept, 0)
+			if err != nil {
+				return err
+			}
+			digest = resp.Header.Get("Docker-Content-Digest")
+			return nil
+		})
+		switch {
+		case err == nil && validDigest(digest):
+			return digest, nil
+		case err == nil:
+			c.log.Debug("HEAD gave no usable Docker-Content-Digest; fetching the manifest", "repository", repository, "tag", tag)
+		case !headFallback(KindOf(err)):
+			return "", err
+		default:
+			c.log.Debug("HEAD of manifest failed; fetching it", "repository", repository, "tag", tag, "kind", KindOf(err).String())
+		}
+	}
+
+	var (
+		body      []byte
+		mediaType string
+	)
+	err = k.do(ctx, "manifest", func(ctx context.Context, s *session) error {
+		resp, b, err := s.fetch(ctx, http.MethodGet, manifestURL, manifestAccept, maxManifest)
+		if err != nil {
+			return err
+		}
+		body, mediaType = b, resp.Header.Get("Content-Type")
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	digest := sha256Digest(body)
+	if want == nil {
+		return digest, nil
+	}
+
+	var m manifest
+	if err := json.Unmarshal(body, &m); err != nil {
+		return "", k.fail(ctx, 1, &badResponseError{what: "decoding manifest", err: err})
+	}
+	if m.MediaType != "" {
+		mediaType = m.MediaType
+	}
+	mediaType, _, _ = strings.Cut(mediaType, ";")
+	switch {
+	case m.Manifests != nil || isIndex(mediaType):
+		d, err := pickPlatform(m.Manifests, *want)
+		if err != nil {
+			return "", k.fail(ctx, 1, err)
+		}
+		return d, nil
+	case m.Config != nil:
+		have, err := c.imagePlatform(ctx, k, s.base+"/blobs/"+m.Config.Digest.String())
+		if err != nil {
+			return "", err
+		}
+		if !platformMatches(*want, have) {
+			return "", k.fail(ctx, 1, &notFoundError{msg: fmt.Sprintf("tag is a single-platform image for %s", have.String())})
+		}
+		return digest, nil
+	default:
+		return "", k.fail(ctx, 1, &badResponseError{what: fmt.Sprintf("manifest of media type %q is neither an index nor an image", mediaType)})
+	}
+}
+
+// headFallback reports whether a HEAD that failed with kind is worth a GET:
+// some registries answer HEAD badly, and GET's error body says more. Where
+// GET would fail the same way (auth, rate limit, network), it is not.
+func headFallback(kind Kind) bool {
+	switch kind {
+	case KindNotFound, KindBadResponse, KindServer:
+		return true
+	}
+	return false
+}
+
+// manifest holds the fields of an image manifest or index that Digest uses.
+type manifest struct {
+	MediaType string          `json:"mediaType"`
+	Manifests []v1.Descriptor `json:"manifests"`
+	Config    *v1.Descriptor  `json:"config"`
+}
+
+func isIndex(mediaType string) bool {
+	return types.MediaType(mediaType).IsIndex()
+}
+
+// imagePlatform fetches an image config and returns its platform.
+func (c *Client) imagePlatform(ctx context.Context, k *call, configURL string) (v1.Platform, error) {
+	var p v1.Platform
+	err := k.do(ctx, "config", func(ctx context.Context, s *session) error {
+		_, body, err := s.fetch(ctx, http.MethodGet, configURL, nil, maxConfig)
+		if err != nil {
+			return err
+		}
+		var cfg struct {
+			OS           string `json:"os"`
+			Architecture string `json:"architecture"`
+			Variant      string `json:"variant"`
+			OSVersion    string `json:"os.version"`
+		}
+		if err := json.Unmarshal(body, &cfg); err != nil {
+			return &badResponseError{what: "decoding image config", err: err}
+		}
+		p = v1.Platform{OS: cfg.OS, Architecture: cfg.Architecture, Variant: cfg.Variant, OSVersion: cfg.OSVersion}
+		return nil
+	})
+	return p, err
+}
+
+func sha256Digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// validDigest reports whether d is a well-formed digest worth returning.
+func validDigest(d string) bool {
+	h, err := v1.NewHash(d)
+	return err == nil && h.Algorithm == "sha256"
+}
+
+// parsePlatform parses "os/arch[/variant][:osversion]".
+func parsePlatform(s string) (*v1.Platform, error) {
+	p, err := v1.ParsePlatform(s)
+	if err != nil || p.OS == "" || p.Architecture == "" || strings.ContainsAny(s, " \t") {
+		return nil, &invalidError{msg: fmt.Sprintf("platform %q is not os/arch[/variant]", s)}
+	}
+	norm := normalizePlatform(*p)
+	return &norm, nil
+}
+
+// archAliases maps the names uname and some tools use to Go's, which image
+// indexes use.
+var archAliases = map[string]string{
+	"x86_64":  "amd64",
+	"x86-64":  "amd64",
+	"aarch64": "arm64",
+	"i386":    "386",
+}
+
+// defaultVariants are the variants an architecture has when none is named.
+var defaultVariants = map[string]string{
+	"arm64": "v8",
+	"arm":   "v7",
+	"amd64": "v1",
+}
+
+func normalizePlatform(p v1.Platform) v1.Platform {
+	p.OS = strings.ToLower(p.OS)
+	p.Architecture = strings.ToLower(p.Architecture)
+	if a, ok := archAliases[p.Architecture]; ok {
+		p.Architecture = a
+	}
+	p.Variant = strings.ToLower(p.Variant)
+	if p.Variant != "" && p.Variant[0] >= '0' && p.Variant[0] <= '9' {
+		p.Variant = "v" + p.Variant
+	}
+	return p
+}
+
+func variantOf(p v1.Platform) string {
+	if p.Variant != "" {
+		return p.Variant
+	}
+	return defaultVariants[p.Architecture]
+}
+
+// platformMatches reports whether have satisfies want: same OS and
+// architecture, the same variant if want names one, and the same OS version
+// if want names one.
+func platformMatches(want, have v1.Platform) bool {
+	want, have = normalizePlatform(want), normalizePlatform(have)
+	if want.OS != have.OS || want.Architecture != have.Architecture {
+		return false
+	}
+	if want.Variant != "" && variantOf(want) != variantOf(have) {
+		return false
+	}
+	return want.OSVersion == "" || want.OSVersion == have.OSVersion
+}
+
+// pickPlatform returns the digest of the index entry for want. Of several
+// matches, it prefers the architecture's default variant, then the first
+// listed, so that the choice never depends on anything but the index.
+func pickPlatform(descs []v1.Descriptor, want v1.Platform) (string, error) {
+	var matches []v1.Descriptor
+	for _, d := range descs {
+		if d.Platform != nil && platformMatches(want, *d.Platform) {
+			matches = append(matches, d)
+		}
+	}
+	if len(matches) == 0 {
+		var have []string
+		for _, d := range descs {
+			if d.Platform != nil && d.Platform.OS != "unknown" {
+				have = append(have, d.Platform.String())
+			}
+		}
+		slices.Sort(have)
+		have = slices.Compact(have)
+		if len(have) == 0 {
+			return "", &notFoundError{msg: fmt.Sprintf("index has no platform %s", want.String())}
+		}
+		return "", &notFoundError{msg: fmt.Sprintf("index has no platform %s (it has %s)", want.String(), strings.Join(have, ", "))}
+	}
+	want = normalizePlatform(want)
+	for _, d := range matches {
+		if variantOf(normalizePlatform(*d.Platform)) == variantOf(want) {
+			return d.Digest.String(), nil
+		}
+	}
+	return matches[0].Digest.String(), nil
+}

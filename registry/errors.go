@@ -1,0 +1,357 @@
+package registry
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/imagebump/imagebump/internal/redact"
+)
+
+// Kind classifies why a registry operation failed, so that callers can
+// decide what to tell the user without parsing error text.
+type Kind int
+
+// The kinds of failure. KindUnknown is the zero value and never set by this
+// package on an *Error it returns.
+const (
+	KindUnknown     Kind = iota
+	KindAuth             // credentials missing, unreadable or refused (HTTP 401, 403)
+	KindNotFound         // no such repository, tag or platform (HTTP 404, NAME_UNKNOWN, MANIFEST_UNKNOWN)
+	KindRateLimited      // HTTP 429 or TOOMANYREQUESTS, after all retries
+	KindNetwork          // dial, DNS, connection reset or closed, after all retries
+	KindTimeout          // a request exceeded Options.Timeout, or ctx's deadline passed
+	KindServer           // HTTP 5xx, after all retries where retrying makes sense
+	KindBadResponse      // malformed JSON, truncated or oversized body, unexpected status
+	KindCanceled         // ctx was canceled
+	KindTLS              // certificate not trusted, TLS handshake failed, plain HTTP refused
+	KindInvalid          // the repository, tag or platform given is malformed
+)
+
+var kindNames = map[Kind]string{
+	KindUnknown:     "unknown",
+	KindAuth:        "auth",
+	KindNotFound:    "not found",
+	KindRateLimited: "rate limited",
+	KindNetwork:     "network",
+	KindTimeout:     "timeout",
+	KindServer:      "server",
+	KindBadResponse: "bad response",
+	KindCanceled:    "canceled",
+	KindTLS:         "tls",
+	KindInvalid:     "invalid",
+}
+
+// String returns the kind in lowercase words, such as "rate limited".
+func (k Kind) String() string {
+	if s, ok := kindNames[k]; ok {
+		return s
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// The operations named in Error.Op.
+const (
+	OpListTags      = "list tags"
+	OpResolveDigest = "resolve digest"
+)
+
+// Error is the error returned by every Client method. Its text names the
+// operation, the repository and the registry host, says what went wrong in
+// words, and never contains a credential: URLs in it lose their user
+// information and any query value that may be a token.
+type Error struct {
+	Op         string // OpListTags or OpResolveDigest
+	Repository string // as the caller gave it, such as "ghcr.io/acme/app"
+	Tag        string // for OpResolveDigest
+	Platform   string // for OpResolveDigest with a platform
+	Host       string // the registry host, such as "ghcr.io"
+	Kind       Kind
+	Status     int // the last HTTP status seen, or 0
+	Attempts   int // how many times the failing request was sent, or 0
+	Err        error
+}
+
+// maxCauseLen bounds how much of the underlying error's text Error repeats:
+// a proxy's HTML error page can be tens of kilobytes.
+const maxCauseLen = 600
+
+// Error returns, for example, "list tags for ghcr.io/acme/app:
+// rate-limited by ghcr.io (HTTP 429) after 5 attempts: ...".
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Op)
+	b.WriteString(" for ")
+	b.WriteString(e.Repository)
+	if e.Tag != "" {
+		b.WriteString(":")
+		b.WriteString(e.Tag)
+	}
+	if e.Platform != "" {
+		b.WriteString(" (platform ")
+		b.WriteString(e.Platform)
+		b.WriteString(")")
+	}
+	b.WriteString(": ")
+	b.WriteString(e.summary())
+	if e.Status != 0 {
+		fmt.Fprintf(&b, " (HTTP %d)", e.Status)
+	}
+	if e.Attempts > 1 {
+		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
+	}
+	if e.Err != nil {
+		cause := redact.Text(e.Err.Error())
+		if len(cause) > maxCauseLen {
+			cause = cause[:maxCauseLen] + "..."
+		}
+		b.WriteString(": ")
+		b.WriteString(cause)
+	}
+	return b.String()
+}
+
+func (e *Error) summary() string {
+	h := e.Host
+	switch e.Kind {
+	case KindAuth:
+		if e.Status == http.StatusForbidden {
+			return "access denied by " + h
+		}
+		return "authentication failed at " + h
+	case KindNotFound:
+		return "not found at " + h
+	case KindRateLimited:
+		return "rate-limited by " + h
+	case KindNetwork:
+		return "cannot reach " + h
+	case KindTimeout:
+		return "timed out talking to " + h
+	case KindServer:
+		return "server error at " + h
+	case KindBadResponse:
+		return "bad response from " + h
+	case KindCanceled:
+		return "canceled"
+	case KindTLS:
+		return "insecure or failed connection to " + h
+	case KindInvalid:
+		return "invalid request"
+	default:
+		return "failed at " + h
+	}
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// KindOf returns the Kind of the first *Error in err's chain, or KindUnknown.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return KindUnknown
+}
+
+// credentialError reports a credential that could not be loaded. It names
+// the file, never its content.
+type credentialError struct {
+	what string // "password file", "docker config"...
+	path string
+	err  error
+}
+
+func (e *credentialError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("%s %s", e.what, e.path)
+	}
+	// os.ReadFile's errors already name the path.
+	var pe *fs.PathError
+	if errors.As(e.err, &pe) {
+		return fmt.Sprintf("reading %s: %v", e.what, e.err)
+	}
+	return fmt.Sprintf("reading %s %s: %v", e.what, e.path, e.err)
+}
+
+func (e *credentialError) Unwrap() error { return e.err }
+
+// invalidError reports input this package refuses before any request.
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string { return e.msg }
+
+// badResponseError reports a response that could not be understood.
+type badResponseError struct {
+	what string
+	err  error
+}
+
+func (e *badResponseError) Error() string {
+	if e.err == nil {
+		return e.what
+	}
+	return fmt.Sprintf("%s: %v", e.what, e.err)
+}
+
+func (e *badResponseError) Unwrap() error { return e.err }
+
+// notFoundError reports something the registry has but not in the form
+// asked, such as a platform missing from an index.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+
+// timeoutError marks a request that ran past Options.Timeout while the
+// caller's context was still live, so it is retried as a timeout and not
+// mistaken for a cancellation.
+type timeoutError struct {
+	err error
+}
+
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("request timed out: %v", e.err)
+}
+
+func (e *timeoutError) Unwrap() error { return e.err }
+
+// plainHTTPError refuses a plain HTTP request to a host not marked insecure.
+type plainHTTPError struct{ host string }
+
+func (e *plainHTTPError) Error() string {
+	return fmt.Sprintf("refusing plain HTTP to %s: the host is not configured as insecure", e.host)
+}
+
+// verdict is what classify decides about an error.
+type verdict struct {
+	kind   Kind
+	status int
+	retry  bool
+}
+
+// classify decides an error's Kind and whether a retry may help. parent is
+// the caller's context, which tells a cancellation from a per-request
+// timeout.
+func classify(parent context.Context, err error) verdict {
+	if err == nil {
+		return verdict{}
+	}
+	switch {
+	case errors.Is(parent.Err(), context.Canceled):
+		return verdict{kind: KindCanceled}
+	case parent.Err() != nil:
+		return verdict{kind: KindTimeout}
+	}
+	if v, ok := classifyStatus(err); ok {
+		return v
+	}
+	var (
+		credErr   *credentialError
+		invalid   *invalidError
+		notFound  *notFoundError
+		bad       *badResponseError
+		timeout   *timeoutError
+		plain     *plainHTTPError
+		netErr    net.Error
+		dnsErr    *net.DNSError
+		opErr     *net.OpError
+		recordErr tls.RecordHeaderError
+		unknownCA x509.UnknownAuthorityError
+		hostErr   x509.HostnameError
+		certErr   x509.CertificateInvalidError
+		verifyErr *tls.CertificateVerificationError
+		alertErr  tls.AlertError
+		echErr    *tls.ECHRejectionError
+	)
+	switch {
+	case errors.As(err, &credErr):
+		return verdict{kind: KindAuth}
+	case errors.As(err, &invalid):
+		return verdict{kind: KindInvalid}
+	case errors.As(err, &notFound):
+		return verdict{kind: KindNotFound}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// The body ended before its declared length: a dropped connection
+		// or a broken proxy. Another try may well get all of it.
+		return verdict{kind: KindBadResponse, retry: true}
+	case errors.As(err, &bad):
+		return verdict{kind: KindBadResponse}
+	case errors.As(err, &plain),
+		errors.As(err, &recordErr),
+		errors.As(err, &unknownCA),
+		errors.As(err, &hostErr),
+		errors.As(err, &certErr),
+		errors.As(err, &verifyErr),
+		errors.As(err, &alertErr),
+		errors.As(err, &echErr):
+		return verdict{kind: KindTLS}
+	case errors.As(err, &timeout),
+		errors.Is(err, context.DeadlineExceeded),
+		errors.As(err, &netErr) && netErr.Timeout():
+		return verdict{kind: KindTimeout, retry: true}
+	case errors.As(err, &dnsErr):
+		return verdict{kind: KindNetwork, retry: !dnsErr.IsNotFound}
+	case errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, syscall.EPIPE),
+		errors.Is(err, syscall.EHOSTUNREACH),
+		errors.Is(err, syscall.ENETUNREACH),
+		errors.Is(err, io.EOF),
+		errors.As(err, &opErr):
+		return verdict{kind: KindNetwork, retry: true}
+	case errors.Is(err, context.Canceled):
+		// Canceled from below while parent is live: an http.Client gave
+		// up on its own, which only a broken connection causes.
+		return verdict{kind: KindNetwork, retry: true}
+	}
+	return verdict{kind: KindBadResponse}
+}
+
+// classifyStatus classifies an HTTP error response, as ggcr's transport
+// reports it for every request this package sends.
+func classifyStatus(err error) (verdict, bool) {
+	var te *transport.Error
+	if !errors.As(err, &te) {
+		return verdict{}, false
+	}
+	v := verdict{status: te.StatusCode}
+	for _, d := range te.Errors {
+		switch d.Code {
+		case transport.NameUnknownErrorCode, transport.ManifestUnknownErrorCode:
+			v.kind = KindNotFound
+			return v, true
+		case transport.TooManyRequestsErrorCode:
+			v.kind, v.retry = KindRateLimited, true
+			return v, true
+		case transport.UnauthorizedErrorCode, transport.DeniedErrorCode:
+			v.kind = KindAuth
+			return v, true
+		}
+	}
+	switch code := te.StatusCode; {
+	case code == http.StatusUnauthorized, code == http.StatusForbidden:
+		v.kind = KindAuth
+	case code == http.StatusNotFound:
+		v.kind = KindNotFound
+	case code == http.StatusTooManyRequests:
+		v.kind, v.retry = KindRateLimited, true
+	case code == http.StatusNotImplemented:
+		v.kind = KindServer
+	case code >= 500 && code <= 599:
+		v.kind, v.retry = KindServer, true
+	default:
+		v.kind = KindBadResponse
+	}
+	return v, true
+}

@@ -1,0 +1,333 @@
+package registry
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+)
+
+// Defaults for the zero values of Options and Host.
+const (
+	DefaultTimeout         = 30 * time.Second
+	DefaultMaxRetries      = 4
+	DefaultBackoff         = 500 * time.Millisecond
+	DefaultMaxBackoff      = 30 * time.Second
+	DefaultPageSize        = 1000
+	DefaultConcurrency     = 4 // requests in flight to one host
+	DefaultScanConcurrency = 4 // repositories listed at once by Scan
+	DefaultUserAgent       = "imagebump"
+)
+
+// Host holds the settings for one registry host. Hosts without an entry get
+// the defaults: credentials from Options.Keychain, TLS verified against the
+// system roots, no rate limit and DefaultConcurrency.
+type Host struct {
+	// Host is the registry host and optional port, such as "ghcr.io" or
+	// "localhost:5000". "docker.io" also matches "index.docker.io" and
+	// "registry-1.docker.io", which are the same registry.
+	Host string
+
+	// DockerConfig is the path of a Docker config.json whose "auths",
+	// "credHelpers" and "credsStore" give the credentials. It is read when
+	// a repository on the host is first used, and again after the registry
+	// refuses the credentials. Empty, with no other credentials set:
+	// Options.Keychain.
+	DockerConfig string
+
+	// UsernameFile and PasswordFile, set together, give basic credentials.
+	// Both files are read at each use, so they may be rotated in place; one
+	// trailing newline is ignored.
+	UsernameFile string
+	PasswordFile string
+
+	// TokenFile holds a registry bearer token (an identity token a registry
+	// accepts as is), read at each use like PasswordFile.
+	TokenFile string
+
+	// Insecure allows plain HTTP to this host: HTTPS is tried first, then
+	// HTTP. Without it, this package never sends a request over plain
+	// HTTP, not even to localhost.
+	Insecure bool
+
+	// CAFile is a PEM bundle of extra certificate authorities trusted for
+	// this host, in addition to the system roots. It is read by New.
+	CAFile string
+
+	// RequestsPerSecond limits the requests sent to this host with a token
+	// bucket holding Burst tokens (1 if Burst is 0). Zero: no limit. Every
+	// request counts: pings, token fetches, pages and retries.
+	RequestsPerSecond float64
+	Burst             int
+
+	// Concurrency bounds the requests in flight to this host at once,
+	// counted from sending a request until its body is closed. Zero:
+	// DefaultConcurrency (4).
+	Concurrency int
+}
+
+// Options configures a Client. The zero value is ready to use.
+type Options struct {
+	// Hosts holds per-host settings; each host may appear once.
+	Hosts []Host
+
+	// Timeout bounds each HTTP request, from sending it to reading the
+	// last byte of its body; waiting for a rate limit or a concurrency
+	// slot does not count. Zero: DefaultTimeout (30s).
+	Timeout time.Duration
+
+	// MaxRetries is how many times a failed request is retried: on HTTP
+	// 429, on 5xx other than 501, on timeouts, on connection errors and on
+	// truncated bodies. Zero: DefaultMaxRetries (4). Negative: no retries.
+	MaxRetries int
+
+	// Backoff is the base of the exponential backoff between retries, with
+	// full jitter, and MaxBackoff its cap. A Retry-After header on a 429 or
+	// 503 is honoured instead, up to MaxBackoff, and holds back every
+	// request to that host meanwhile. Zero: DefaultBackoff (500ms) and
+	// DefaultMaxBackoff (30s).
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+
+	// PageSize is the number of tags asked for per page with "?n=".
+	// Zero: DefaultPageSize (1000).
+	PageSize int
+
+	// Transport is the base HTTP transport. Zero: a clone of
+	// http.DefaultTransport, which honours HTTPS_PROXY and NO_PROXY. A
+	// host with a CAFile needs an *http.Transport here, or nil.
+	Transport http.RoundTripper
+
+	// Keychain resolves credentials for hosts with none configured in
+	// Hosts. Zero: authn.DefaultKeychain (the Docker config of the user
+	// running the process, then anonymous).
+	Keychain authn.Keychain
+
+	// Logger receives debug records of requests, info records of retries
+	// and warnings about broken pagination. Zero: nothing is logged.
+	Logger *slog.Logger
+
+	// UserAgent is sent with every request. Zero: DefaultUserAgent.
+	UserAgent string
+}
+
+// Client lists tags and resolves digests. It is safe for concurrent use.
+// It caches, per host, the registry's authentication challenge and, per
+// repository, the authenticated transport (with its bearer token); create a
+// new Client to start afresh.
+type Client struct {
+	timeout    time.Duration
+	maxRetries int
+	backoff    time.Duration
+	maxBackoff time.Duration
+	pageSize   int
+	base       http.RoundTripper
+	keychain   authn.Keychain
+	log        *slog.Logger
+	userAgent  string
+
+	mu    sync.Mutex
+	hosts map[string]*host // by canonical host name
+}
+
+// New validates opts and returns a Client. Every problem found is reported,
+// joined into one error.
+func New(opts Options) (*Client, error) {
+	var errs []error
+	if opts.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("timeout %v is negative", opts.Timeout))
+	}
+	if opts.Backoff < 0 {
+		errs = append(errs, fmt.Errorf("backoff %v is negative", opts.Backoff))
+	}
+	if opts.MaxBackoff < 0 {
+		errs = append(errs, fmt.Errorf("max backoff %v is negative", opts.MaxBackoff))
+	}
+	if opts.PageSize < 0 {
+		errs = append(errs, fmt.Errorf("page size %d is negative", opts.PageSize))
+	}
+	c := &Client{
+		timeout:    orDefault(opts.Timeout, DefaultTimeout),
+		maxRetries: opts.MaxRetries,
+		backoff:    orDefault(opts.Backoff, DefaultBackoff),
+		maxBackoff: orDefault(opts.MaxBackoff, DefaultMaxBackoff),
+		pageSize:   orDefault(opts.PageSize, DefaultPageSize),
+		base:       opts.Transport,
+		keychain:   opts.Keychain,
+		log:        opts.Logger,
+		userAgent:  orDefault(opts.UserAgent, DefaultUserAgent),
+		hosts:      map[string]*host{},
+	}
+	switch {
+	case opts.MaxRetries == 0:
+		c.maxRetries = DefaultMaxRetries
+	case opts.MaxRetries < 0:
+		c.maxRetries = 0
+	}
+	if c.backoff > c.maxBackoff {
+		errs = append(errs, fmt.Errorf("backoff %v is greater than max backoff %v", c.backoff, c.maxBackoff))
+	}
+	if c.base == nil {
+		c.base = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	if c.keychain == nil {
+		c.keychain = authn.DefaultKeychain
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	for i, hc := range opts.Hosts {
+		key, err := canonicalHost(hc.Host)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("hosts[%d]: %w", i, err))
+			continue
+		}
+		if _, dup := c.hosts[key]; dup {
+			errs = append(errs, fmt.Errorf("hosts[%d]: host %q is configured twice", i, hc.Host))
+			continue
+		}
+		h, err := c.newHost(key, hc)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("hosts[%d] (%s): %w", i, hc.Host, err))
+			continue
+		}
+		c.hosts[key] = h
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("invalid registry options: %w", err)
+	}
+	return c, nil
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// dockerHubAliases are the names of Docker Hub's registry; name.Registry
+// reports docker.io as index.docker.io.
+var dockerHubAliases = map[string]bool{
+	"docker.io":            true,
+	"index.docker.io":      true,
+	"registry-1.docker.io": true,
+}
+
+// canonicalHost validates a configured host name and returns the key it is
+// looked up by.
+func canonicalHost(h string) (string, error) {
+	switch {
+	case h == "":
+		return "", errors.New("host is empty")
+	case strings.Contains(h, "://"):
+		return "", fmt.Errorf("host %q must not have a scheme (use insecure for plain HTTP)", h)
+	case strings.ContainsAny(h, "/ \t@?#"):
+		return "", fmt.Errorf("host %q must be a host name with an optional port, without a path", h)
+	}
+	if _, err := name.NewRegistry(h, name.StrictValidation); err != nil {
+		return "", fmt.Errorf("host %q: %w", h, err)
+	}
+	return hostKey(h), nil
+}
+
+func hostKey(h string) string {
+	h = strings.ToLower(h)
+	if dockerHubAliases[h] {
+		return name.DefaultRegistry
+	}
+	return h
+}
+
+// newHost checks a host's settings and builds its transport.
+func (c *Client) newHost(key string, hc Host) (*host, error) {
+	var errs []error
+	if hc.UsernameFile != "" && hc.PasswordFile == "" {
+		errs = append(errs, errors.New("usernameFile is set without passwordFile"))
+	}
+	if hc.PasswordFile != "" && hc.UsernameFile == "" {
+		errs = append(errs, errors.New("passwordFile is set without usernameFile"))
+	}
+	methods := 0
+	for _, set := range []bool{hc.DockerConfig != "", hc.UsernameFile != "" || hc.PasswordFile != "", hc.TokenFile != ""} {
+		if set {
+			methods++
+		}
+	}
+	if methods > 1 {
+		errs = append(errs, errors.New("only one of dockerConfig, usernameFile/passwordFile and tokenFile may be set"))
+	}
+	if hc.RequestsPerSecond < 0 {
+		errs = append(errs, fmt.Errorf("requestsPerSecond %v is negative", hc.RequestsPerSecond))
+	}
+	if hc.Burst < 0 {
+		errs = append(errs, fmt.Errorf("burst %d is negative", hc.Burst))
+	}
+	if hc.Burst > 0 && hc.RequestsPerSecond == 0 {
+		errs = append(errs, errors.New("burst is set without requestsPerSecond"))
+	}
+	if hc.Concurrency < 0 {
+		errs = append(errs, fmt.Errorf("concurrency %d is negative", hc.Concurrency))
+	}
+	rt := c.base
+	if hc.CAFile != "" {
+		var err error
+		if rt, err = withCAFile(c.base, hc.CAFile); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return c.buildHost(key, hc, rt), nil
+}
+
+// withCAFile returns a clone of base that also trusts the certificates in
+// the PEM file at path.
+func withCAFile(base http.RoundTripper, path string) (http.RoundTripper, error) {
+	t, ok := base.(*http.Transport)
+	if !ok {
+		return nil, fmt.Errorf("caFile %s needs Options.Transport to be an *http.Transport, not %T", path, base)
+	}
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading caFile: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("caFile %s holds no PEM certificate", path)
+	}
+	t = t.Clone()
+	if t.TLSClientConfig == nil {
+		t.TLSClientConfig = &tls.Config{}
+	}
+	t.TLSClientConfig.RootCAs = pool
+	return t, nil
+}
+
+// hostFor returns the state of the host serving registry reg, creating it
+// with default settings for a host not configured.
+func (c *Client) hostFor(reg string) *host {
+	key := hostKey(reg)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.hosts[key]
+	if !ok {
+		h = c.buildHost(key, Host{Host: key}, c.base)
+		c.hosts[key] = h
+	}
+	return h
+}

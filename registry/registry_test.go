@@ -1,0 +1,360 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+func TestTags(t *testing.T) {
+	host := newRegistry(t, nil)
+	push(t, host, "acme/app", "1.0.0", "1.1.0", "latest", "v2.0.0-rc.1")
+	push(t, host, "acme/one", "only")
+	var many []string
+	for i := range 25 {
+		many = append(many, fmt.Sprintf("t%03d", i))
+	}
+	push(t, host, "acme/many", many...)
+
+	tests := []struct {
+		name     string
+		repo     string
+		pageSize int
+		want     []string
+	}{
+		{name: "several tags", repo: host + "/acme/app", want: []string{"1.0.0", "1.1.0", "latest", "v2.0.0-rc.1"}},
+		{name: "one tag", repo: host + "/acme/one", want: []string{"only"}},
+		{name: "pages without Link use last", repo: host + "/acme/many", pageSize: 4, want: many},
+		{name: "page size dividing the count exactly", repo: host + "/acme/many", pageSize: 5, want: many},
+		{name: "page size larger than the count", repo: host + "/acme/many", pageSize: 100, want: many},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newClient(t, Options{PageSize: tt.pageSize}, host)
+			got, err := c.Tags(context.Background(), tt.repo)
+			if err != nil {
+				t.Fatalf("Tags(%q): %v", tt.repo, err)
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(got, tt.want); diff != "" {
+				t.Errorf("Tags(%q) mismatch (-got +want):\n%s", tt.repo, diff)
+			}
+		})
+	}
+}
+
+func TestTagsErrors(t *testing.T) {
+	host := newRegistry(t, nil)
+	push(t, host, "acme/app", "1.0.0")
+	c := newClient(t, Options{}, host)
+	tests := []struct {
+		name       string
+		repo       string
+		wantKind   Kind
+		wantStatus int
+		wantText   string
+	}{
+		{name: "unknown repository", repo: host + "/acme/missing", wantKind: KindNotFound, wantStatus: http.StatusNotFound, wantText: "list tags for " + host + "/acme/missing: not found at " + host + " (HTTP 404)"},
+		{name: "tag in repository", repo: host + "/acme/app:1.0.0", wantKind: KindInvalid, wantText: "must not have a tag"},
+		{name: "digest in repository", repo: host + "/acme/app@sha256:0000000000000000000000000000000000000000000000000000000000000000", wantKind: KindInvalid, wantText: "must not have a digest"},
+		{name: "empty", repo: "", wantKind: KindInvalid, wantText: "repository is empty"},
+		{name: "uppercase", repo: host + "/Acme/App", wantKind: KindInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := c.Tags(context.Background(), tt.repo)
+			if err == nil {
+				t.Fatalf("Tags(%q) succeeded, want a %v error", tt.repo, tt.wantKind)
+			}
+			e := asError(t, err)
+			if e.Kind != tt.wantKind || e.Status != tt.wantStatus {
+				t.Errorf("Tags(%q) kind %v, status %d; want %v, %d (%v)", tt.repo, e.Kind, e.Status, tt.wantKind, tt.wantStatus, err)
+			}
+			if e.Op != OpListTags || e.Repository != tt.repo {
+				t.Errorf("Tags(%q) error op %q repository %q", tt.repo, e.Op, e.Repository)
+			}
+			if !strings.Contains(err.Error(), tt.wantText) {
+				t.Errorf("Tags(%q) error %q does not contain %q", tt.repo, err, tt.wantText)
+			}
+		})
+	}
+}
+
+func TestDigest(t *testing.T) {
+	host := newRegistry(t, nil)
+	imageDigest := push(t, host, "acme/app", "1.0.0")
+	indexDigest, platformDigests := pushIndex(t, host, "acme/multi", "2.0.0", "linux/amd64", "linux/arm64/v8", "linux/arm/v6", "linux/arm/v7")
+	pushImage(t, host, "acme/arm", platformImage(t, platform("linux", "arm64", "")), "1.0")
+	armDigest := pushImage(t, host, "acme/arm", platformImage(t, platform("linux", "arm64", "")), "1.0")
+
+	tests := []struct {
+		name     string
+		repo     string
+		tag      string
+		platform string
+		want     string
+		wantKind Kind
+	}{
+		{name: "image", repo: "acme/app", tag: "1.0.0", want: imageDigest},
+		{name: "index without platform", repo: "acme/multi", tag: "2.0.0", want: indexDigest},
+		{name: "index amd64", repo: "acme/multi", tag: "2.0.0", platform: "linux/amd64", want: platformDigests["linux/amd64"]},
+		{name: "index arm64/v8", repo: "acme/multi", tag: "2.0.0", platform: "linux/arm64/v8", want: platformDigests["linux/arm64/v8"]},
+		{name: "index arm64 without variant", repo: "acme/multi", tag: "2.0.0", platform: "linux/arm64", want: platformDigests["linux/arm64/v8"]},
+		{name: "index arm v6", repo: "acme/multi", tag: "2.0.0", platform: "linux/arm/v6", want: platformDigests["linux/arm/v6"]},
+		{name: "index arm prefers v7", repo: "acme/multi", tag: "2.0.0", platform: "linux/arm", want: platformDigests["linux/arm/v7"]},
+		{name: "index arch alias", repo: "acme/multi", tag: "2.0.0", platform: "linux/x86_64", want: platformDigests["linux/amd64"]},
+		{name: "index missing platform", repo: "acme/multi", tag: "2.0.0", platform: "linux/s390x", wantKind: KindNotFound},
+		{name: "single-platform image matching", repo: "acme/arm", tag: "1.0", platform: "linux/arm64/v8", want: armDigest},
+		{name: "single-platform image other platform", repo: "acme/arm", tag: "1.0", platform: "linux/amd64", wantKind: KindNotFound},
+		{name: "missing tag", repo: "acme/app", tag: "9.9.9", wantKind: KindNotFound},
+		{name: "missing repository", repo: "acme/nope", tag: "1.0.0", wantKind: KindNotFound},
+		{name: "invalid tag", repo: "acme/app", tag: "no/slash", wantKind: KindInvalid},
+		{name: "empty tag", repo: "acme/app", tag: "", wantKind: KindInvalid},
+		{name: "invalid platform", repo: "acme/multi", tag: "2.0.0", platform: "linux", wantKind: KindInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newClient(t, Options{}, host)
+			got, err := c.Digest(context.Background(), host+"/"+tt.repo, tt.tag, tt.platform)
+			if tt.wantKind != KindUnknown {
+				if err == nil {
+					t.Fatalf("Digest() = %q, want a %v error", got, tt.wantKind)
+				}
+				e := asError(t, err)
+				if e.Kind != tt.wantKind || e.Op != OpResolveDigest {
+					t.Errorf("Digest() error kind %v op %q, want %v %q: %v", e.Kind, e.Op, tt.wantKind, OpResolveDigest, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Digest(): %v", err)
+			}
+			if got != tt.want {
+				t.Errorf("Digest() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDigestMissingPlatformNamesThePlatforms(t *testing.T) {
+	host := newRegistry(t, nil)
+	pushIndex(t, host, "acme/multi", "1", "linux/amd64", "linux/arm64")
+	c := newClient(t, Options{}, host)
+	_, err := c.Digest(context.Background(), host+"/acme/multi", "1", "windows/amd64")
+	if err == nil {
+		t.Fatal("Digest() succeeded for a platform the index lacks")
+	}
+	want := "resolve digest for " + host + "/acme/multi:1 (platform windows/amd64): not found at " + host + ": index has no platform windows/amd64 (it has linux/amd64, linux/arm64)"
+	if got := err.Error(); got != want {
+		t.Errorf("error text\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestPlatformMatches(t *testing.T) {
+	tests := []struct {
+		want, have string
+		match      bool
+	}{
+		{"linux/amd64", "linux/amd64", true},
+		{"linux/amd64", "linux/arm64", false},
+		{"linux/amd64", "windows/amd64", false},
+		{"linux/arm64", "linux/arm64/v8", true},
+		{"linux/arm64/v8", "linux/arm64", true},
+		{"linux/arm64/8", "linux/arm64/v8", true},
+		{"linux/arm/v7", "linux/arm", true},
+		{"linux/arm/v6", "linux/arm", false},
+		{"linux/arm/v6", "linux/arm/v7", false},
+		{"linux/arm", "linux/arm/v6", true},
+		{"linux/aarch64", "linux/arm64", true},
+		{"windows/amd64:10.0.17763", "windows/amd64:10.0.17763", true},
+		{"windows/amd64:10.0.17763", "windows/amd64:10.0.20348", false},
+		{"windows/amd64", "windows/amd64:10.0.20348", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want+" vs "+tt.have, func(t *testing.T) {
+			want, err := parsePlatform(tt.want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			have, err := parsePlatform(tt.have)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := platformMatches(*want, *have); got != tt.match {
+				t.Errorf("platformMatches(%s, %s) = %v, want %v", tt.want, tt.have, got, tt.match)
+			}
+		})
+	}
+}
+
+func TestScan(t *testing.T) {
+	cnt := newCounter()
+	host := newRegistry(t, chain(cnt.wrap, slow(30*time.Millisecond, "/tags/list")))
+	var repos []string
+	want := map[string][]string{}
+	for i := range 12 {
+		repo := fmt.Sprintf("acme/app%02d", i)
+		tags := []string{fmt.Sprintf("1.%d.0", i), "latest"}
+		push(t, host, repo, tags...)
+		repos = append(repos, host+"/"+repo)
+		want[host+"/"+repo] = tags
+	}
+	missing := host + "/acme/missing"
+	repos = slices.Insert(repos, 5, missing)
+	cnt.reset()
+
+	c := newClient(t, Options{}, host) // host concurrency 4 (the default)
+	got := c.Scan(context.Background(), repos, 3)
+
+	if len(got) != len(repos) {
+		t.Fatalf("Scan returned %d results for %d repositories", len(got), len(repos))
+	}
+	for i, r := range got {
+		if r.Repository != repos[i] {
+			t.Errorf("result %d is for %q, want %q (input order)", i, r.Repository, repos[i])
+		}
+		if r.Repository == missing {
+			if KindOf(r.Err) != KindNotFound {
+				t.Errorf("result for %s: err %v, want KindNotFound", missing, r.Err)
+			}
+			continue
+		}
+		if r.Err != nil {
+			t.Errorf("result for %s: %v", r.Repository, r.Err)
+			continue
+		}
+		slices.Sort(r.Tags)
+		if diff := cmp.Diff(r.Tags, want[r.Repository]); diff != "" {
+			t.Errorf("tags of %s (-got +want):\n%s", r.Repository, diff)
+		}
+	}
+	if m := cnt.maxInflight.Load(); m > 3 || m < 2 {
+		t.Errorf("max requests in flight = %d, want 2 or 3 (Scan concurrency 3)", m)
+	}
+}
+
+func TestHostConcurrencyLimit(t *testing.T) {
+	cnt := newCounter()
+	host := newRegistry(t, chain(cnt.wrap, slow(30*time.Millisecond, "/tags/list")))
+	var repos []string
+	for i := range 8 {
+		repo := fmt.Sprintf("acme/app%d", i)
+		push(t, host, repo, "1")
+		repos = append(repos, host+"/"+repo)
+	}
+	cnt.reset()
+	c := newClient(t, Options{Hosts: []Host{{Host: host, Insecure: true, Concurrency: 2}}})
+	for _, r := range c.Scan(context.Background(), repos, 8) {
+		if r.Err != nil {
+			t.Fatalf("Scan %s: %v", r.Repository, r.Err)
+		}
+	}
+	if m := cnt.maxInflight.Load(); m > 2 {
+		t.Errorf("max requests in flight = %d, want at most the host's concurrency 2", m)
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	cnt := newCounter()
+	host := newRegistry(t, cnt.wrap)
+	push(t, host, "acme/app", "1")
+	cnt.reset()
+	c := newClient(t, Options{Hosts: []Host{{Host: host, Insecure: true, RequestsPerSecond: 20, Burst: 1}}})
+	start := time.Now()
+	for range 8 {
+		if _, err := c.Tags(context.Background(), host+"/acme/app"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	n := cnt.total("/v2/")
+	// With a burst of 1 at 20/s, n requests take at least (n-1)/20 s.
+	if min := time.Duration(n-1) * time.Second / 20; elapsed < min*9/10 {
+		t.Errorf("%d requests took %v, want at least %v at 20 requests per second", n, elapsed, min)
+	}
+	if n < 9 {
+		t.Errorf("saw %d requests, want at least 9 (ping and 8 listings)", n)
+	}
+}
+
+func TestSessionReuse(t *testing.T) {
+	cnt := newCounter()
+	host := newRegistry(t, cnt.wrap)
+	push(t, host, "acme/app", "1")
+	push(t, host, "acme/other", "1")
+	cnt.reset()
+	c := newClient(t, Options{}, host)
+	for range 3 {
+		for _, repo := range []string{"acme/app", "acme/other"} {
+			if _, err := c.Tags(context.Background(), host+"/"+repo); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := cnt.get("GET /v2/"); got != 1 {
+		t.Errorf("pinged the registry %d times, want once per host", got)
+	}
+}
+
+func TestPlainHTTPNeedsInsecure(t *testing.T) {
+	host := newRegistry(t, nil)
+	push(t, host, "acme/app", "1")
+	c := newClient(t, Options{MaxRetries: -1})
+	_, err := c.Tags(context.Background(), host+"/acme/app")
+	if err == nil {
+		t.Fatal("Tags over plain HTTP succeeded for a host not marked insecure")
+	}
+	if e := asError(t, err); e.Kind != KindTLS {
+		t.Errorf("kind %v, want %v: %v", e.Kind, KindTLS, err)
+	}
+}
+
+func TestUserAgent(t *testing.T) {
+	var (
+		mu  sync.Mutex
+		got []string
+	)
+	host := newRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				mu.Lock()
+				got = append(got, r.UserAgent())
+				mu.Unlock()
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	push(t, host, "acme/app", "1")
+	mu.Lock()
+	got = nil
+	mu.Unlock()
+	c := newClient(t, Options{UserAgent: "imagebump/1.2.3"}, host)
+	if _, err := c.Tags(context.Background(), host+"/acme/app"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Digest(context.Background(), host+"/acme/app", "1", ""); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) == 0 {
+		t.Fatal("no request seen")
+	}
+	for _, ua := range got {
+		if ua != "imagebump/1.2.3" {
+			t.Errorf("User-Agent %q, want %q", ua, "imagebump/1.2.3")
+		}
+	}
+}
+
+func platform(os, arch, variant string) v1.Platform {
+	return v1.Platform{OS: os, Architecture: arch, Variant: variant}
+}

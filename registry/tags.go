@@ -1,0 +1,252 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/imagebump/imagebump/internal/redact"
+)
+
+// maxTagsPage bounds one page of a tag list; 10,000 tags of 128 characters
+// take about 1.3 MB.
+const maxTagsPage = 32 << 20
+
+// Tags returns every tag of repository, such as "ghcr.io/acme/app" (a
+// name without a registry is on Docker Hub), in the order the registry
+// lists them, without duplicates.
+//
+// It follows the pages the registry announces in Link headers (RFC 8288,
+// relative or absolute). A Link header that cannot be parsed, that points to
+// another host or scheme, or that repeats a page already fetched ends the
+// listing with a logged warning and the tags gathered so far. A registry
+// that fills a page without sending a Link header is asked for the next
+// page with "last", as the distribution spec allows.
+//
+// Errors are *Error with Op OpListTags.
+func (c *Client) Tags(ctx context.Context, repository string) ([]string, error) {
+	k, err := c.start(ctx, OpListTags, repository, "", "")
+	if err != nil {
+		return nil, err
+	}
+	s, err := k.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	log := c.log.With("repository", repository)
+	tags := []string{}
+	seen := map[string]bool{}
+	fetched := map[string]bool{}
+	next := fmt.Sprintf("%s/tags/list?n=%d", s.base, c.pageSize)
+	for page := 1; ; page++ {
+		fetched[next] = true
+		var (
+			list    tagList
+			link    string
+			pageURL *url.URL
+		)
+		err := k.do(ctx, "tags page", func(ctx context.Context, s *session) error {
+			resp, body, err := s.fetch(ctx, http.MethodGet, next, []string{"application/json"}, maxTagsPage)
+			if err != nil {
+				return err
+			}
+			list = tagList{}
+			if err := json.Unmarshal(body, &list); err != nil {
+				return &badResponseError{what: "decoding tag list", err: err}
+			}
+			link = resp.Header.Get("Link")
+			pageURL = resp.Request.URL
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		added := 0
+		for _, t := range list.Tags {
+			if !seen[t] {
+				seen[t] = true
+				tags = append(tags, t)
+				added++
+			}
+		}
+		if page > 1 && added == 0 {
+			if len(list.Tags) > 0 {
+				log.Warn("registry repeated tags already listed; stopping pagination", "page", page, "tags", len(tags))
+			}
+			return tags, nil
+		}
+		if link != "" {
+			u, err := nextPage(pageURL, link)
+			switch {
+			case err != nil:
+				log.Warn("ignoring unusable Link header; the tag list may be incomplete", "reason", err.Error(), "link", redact.Text(link), "tags", len(tags))
+				return tags, nil
+			case u == "":
+				return tags, nil
+			case fetched[u]:
+				log.Warn("Link header repeats a page already fetched; stopping pagination", "link", redact.String(u), "tags", len(tags))
+				return tags, nil
+			}
+			next = u
+			continue
+		}
+		if len(list.Tags) != c.pageSize {
+			// A short page is the last one; a longer one means the
+			// registry ignores n and has sent everything.
+			return tags, nil
+		}
+		// A full page and no Link: ask for the tags after the last one.
+		u := withLast(pageURL, list.Tags[len(list.Tags)-1], c.pageSize)
+		if fetched[u] {
+			return tags, nil
+		}
+		log.Debug("full page without Link header; asking for the next with last", "page", page)
+		next = u
+	}
+}
+
+// tagList is the body of GET /v2/<name>/tags/list.
+type tagList struct {
+	Name string   `json:"name"`
+	Tags []string `json:"tags"`
+}
+
+// withLast returns the tags list URL asking for n tags after last.
+func withLast(page *url.URL, last string, n int) string {
+	u := *page
+	q := u.Query()
+	q.Set("n", strconv.Itoa(n))
+	q.Set("last", last)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// nextPage returns the absolute URL of the rel="next" link in a Link header
+// value, resolved against the page that sent it, or "" if there is none. The
+// link must stay on the same scheme and host.
+func nextPage(page *url.URL, header string) (string, error) {
+	links, err := parseLinks(header)
+	if err != nil {
+		return "", err
+	}
+	for _, l := range links {
+		if !l.next {
+			continue
+		}
+		ref, err := url.Parse(l.target)
+		if err != nil {
+			return "", fmt.Errorf("next link %q is not a URL", l.target)
+		}
+		u := page.ResolveReference(ref)
+		if !strings.EqualFold(u.Host, page.Host) || u.Scheme != page.Scheme {
+			return "", fmt.Errorf("next link leaves %s://%s", page.Scheme, page.Host)
+		}
+		u.Fragment = ""
+		return u.String(), nil
+	}
+	return "", nil
+}
+
+// link is one link-value of a Link header.
+type link struct {
+	target string
+	next   bool
+}
+
+var errMalformedLink = errors.New("malformed Link header")
+
+// parseLinks parses a Link header: comma-separated `<target>; param=value`
+// entries, where values may be quoted and rel may list several relation
+// types separated by spaces.
+func parseLinks(h string) ([]link, error) {
+	var links []link
+	rest := strings.TrimSpace(h)
+	for rest != "" {
+		if rest[0] != '<' {
+			return nil, errMalformedLink
+		}
+		end := strings.IndexByte(rest, '>')
+		if end < 0 {
+			return nil, errMalformedLink
+		}
+		l := link{target: strings.TrimSpace(rest[1:end])}
+		if l.target == "" {
+			return nil, errMalformedLink
+		}
+		rest = strings.TrimSpace(rest[end+1:])
+		for rest != "" && rest[0] == ';' {
+			rest = strings.TrimSpace(rest[1:])
+			key, value, remaining, err := parseParam(rest)
+			if err != nil {
+				return nil, err
+			}
+			rest = strings.TrimSpace(remaining)
+			if strings.EqualFold(key, "rel") {
+				for _, rel := range strings.Fields(value) {
+					if strings.EqualFold(rel, "next") {
+						l.next = true
+					}
+				}
+			}
+		}
+		links = append(links, l)
+		switch {
+		case rest == "":
+		case rest[0] == ',':
+			rest = strings.TrimSpace(rest[1:])
+			if rest == "" {
+				return nil, errMalformedLink
+			}
+		default:
+			return nil, errMalformedLink
+		}
+	}
+	if len(links) == 0 {
+		return nil, errMalformedLink
+	}
+	return links, nil
+}
+
+// parseParam parses `key=value` or `key="quoted value"` (or a bare key) at
+// the start of s and returns what follows.
+func parseParam(s string) (key, value, rest string, err error) {
+	i := strings.IndexAny(s, "=;,")
+	if i < 0 {
+		return strings.TrimSpace(s), "", "", nil
+	}
+	key = strings.TrimSpace(s[:i])
+	if key == "" {
+		return "", "", "", errMalformedLink
+	}
+	if s[i] != '=' {
+		return key, "", s[i:], nil
+	}
+	s = strings.TrimSpace(s[i+1:])
+	if strings.HasPrefix(s, `"`) {
+		var b strings.Builder
+		for j := 1; j < len(s); j++ {
+			switch s[j] {
+			case '\\':
+				if j+1 < len(s) {
+					j++
+					b.WriteByte(s[j])
+				}
+			case '"':
+				return key, b.String(), s[j+1:], nil
+			default:
+				b.WriteByte(s[j])
+			}
+		}
+		return "", "", "", errMalformedLink
+	}
+	j := strings.IndexAny(s, ";,")
+	if j < 0 {
+		return key, strings.TrimSpace(s), "", nil
+	}
+	return key, strings.TrimSpace(s[:j]), s[j:], nil
+}

@@ -1,0 +1,216 @@
+package registry
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/imagebump/imagebump/internal/redact"
+	"github.com/imagebump/imagebump/internal/retry"
+)
+
+// host is the shared state of one registry host: its settings, the
+// transport every request to it goes through, and its caches.
+type host struct {
+	name     string // canonical host name, as in Client.hosts
+	cfg      Host
+	auth     authn.Authenticator // nil: resolved from the keychain per repository
+	rt       *hostTransport
+	sessions sync.Map // repository name -> *slot[*session]
+
+	challengeMu sync.Mutex
+	challenges  map[string]*slot[*transport.Challenge] // by registry string
+}
+
+// slot holds a lazily built value. Its lock is a channel so that a caller
+// waiting for another's build gives up when its own context ends.
+type slot[T any] struct {
+	lock  chan struct{}
+	value T
+	ok    bool
+}
+
+func newSlot[T any]() *slot[T] { return &slot[T]{lock: make(chan struct{}, 1)} }
+
+// get returns the slot's value, building it with build if no earlier build
+// succeeded. Failed builds are not cached.
+func (s *slot[T]) get(ctx context.Context, build func() (T, error)) (value T, built bool, err error) {
+	select {
+	case s.lock <- struct{}{}:
+	case <-ctx.Done():
+		return value, false, ctx.Err()
+	}
+	defer func() { <-s.lock }()
+	if s.ok {
+		return s.value, false, nil
+	}
+	v, err := build()
+	if err != nil {
+		return value, false, err
+	}
+	s.value, s.ok = v, true
+	return v, true, nil
+}
+
+func (c *Client) buildHost(key string, hc Host, base http.RoundTripper) *host {
+	concurrency := orDefault(hc.Concurrency, DefaultConcurrency)
+	t := &hostTransport{
+		host:      key,
+		inner:     base,
+		insecure:  hc.Insecure,
+		timeout:   c.timeout,
+		maxPause:  c.maxBackoff,
+		userAgent: c.userAgent,
+		sem:       make(chan struct{}, concurrency),
+		log:       c.log,
+	}
+	if hc.RequestsPerSecond > 0 {
+		t.limiter = rate.NewLimiter(rate.Limit(hc.RequestsPerSecond), max(hc.Burst, 1))
+	}
+	return &host{
+		name:       key,
+		cfg:        hc,
+		auth:       configuredAuth(hc),
+		rt:         t,
+		challenges: map[string]*slot[*transport.Challenge]{},
+	}
+}
+
+// hostTransport carries every request to one host, whoever sends it (this
+// package, or ggcr's ping and token exchange). It refuses plain HTTP unless
+// the host is insecure, waits out a Retry-After the host sent, takes a
+// concurrency slot, waits for the rate limiter, and bounds the request and
+// the reading of its body with the per-request timeout.
+type hostTransport struct {
+	host      string
+	inner     http.RoundTripper
+	insecure  bool
+	timeout   time.Duration
+	maxPause  time.Duration
+	userAgent string
+	sem       chan struct{}
+	limiter   *rate.Limiter
+	log       *slog.Logger
+
+	mu         sync.Mutex
+	pauseUntil time.Time
+}
+
+var _ http.RoundTripper = (*hostTransport)(nil)
+
+// RoundTrip implements http.RoundTripper.
+func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		// Only GET and HEAD are sent; a body would be a bug, but the
+		// contract says close it whatever happens.
+		defer req.Body.Close()
+	}
+	if req.URL.Scheme == "http" && !t.insecure {
+		return nil, &plainHTTPError{host: req.URL.Host}
+	}
+	ctx := req.Context()
+	if err := retry.Sleep(ctx, t.pauseLeft()); err != nil {
+		return nil, err
+	}
+	select {
+	case t.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	// The rate limiter is consulted after the slot is taken so that the
+	// request leaves the moment its token is granted; taking tokens first
+	// would let requests queued on the slots go out in bursts.
+	if t.limiter != nil {
+		if err := t.limiter.Wait(ctx); err != nil {
+			<-t.sem
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			// The wait would outlast ctx's deadline.
+			return nil, context.DeadlineExceeded
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, t.timeout)
+	out := req.Clone(rctx)
+	out.Body = nil
+	if t.userAgent != "" {
+		out.Header.Set("User-Agent", t.userAgent)
+	}
+	start := time.Now()
+	resp, err := t.inner.RoundTrip(out)
+	if err != nil {
+		timedOut := rctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		<-t.sem
+		t.log.Debug("registry request failed", "method", req.Method, "url", redact.URL(req.URL), "duration", time.Since(start))
+		if timedOut {
+			return nil, &timeoutError{err: err}
+		}
+		return nil, err
+	}
+	t.log.Debug("registry request", "method", req.Method, "url", redact.URL(req.URL), "status", resp.StatusCode, "duration", time.Since(start))
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		if d, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			t.pause(min(d, t.maxPause))
+		}
+	}
+	resp.Body = &releasingBody{
+		rc:     resp.Body,
+		parent: ctx,
+		ctx:    rctx,
+		done: func() {
+			cancel()
+			<-t.sem
+		},
+	}
+	return resp, nil
+}
+
+// pause holds back every request to the host for d, as a Retry-After asks.
+func (t *hostTransport) pause(d time.Duration) {
+	until := time.Now().Add(d)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if until.After(t.pauseUntil) {
+		t.pauseUntil = until
+	}
+}
+
+// pauseLeft returns how long requests to the host are still held back.
+func (t *hostTransport) pauseLeft() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return time.Until(t.pauseUntil)
+}
+
+// releasingBody gives back the request's concurrency slot and cancels its
+// timeout when closed, and reports reads cut off by the timeout as such.
+type releasingBody struct {
+	rc     io.ReadCloser
+	parent context.Context
+	ctx    context.Context
+	once   sync.Once
+	done   func()
+}
+
+func (b *releasingBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil && err != io.EOF && b.ctx.Err() != nil && b.parent.Err() == nil {
+		err = &timeoutError{err: err}
+	}
+	return n, err
+}
+
+func (b *releasingBody) Close() error {
+	err := b.rc.Close()
+	b.once.Do(b.done)
+	return err
+}

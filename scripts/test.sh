@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# scripts/test.sh installs what imagebump's tests need on a fresh Debian
+# machine, then runs every test with the race detector. It is the one test
+# command: README.md names it and .ci/run runs it.
+#
+# What it installs (each step is skipped when already present):
+#   - Debian packages: docker-registry (CNCF distribution 2.8.2), apache2-utils
+#     (htpasswd), openssh-server (sshd for the SSH git tests), git.
+#   - distribution v3.1.2 (`registry`), built once with `go install` into the
+#     tool cache, because only v3 paginates tag lists.
+# The tool cache lives outside the clone so later runs reuse it:
+#   ${IMAGEBUMP_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/imagebump-tools}
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+tools="${IMAGEBUMP_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/imagebump-tools}"
+mkdir -p "$tools/bin"
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# Debian packages.
+pkgs=()
+command -v docker-registry >/dev/null 2>&1 || pkgs+=(docker-registry)
+command -v htpasswd >/dev/null 2>&1 || pkgs+=(apache2-utils)
+[ -x /usr/sbin/sshd ] || pkgs+=(openssh-server)
+command -v git >/dev/null 2>&1 || pkgs+=(git)
+if [ "${#pkgs[@]}" -gt 0 ]; then
+	sudo=""
+	[ "$(id -u)" = 0 ] || sudo=sudo
+	log "installing Debian packages: ${pkgs[*]}"
+	$sudo apt-get update -qq
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+fi
+
+# distribution v3 (paginating registry), built once into the tool cache.
+if [ ! -x "$tools/bin/registry" ]; then
+	log "building distribution v3.1.2 into $tools/bin (about 3 minutes, once)"
+	(cd / && GOBIN="$tools/bin" GOFLAGS=-buildvcs=false go install github.com/distribution/distribution/v3/cmd/registry@v3.1.2)
+fi
+export IMAGEBUMP_REGISTRY_V3="$tools/bin/registry"
+export IMAGEBUMP_DOCKER_REGISTRY="$(command -v docker-registry)"
+
+log "checking formatting and vet"
+unformatted="$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"
+if [ -n "$unformatted" ]; then
+	echo "gofmt: these files need formatting:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+go vet ./...
+
+log "running every test with -race"
+go test -race -count=1 -timeout 30m ./...

@@ -1,0 +1,377 @@
+package setters
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// env is what rewriting one file needs to know about policies.
+type env struct {
+	images map[string]Image
+	known  func(policy string) bool
+}
+
+// edit replaces the bytes of one marked scalar.
+type edit struct {
+	span
+	repl   string
+	node   *yaml.Node
+	change Change
+}
+
+// outcome is the result of rewriting one file.
+type outcome struct {
+	markers  []Marker
+	changes  []Change
+	problems []Problem
+	edits    []edit // applied edits, in file order
+	out      []byte // the new bytes; nil when the file does not change
+}
+
+// Errors for markers that sit where they cannot apply.
+var (
+	errNoScalar = errors.New("the marker applies to no scalar value; a marker must be a line comment after the value it owns, on the same line")
+	errFlow     = errors.New("the marker follows a flow collection ({...} or [...]) and belongs to no scalar; mark a scalar value instead")
+	errInFlow   = errors.New("the marked scalar is inside a flow collection ({...} or [...]); only scalars in block collections are rewritten")
+	errBlock    = errors.New("the marked scalar is a block scalar (| or >); only single-line scalars are rewritten")
+	errEmpty    = errors.New("the marked value is empty; write the current value so it can be replaced")
+)
+
+// UnknownPolicyError reports a marker naming a policy that does not exist.
+type UnknownPolicyError struct {
+	// Policy is the reference the marker names ("ns:name").
+	Policy string
+}
+
+// Error implements error.
+func (e *UnknownPolicyError) Error() string {
+	return "unknown policy " + e.Policy + ": no image policy of that name is configured"
+}
+
+// SyntaxError reports a file that is not valid YAML. Such files are skipped.
+type SyntaxError struct {
+	// Line is the 1-based line the parser stopped at, or 0.
+	Line int
+	// Msg is the parser's message.
+	Msg string
+}
+
+// Error implements error.
+func (e *SyntaxError) Error() string { return "invalid YAML, file skipped: " + e.Msg }
+
+// VerifyError reports an edit that would have changed more than the marked
+// scalars. The file is left untouched.
+type VerifyError struct {
+	// Err says what would have changed.
+	Err error
+}
+
+// Error implements error.
+func (e *VerifyError) Error() string {
+	return "edit not applied, file left as is: after the edit the file would read differently: " + e.Err.Error()
+}
+
+// Unwrap returns the underlying error.
+func (e *VerifyError) Unwrap() error { return e.Err }
+
+var yamlErrLine = regexp.MustCompile(`(?s)^yaml: line (\d+): (.*)$`)
+
+// parseDocs parses every document of a YAML stream.
+func parseDocs(src []byte) (docs []*yaml.Node, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			// yaml.v3 panics on a few malformed inputs; treat that as a
+			// syntax error rather than crash the run.
+			docs, err = nil, &SyntaxError{Msg: fmt.Sprintf("the YAML parser failed: %v", r)}
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	for {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if err == io.EOF {
+			return docs, nil
+		}
+		if err != nil {
+			se := &SyntaxError{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+			if m := yamlErrLine.FindStringSubmatch(err.Error()); m != nil {
+				se.Line, _ = strconv.Atoi(m[1])
+				se.Msg = m[2]
+			}
+			return nil, se
+		}
+		docs = append(docs, &n)
+	}
+}
+
+// rewriter finds the markers of one parsed file and plans its edits.
+type rewriter struct {
+	file string
+	ix   *lineIndex
+	env  env
+	out  *outcome
+}
+
+// rewrite finds the markers in one file and computes its new bytes. file is
+// the name used in reports.
+func rewrite(file string, src []byte, e env) outcome {
+	var out outcome
+	docs, err := parseDocs(src)
+	if err != nil {
+		var se *SyntaxError
+		line := 0
+		if errors.As(err, &se) {
+			line = se.Line
+		}
+		out.problems = append(out.problems, Problem{File: file, Line: line, Err: err})
+		return out
+	}
+	r := &rewriter{file: file, ix: newLineIndex(src), env: e, out: &out}
+	for _, d := range docs {
+		r.visit(d, true, false)
+	}
+	if len(out.edits) == 0 {
+		return out
+	}
+	slices.SortFunc(out.edits, func(a, b edit) int { return a.start - b.start })
+	var buf bytes.Buffer
+	buf.Grow(len(src) + 64)
+	prev := 0
+	for _, ed := range out.edits {
+		buf.Write(src[prev:ed.start])
+		buf.WriteString(ed.repl)
+		prev = ed.end
+	}
+	buf.Write(src[prev:])
+	newSrc := buf.Bytes()
+	if err := verify(docs, newSrc, out.edits); err != nil {
+		out.problems = append(out.problems, Problem{File: file, Line: out.edits[0].change.Line, Err: &VerifyError{Err: err}})
+		out.edits = nil
+		return out
+	}
+	for _, ed := range out.edits {
+		out.changes = append(out.changes, ed.change)
+	}
+	out.out = newSrc
+	return out
+}
+
+func (r *rewriter) problem(line int, policy string, err error) {
+	r.out.problems = append(r.out.problems, Problem{File: r.file, Line: line, Policy: policy, Err: err})
+}
+
+// visit walks a node. value says whether n is a value (a document's root, a
+// mapping value or a sequence item) rather than a mapping key; inFlow
+// whether it sits inside a flow collection.
+func (r *rewriter) visit(n *yaml.Node, value, inFlow bool) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		r.stray(n, n.HeadComment, n.LineComment, n.FootComment, errNoScalar)
+		for _, c := range n.Content {
+			r.visit(c, true, false)
+		}
+	case yaml.MappingNode, yaml.SequenceNode:
+		flow := n.Style&yaml.FlowStyle != 0
+		lineErr := errNoScalar
+		if flow {
+			lineErr = errFlow
+		}
+		r.stray(n, n.HeadComment, n.LineComment, n.FootComment, lineErr)
+		for i, c := range n.Content {
+			r.visit(c, n.Kind == yaml.SequenceNode || i%2 == 1, inFlow || flow)
+		}
+	case yaml.AliasNode:
+		r.stray(n, n.HeadComment, n.LineComment, n.FootComment,
+			fmt.Errorf("the marker is on the alias *%s; aliases are left alone, so mark the anchored scalar &%s instead", n.Value, n.Value))
+	case yaml.ScalarNode:
+		if !value {
+			r.stray(n, n.HeadComment, n.LineComment, n.FootComment, errNoScalar)
+			return
+		}
+		// As Flux does, the line comment decides when there is one;
+		// otherwise a one-line head comment may hold the marker.
+		head := strings.TrimRight(n.HeadComment, "\n")
+		comment, fromHead := n.LineComment, false
+		if comment == "" && head != "" && !strings.Contains(head, "\n") {
+			comment, fromHead = head, true
+		}
+		policy, field, ok, err := ParseMarker(comment)
+		if !ok {
+			r.stray(n, n.HeadComment, n.LineComment, n.FootComment, errNoScalar)
+			return
+		}
+		if fromHead {
+			r.stray(n, "", "", n.FootComment, errNoScalar)
+		} else {
+			r.stray(n, n.HeadComment, "", n.FootComment, errNoScalar)
+		}
+		if err != nil {
+			r.problem(n.Line, "", err)
+			return
+		}
+		r.marker(n, policy, field, fromHead, inFlow)
+	}
+}
+
+// stray reports marker-like comments attached where no marker applies: the
+// line comment of a collection, key or alias (lineErr), and head and foot
+// comment lines that consist of a marker object alone.
+func (r *rewriter) stray(n *yaml.Node, head, line, foot string, lineErr error) {
+	if line != "" {
+		if policy, _, ok, _ := ParseMarker(line); ok {
+			r.problem(r.lineCommentLine(n.Line, line), policy, lineErr)
+		}
+	}
+	for _, c := range [2]string{head, foot} {
+		if c == "" || !strings.Contains(strings.ToLower(c), markerKey) {
+			continue
+		}
+		for _, l := range strings.Split(c, "\n") {
+			if looksLikeMarker(l) {
+				policy, _, _, _ := ParseMarker(l)
+				r.problem(r.commentLine(n.Line, l), policy, errNoScalar)
+			}
+		}
+	}
+}
+
+// lineCommentLine finds the line, at or after from, that ends with the line
+// comment c. yaml.v3 does not record where comments are.
+func (r *rewriter) lineCommentLine(from int, c string) int {
+	want := []byte(trimRight(c))
+	for l := max(from, 1); l <= r.ix.lines(); l++ {
+		if bytes.HasSuffix(bytes.TrimRight(r.ix.line(l), " \t"), want) {
+			return l
+		}
+	}
+	return from
+}
+
+// commentLine finds the comment-only line holding c nearest to near.
+func (r *rewriter) commentLine(near int, c string) int {
+	want := []byte(strings.TrimSpace(c))
+	best := 0
+	for l := 1; l <= r.ix.lines(); l++ {
+		if bytes.Equal(bytes.TrimSpace(r.ix.line(l)), want) && (best == 0 || abs(l-near) < abs(best-near)) {
+			best = l
+		}
+	}
+	if best == 0 {
+		return near
+	}
+	return best
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// marker records a well-formed marker on the scalar value n and plans its
+// edit.
+func (r *rewriter) marker(n *yaml.Node, policy string, field Field, fromHead, inFlow bool) {
+	r.out.markers = append(r.out.markers, Marker{
+		File: r.file, Line: n.Line, Column: n.Column, Policy: policy, Field: field, Value: n.Value,
+	})
+	if inFlow {
+		r.problem(n.Line, policy, errInFlow)
+		return
+	}
+	if !r.env.known(policy) {
+		r.problem(n.Line, policy, &UnknownPolicyError{Policy: policy})
+		return
+	}
+	img, ok := r.env.images[policy]
+	if !ok {
+		// The policy exists but resolved nothing; the caller reports that.
+		return
+	}
+	v, err := newValue(img, policy, field)
+	if err != nil {
+		r.problem(n.Line, policy, err)
+		return
+	}
+	if v == n.Value {
+		return
+	}
+	switch {
+	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
+		r.problem(n.Line, policy, errBlock)
+		return
+	case n.Style&yaml.TaggedStyle != 0 && n.Tag != "!!str":
+		r.problem(n.Line, policy, fmt.Errorf("the marked scalar has the explicit tag %s; only strings are rewritten", n.Tag))
+		return
+	case n.Value == "" && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0:
+		r.problem(n.Line, policy, errEmpty)
+		return
+	}
+	lc := n.LineComment
+	if fromHead {
+		lc = ""
+	}
+	sp, err := scalarSpan(r.ix, n, lc)
+	if err != nil {
+		r.problem(n.Line, policy, err)
+		return
+	}
+	r.out.edits = append(r.out.edits, edit{
+		span: sp,
+		repl: render(v, n.Style),
+		node: n,
+		change: Change{
+			File: r.file, Line: n.Line, Policy: policy, Field: field, Old: n.Value, New: v,
+		},
+	})
+}
+
+// newValue returns the value a marker of the given field takes from img.
+func newValue(img Image, policy string, field Field) (string, error) {
+	var v string
+	switch field {
+	case FieldImage:
+		switch {
+		case img.Repository == "":
+			return "", fmt.Errorf("policy %s resolved no repository", policy)
+		case img.Tag == "" && img.Digest == "":
+			return "", fmt.Errorf("policy %s resolved no tag", policy)
+		}
+		v = img.Repository
+		if img.Tag != "" {
+			v += ":" + img.Tag
+		}
+		if img.Digest != "" {
+			v += "@" + img.Digest
+		}
+	case FieldTag:
+		if img.Tag == "" {
+			return "", fmt.Errorf("policy %s resolved no tag", policy)
+		}
+		v = img.Tag
+	case FieldName:
+		if img.Repository == "" {
+			return "", fmt.Errorf("policy %s resolved no repository", policy)
+		}
+		v = img.Repository
+	case FieldDigest:
+		if img.Digest == "" {
+			return "", fmt.Errorf("policy %s resolved no digest; the old value stays", policy)
+		}
+		v = img.Digest
+	default:
+		return "", fmt.Errorf("unknown field %q", field)
+	}
+	if err := checkValue(v); err != nil {
+		return "", fmt.Errorf("policy %s resolved an unusable value: %w", policy, err)
+	}
+	return v, nil
+}

@@ -1,0 +1,202 @@
+package setters
+
+import (
+	"bytes"
+	"errors"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// bom is the UTF-8 byte order mark. yaml.v3 skips it and does not count it
+// in columns.
+var bom = []byte{0xEF, 0xBB, 0xBF}
+
+// lineIndex maps yaml.v3's 1-based line numbers to byte offsets. It counts
+// line breaks exactly as yaml.v3 does: CRLF, LF and a lone CR, and also NEL
+// (U+0085), LINE SEPARATOR (U+2028) and PARAGRAPH SEPARATOR (U+2029), which
+// yaml.v3 inherits from YAML 1.1.
+type lineIndex struct {
+	src    []byte
+	starts []int // offset of each line's first byte
+	ends   []int // offset of each line's break (or len(src))
+}
+
+func newLineIndex(src []byte) *lineIndex {
+	ix := &lineIndex{src: src, starts: []int{0}}
+	for i := 0; i < len(src); {
+		n := breakLen(src[i:])
+		if n == 0 {
+			i++
+			continue
+		}
+		ix.ends = append(ix.ends, i)
+		i += n
+		ix.starts = append(ix.starts, i)
+	}
+	ix.ends = append(ix.ends, len(src))
+	return ix
+}
+
+// breakLen returns the length of the line break at the start of b, or 0.
+func breakLen(b []byte) int {
+	switch {
+	case len(b) == 0:
+		return 0
+	case b[0] == '\n':
+		return 1
+	case b[0] == '\r':
+		if len(b) > 1 && b[1] == '\n' {
+			return 2
+		}
+		return 1
+	case b[0] == 0xC2 && len(b) > 1 && b[1] == 0x85:
+		return 2
+	case b[0] == 0xE2 && len(b) > 2 && b[1] == 0x80 && (b[2] == 0xA8 || b[2] == 0xA9):
+		return 3
+	}
+	return 0
+}
+
+// lines returns the number of lines.
+func (ix *lineIndex) lines() int { return len(ix.starts) }
+
+// line returns the bytes of a 1-based line without its break.
+func (ix *lineIndex) line(n int) []byte {
+	if n < 1 || n > len(ix.starts) {
+		return nil
+	}
+	return ix.src[ix.starts[n-1]:ix.ends[n-1]]
+}
+
+// offset converts yaml.v3's 1-based line and column (counted in characters,
+// not bytes, and not counting a byte order mark) to a byte offset, or -1.
+func (ix *lineIndex) offset(line, col int) int {
+	if line < 1 || line > len(ix.starts) || col < 1 {
+		return -1
+	}
+	p, end := ix.starts[line-1], ix.ends[line-1]
+	if line == 1 && bytes.HasPrefix(ix.src, bom) {
+		p += len(bom)
+	}
+	for i := 1; i < col; i++ {
+		if p >= end {
+			return -1
+		}
+		_, size := utf8.DecodeRune(ix.src[p:end])
+		p += size
+	}
+	if p > end {
+		return -1
+	}
+	return p
+}
+
+// Reasons a marked scalar cannot be rewritten in place.
+var (
+	errMultiline = errors.New("the marked scalar spans several lines; only single-line scalars can be rewritten")
+	errNotFound  = errors.New("cannot find the marked scalar's bytes in the file")
+)
+
+// span is the byte range [start, end) of a scalar in the source.
+type span struct{ start, end int }
+
+// scalarSpan finds the bytes of the scalar n (plain, single- or
+// double-quoted) on its line by scanning the source, and checks that they
+// read back as n.Value. With lineComment set, the scalar must be followed on
+// its line by exactly that comment.
+func scalarSpan(ix *lineIndex, n *yaml.Node, lineComment string) (span, error) {
+	src := ix.src
+	p := ix.offset(n.Line, n.Column)
+	if p < 0 {
+		return span{}, errNotFound
+	}
+	end := ix.ends[n.Line-1]
+	// yaml.v3 positions a node at its properties (anchor, tag) when it has
+	// any; skip them.
+	for p < end && (src[p] == '&' || src[p] == '!') {
+		for p < end && src[p] != ' ' && src[p] != '\t' {
+			p++
+		}
+		for p < end && (src[p] == ' ' || src[p] == '\t') {
+			p++
+		}
+	}
+	if p >= end {
+		return span{}, errMultiline
+	}
+	var q int
+	switch {
+	case n.Style&yaml.DoubleQuotedStyle != 0:
+		if src[p] != '"' {
+			return span{}, errNotFound
+		}
+		q = -1
+		for i := p + 1; i < end; i++ {
+			if src[i] == '\\' {
+				i++
+				continue
+			}
+			if src[i] == '"' {
+				q = i + 1
+				break
+			}
+		}
+	case n.Style&yaml.SingleQuotedStyle != 0:
+		if src[p] != '\'' {
+			return span{}, errNotFound
+		}
+		q = -1
+		for i := p + 1; i < end; i++ {
+			if src[i] == '\'' {
+				if i+1 < end && src[i+1] == '\'' {
+					i++
+					continue
+				}
+				q = i + 1
+				break
+			}
+		}
+	default:
+		q = p
+		for q < end && !(src[q] == '#' && q > p && (src[q-1] == ' ' || src[q-1] == '\t')) {
+			q++
+		}
+		for q > p && (src[q-1] == ' ' || src[q-1] == '\t') {
+			q--
+		}
+	}
+	if q < 0 {
+		return span{}, errMultiline
+	}
+	if got, ok := scalarValue(src[p:q], n.Style); !ok || got != n.Value {
+		return span{}, errMultiline
+	}
+	if lineComment != "" {
+		rest := bytes.TrimLeft(src[q:end], " \t")
+		if !bytes.Equal(bytes.TrimRight(rest, " \t"), []byte(trimRight(lineComment))) {
+			return span{}, errMultiline
+		}
+	}
+	return span{p, q}, nil
+}
+
+func trimRight(s string) string {
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// scalarValue reads back the value of a scalar token in the given style:
+// plain tokens are their value; quoted ones are decoded by yaml.v3 itself.
+func scalarValue(tok []byte, style yaml.Style) (string, bool) {
+	if style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 {
+		return string(tok), true
+	}
+	var n yaml.Node
+	if err := yaml.Unmarshal(tok, &n); err != nil || len(n.Content) != 1 || n.Content[0].Kind != yaml.ScalarNode {
+		return "", false
+	}
+	return n.Content[0].Value, true
+}
