@@ -130,3 +130,27 @@ func FuzzDefaultExclusions(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSemVerRange checks that SemVer's shortcut for prereleases (a range
+// without "-" admits none) agrees with Masterminds' Check.
+func FuzzSemVerRange(f *testing.F) {
+	f.Add(">=1.0.0", "1.1.0-rc.1")
+	f.Add(">=1.0.0-0", "1.1.0-rc.1")
+	f.Add("1.0 - 2.0", "1.5.0-beta")
+	f.Add("*", "0.0.0-0")
+	f.Add("^1.2 || ~2.0.0-alpha", "2.0.1-beta.2")
+	f.Fuzz(func(t *testing.T, rng, tag string) {
+		p, err := NewSemVer(rng)
+		if err != nil {
+			return
+		}
+		v := parseVersion(tag)
+		if v == nil {
+			return
+		}
+		got := p.newRanker().offer(tag, tag) == skipNone
+		if want := p.constraint.Check(v); got != want {
+			t.Fatalf("range %q admits %q: got %v, Check says %v", rng, tag, got, want)
+		}
+	})
+}

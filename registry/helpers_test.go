@@ -32,16 +32,33 @@ import (
 var noKeychain = authn.NewMultiKeychain()
 
 // newRegistry starts ggcr's in-memory registry, wrapped by wrap if not nil,
-// and returns its host:port.
+// and returns its host:port. Tests push through a second, unwrapped server
+// on the same storage, so that wrappers (auth, faults, counters) see only
+// the client under test.
 func newRegistry(t testing.TB, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
 	var h http.Handler = ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
+	direct := httptest.NewServer(h)
+	t.Cleanup(direct.Close)
 	if wrap != nil {
 		h = wrap(h)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
+	host := strings.TrimPrefix(srv.URL, "http://")
+	pushHosts.Store(host, strings.TrimPrefix(direct.URL, "http://"))
+	t.Cleanup(func() { pushHosts.Delete(host) })
+	return host
+}
+
+// pushHosts maps the host of each test registry to its unwrapped twin.
+var pushHosts sync.Map
+
+func pushHost(host string) string {
+	if h, ok := pushHosts.Load(host); ok {
+		return h.(string)
+	}
+	return host
 }
 
 // push writes a small random image to host/repo under each tag and returns
@@ -58,7 +75,7 @@ func push(t testing.TB, host, repo string, tags ...string) string {
 func pushImage(t testing.TB, host, repo string, img v1.Image, tags ...string) string {
 	t.Helper()
 	for i, tag := range tags {
-		ref, err := name.NewTag(host+"/"+repo+":"+tag, name.Insecure)
+		ref, err := name.NewTag(pushHost(host)+"/"+repo+":"+tag, name.Insecure)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +134,7 @@ func pushIndex(t testing.TB, host, repo, tag string, platforms ...string) (strin
 		digests[ps] = d.String()
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: p}})
 	}
-	ref, err := name.NewTag(host+"/"+repo+":"+tag, name.Insecure)
+	ref, err := name.NewTag(pushHost(host)+"/"+repo+":"+tag, name.Insecure)
 	if err != nil {
 		t.Fatal(err)
 	}

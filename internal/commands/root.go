@@ -125,6 +125,7 @@ bump as a commit or a pull request.`,
 		NewCmdPlan(g, stdout, nil),
 		NewCmdApply(g, stdout, nil),
 		NewCmdValidate(g, stdout, nil),
+		NewCmdDemo(g, stdout),
 	)
 	return root
 }
