@@ -298,9 +298,11 @@ func parse(data []byte, filename, baseDir string) (*Config, error) {
 	}
 	// Validation runs even after decoding problems, so that a user sees
 	// every problem at once; it skips values that failed to decode.
-	v := &validator{decoder: d, c: c}
-	v.validate()
-	resolvePaths(reflectValue(c), baseDir)
+	if !d.tooBig {
+		v := &validator{decoder: d, c: c}
+		v.validate()
+		resolvePaths(reflectValue(c), baseDir)
+	}
 	if err := d.err(); err != nil {
 		return nil, err
 	}

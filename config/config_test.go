@@ -965,3 +965,29 @@ func TestErrorFormat(t *testing.T) {
 		})
 	}
 }
+
+func TestParseManyErrors(t *testing.T) {
+	yaml := "registries:\n" + strings.Repeat("  - host: ghcr.io/x\n", 60)
+	_, err := Parse([]byte(yaml), "imagebump.yaml")
+	if err == nil {
+		t.Fatal("Parse succeeded, want errors")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if got, want := len(lines), maxErrors+1; got != want {
+		t.Fatalf("got %d error lines, want %d", got, want)
+	}
+	if got, want := lines[maxErrors], "imagebump.yaml:52: and 10 more problems"; got != want {
+		t.Errorf("last line = %q, want %q", got, want)
+	}
+}
+
+func TestParseTooManyAliases(t *testing.T) {
+	// Each target repeats a list of 3,000 paths by alias: 2,000 targets
+	// would decode six million values.
+	yaml := "x: &p [" + strings.Repeat("a, ", 3000) + "a]\ntargets:\n" +
+		strings.Repeat("  - {name: t, git: {url: 'https://example.com/x.git', paths: *p}}\n", 2000)
+	_, err := Parse([]byte(yaml), "imagebump.yaml")
+	if err == nil || !strings.Contains(err.Error(), "document too large") {
+		t.Errorf("Parse = %v, want a document too large error", err)
+	}
+}

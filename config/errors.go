@@ -48,6 +48,10 @@ func (e *Error) Error() string {
 // Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
 
+// maxErrors is the number of problems reported at most; a file with more
+// is likely not an imagebump config at all.
+const maxErrors = 50
+
 // pos is a position in the file.
 type pos struct {
 	line, col int
@@ -92,6 +96,11 @@ func (l *errorList) err() error {
 			seen[k] = true
 			errs = append(errs, e)
 		}
+	}
+	if len(errs) > maxErrors {
+		next := errs[maxErrors].(*Error)
+		more := &Error{File: l.file, Line: next.Line, Msg: fmt.Sprintf("and %d more problems", len(errs)-maxErrors)}
+		errs = append(errs[:maxErrors], more)
 	}
 	return errors.Join(errs...)
 }
