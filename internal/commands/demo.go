@@ -21,9 +21,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/spf13/cobra"
 
 	"github.com/imagebump/imagebump/internal/unidiff"
@@ -162,37 +164,47 @@ func startDemoRegistry(ctx context.Context) (string, func(), error) {
 		_ = srv.Shutdown(sctx)
 	}
 	host := ln.Addr().String()
+	if err := pushDemoImages(ctx, host, nil); err != nil {
+		stop()
+		return "", nil, err
+	}
+	return host, stop, nil
+}
 
+// pushDemoImages pushes the demo's tags to the registry at host over plain
+// HTTP. The images are built from fixed bytes, so their digests are the same
+// on every run and every registry. transport may be nil.
+func pushDemoImages(ctx context.Context, host string, transport http.RoundTripper) error {
 	repos := make([]string, 0, len(demoTags))
 	for r := range demoTags {
 		repos = append(repos, r)
 	}
 	sort.Strings(repos)
+	opts := []remote.Option{remote.WithContext(ctx)}
+	if transport != nil {
+		opts = append(opts, remote.WithTransport(transport))
+	}
 	for _, r := range repos {
-		img, err := random.Image(256, 1)
+		base, err := mutate.AppendLayers(empty.Image, static.NewLayer([]byte("imagebump demo layer of "+r), types.DockerLayer))
 		if err != nil {
-			stop()
-			return "", nil, err
+			return err
 		}
-		for i, tag := range demoTags[r] {
-			// Each tag gets its own image (a different config), so digests differ.
-			tagged, err := mutate.Config(img, v1.Config{Labels: map[string]string{"demo.tag": tag, "n": fmt.Sprint(i)}})
+		for _, tag := range demoTags[r] {
+			// Each tag gets its own config, so each tag has its own digest.
+			img, err := mutate.Config(base, v1.Config{Labels: map[string]string{"org.example.demo.tag": tag}})
 			if err != nil {
-				stop()
-				return "", nil, err
+				return err
 			}
 			ref, err := name.NewTag(host+"/"+r+":"+tag, name.Insecure)
 			if err != nil {
-				stop()
-				return "", nil, err
+				return err
 			}
-			if err := remote.Write(ref, tagged, remote.WithContext(ctx)); err != nil {
-				stop()
-				return "", nil, fmt.Errorf("pushing demo image %s: %w", ref, err)
+			if err := remote.Write(ref, img, opts...); err != nil {
+				return fmt.Errorf("pushing demo image %s: %w", ref, err)
 			}
 		}
 	}
-	return host, stop, nil
+	return nil
 }
 
 // writeDemoFiles writes the embedded config and sample repository into dir,

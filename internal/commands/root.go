@@ -58,6 +58,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := NewCmdRoot(stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	code := exitCode(err)
+	var silent silentExit
+	if err != nil && !errors.As(err, &silent) {
+		fmt.Fprintf(stderr, "error: %s\n", err)
+	}
+	return code
+}
+
+// exitCode maps a command's error to the process exit code.
+func exitCode(err error) int {
 	if err == nil {
 		return ExitOK
 	}
@@ -65,7 +75,6 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &silent) {
 		return int(silent)
 	}
-	fmt.Fprintf(stderr, "error: %s\n", err)
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code

@@ -1,0 +1,176 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestTagsFlags checks flag parsing alone: the run function is replaced.
+func TestTagsFlags(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		want     TagsOptions
+		wantCode int
+	}{
+		{
+			name: "repository with semver and excludes",
+			args: []string{"tags", "ghcr.io/acme/app", "--semver", ">=1.0.0", "--exclude", "^a", "--exclude", "^b", "-o", "json"},
+			want: TagsOptions{Target: "ghcr.io/acme/app", SemVer: ">=1.0.0", Exclude: []string{"^a", "^b"}, Output: "json"},
+		},
+		{
+			name: "filter with extract and digest for a platform",
+			args: []string{"tags", "apps:web", "--alphabetical", "asc", "--filter-pattern", "^R(?P<ts>.*)$", "--filter-extract", "$ts", "--digest", "--platform", "linux/arm64"},
+			want: TagsOptions{Target: "apps:web", Alphabetical: "asc", FilterPattern: "^R(?P<ts>.*)$", FilterExtract: "$ts", Digest: true, Platform: "linux/arm64", Output: "text"},
+		},
+		{name: "two policy kinds", args: []string{"tags", "x/y", "--semver", "1", "--numerical", "asc"}, wantCode: ExitUsage},
+		{name: "no argument", args: []string{"tags"}, wantCode: ExitUsage},
+		{name: "bad output", args: []string{"tags", "x/y", "-o", "yaml"}, wantCode: ExitUsage},
+		{name: "unknown flag", args: []string{"tags", "x/y", "--semvar", "1"}, wantCode: ExitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *TagsOptions
+			root := NewCmdRoot(io.Discard, io.Discard)
+			for _, c := range root.Commands() {
+				if c.Name() == "tags" {
+					root.RemoveCommand(c)
+				}
+			}
+			g := &globalOptions{}
+			tags := NewCmdTags(g, io.Discard, func(_ context.Context, o *TagsOptions, _ io.Writer) error {
+				got = o
+				return nil
+			})
+			root.AddCommand(tags)
+			root.SetArgs(tt.args)
+			err := root.Execute()
+			code := exitCode(err)
+			if code != tt.wantCode {
+				t.Fatalf("exit code = %d (%v), want %d", code, err, tt.wantCode)
+			}
+			if tt.wantCode != 0 {
+				return
+			}
+			got.global = nil
+			if diff := cmp.Diff(*got, tt.want, cmp.AllowUnexported(TagsOptions{})); diff != "" {
+				t.Errorf("options mismatch (-got +want):\n%s", diff)
+			}
+		})
+	}
+}
+
+func sorted(s []string) []string {
+	sort.Strings(s)
+	return s
+}
+
+func TestTagsAgainstRegistry(t *testing.T) {
+	host := startMemRegistry(t)
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "imagebump.yaml", `registries:
+  - host: `+host+`
+    insecure: true
+images:
+  - name: apps:web
+    repository: `+host+`/acme/web
+    policy: {semver: ">=1.0.0 <2"}
+  - name: nomatch
+    repository: `+host+`/acme/web
+    policy: {semver: ">=5"}
+`)
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantLatest string
+		wantCands  []string
+		wantOut    string // a fragment of stdout, for text output
+		wantErr    string // a fragment of stderr
+	}{
+		{
+			name:       "policy from config",
+			args:       []string{"tags", "apps:web", "-c", cfg, "-o", "json"},
+			wantLatest: "1.2.0",
+			wantCands:  []string{"1.0.0", "1.1.0", "1.2.0"},
+		},
+		{
+			name:       "flags replace the config's rule",
+			args:       []string{"tags", "apps:web", "-c", cfg, "-o", "json", "--semver", ">=1.0.0-0 <2"},
+			wantLatest: "1.3.0-rc.1",
+			wantCands:  []string{"1.0.0", "1.1.0", "1.2.0", "1.3.0-rc.1"},
+		},
+		{
+			name:       "repository with flags, no config",
+			args:       []string{"tags", host + "/acme/cache", "-c", cfg, "-o", "json", "--numerical", "asc", "--exclude", "^0$"},
+			wantLatest: "100",
+			wantCands:  []string{"100", "41", "42"},
+		},
+		{
+			name:    "text output marks the pick",
+			args:    []string{"tags", "apps:web", "-c", cfg},
+			wantOut: "1.2.0       LATEST",
+		},
+		{
+			name:     "no tag matches exits 1",
+			args:     []string{"tags", "nomatch", "-c", cfg, "-o", "json"},
+			wantCode: ExitFailure,
+			wantErr:  "no tag matches",
+		},
+		{
+			name:     "unknown repository exits 1 naming it",
+			args:     []string{"tags", host + "/acme/nope", "-c", cfg, "--semver", "*"},
+			wantCode: ExitFailure,
+			wantErr:  "acme/nope",
+		},
+		{
+			name:     "bad range exits 64",
+			args:     []string{"tags", host + "/acme/web", "-c", cfg, "--semver", ">=banana"},
+			wantCode: ExitUsage,
+			wantErr:  "semver",
+		},
+		{
+			name:     "missing config given with -c exits 64",
+			args:     []string{"tags", "apps:web", "-c", dir + "/nope.yaml"},
+			wantCode: ExitUsage,
+			wantErr:  "nope.yaml",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, code := runMain(t, tt.args...)
+			if code != tt.wantCode {
+				t.Fatalf("exit code = %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
+			}
+			if tt.wantErr != "" && !strings.Contains(stderr, tt.wantErr) {
+				t.Errorf("stderr %q does not mention %q", stderr, tt.wantErr)
+			}
+			if tt.wantOut != "" && !strings.Contains(stdout, tt.wantOut) {
+				t.Errorf("stdout does not contain %q:\n%s", tt.wantOut, stdout)
+			}
+			if tt.wantCands == nil {
+				return
+			}
+			var rep TagsReport
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+				t.Fatalf("output is not JSON: %v\n%s", err, stdout)
+			}
+			if rep.Latest != tt.wantLatest {
+				t.Errorf("latest = %q, want %q", rep.Latest, tt.wantLatest)
+			}
+			got := append([]string(nil), rep.Candidates...)
+			if diff := cmp.Diff(sorted(got), sorted(tt.wantCands)); diff != "" {
+				t.Errorf("candidates mismatch (-got +want):\n%s", diff)
+			}
+			if len(rep.Tags) == 0 {
+				t.Error("tags is empty")
+			}
+		})
+	}
+}
