@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/Masterminds/semver/v3"
 )
 
 // FuzzSelect checks properties of any selection: every tag lands in one
@@ -151,6 +153,28 @@ func FuzzSemVerRange(f *testing.F) {
 		got := p.newRanker().offer(tag, tag) == skipNone
 		if want := p.constraint.Check(v); got != want {
 			t.Fatalf("range %q admits %q: got %v, Check says %v", rng, tag, got, want)
+		}
+	})
+}
+
+// FuzzParseVersion checks that every tag SemVer takes as a version is one
+// Flux takes too (semver.NewVersion, which allows a "v" and leading zeros),
+// with the same value.
+func FuzzParseVersion(f *testing.F) {
+	for _, s := range []string{"1.2.3", "v1.2.3", "2025.01.07", "1.2", "1.2-rc.1", "01.2.3-rc.01", "1.2.3+b.1", "v00.0.0-0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, tag string) {
+		got := parseVersion(tag)
+		if got == nil {
+			return
+		}
+		want, err := semver.NewVersion(tag)
+		if err != nil {
+			t.Fatalf("parseVersion(%q) = %v, but semver.NewVersion refuses it: %v", tag, got, err)
+		}
+		if got.Compare(want) != 0 || got.Metadata() != want.Metadata() {
+			t.Fatalf("parseVersion(%q) = %v, semver.NewVersion gives %v", tag, got, want)
 		}
 	})
 }

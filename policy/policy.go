@@ -143,8 +143,9 @@ type Result struct {
 }
 
 // Select picks the latest tag from tags. Exclusions run first, then the
-// filter pattern and extract template, then the policy kind. An empty
-// string is not a tag and is skipped.
+// filter pattern and extract template, then the policy kind. Candidates
+// that order the same go to the byte-wise greater tag, so the pick does not
+// depend on the order of tags. An empty string is not a tag and is skipped.
 //
 // Select parses each tag once and keeps only the best so far, so its cost
 // grows linearly with len(tags).
@@ -276,7 +277,7 @@ type SpecError struct {
 // Error reads like `semver: invalid range "1.2.3 <": ...`.
 func (e *SpecError) Error() string {
 	if e.what == "" {
-		return e.Field + ": " + e.Err.Error()
+		return fmt.Sprintf("%s: %v", e.Field, e.Err)
 	}
 	return fmt.Sprintf("%s: invalid %s %q: %v", e.Field, e.what, e.Value, e.Err)
 }

@@ -71,6 +71,9 @@ func (r *semverRanker) latest() (string, bool) { return r.tag, r.best != nil }
 // parseVersion reads value as a semver candidate (see SemVer), or returns
 // nil.
 func parseVersion(value string) *semver.Version {
+	if len(value) > semver.MaxVersionLen {
+		return nil // as semver.NewVersion, which Flux uses
+	}
 	s := strings.TrimPrefix(value, "v")
 	// Check the MAJOR.MINOR.PATCH core by hand: most tags that are not
 	// versions fail here without an allocation, and leading zeros, which
