@@ -8,9 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -163,10 +167,15 @@ func TestStartAnswersV2(t *testing.T) {
 }
 
 func TestPushAndList(t *testing.T) {
-	for _, v := range versions {
-		t.Run(v.String(), func(t *testing.T) {
+	for _, opts := range []Options{
+		{Version: V2, Htpasswd: true},
+		{Version: V3, Htpasswd: true},
+		{Version: V2, InMemory: true},
+		{Version: V3, InMemory: true},
+	} {
+		t.Run(fmt.Sprintf("%s/htpasswd=%t/inmemory=%t", opts.Version, opts.Htpasswd, opts.InMemory), func(t *testing.T) {
 			t.Parallel()
-			s := Start(t, Options{Version: v, Htpasswd: true})
+			s := Start(t, opts)
 			s.Push(t, "team/app", "1.0.0", "1.1.0", "latest")
 			s.Push(t, "team/other", "v2")
 
@@ -237,6 +246,23 @@ func TestTagPagination(t *testing.T) {
 				t.Errorf("tags across pages (-got +want):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestV3CapsPages(t *testing.T) {
+	s := Start(t, Options{Version: V3, InMemory: true})
+	tags := make([]string, v3MaxTags+1)
+	for i := range tags {
+		tags[i] = fmt.Sprintf("t%04d", i)
+	}
+	s.Push(t, "big", tags...)
+
+	page, link := listTags(t, s, "/v2/big/tags/list?n=5000", "")
+	if got, want := len(page), v3MaxTags; got != want {
+		t.Errorf("?n=5000 on %d tags returned %d, want the cap %d", len(tags), got, want)
+	}
+	if link == "" {
+		t.Errorf("?n=5000 on %d tags: no Link header", len(tags))
 	}
 }
 
@@ -480,9 +506,9 @@ func BenchmarkPush10000Tags(b *testing.B) {
 	for i := range tags {
 		tags[i] = fmt.Sprintf("1.%d.%d", i/100, i%100)
 	}
-	for _, v := range versions {
-		b.Run(v.String(), func(b *testing.B) {
-			s := Start(b, Options{Version: v})
+	for _, opts := range []Options{{Version: V2}, {Version: V3}, {Version: V2, InMemory: true}, {Version: V3, InMemory: true}} {
+		b.Run(fmt.Sprintf("%s/inmemory=%t", opts.Version, opts.InMemory), func(b *testing.B) {
+			s := Start(b, opts)
 			for i := 0; b.Loop(); i++ {
 				s.Push(b, fmt.Sprintf("bench%d", i), tags...)
 			}
@@ -500,4 +526,108 @@ func BenchmarkPush10000Tags(b *testing.B) {
 			}
 		})
 	}
+}
+
+// stopTB is a testing.TB whose Fatalf and Skipf record the call and end the
+// goroutine, as the real ones do, without failing or skipping the test.
+type stopTB struct {
+	testing.TB
+	fatal, skip string
+}
+
+func (s *stopTB) Helper() {}
+
+func (s *stopTB) Fatalf(format string, args ...any) {
+	s.fatal = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func (s *stopTB) Skipf(format string, args ...any) {
+	s.skip = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// runStopTB runs f with a stopTB wrapping t in its own goroutine, as the
+// testing package runs a test, and returns what f reported.
+func runStopTB(t *testing.T, f func(testing.TB)) *stopTB {
+	tb := &stopTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f(tb)
+	}()
+	<-done
+	return tb
+}
+
+func TestStartMissingBinary(t *testing.T) {
+	tests := []struct {
+		ci        string
+		wantFatal bool
+	}{
+		{ci: "true", wantFatal: true},
+		{ci: "", wantFatal: false},
+		{ci: "false", wantFatal: false},
+	}
+	for _, tt := range tests {
+		t.Run("CI="+tt.ci, func(t *testing.T) {
+			t.Setenv("CI", tt.ci)
+			t.Setenv(envV3, "/nonexistent/registry")
+			got := runStopTB(t, func(tb testing.TB) { Start(tb, Options{Version: V3}) })
+			msg := got.skip
+			if tt.wantFatal {
+				msg = got.fatal
+			}
+			if (got.fatal != "") != tt.wantFatal || (got.skip != "") == tt.wantFatal {
+				t.Fatalf("fatal %q, skip %q; want fatal=%t", got.fatal, got.skip, tt.wantFatal)
+			}
+			if !strings.Contains(msg, "go install github.com/distribution/distribution/v3/cmd/registry@v3.1.2") {
+				t.Errorf("message %q does not say how to install the registry", msg)
+			}
+		})
+	}
+}
+
+func TestRunReportsFailures(t *testing.T) {
+	bin, err := binary(V2)
+	if err != nil {
+		requireTool(t, err)
+	}
+
+	t.Run("port taken", func(t *testing.T) {
+		// Hold the port with a server that never says the registry is up.
+		taken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}))
+		defer taken.Close()
+		dir := t.TempDir()
+		s := &Server{Version: V2, URL: taken.URL, Transport: http.DefaultTransport, LogFile: filepath.Join(dir, "registry.log")}
+		cfg := config{version: V2, addr: taken.Listener.Addr().String(), root: filepath.Join(dir, "storage")}
+		err := s.run(t, bin, dir, cfg)
+		var bind *bindError
+		if !errors.As(err, &bind) {
+			t.Fatalf("run on a taken port: error %v, want a bindError", err)
+		}
+	})
+
+	t.Run("bad TLS key", func(t *testing.T) {
+		dir := t.TempDir()
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		s := &Server{Version: V2, URL: "https://" + addr, Transport: http.DefaultTransport, LogFile: filepath.Join(dir, "registry.log")}
+		missing := filepath.Join(dir, "missing.crt")
+		cfg := config{version: V2, addr: addr, root: filepath.Join(dir, "storage"), certFile: missing, keyFile: missing}
+		err = s.run(t, bin, dir, cfg)
+		if err == nil {
+			t.Fatal("run with a missing certificate: no error")
+		}
+		for _, want := range []string{"exited before answering GET /v2/", "log tail:", "missing.crt"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not contain %q", err, want)
+			}
+		}
+	})
 }
