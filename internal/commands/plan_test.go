@@ -1,0 +1,350 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagebump/imagebump/internal/testregistry"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/plan")
+
+// goldenDir holds plan's expected output, with the registry's address
+// replaced by REGISTRY.
+var goldenDir = filepath.Join("..", "..", "testdata", "plan")
+
+// columnGap matches the padding between table columns.
+var columnGap = regexp.MustCompile(` {2,}`)
+
+// demoSetup writes the demo's config and sample repository for a registry at
+// host, and returns the config path and the repository path.
+func demoSetup(t *testing.T, host string) (cfg, repo string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := writeDemoFiles(dir, host); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "imagebump.yaml"), filepath.Join(dir, "repo")
+}
+
+// startRealRegistry runs the CNCF distribution registry (Debian's 2.8.2) on
+// loopback with the demo's images.
+func startRealRegistry(t *testing.T) string {
+	t.Helper()
+	srv := testregistry.Start(t, testregistry.Options{Version: testregistry.V2})
+	if err := pushDemoImages(context.Background(), srv.Host, srv.Transport); err != nil {
+		t.Fatal(err)
+	}
+	return srv.Host
+}
+
+func checkGolden(t *testing.T, name, host, got string) {
+	t.Helper()
+	got = strings.ReplaceAll(got, host, "REGISTRY")
+	if strings.HasSuffix(name, ".txt") {
+		// Column widths depend on the length of the registry's port.
+		got = columnGap.ReplaceAllString(got, "  ")
+	}
+	path := filepath.Join(goldenDir, name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/commands -update to create it)", err)
+	}
+	if diff := cmp.Diff(got, string(want)); diff != "" {
+		t.Errorf("%s mismatch (-got +want):\n%s", name, diff)
+	}
+}
+
+// TestPlanApplyEndToEnd runs plan, apply and validate against the real
+// distribution registry and the demo's sample repository.
+func TestPlanApplyEndToEnd(t *testing.T) {
+	host := startRealRegistry(t)
+	cfg, repo := demoSetup(t, host)
+	before, err := snapshot(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// plan: text, JSON and diff outputs are golden, and nothing is written.
+	out, stderr, code := runMain(t, "plan", "-c", cfg, "--repo", repo)
+	if code != 0 {
+		t.Fatalf("plan exit %d\n%s\n%s", code, out, stderr)
+	}
+	checkGolden(t, "demo/plan.txt", host, out)
+
+	out, _, code = runMain(t, "plan", "-c", cfg, "--repo", repo, "-o", "json", "--detailed-exitcode")
+	if code != ExitChanges {
+		t.Fatalf("plan --detailed-exitcode with changes: exit %d, want 2", code)
+	}
+	checkGolden(t, "demo/plan.json", host, out)
+	var rep PlanReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Changes) == 0 || rep.Applied || len(rep.Policies) != 5 {
+		t.Errorf("plan JSON: %d changes, applied=%v, %d policies", len(rep.Changes), rep.Applied, len(rep.Policies))
+	}
+
+	diffOut, _, code := runMain(t, "plan", "-c", cfg, "--repo", repo, "-o", "diff")
+	if code != 0 {
+		t.Fatalf("plan -o diff exit %d", code)
+	}
+	checkGolden(t, "demo/plan.diff", host, diffOut)
+
+	after, err := snapshot(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(after, before); diff != "" {
+		t.Fatalf("plan wrote to the repository:\n%s", diff)
+	}
+
+	// The diff applies with git apply on a copy and gives what apply gives.
+	copyDir := t.TempDir()
+	for name, data := range before {
+		writeFile(t, copyDir, name, string(data))
+	}
+	gitApply(t, copyDir, diffOut)
+
+	out, stderr, code = runMain(t, "apply", "-c", cfg, "--repo", repo)
+	if code != 0 {
+		t.Fatalf("apply exit %d\n%s\n%s", code, out, stderr)
+	}
+	checkGolden(t, "demo/apply.txt", host, out)
+	applied, err := snapshot(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched, err := snapshot(copyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(patched, applied); diff != "" {
+		t.Errorf("git apply of plan -o diff differs from apply (-git apply +apply):\n%s", diff)
+	}
+
+	// Idempotent: a second plan has nothing to do.
+	out, _, code = runMain(t, "plan", "-c", cfg, "--repo", repo, "--detailed-exitcode")
+	if code != 0 || !strings.Contains(out, "No changes") {
+		t.Errorf("second plan: exit %d, want 0 and no changes:\n%s", code, out)
+	}
+
+	out, stderr, code = runMain(t, "validate", "-c", cfg, "--repo", repo)
+	if code != 0 {
+		t.Errorf("validate exit %d\n%s\n%s", code, out, stderr)
+	}
+}
+
+// TestPlanProblems checks that a failing policy, an unknown marker and a
+// broken file are all reported with where they are, while the rest is done.
+func TestPlanProblems(t *testing.T) {
+	host := startMemRegistry(t)
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "imagebump.yaml", `registries:
+  - host: `+host+`
+    insecure: true
+images:
+  - name: apps:web
+    repository: `+host+`/acme/web
+    policy: {semver: ">=1.0.0 <2"}
+  - name: apps:gone
+    repository: `+host+`/acme/gone
+    policy: {semver: ">=1.0.0"}
+`)
+	repo := filepath.Join(dir, "repo")
+	writeFile(t, repo, "ok.yaml", "image: "+host+"/acme/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\n")
+	writeFile(t, repo, "gone.yaml", "image: "+host+"/acme/gone:1.0.0 # {\"$imagepolicy\": \"apps:gone\"}\n")
+	writeFile(t, repo, "unknown.yaml", "a: 1\nimage: x:1 # {\"$imagepolicy\": \"apps:nope\"}\n")
+	writeFile(t, repo, "broken.yaml", "a: [\nimage: x:1 # {\"$imagepolicy\": \"apps:web\"}\n")
+
+	out, _, code := runMain(t, "apply", "-c", cfg, "--repo", repo)
+	if code != ExitFailure {
+		t.Fatalf("apply exit %d, want 1:\n%s", code, out)
+	}
+	for _, want := range []string{
+		"policy apps:gone", "acme/gone",
+		"unknown.yaml:2", "apps:nope",
+		"broken.yaml",
+		"ok.yaml:1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("apply output does not mention %q:\n%s", want, out)
+		}
+	}
+	got, err := os.ReadFile(filepath.Join(repo, "ok.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "image: " + host + "/acme/web:1.2.0 # {\"$imagepolicy\": \"apps:web\"}\n"; string(got) != want {
+		t.Errorf("ok.yaml = %q, want %q: the failures must not stop the others", got, want)
+	}
+	got, err = os.ReadFile(filepath.Join(repo, "gone.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got), "acme/gone:1.0.0") {
+		t.Errorf("gone.yaml changed although its policy failed: %q", got)
+	}
+
+	out, _, code = runMain(t, "plan", "-c", cfg, "--repo", repo, "--detailed-exitcode", "-o", "json")
+	if code != ExitFailure {
+		t.Errorf("plan --detailed-exitcode with errors: exit %d, want 1", code)
+	}
+	var rep PlanReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var failed []string
+	for _, p := range rep.Policies {
+		if p.Error != "" {
+			failed = append(failed, p.Name)
+		}
+	}
+	if diff := cmp.Diff(failed, []string{"apps:gone"}); diff != "" {
+		t.Errorf("failed policies (-got +want):\n%s", diff)
+	}
+	if len(rep.Problems) < 2 {
+		t.Errorf("problems = %+v, want the unknown marker and the broken file", rep.Problems)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	dir := t.TempDir()
+	good := writeFile(t, dir, "good.yaml", `images:
+  - name: apps:web
+    repository: ghcr.io/acme/web
+    policy: {semver: ">=1.0.0"}
+  - name: apps:unused
+    repository: ghcr.io/acme/unused
+    policy: {semver: ">=1.0.0"}
+`)
+	bad := writeFile(t, dir, "bad.yaml", `images:
+  - name: apps:web
+    repository: ghcr.io/acme/web
+    policy: {semvar: ">=1.0.0"}
+`)
+	repo := filepath.Join(dir, "repo")
+	writeFile(t, repo, "a.yaml", "image: ghcr.io/acme/web:1 # {\"$imagepolicy\": \"apps:web\"}\n")
+	badRepo := filepath.Join(dir, "badrepo")
+	writeFile(t, badRepo, "a.yaml", "x: 1\nimage: ghcr.io/acme/web:1 # {\"$imagepolicy\": \"apps:wbe\"}\n")
+
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     []string
+	}{
+		{name: "config only", args: []string{"validate", "-c", good}, want: []string{"config is valid"}},
+		{name: "markers and an unused policy", args: []string{"validate", "-c", good, "--repo", repo}, want: []string{"1 marker", "warning", "apps:unused", "good.yaml:5"}},
+		{name: "unknown config key", args: []string{"validate", "-c", bad}, wantCode: ExitUsage, want: []string{"bad.yaml:4", "semvar"}},
+		{name: "marker naming an unknown policy", args: []string{"validate", "-c", good, "--repo", badRepo}, wantCode: ExitUsage, want: []string{"a.yaml:2", "apps:wbe"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, stderr, code := runMain(t, tt.args...)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tt.wantCode, out, stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out+stderr, w) {
+					t.Errorf("output does not mention %q:\n%s%s", w, out, stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestDemo(t *testing.T) {
+	var out bytes.Buffer
+	if err := runDemo(context.Background(), &DemoOptions{}, &out); err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		"picked RELEASE.2024-03-01T08-30-00Z",
+		"+  tag: 2.3.4 # {\"$imagepolicy\": \"apps:api:tag\"}",
+		"+    newTag: \"100\" # {\"$imagepolicy\": \"apps:cache:tag\"}",
+		"No changes: every marked field is current.",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("demo output does not contain %q", want)
+		}
+	}
+}
+
+func TestPlanFlags(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		want     PlanOptions
+		wantCode int
+	}{
+		{name: "plan json detailed", args: []string{"plan", "--repo", "r", "-o", "json", "--detailed-exitcode"}, want: PlanOptions{Repo: "r", Output: "json", DetailedExitcode: true}},
+		{name: "plan diff target", args: []string{"plan", "--repo", "r", "-o", "diff", "--target", "prod"}, want: PlanOptions{Repo: "r", Output: "diff", Target: "prod"}},
+		{name: "plan bad output", args: []string{"plan", "-o", "yaml"}, wantCode: ExitUsage},
+		{name: "apply writes", args: []string{"apply", "--repo", "r"}, want: PlanOptions{Repo: "r", Output: "text", Write: true}},
+		{name: "apply has no diff output", args: []string{"apply", "--repo", "r", "-o", "diff"}, wantCode: ExitUsage},
+		{name: "apply has no detailed exit code", args: []string{"apply", "--detailed-exitcode"}, wantCode: ExitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *PlanOptions
+			capture := func(_ context.Context, o *PlanOptions, _ io.Writer) error { got = o; return nil }
+			root := NewCmdRoot(io.Discard, io.Discard)
+			for _, c := range root.Commands() {
+				if c.Name() == "plan" || c.Name() == "apply" {
+					root.RemoveCommand(c)
+				}
+			}
+			g := &globalOptions{}
+			root.AddCommand(NewCmdPlan(g, io.Discard, capture), NewCmdApply(g, io.Discard, capture))
+			root.SetArgs(tt.args)
+			code := exitCode(root.Execute())
+			if code != tt.wantCode {
+				t.Fatalf("exit code %d, want %d", code, tt.wantCode)
+			}
+			if code != 0 {
+				return
+			}
+			got.global = nil
+			if diff := cmp.Diff(*got, tt.want, cmp.AllowUnexported(PlanOptions{})); diff != "" {
+				t.Errorf("options (-got +want):\n%s", diff)
+			}
+		})
+	}
+}
+
+func gitApply(t *testing.T, dir, patch string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("git is not installed")
+		}
+		t.Skip("git is not installed")
+	}
+	cmd := exec.Command("git", "apply", "--whitespace=nowarn", "-")
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(patch)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git apply: %v\n%s\npatch:\n%s", err, out, patch)
+	}
+}
