@@ -43,7 +43,7 @@ type Options struct {
 	// Known reports whether a policy exists in the configuration. A policy
 	// that is known but absent from Images failed upstream: its markers are
 	// left alone without a Problem. Nil means a policy is known if and only
-	// if it is in Images.
+	// if it is in Images. It is called from several goroutines at once.
 	Known func(policy string) bool
 	// Write makes Apply write the changed files. False is a dry run that
 	// computes and verifies every change but writes nothing.
@@ -239,23 +239,11 @@ func (r *run) problem(p Problem) {
 }
 
 // file reads, screens and rewrites one file. buf is the worker's reusable
-// read buffer, so a worker holds one file at a time.
+// read buffer, so a worker holds one file at a time. The walker already
+// checked that the file is regular, so there is no stat unless it is
+// written.
 func (r *run) file(j job, buf *bytes.Buffer) {
-	f, err := os.Open(j.abs)
-	if err != nil {
-		r.problem(Problem{File: j.rel, Err: fmt.Errorf("reading file: %w", err)})
-		return
-	}
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		f.Close()
-		return
-	}
-	buf.Reset()
-	if err == nil {
-		_, err = buf.ReadFrom(f)
-	}
-	f.Close()
+	err := readFile(j.abs, buf)
 	r.mu.Lock()
 	r.res.FilesScanned++
 	r.mu.Unlock()
@@ -269,7 +257,7 @@ func (r *run) file(j job, buf *bytes.Buffer) {
 	src := bytes.Clone(buf.Bytes())
 	out := rewrite(j.rel, src, r.env)
 	if out.out != nil && r.opts.Write {
-		if err := writeAtomic(j.abs, out.out, fi.Mode()); err != nil {
+		if err := writeAtomic(j.abs, src, out.out, buf); err != nil {
 			out.problems = append(out.problems, Problem{File: j.rel, Err: fmt.Errorf("writing file: %w", err)})
 			out.changes, out.out = nil, nil
 		}
@@ -330,6 +318,9 @@ type walker struct {
 
 // rel returns the slash-separated path of abs relative to the root.
 func (w *walker) rel(abs string) string {
+	if strings.HasPrefix(abs, w.root+string(filepath.Separator)) {
+		return filepath.ToSlash(abs[len(w.root)+1:])
+	}
 	rel, err := filepath.Rel(w.root, abs)
 	if err != nil {
 		return filepath.ToSlash(abs)
@@ -456,10 +447,28 @@ func (w *walker) send(abs string) {
 	}
 }
 
-// writeAtomic replaces path with data through a temporary file in the same
-// folder, keeping mode, so readers see the old or the new file, never a
-// part.
-func writeAtomic(path string, data []byte, mode fs.FileMode) (err error) {
+// errChanged reports a file that changed on disk while it was being edited.
+var errChanged = errors.New("the file changed while it was being edited; left as is")
+
+// writeAtomic replaces the regular file at path, whose content was old, with
+// data through a temporary file in the same folder, keeping its mode, so
+// readers see the old or the new file, never a part. If the file no longer
+// holds old, it is left alone. buf is scratch space.
+func writeAtomic(path string, old, data []byte, buf *bytes.Buffer) (err error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is no longer a regular file", filepath.Base(path))
+	}
+	if err := readFile(path, buf); err != nil {
+		return err
+	}
+	if !bytes.Equal(buf.Bytes(), old) {
+		return errChanged
+	}
+	mode := fi.Mode()
 	dir, base := filepath.Split(path)
 	f, err := os.CreateTemp(dir, "."+base+".imagebump-*")
 	if err != nil {
@@ -499,3 +508,13 @@ func writeAtomic(path string, data []byte, mode fs.FileMode) (err error) {
 	}
 	return nil
 }
+
+// pathError is a read error without the absolute path, which reports
+// already carry as a root-relative name.
+type pathError struct {
+	op  string
+	err error
+}
+
+func (e *pathError) Error() string { return e.op + ": " + e.err.Error() }
+func (e *pathError) Unwrap() error { return e.err }

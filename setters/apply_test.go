@@ -1,6 +1,7 @@
 package setters
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -215,7 +216,7 @@ func TestApplyPaths(t *testing.T) {
 	if diff := cmp.Diff(problemLines(res.Problems), wantProblems); diff != "" {
 		t.Errorf("problems (-got +want):\n%s", diff)
 	}
-	if got := readFile(t, filepath.Join(dir, "staging/c.yaml")); got != marked {
+	if got := readTestFile(t, filepath.Join(dir, "staging/c.yaml")); got != marked {
 		t.Errorf("staging/c.yaml outside Paths changed: %q", got)
 	}
 }
@@ -297,5 +298,78 @@ func TestProblemError(t *testing.T) {
 		if !errors.Is(tc.p, err) {
 			t.Errorf("%v does not unwrap to its Err", tc.p)
 		}
+	}
+}
+
+func TestWriteAtomic(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f.yaml")
+	writeFile(t, p, "old\n")
+	if err := os.Chmod(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := writeAtomic(p, []byte("old\n"), []byte("new\n"), &buf); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTestFile(t, p); got != "new\n" {
+		t.Errorf("content %q, want %q", got, "new\n")
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+	}
+
+	// The file changed since it was read: it is left alone.
+	err = writeAtomic(p, []byte("old\n"), []byte("newer\n"), &buf)
+	if !errors.Is(err, errChanged) {
+		t.Errorf("writeAtomic over a changed file = %v, want errChanged", err)
+	}
+	if got := readTestFile(t, p); got != "new\n" {
+		t.Errorf("content %q, want %q", got, "new\n")
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		t.Errorf("temporary files left behind: %v", entries)
+	}
+}
+
+func TestApplySymlinkedFolder(t *testing.T) {
+	const marked = "image: ghcr.io/acme/app:1.4.2 # {\"$imagepolicy\": \"apps:app\"}\n"
+	dir := writeRepo(t, map[string]string{
+		"base/app.yaml":    marked,
+		"prod/own.yaml":    marked,
+		"other/skip.yaml":  marked,
+		".git/hidden.yaml": marked,
+	})
+	symlink(t, "../base", filepath.Join(dir, "prod", "base"))
+	symlink(t, "../base", filepath.Join(dir, "prod", "again"))
+	symlink(t, "../.git", filepath.Join(dir, "prod", "git"))
+	symlink(t, "../.git/hidden.yaml", filepath.Join(dir, "prod", "hidden.yaml"))
+	res, err := Apply(context.Background(), Options{Root: dir, Paths: []string{"prod"}, Images: testImages, Write: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The linked folder is walked once and its file reported by its real
+	// path; nothing in .git is read.
+	if diff := cmp.Diff(res.FilesChanged, []string{"base/app.yaml", "prod/own.yaml"}); diff != "" {
+		t.Errorf("files changed (-got +want):\n%s", diff)
+	}
+	if len(res.Problems) != 0 || res.FilesScanned != 2 {
+		t.Errorf("problems %v, scanned %d; want none, 2", res.Problems, res.FilesScanned)
+	}
+	for _, f := range []string{"other/skip.yaml", ".git/hidden.yaml"} {
+		if got := readTestFile(t, filepath.Join(dir, f)); got != marked {
+			t.Errorf("%s changed: %q", f, got)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "prod", "base")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("prod/base is no longer a symlink (%v)", err)
 	}
 }

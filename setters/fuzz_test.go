@@ -3,7 +3,9 @@ package setters
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,25 +15,36 @@ import (
 
 // FuzzApply rewrites one-file inputs and checks that only marked scalars
 // change, that the result reads as the input but for them, and that writing
-// keeps the file mode.
+// keeps the file mode. The policy apps:fuzz selects the fuzzed tag.
 func FuzzApply(f *testing.F) {
 	seeds, _ := filepath.Glob(filepath.Join(goldenDir, "*", "input", "*"))
 	for _, s := range seeds {
 		if b, err := os.ReadFile(s); err == nil {
-			f.Add(b)
+			f.Add(b, "1.5.0")
 		}
 	}
-	for _, s := range []string{
-		"k: 1.4.2 # {\"$imagepolicy\": \"apps:decimal:tag\"}\n",
-		"- &a 'x' # {\"$imagepolicy\": \"apps:app\"}\n- *a\n",
-		"a: \"\\\"\" # {\"$imagepolicy\": \"apps:switch:tag\"}\r\n",
+	for _, s := range [][2]string{
+		{"k: 1.4.2 # {\"$imagepolicy\": \"apps:fuzz:tag\"}\n", "1.10"},
+		{"- &a 'x' # {\"$imagepolicy\": \"apps:fuzz\"}\n- *a\n", "it's"},
+		{"a: \"\\\"\" # {\"$imagepolicy\": \"apps:fuzz:tag\"}\r\n", `a"\`},
+		{"a:\n  b: x # {\"$imagepolicy\": \"apps:fuzz:tag\"}\n  c: [1]\n", "a: b #c"},
 	} {
-		f.Add([]byte(s))
+		f.Add([]byte(s[0]), s[1])
 	}
-	e := env{images: goldenImages, known: goldenKnown}
-	f.Fuzz(func(t *testing.T, src []byte) {
-		out := rewrite("f.yaml", src, e)
+	f.Fuzz(func(t *testing.T, src []byte, tag string) {
+		images := maps.Clone(goldenImages)
+		images["apps:fuzz"] = Image{Repository: "example.com/fuzz", Tag: tag}
+		known := func(p string) bool { return p == "apps:fuzz" || goldenKnown(p) }
+		out := rewrite("f.yaml", src, env{images: images, known: known})
 		checkEdits(t, src, out)
+		for _, p := range out.problems {
+			// A verification failure means the splice or the quoting is
+			// wrong: it must never happen.
+			var ve *VerifyError
+			if errors.As(p.Err, &ve) {
+				t.Fatalf("verification failed: %v", p)
+			}
+		}
 
 		// The same through the file system: the bytes match and the mode
 		// stays.
@@ -46,7 +59,7 @@ func FuzzApply(f *testing.F) {
 		if err := os.Chmod(p, 0o640); err != nil {
 			t.Fatal(err)
 		}
-		res, err := Apply(context.Background(), Options{Root: dir, Images: goldenImages, Known: goldenKnown, Write: true, Workers: 1})
+		res, err := Apply(context.Background(), Options{Root: dir, Images: images, Known: known, Write: true, Workers: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,4 +217,36 @@ func TestFuzzSeedsHoldProperty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// FuzzRender checks that a rendered value reads back as that string, in
+// every style, followed by a comment, in a mapping and in a sequence.
+func FuzzRender(f *testing.F) {
+	for _, s := range []string{"1.4.2", "1.10", "on", "it's", `a"b\c`, "a: b", "a #b", "-x", "2024-01-02", "été", "~", "..."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if checkValue(v) != nil {
+			return
+		}
+		for _, style := range []yaml.Style{0, yaml.SingleQuotedStyle, yaml.DoubleQuotedStyle} {
+			text := render(v, style)
+			for _, doc := range []string{"k: " + text + " # c\n", "- " + text + " # c\n", text + " # c\n"} {
+				docs, err := parseDocs([]byte(doc))
+				if err != nil {
+					t.Fatalf("%q does not parse: %v", doc, err)
+				}
+				n := docs[0].Content[0]
+				switch n.Kind {
+				case yaml.MappingNode:
+					n = n.Content[1]
+				case yaml.SequenceNode:
+					n = n.Content[0]
+				}
+				if n.Kind != yaml.ScalarNode || n.Value != v || n.Tag != "!!str" || n.LineComment != "# c" {
+					t.Fatalf("%q reads as %v %s %q %q", doc, n.Kind, n.Tag, n.Value, n.LineComment)
+				}
+			}
+		}
+	})
 }

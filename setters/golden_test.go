@@ -66,7 +66,7 @@ var goldenHooks = map[string]struct {
 			symlink(t, ".", filepath.Join(dir, "loop"))
 			t.Cleanup(func() {
 				for _, f := range []string{"outside.yaml", "sub/nested.yaml"} {
-					if got := readFile(t, filepath.Join(outside, f)); got != markedOutside {
+					if got := readTestFile(t, filepath.Join(outside, f)); got != markedOutside {
 						t.Errorf("%s outside the root changed to %q", f, got)
 					}
 				}
@@ -89,7 +89,7 @@ var goldenHooks = map[string]struct {
 		},
 		after: func(t *testing.T, dir string) {
 			for _, f := range []string{".git/marked.yaml", "sub/.git/nested.yaml"} {
-				if got := readFile(t, filepath.Join(dir, f)); got != markedOutside {
+				if got := readTestFile(t, filepath.Join(dir, f)); got != markedOutside {
 					t.Errorf("%s changed to %q", f, got)
 				}
 			}
@@ -274,7 +274,7 @@ func readTree(t *testing.T, dir string) map[string]string {
 			return nil
 		}
 		rel, _ := filepath.Rel(dir, p)
-		files[filepath.ToSlash(rel)] = readFile(t, p)
+		files[filepath.ToSlash(rel)] = readTestFile(t, p)
 		return nil
 	})
 	if err != nil {
@@ -309,7 +309,7 @@ func writeFile(t *testing.T, p, content string) {
 	}
 }
 
-func readFile(t *testing.T, p string) string {
+func readTestFile(t *testing.T, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -71,7 +72,22 @@ func needsQuotes(v string) bool {
 	if nonStringPlain.MatchString(v) {
 		return true
 	}
-	// Last, ask the parser that will read the file back.
+	// Last, ask the parser that will read the file back. The answers are
+	// kept: the same few values recur in every file.
+	if q, ok := parserQuotes.Load(v); ok {
+		return q.(bool)
+	}
+	q := parserNeedsQuotes(v)
+	parserQuotes.Store(v, q)
+	return q
+}
+
+// parserQuotes caches parserNeedsQuotes by value.
+var parserQuotes sync.Map
+
+// parserNeedsQuotes reports whether yaml.v3 reads the plain scalar v as
+// anything but the string v.
+func parserNeedsQuotes(v string) bool {
 	var n yaml.Node
 	if err := yaml.Unmarshal([]byte(v), &n); err != nil || len(n.Content) != 1 {
 		return true
