@@ -1,0 +1,249 @@
+package cycle
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/registry"
+)
+
+// fakeRegistry serves fixed tag lists and digests and counts the calls.
+type fakeRegistry struct {
+	tags    map[string][]string
+	digests map[string]string // repository:tag -> digest
+	fail    map[string]error
+
+	mu          sync.Mutex
+	scanned     []string
+	digestCalls []string
+}
+
+func (f *fakeRegistry) Scan(_ context.Context, repos []string, _ int) []registry.Result {
+	f.mu.Lock()
+	f.scanned = append(f.scanned, repos...)
+	f.mu.Unlock()
+	out := make([]registry.Result, len(repos))
+	for i, r := range repos {
+		out[i] = registry.Result{Repository: r, Tags: f.tags[r], Err: f.fail[r]}
+	}
+	return out
+}
+
+func (f *fakeRegistry) Digest(_ context.Context, repo, tag, _ string) (string, error) {
+	f.mu.Lock()
+	f.digestCalls = append(f.digestCalls, repo+":"+tag)
+	f.mu.Unlock()
+	d, ok := f.digests[repo+":"+tag]
+	if !ok {
+		return "", errors.New("no digest for " + repo + ":" + tag)
+	}
+	return d, nil
+}
+
+const (
+	digestA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	digestB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+)
+
+func setup(t *testing.T, cfgText string, files map[string]string) (*config.Config, string) {
+	t.Helper()
+	cfg, err := config.Parse([]byte(cfgText), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cfg, root
+}
+
+func TestRunSharesRepositoriesAndIsolatesFailures(t *testing.T) {
+	cfg, root := setup(t, `images:
+  - name: a:stable
+    repository: reg.example/app
+    policy: {semver: ">=1.0.0"}
+  - name: a:pre
+    repository: reg.example/app
+    policy: {semver: ">=1.0.0-0"}
+  - name: a:down
+    repository: reg.example/down
+    policy: {semver: ">=1.0.0"}
+`, map[string]string{
+		"x.yaml": "s: reg.example/app:1.0.0 # {\"$imagepolicy\": \"a:stable\"}\n" +
+			"p: 1.0.0 # {\"$imagepolicy\": \"a:pre:tag\"}\n" +
+			"d: reg.example/down:1.0.0 # {\"$imagepolicy\": \"a:down\"}\n",
+	})
+	reg := &fakeRegistry{
+		tags: map[string][]string{"reg.example/app": {"1.0.0", "1.1.0", "1.2.0-rc.1"}},
+		fail: map[string]error{"reg.example/down": errors.New("connection refused")},
+	}
+	rep, err := Run(context.Background(), Options{Config: cfg, Registry: reg, Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(reg.scanned, []string{"reg.example/app", "reg.example/down"}); diff != "" {
+		t.Errorf("scanned repositories (-got +want):\n%s", diff)
+	}
+	var got []string
+	for _, c := range rep.Changes {
+		got = append(got, c.Policy+" "+c.Old+" -> "+c.New)
+	}
+	want := []string{
+		"a:stable reg.example/app:1.0.0 -> reg.example/app:1.1.0",
+		"a:pre 1.0.0 -> 1.2.0-rc.1",
+	}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("changes (-got +want):\n%s", diff)
+	}
+	if !rep.Failed() {
+		t.Error("Failed() = false with a failing registry")
+	}
+	down := rep.Policies[2]
+	if down.Err == nil || !strings.Contains(down.Err.Error(), "connection refused") || !strings.Contains(down.Err.Error(), "a:down") {
+		t.Errorf("a:down error = %v, want the registry error naming the policy", down.Err)
+	}
+}
+
+func TestRunNoMatch(t *testing.T) {
+	cfg, root := setup(t, `images:
+  - name: a:app
+    repository: reg.example/app
+    policy: {semver: ">=5.0.0"}
+`, map[string]string{"x.yaml": "i: reg.example/app:1.0.0 # {\"$imagepolicy\": \"a:app\"}\n"})
+	reg := &fakeRegistry{tags: map[string][]string{"reg.example/app": {"1.0.0", "latest"}}}
+	rep, err := Run(context.Background(), Options{Config: cfg, Registry: reg, Root: root, Write: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(rep.Policies[0].Err, ErrNoMatch) || !strings.Contains(rep.Policies[0].Err.Error(), "2 tags") {
+		t.Errorf("error = %v, want ErrNoMatch with the tag count", rep.Policies[0].Err)
+	}
+	if len(rep.Changes) != 0 {
+		t.Errorf("changes = %v, want none", rep.Changes)
+	}
+}
+
+func TestRunDigestModes(t *testing.T) {
+	cfgText := `images:
+  - name: a:always
+    repository: reg.example/always
+    policy: {semver: ">=1.0.0"}
+    digest: always
+  - name: a:once
+    repository: reg.example/once
+    policy: {semver: ">=1.0.0"}
+    digest: ifNotPresent
+  - name: a:never
+    repository: reg.example/never
+    policy: {semver: ">=1.0.0"}
+`
+	files := map[string]string{"x.yaml": "a: reg.example/always:1.0.0@" + digestA + " # {\"$imagepolicy\": \"a:always\"}\n" +
+		"o: reg.example/once:1.1.0@" + digestA + " # {\"$imagepolicy\": \"a:once\"}\n" +
+		"n: reg.example/never:1.0.0 # {\"$imagepolicy\": \"a:never\"}\n"}
+	cfg, root := setup(t, cfgText, files)
+	reg := &fakeRegistry{
+		tags: map[string][]string{
+			"reg.example/always": {"1.1.0"},
+			"reg.example/once":   {"1.1.0"},
+			"reg.example/never":  {"1.1.0"},
+		},
+		digests: map[string]string{
+			"reg.example/always:1.1.0": digestB,
+			"reg.example/once:1.1.0":   digestB,
+		},
+	}
+	rep, err := Run(context.Background(), Options{Config: cfg, Registry: reg, Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ifNotPresent keeps the digest the file pins for the same tag; always
+	// asks again; never asks not at all.
+	if diff := cmp.Diff(reg.digestCalls, []string{"reg.example/always:1.1.0"}); diff != "" {
+		t.Errorf("digest lookups (-got +want):\n%s", diff)
+	}
+	got := map[string]string{}
+	for _, c := range rep.Changes {
+		got[c.Policy] = c.New
+	}
+	want := map[string]string{
+		"a:always": "reg.example/always:1.1.0@" + digestB,
+		"a:never":  "reg.example/never:1.1.0",
+	}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("new values (-got +want):\n%s", diff)
+	}
+}
+
+func TestRunPolicySelector(t *testing.T) {
+	cfg, root := setup(t, `images:
+  - name: prod:app
+    repository: reg.example/app
+    policy: {semver: ">=1.0.0"}
+  - name: dev:app
+    repository: reg.example/devapp
+    policy: {semver: ">=1.0.0"}
+`, map[string]string{"x.yaml": "p: 1.0.0 # {\"$imagepolicy\": \"prod:app:tag\"}\nd: 1.0.0 # {\"$imagepolicy\": \"dev:app:tag\"}\n"})
+	reg := &fakeRegistry{tags: map[string][]string{"reg.example/app": {"1.1.0"}, "reg.example/devapp": {"1.1.0"}}}
+	rep, err := Run(context.Background(), Options{Config: cfg, Registry: reg, Root: root,
+		Policies: func(name string) bool { return strings.HasPrefix(name, "prod:") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(reg.scanned, []string{"reg.example/app"}); diff != "" {
+		t.Errorf("scanned (-got +want):\n%s", diff)
+	}
+	if len(rep.Changes) != 1 || rep.Changes[0].Policy != "prod:app" {
+		t.Errorf("changes = %+v, want only prod:app", rep.Changes)
+	}
+	if len(rep.Problems) != 0 {
+		t.Errorf("problems = %v: a policy the target does not apply is not unknown", rep.Problems)
+	}
+}
+
+func TestRunCancelled(t *testing.T) {
+	cfg, root := setup(t, `images:
+  - name: a:app
+    repository: reg.example/app
+    policy: {semver: ">=1.0.0"}
+`, map[string]string{"x.yaml": "i: 1.0.0 # {\"$imagepolicy\": \"a:app:tag\"}\n"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Run(ctx, Options{Config: cfg, Registry: &fakeRegistry{}, Root: root})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+}
+
+func TestSplitReference(t *testing.T) {
+	tests := []struct {
+		in   string
+		want pinned
+	}{
+		{"reg:5000/app:1.0@" + digestA, pinned{tag: "1.0", digest: digestA}},
+		{"reg:5000/app:1.0", pinned{tag: "1.0"}},
+		{"reg:5000/app", pinned{}},
+		{"app@" + digestA, pinned{digest: digestA}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			if got := splitReference(tt.in); got != tt.want {
+				t.Errorf("splitReference(%q) = %+v, want %+v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
