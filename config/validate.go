@@ -10,11 +10,11 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"text/template"
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/imagebump/imagebump/internal/msgtemplate"
 	"github.com/imagebump/imagebump/policy"
 )
 
@@ -660,7 +660,7 @@ func (v *validator) commit(c *Commit, p string) {
 // template checks that s parses as a Go text/template with the standard
 // functions only.
 func (v *validator) template(s, p string) {
-	if _, err := template.New(p).Parse(s); err != nil {
+	if _, err := msgtemplate.Parse(p, s); err != nil {
 		v.wrap(v.at(p), p, err, "invalid template")
 	}
 }

@@ -1,0 +1,123 @@
+package cycle
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/imagebump/imagebump/internal/msgtemplate"
+	"github.com/imagebump/imagebump/setters"
+)
+
+// MessageData is what commit message (and pull request title) templates
+// see.
+type MessageData struct {
+	// Changes lists every edit, sorted by file and line.
+	Changes []MessageChange
+	// Updated lists each policy that moved, sorted by name.
+	Updated []PolicyUpdate
+	// Repository is the Git remote, without credentials.
+	Repository string
+	// Target is the config target's name ("default" for the top-level one).
+	Target string
+}
+
+// MessageChange is one edit in MessageData.
+type MessageChange struct {
+	File   string
+	Line   int
+	Policy string
+	Field  string // image, tag, name or digest
+	Old    string
+	New    string
+}
+
+// PolicyUpdate is one policy's move in MessageData.
+type PolicyUpdate struct {
+	Policy     string
+	Repository string
+	Tag        string
+	Digest     string
+	// Old holds the distinct tags the policy's markers had before.
+	Old []string
+	// Files lists the files the policy changed.
+	Files []string
+}
+
+// NewMessageData gathers the template data of a report's changes.
+func NewMessageData(rep *Report, repository, target string) MessageData {
+	d := MessageData{Repository: repository, Target: target}
+	byPolicy := map[string]*PolicyUpdate{}
+	for _, c := range rep.Changes {
+		d.Changes = append(d.Changes, MessageChange{File: c.File, Line: c.Line, Policy: c.Policy, Field: fieldString(c.Field), Old: c.Old, New: c.New})
+		u := byPolicy[c.Policy]
+		if u == nil {
+			u = &PolicyUpdate{Policy: c.Policy}
+			for _, p := range rep.Policies {
+				if p.Name == c.Policy {
+					u.Repository, u.Tag, u.Digest = p.Repository, p.Selection.Latest, p.Digest
+				}
+			}
+			byPolicy[c.Policy] = u
+		}
+		switch c.Field {
+		case setters.FieldImage:
+			if tag := splitReference(c.Old).tag; tag != "" {
+				u.Old = appendUnique(u.Old, tag)
+			}
+		case setters.FieldTag:
+			u.Old = appendUnique(u.Old, c.Old)
+		}
+		u.Files = appendUnique(u.Files, c.File)
+	}
+	for _, u := range byPolicy {
+		d.Updated = append(d.Updated, *u)
+	}
+	sort.Slice(d.Updated, func(i, j int) bool { return d.Updated[i].Policy < d.Updated[j].Policy })
+	return d
+}
+
+func appendUnique(s []string, v string) []string {
+	for _, x := range s {
+		if x == v {
+			return s
+		}
+	}
+	return append(s, v)
+}
+
+func fieldString(f setters.Field) string {
+	if f == setters.FieldImage {
+		return "image"
+	}
+	return string(f)
+}
+
+// DefaultMessageTemplate is the commit message when the config sets none:
+// a subject naming the bumps, then one line per policy and its files.
+const DefaultMessageTemplate = `{{ if eq (len .Updated) 1 }}{{ with index .Updated 0 }}Bump {{ .Policy }} to {{ .Tag }}{{ end }}{{ else }}Bump {{ len .Updated }} images{{ end }}
+
+{{ range .Updated -}}
+- {{ .Policy }}: {{ .Repository }} {{ join .Old ", " }} -> {{ .Tag }}{{ if .Digest }}@{{ .Digest }}{{ end }}
+{{ range .Files }}  {{ . }}
+{{ end }}{{ end -}}
+`
+
+// DefaultTitleTemplate is the pull request title when the config sets none.
+const DefaultTitleTemplate = `{{ if eq (len .Updated) 1 }}{{ with index .Updated 0 }}Bump {{ .Policy }} to {{ .Tag }}{{ end }}{{ else }}Bump {{ len .Updated }} images{{ end }}`
+
+// RenderTemplate executes a message template over data. what names the
+// template in errors (for example "commit.messageTemplate in imagebump.yaml"),
+// so a bad template's error says where it is and which template line fails.
+func RenderTemplate(what, text string, data MessageData) (string, error) {
+	t, err := msgtemplate.Parse("template", text)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	return strings.TrimRight(b.String(), "\n") + "\n", nil
+}

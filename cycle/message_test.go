@@ -1,0 +1,85 @@
+package cycle
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagebump/imagebump/policy"
+	"github.com/imagebump/imagebump/setters"
+)
+
+func sampleReport() *Report {
+	return &Report{
+		Policies: []PolicyResult{
+			{Name: "apps:web", Repository: "ghcr.io/acme/web", Selection: policy.Result{Latest: "1.2.0"}},
+			{Name: "apps:api", Repository: "ghcr.io/acme/api", Selection: policy.Result{Latest: "2.3.4"}, Digest: "sha256:0123456789abcdef"},
+		},
+		Changes: []setters.Change{
+			{File: "a/web.yaml", Line: 3, Policy: "apps:web", Field: setters.FieldImage, Old: "ghcr.io/acme/web:1.0.0", New: "ghcr.io/acme/web:1.2.0"},
+			{File: "b/values.yaml", Line: 4, Policy: "apps:api", Field: setters.FieldTag, Old: "2.3.0", New: "2.3.4"},
+			{File: "c/compose.yml", Line: 2, Policy: "apps:web", Field: setters.FieldImage, Old: "ghcr.io/acme/web:1.0.0", New: "ghcr.io/acme/web:1.2.0"},
+		},
+	}
+}
+
+func TestRenderTemplate(t *testing.T) {
+	data := NewMessageData(sampleReport(), "https://git.example/fleet.git", "prod")
+	tests := []struct {
+		name    string
+		tmpl    string
+		want    string
+		wantErr string
+	}{
+		{
+			name: "default",
+			tmpl: DefaultMessageTemplate,
+			want: "Bump 2 images\n\n" +
+				"- apps:api: ghcr.io/acme/api 2.3.0 -> 2.3.4@sha256:0123456789abcdef\n  b/values.yaml\n" +
+				"- apps:web: ghcr.io/acme/web 1.0.0 -> 1.2.0\n  a/web.yaml\n  c/compose.yml\n",
+		},
+		{
+			name: "custom with every change",
+			tmpl: "{{ .Target }}: {{ len .Changes }} edits\n{{ range .Changes }}{{ .File }}:{{ .Line }} {{ .Field }} {{ .Old }} -> {{ .New }}\n{{ end }}",
+			want: "prod: 3 edits\na/web.yaml:3 image ghcr.io/acme/web:1.0.0 -> ghcr.io/acme/web:1.2.0\n" +
+				"b/values.yaml:4 tag 2.3.0 -> 2.3.4\nc/compose.yml:2 image ghcr.io/acme/web:1.0.0 -> ghcr.io/acme/web:1.2.0\n",
+		},
+		{
+			name: "short digest",
+			tmpl: "{{ range .Updated }}{{ if .Digest }}{{ short .Digest }}{{ end }}{{ end }}",
+			want: "0123456789ab\n",
+		},
+		{name: "parse error names the line", tmpl: "ok\n{{ .Nope", wantErr: "commit.messageTemplate: template: template:2:"},
+		{name: "unknown field names the line", tmpl: "a\nb\n{{ .Nope }}", wantErr: "template:3:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := RenderTemplate("commit.messageTemplate", tt.tmpl, data)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(got, tt.want); diff != "" {
+				t.Errorf("message (-got +want):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDefaultTitleOnePolicy(t *testing.T) {
+	rep := sampleReport()
+	rep.Changes = rep.Changes[:1]
+	got, err := RenderTemplate("title", DefaultTitleTemplate, NewMessageData(rep, "", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != "Bump apps:web to 1.2.0\n" {
+		t.Errorf("title = %q", got)
+	}
+}
