@@ -103,11 +103,8 @@ func (c *Client) Digest(ctx context.Context, repository, tag, platform string) (
 	if err != nil {
 		return "", err
 	}
-	digest := sha256Digest(body)
-	if want == nil {
-		return digest, nil
-	}
-
+	// Hash only what is a manifest: a proxy's error page served with 200
+	// must not become a digest.
 	var m manifest
 	if err := json.Unmarshal(body, &m); err != nil {
 		return "", k.fail(ctx, 1, &badResponseError{what: "decoding manifest", err: err})
@@ -116,14 +113,21 @@ func (c *Client) Digest(ctx context.Context, repository, tag, platform string) (
 		mediaType = m.MediaType
 	}
 	mediaType, _, _ = strings.Cut(mediaType, ";")
+	index := m.Manifests != nil || isIndex(mediaType)
+	if !index && m.Config == nil {
+		return "", k.fail(ctx, 1, &badResponseError{what: fmt.Sprintf("manifest of media type %q is neither an index nor an image", mediaType)})
+	}
+	digest := sha256Digest(body)
 	switch {
-	case m.Manifests != nil || isIndex(mediaType):
+	case want == nil:
+		return digest, nil
+	case index:
 		d, err := pickPlatform(m.Manifests, *want)
 		if err != nil {
 			return "", k.fail(ctx, 1, err)
 		}
 		return d, nil
-	case m.Config != nil:
+	default:
 		have, err := c.imagePlatform(ctx, k, s.base+"/blobs/"+m.Config.Digest.String())
 		if err != nil {
 			return "", err
@@ -132,8 +136,6 @@ func (c *Client) Digest(ctx context.Context, repository, tag, platform string) (
 			return "", k.fail(ctx, 1, &notFoundError{msg: fmt.Sprintf("tag is a single-platform image for %s", have.String())})
 		}
 		return digest, nil
-	default:
-		return "", k.fail(ctx, 1, &badResponseError{what: fmt.Sprintf("manifest of media type %q is neither an index nor an image", mediaType)})
 	}
 }
 

@@ -286,8 +286,7 @@ func classify(parent context.Context, err error) verdict {
 		return verdict{kind: KindBadResponse, retry: true}
 	case errors.As(err, &bad):
 		return verdict{kind: KindBadResponse}
-	case errors.As(err, &plain),
-		errors.As(err, &recordErr),
+	case errors.As(err, &recordErr),
 		errors.As(err, &unknownCA),
 		errors.As(err, &hostErr),
 		errors.As(err, &certErr),
@@ -314,6 +313,11 @@ func classify(parent context.Context, err error) verdict {
 		// Canceled from below while parent is live: an http.Client gave
 		// up on its own, which only a broken connection causes.
 		return verdict{kind: KindNetwork, retry: true}
+	case errors.As(err, &plain):
+		// Checked last: ggcr's ping of a loopback registry also tries
+		// plain HTTP, and when HTTPS failed for a reason of its own
+		// (refused, timed out), that reason is the one to report.
+		return verdict{kind: KindTLS}
 	}
 	return verdict{kind: KindBadResponse}
 }

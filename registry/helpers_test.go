@@ -2,7 +2,6 @@ package registry
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"log"
@@ -292,5 +291,3 @@ func mustParseURL(t testing.TB, s string) *url.URL {
 	}
 	return u
 }
-
-var _ = context.Background

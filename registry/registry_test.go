@@ -2,8 +2,15 @@ package registry
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -11,7 +18,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 func TestTags(t *testing.T) {
@@ -357,4 +368,59 @@ func TestUserAgent(t *testing.T) {
 
 func platform(os, arch, variant string) v1.Platform {
 	return v1.Platform{OS: os, Architecture: arch, Variant: variant}
+}
+
+func TestUnreachableIsNetwork(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := l.Addr().String()
+	l.Close()
+	for _, insecure := range []bool{false, true} {
+		t.Run(fmt.Sprintf("insecure=%v", insecure), func(t *testing.T) {
+			c := newClient(t, Options{MaxRetries: 1, Hosts: []Host{{Host: host, Insecure: insecure}}})
+			_, err := c.Tags(context.Background(), host+"/acme/app")
+			e := asError(t, err)
+			if e.Kind != KindNetwork || e.Attempts != 2 {
+				t.Errorf("kind %v after %d attempts, want %v after 2: %v", e.Kind, e.Attempts, KindNetwork, err)
+			}
+		})
+	}
+}
+
+func TestCAFile(t *testing.T) {
+	srv := httptest.NewTLSServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "https://")
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.NewTag(host + "/acme/app:1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img, remote.WithTransport(srv.Client().Transport)); err != nil {
+		t.Fatal(err)
+	}
+
+	trusted := newClient(t, Options{Hosts: []Host{{Host: host, CAFile: caFile}}})
+	tags, err := trusted.Tags(context.Background(), host+"/acme/app")
+	if err != nil {
+		t.Fatalf("Tags with CAFile: %v", err)
+	}
+	if diff := cmp.Diff(tags, []string{"1.0"}); diff != "" {
+		t.Errorf("Tags mismatch (-got +want):\n%s", diff)
+	}
+
+	untrusted := newClient(t, Options{})
+	_, err = untrusted.Tags(context.Background(), host+"/acme/app")
+	if e := asError(t, err); e.Kind != KindTLS || e.Attempts != 1 {
+		t.Errorf("without CAFile: kind %v after %d attempts, want %v after 1 (not retried): %v", e.Kind, e.Attempts, KindTLS, err)
+	}
 }

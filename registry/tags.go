@@ -21,14 +21,17 @@ const maxTagsPage = 32 << 20
 // name without a registry is on Docker Hub), in the order the registry
 // lists them, without duplicates.
 //
-// It follows the pages the registry announces in Link headers (RFC 8288,
-// relative or absolute). A Link header that cannot be parsed, that points to
-// another host or scheme, or that repeats a page already fetched ends the
-// listing with a logged warning and the tags gathered so far. A registry
-// that fills a page without sending a Link header is asked for the next
-// page with "last", as the distribution spec allows.
+// It asks for Options.PageSize tags per page and follows the pages the
+// registry announces in Link headers (RFC 8288, relative or absolute). A Link
+// header that cannot be parsed, that points to another host or scheme, that
+// repeats a page already fetched, or whose page holds only tags already
+// listed ends the listing with a logged warning and the tags gathered so
+// far: never a loop. A registry that fills a page without ever sending a
+// Link header is asked for the next page with "last", as the distribution
+// spec allows.
 //
-// Errors are *Error with Op OpListTags.
+// A page that fails after its retries fails the whole listing: a partial
+// list never comes with an error. Errors are *Error with Op OpListTags.
 func (c *Client) Tags(ctx context.Context, repository string) ([]string, error) {
 	k, err := c.start(ctx, OpListTags, repository, "", "")
 	if err != nil {
@@ -43,6 +46,8 @@ func (c *Client) Tags(ctx context.Context, repository string) ([]string, error) 
 	seen := map[string]bool{}
 	fetched := map[string]bool{}
 	next := fmt.Sprintf("%s/tags/list?n=%d", s.base, c.pageSize)
+	viaLink := false // whether next came from a Link header
+	sawLink := false // whether the registry paginates with Link headers
 	for page := 1; ; page++ {
 		fetched[next] = true
 		var (
@@ -75,7 +80,9 @@ func (c *Client) Tags(ctx context.Context, repository string) ([]string, error) 
 			}
 		}
 		if page > 1 && added == 0 {
-			if len(list.Tags) > 0 {
+			// A registry ignoring "last" repeats the full page it sent;
+			// only a Link that leads back to old tags is worth a warning.
+			if viaLink && len(list.Tags) > 0 {
 				log.Warn("registry repeated tags already listed; stopping pagination", "page", page, "tags", len(tags))
 			}
 			return tags, nil
@@ -92,12 +99,13 @@ func (c *Client) Tags(ctx context.Context, repository string) ([]string, error) 
 				log.Warn("Link header repeats a page already fetched; stopping pagination", "link", redact.String(u), "tags", len(tags))
 				return tags, nil
 			}
-			next = u
+			next, viaLink, sawLink = u, true, true
 			continue
 		}
-		if len(list.Tags) != c.pageSize {
-			// A short page is the last one; a longer one means the
-			// registry ignores n and has sent everything.
+		if sawLink || len(list.Tags) != c.pageSize {
+			// A registry that sends Link headers sends none on the last
+			// page. Otherwise a short page is the last one, and a longer
+			// one means the registry ignores n and sent everything.
 			return tags, nil
 		}
 		// A full page and no Link: ask for the tags after the last one.
@@ -106,7 +114,7 @@ func (c *Client) Tags(ctx context.Context, repository string) ([]string, error) 
 			return tags, nil
 		}
 		log.Debug("full page without Link header; asking for the next with last", "page", page)
-		next = u
+		next, viaLink = u, false
 	}
 }
 

@@ -108,22 +108,28 @@ var _ http.RoundTripper = (*hostTransport)(nil)
 
 // RoundTrip implements http.RoundTripper.
 func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body != nil {
-		// Only GET and HEAD are sent; a body would be a bug, but the
-		// contract says close it whatever happens.
-		defer req.Body.Close()
+	// The inner transport closes the request body (ggcr's OAuth token
+	// exchange POSTs a form); on the ways out before it, close it here.
+	refuse := func(err error) (*http.Response, error) {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
 	}
 	if req.URL.Scheme == "http" && !t.insecure {
-		return nil, &plainHTTPError{host: req.URL.Host}
+		return refuse(&plainHTTPError{host: req.URL.Host})
 	}
 	ctx := req.Context()
-	if err := retry.Sleep(ctx, t.pauseLeft()); err != nil {
-		return nil, err
+	// Another 429 may extend the pause while this request waits.
+	for d := t.pauseLeft(); d > 0; d = t.pauseLeft() {
+		if err := retry.Sleep(ctx, d); err != nil {
+			return refuse(err)
+		}
 	}
 	select {
 	case t.sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return refuse(ctx.Err())
 	}
 	// The rate limiter is consulted after the slot is taken so that the
 	// request leaves the moment its token is granted; taking tokens first
@@ -132,15 +138,14 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err := t.limiter.Wait(ctx); err != nil {
 			<-t.sem
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return refuse(ctx.Err())
 			}
 			// The wait would outlast ctx's deadline.
-			return nil, context.DeadlineExceeded
+			return refuse(context.DeadlineExceeded)
 		}
 	}
 	rctx, cancel := context.WithTimeout(ctx, t.timeout)
 	out := req.Clone(rctx)
-	out.Body = nil
 	if t.userAgent != "" {
 		out.Header.Set("User-Agent", t.userAgent)
 	}

@@ -1,0 +1,173 @@
+package registry
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+func TestErrorText(t *testing.T) {
+	tests := []struct {
+		name string
+		err  *Error
+		want string
+	}{
+		{
+			name: "rate limited",
+			err:  &Error{Op: OpListTags, Repository: "ghcr.io/acme/app", Host: "ghcr.io", Kind: KindRateLimited, Status: 429, Attempts: 5, Err: errors.New("slow down")},
+			want: "list tags for ghcr.io/acme/app: rate-limited by ghcr.io (HTTP 429) after 5 attempts: slow down",
+		},
+		{
+			name: "digest with platform",
+			err:  &Error{Op: OpResolveDigest, Repository: "ghcr.io/acme/app", Tag: "1.2.3", Platform: "linux/arm64", Host: "ghcr.io", Kind: KindNotFound, Err: errors.New("index has no platform linux/arm64")},
+			want: "resolve digest for ghcr.io/acme/app:1.2.3 (platform linux/arm64): not found at ghcr.io: index has no platform linux/arm64",
+		},
+		{
+			name: "one attempt is not counted",
+			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindAuth, Status: 401, Attempts: 1, Err: errors.New("x")},
+			want: "list tags for r.io/a: authentication failed at r.io (HTTP 401): x",
+		},
+		{
+			name: "credentials in URLs are redacted",
+			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindNetwork, Attempts: 3, Err: errors.New(`Get "https://bob:hunter2@r.io/v2/a/tags/list?n=10&access_token=tok": EOF`)},
+			want: `list tags for r.io/a: cannot reach r.io after 3 attempts: Get "https://r.io/v2/a/tags/list?access_token=REDACTED&n=10": EOF`,
+		},
+		{
+			name: "canceled",
+			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindCanceled, Err: context.Canceled},
+			want: "list tags for r.io/a: canceled: context canceled",
+		},
+		{
+			name: "long cause is cut",
+			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindServer, Status: 502, Err: errors.New(strings.Repeat("x", 2000))},
+			want: "list tags for r.io/a: server error at r.io (HTTP 502): " + strings.Repeat("x", maxCauseLen) + "...",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.err.Error(); got != tt.want {
+				t.Errorf("Error()\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestErrorUnwrapAndKindOf(t *testing.T) {
+	cause := errors.New("cause")
+	err := fmt.Errorf("outer: %w", &Error{Kind: KindTimeout, Err: cause})
+	if !errors.Is(err, cause) {
+		t.Error("errors.Is does not reach the cause through *Error")
+	}
+	if got := KindOf(err); got != KindTimeout {
+		t.Errorf("KindOf = %v, want %v", got, KindTimeout)
+	}
+	if got := KindOf(errors.New("plain")); got != KindUnknown {
+		t.Errorf("KindOf(plain error) = %v, want %v", got, KindUnknown)
+	}
+}
+
+func TestKindString(t *testing.T) {
+	want := map[Kind]string{
+		KindAuth: "auth", KindNotFound: "not found", KindRateLimited: "rate limited", KindNetwork: "network",
+		KindTimeout: "timeout", KindServer: "server", KindBadResponse: "bad response", KindCanceled: "canceled",
+		KindTLS: "tls", KindInvalid: "invalid", KindUnknown: "unknown", Kind(99): "kind(99)",
+	}
+	for k, w := range want {
+		if got := k.String(); got != w {
+			t.Errorf("Kind(%d).String() = %q, want %q", int(k), got, w)
+		}
+	}
+}
+
+func statusErr(code int, codes ...transport.ErrorCode) error {
+	e := &transport.Error{StatusCode: code}
+	for _, c := range codes {
+		e.Errors = append(e.Errors, transport.Diagnostic{Code: c})
+	}
+	return e
+}
+
+func TestClassify(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithTimeout(context.Background(), 0)
+	defer cancel2()
+	live := context.Background()
+	urlErr := func(err error) error { return &url.Error{Op: "Get", URL: "https://r.io/v2/", Err: err} }
+
+	tests := []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want verdict
+	}{
+		{name: "parent canceled", ctx: canceled, err: urlErr(context.Canceled), want: verdict{kind: KindCanceled}},
+		{name: "parent deadline", ctx: expired, err: urlErr(context.DeadlineExceeded), want: verdict{kind: KindTimeout}},
+		{name: "401", ctx: live, err: statusErr(401), want: verdict{kind: KindAuth, status: 401}},
+		{name: "403", ctx: live, err: statusErr(403), want: verdict{kind: KindAuth, status: 403}},
+		{name: "404", ctx: live, err: statusErr(404), want: verdict{kind: KindNotFound, status: 404}},
+		{name: "NAME_UNKNOWN on 400", ctx: live, err: statusErr(400, transport.NameUnknownErrorCode), want: verdict{kind: KindNotFound, status: 400}},
+		{name: "TOOMANYREQUESTS on 503", ctx: live, err: statusErr(503, transport.TooManyRequestsErrorCode), want: verdict{kind: KindRateLimited, status: 503, retry: true}},
+		{name: "429", ctx: live, err: statusErr(429), want: verdict{kind: KindRateLimited, status: 429, retry: true}},
+		{name: "500", ctx: live, err: statusErr(500), want: verdict{kind: KindServer, status: 500, retry: true}},
+		{name: "501", ctx: live, err: statusErr(501), want: verdict{kind: KindServer, status: 501}},
+		{name: "418", ctx: live, err: statusErr(418), want: verdict{kind: KindBadResponse, status: 418}},
+		{name: "wrapped status", ctx: live, err: fmt.Errorf("pinging: %w", statusErr(502)), want: verdict{kind: KindServer, status: 502, retry: true}},
+		{name: "request timeout", ctx: live, err: &timeoutError{err: context.DeadlineExceeded}, want: verdict{kind: KindTimeout, retry: true}},
+		{name: "connection refused", ctx: live, err: urlErr(&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}), want: verdict{kind: KindNetwork, retry: true}},
+		{name: "connection reset", ctx: live, err: urlErr(syscall.ECONNRESET), want: verdict{kind: KindNetwork, retry: true}},
+		{name: "EOF", ctx: live, err: urlErr(io.EOF), want: verdict{kind: KindNetwork, retry: true}},
+		{name: "unknown host", ctx: live, err: urlErr(&net.DNSError{Err: "no such host", Name: "r.io", IsNotFound: true}), want: verdict{kind: KindNetwork}},
+		{name: "DNS timeout", ctx: live, err: urlErr(&net.DNSError{Err: "timeout", Name: "r.io", IsTimeout: true}), want: verdict{kind: KindTimeout, retry: true}},
+		{name: "truncated body", ctx: live, err: fmt.Errorf("reading: %w", io.ErrUnexpectedEOF), want: verdict{kind: KindBadResponse, retry: true}},
+		{name: "bad JSON", ctx: live, err: &badResponseError{what: "decoding", err: errors.New("x")}, want: verdict{kind: KindBadResponse}},
+		{name: "unknown CA", ctx: live, err: urlErr(x509.UnknownAuthorityError{}), want: verdict{kind: KindTLS}},
+		{name: "plain HTTP refused", ctx: live, err: &plainHTTPError{host: "r.io"}, want: verdict{kind: KindTLS}},
+		{name: "credential file", ctx: live, err: &credentialError{what: "password file", path: "/p"}, want: verdict{kind: KindAuth}},
+		{name: "invalid", ctx: live, err: &invalidError{msg: "x"}, want: verdict{kind: KindInvalid}},
+		{name: "unknown error", ctx: live, err: errors.New("weird"), want: verdict{kind: KindBadResponse}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := classify(tt.ctx, tt.err); got != tt.want {
+				t.Errorf("classify(%v) = %+v, want %+v", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestNoCredentialsInErrors makes a request fail with credentials in the
+// URL and checks that the error text does not carry them.
+func TestNoCredentialsInErrors(t *testing.T) {
+	host := newRegistry(t, func(http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v2/" {
+				return
+			}
+			http.Redirect(w, r, "http://user:pa55word@127.0.0.1:1/x?X-Amz-Signature=s3cr3t", http.StatusFound)
+		})
+	})
+	c := newClient(t, Options{MaxRetries: -1}, host)
+	_, err := c.Tags(context.Background(), host+"/acme/app")
+	if err == nil {
+		t.Fatal("Tags succeeded, want an error")
+	}
+	for _, secret := range []string{"pa55word", "s3cr3t"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("error %q contains %q", err, secret)
+		}
+	}
+	if !strings.Contains(err.Error(), "REDACTED") {
+		t.Errorf("error %q does not show the redacted URL", err)
+	}
+}

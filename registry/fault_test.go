@@ -1,0 +1,421 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// faults is a middleware in front of a registry that misbehaves on the
+// requests its rules match, a given number of times or forever.
+type faults struct {
+	mu    sync.Mutex
+	rules []*rule
+	hits  map[string]int // by rule name
+}
+
+type rule struct {
+	name   string
+	method string // "" matches any
+	path   string // substring of the path
+	times  int    // 0: forever
+	action func(w http.ResponseWriter, r *http.Request, next http.Handler)
+}
+
+func newFaults(rules ...*rule) *faults {
+	return &faults{rules: rules, hits: map[string]int{}}
+}
+
+func (f *faults) hit(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hits[name]
+}
+
+func (f *faults) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		var match *rule
+		for _, rl := range f.rules {
+			if (rl.method == "" || rl.method == r.Method) && strings.Contains(r.URL.Path, rl.path) {
+				f.hits[rl.name]++
+				if rl.times == 0 || f.hits[rl.name] <= rl.times {
+					match = rl
+				}
+				break
+			}
+		}
+		f.mu.Unlock()
+		if match == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		match.action(w, r, next)
+	})
+}
+
+// Actions.
+
+func status(code int, header map[string]string, body string) func(http.ResponseWriter, *http.Request, http.Handler) {
+	return func(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
+		for k, v := range header {
+			w.Header().Set(k, v)
+		}
+		w.WriteHeader(code)
+		fmt.Fprint(w, body)
+	}
+}
+
+// hang answers nothing until the client gives up.
+func hang(w http.ResponseWriter, r *http.Request, _ http.Handler) {
+	<-r.Context().Done()
+}
+
+// hangInBody sends the headers and part of a body, then stalls.
+func hangInBody(w http.ResponseWriter, r *http.Request, _ http.Handler) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, `{"name":"acme/app","tags":["1.0",`)
+	w.(http.Flusher).Flush()
+	<-r.Context().Done()
+}
+
+// truncate promises a longer body than it sends, then drops the connection.
+func truncate(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", "500")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, `{"name":"acme/app","tags":["1.0",`)
+	w.(http.Flusher).Flush()
+	panic(http.ErrAbortHandler)
+}
+
+// reset closes the connection with a TCP RST before answering.
+func reset(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		panic(err)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	conn.Close()
+}
+
+// withHeader passes the request on, adding a response header.
+func withHeader(key, value string) func(http.ResponseWriter, *http.Request, http.Handler) {
+	return func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		w.Header().Set(key, value)
+		next.ServeHTTP(w, r)
+	}
+}
+
+// stripHeader passes the request on, dropping a response header.
+func stripHeader(key string) func(http.ResponseWriter, *http.Request, http.Handler) {
+	return func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		next.ServeHTTP(&headerStripper{ResponseWriter: w, key: key}, r)
+	}
+}
+
+type headerStripper struct {
+	http.ResponseWriter
+	key string
+}
+
+func (h *headerStripper) WriteHeader(code int) {
+	h.Header().Del(h.key)
+	h.ResponseWriter.WriteHeader(code)
+}
+
+func (h *headerStripper) Write(b []byte) (int, error) {
+	h.Header().Del(h.key)
+	return h.ResponseWriter.Write(b)
+}
+
+func TestFaults(t *testing.T) {
+	t.Parallel()
+	const tagsPath = "/tags/list"
+	tests := []struct {
+		name         string
+		rule         *rule
+		opts         Options
+		digest       bool // call Digest rather than Tags
+		wantKind     Kind // KindUnknown: success
+		wantStatus   int
+		wantHits     int // requests the rule matched; 0: not checked
+		wantMinHits  int
+		wantAttempts int
+		wantText     string
+	}{
+		{name: "429 then success", rule: &rule{path: tagsPath, times: 1, action: status(429, nil, "")}, wantHits: 2},
+		{name: "500 then success", rule: &rule{path: tagsPath, times: 1, action: status(500, nil, "")}, wantHits: 2},
+		{name: "503 twice then success", rule: &rule{path: tagsPath, times: 2, action: status(503, nil, "")}, wantHits: 3},
+		{name: "502 always", rule: &rule{path: tagsPath, action: status(502, nil, "")}, opts: Options{MaxRetries: 2},
+			wantKind: KindServer, wantStatus: 502, wantHits: 3, wantAttempts: 3, wantText: "server error at HOST (HTTP 502) after 3 attempts"},
+		{name: "429 always", rule: &rule{path: tagsPath, action: status(429, nil, `{"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]}`)}, opts: Options{MaxRetries: 2},
+			wantKind: KindRateLimited, wantStatus: 429, wantHits: 3, wantAttempts: 3, wantText: "list tags for HOST/acme/app: rate-limited by HOST (HTTP 429) after 3 attempts: GET http://HOST/v2/acme/app/tags/list?n=1000: TOOMANYREQUESTS: slow down"},
+		{name: "501 is not retried", rule: &rule{path: tagsPath, action: status(501, nil, "")}, wantKind: KindServer, wantStatus: 501, wantHits: 1},
+		{name: "400 is not retried", rule: &rule{path: tagsPath, action: status(400, nil, "")}, wantKind: KindBadResponse, wantStatus: 400, wantHits: 1},
+		{name: "401 is not retried", rule: &rule{path: tagsPath, action: status(401, nil, "")}, wantKind: KindAuth, wantStatus: 401, wantHits: 1},
+		{name: "403 is not retried", rule: &rule{path: tagsPath, action: status(403, nil, `{"errors":[{"code":"DENIED","message":"no"}]}`)}, wantKind: KindAuth, wantStatus: 403, wantHits: 1, wantText: "access denied by HOST (HTTP 403)"},
+		{name: "404 is not retried", rule: &rule{path: tagsPath, action: status(404, nil, "")}, wantKind: KindNotFound, wantStatus: 404, wantHits: 1},
+		{name: "hang once then success", rule: &rule{path: tagsPath, times: 1, action: hang}, opts: Options{Timeout: 200 * time.Millisecond}, wantHits: 2},
+		{name: "hang always", rule: &rule{path: tagsPath, action: hang}, opts: Options{Timeout: 100 * time.Millisecond, MaxRetries: 1},
+			wantKind: KindTimeout, wantHits: 2, wantAttempts: 2, wantText: "timed out talking to HOST after 2 attempts"},
+		{name: "hang in the body", rule: &rule{path: tagsPath, action: hangInBody}, opts: Options{Timeout: 100 * time.Millisecond, MaxRetries: 1},
+			wantKind: KindTimeout, wantHits: 2, wantAttempts: 2},
+		{name: "malformed JSON", rule: &rule{path: tagsPath, action: status(200, nil, `{"name":"acme/app","tags":["1.0",`)}, wantKind: KindBadResponse, wantHits: 1, wantText: "decoding tag list"},
+		{name: "wrong JSON type", rule: &rule{path: tagsPath, action: status(200, nil, `{"tags":"1.0"}`)}, wantKind: KindBadResponse, wantHits: 1},
+		{name: "truncated body once", rule: &rule{path: tagsPath, times: 1, action: truncate}, wantHits: 2},
+		{name: "truncated body always", rule: &rule{path: tagsPath, action: truncate}, opts: Options{MaxRetries: 1}, wantKind: KindBadResponse, wantMinHits: 2},
+		{name: "connection reset once", rule: &rule{path: tagsPath, times: 1, action: reset}, wantMinHits: 2},
+		{name: "connection reset always", rule: &rule{path: tagsPath, action: reset}, opts: Options{MaxRetries: 1}, wantKind: KindNetwork, wantMinHits: 2},
+		{name: "ping 503 once", rule: &rule{method: http.MethodGet, path: "/v2/", times: 1, action: status(503, nil, "")}, wantHits: 3},
+		{name: "ping 401 without challenge", rule: &rule{path: "/v2/", action: status(401, nil, "")}, wantKind: KindAuth, wantStatus: 401},
+		{name: "HEAD without Docker-Content-Digest", rule: &rule{method: http.MethodHead, path: "/manifests/", action: stripHeader("Docker-Content-Digest")}, digest: true, wantHits: 1},
+		{name: "HEAD with a malformed digest", rule: &rule{method: http.MethodHead, path: "/manifests/", action: withHeaderAfter("Docker-Content-Digest", "sha256:nothex")}, digest: true, wantHits: 1},
+		{name: "HEAD 405", rule: &rule{method: http.MethodHead, path: "/manifests/", action: status(405, nil, "")}, digest: true, wantHits: 1},
+		{name: "HEAD 500 always", rule: &rule{method: http.MethodHead, path: "/manifests/", action: status(500, nil, "")}, opts: Options{MaxRetries: 1}, digest: true, wantHits: 2},
+		{name: "manifest GET malformed after HEAD fails", rule: &rule{path: "/manifests/", action: status(200, map[string]string{"Content-Type": "application/json"}, `{`)}, digest: true, wantKind: KindBadResponse},
+		{name: "manifest 429 always", rule: &rule{path: "/manifests/", action: status(429, nil, "")}, opts: Options{MaxRetries: 1}, digest: true,
+			wantKind: KindRateLimited, wantStatus: 429, wantHits: 2, wantAttempts: 2, wantText: "resolve digest for HOST/acme/app:1.0: rate-limited by HOST (HTTP 429) after 2 attempts"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.rule.name = "rule"
+			f := newFaults(tt.rule)
+			host := newRegistry(t, f.wrap)
+			want := push(t, host, "acme/app", "1.0")
+			c := newClient(t, tt.opts, host)
+			var (
+				got any
+				err error
+			)
+			if tt.digest {
+				got, err = c.Digest(context.Background(), host+"/acme/app", "1.0", "")
+			} else {
+				got, err = c.Tags(context.Background(), host+"/acme/app")
+			}
+			if tt.wantKind == KindUnknown {
+				if err != nil {
+					t.Fatalf("got error %v, want success", err)
+				}
+				if tt.digest && got != want {
+					t.Errorf("Digest = %v, want %v", got, want)
+				}
+				if tags, ok := got.([]string); ok && (len(tags) != 1 || tags[0] != "1.0") {
+					t.Errorf("Tags = %q, want [1.0]", tags)
+				}
+			} else {
+				if err == nil {
+					t.Fatalf("succeeded with %v, want a %v error", got, tt.wantKind)
+				}
+				e := asError(t, err)
+				if e.Kind != tt.wantKind || e.Status != tt.wantStatus {
+					t.Errorf("kind %v status %d, want %v %d: %v", e.Kind, e.Status, tt.wantKind, tt.wantStatus, err)
+				}
+				if tt.wantAttempts != 0 && e.Attempts != tt.wantAttempts {
+					t.Errorf("attempts %d, want %d", e.Attempts, tt.wantAttempts)
+				}
+				if text := strings.ReplaceAll(tt.wantText, "HOST", host); !strings.Contains(err.Error(), text) {
+					t.Errorf("error text\n%q\ndoes not contain\n%q", err, text)
+				}
+			}
+			if hits := f.hit("rule"); tt.wantHits != 0 && hits != tt.wantHits {
+				t.Errorf("rule matched %d requests, want %d", hits, tt.wantHits)
+			}
+			if hits := f.hit("rule"); hits < tt.wantMinHits {
+				t.Errorf("rule matched %d requests, want at least %d", hits, tt.wantMinHits)
+			}
+		})
+	}
+}
+
+// withHeaderAfter passes the request on and overwrites a response header
+// the registry sets.
+func withHeaderAfter(key, value string) func(http.ResponseWriter, *http.Request, http.Handler) {
+	return func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		next.ServeHTTP(&headerSetter{ResponseWriter: w, key: key, value: value}, r)
+	}
+}
+
+type headerSetter struct {
+	http.ResponseWriter
+	key, value string
+}
+
+func (h *headerSetter) WriteHeader(code int) {
+	h.Header().Set(h.key, h.value)
+	h.ResponseWriter.WriteHeader(code)
+}
+
+func TestRetryAfter(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		retryAfter func() string
+		maxBackoff time.Duration
+		min, max   time.Duration
+	}{
+		{name: "seconds", retryAfter: func() string { return "1" }, min: 900 * time.Millisecond, max: 10 * time.Second},
+		{name: "http date", retryAfter: func() string { return time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat) }, min: 900 * time.Millisecond, max: 10 * time.Second},
+		{name: "capped by MaxBackoff", retryAfter: func() string { return "3600" }, maxBackoff: 200 * time.Millisecond, min: 150 * time.Millisecond, max: 5 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFaults(&rule{name: "rule", path: "/tags/list", times: 1, action: func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+				status(429, map[string]string{"Retry-After": tt.retryAfter()}, "")(w, r, next)
+			}})
+			host := newRegistry(t, f.wrap)
+			push(t, host, "acme/app", "1.0")
+			// The backoff alone would retry at once: only Retry-After can
+			// explain a wait.
+			c := newClient(t, Options{Backoff: time.Millisecond, MaxBackoff: orDefault(tt.maxBackoff, time.Minute)}, host)
+			start := time.Now()
+			if _, err := c.Tags(context.Background(), host+"/acme/app"); err != nil {
+				t.Fatal(err)
+			}
+			elapsed := time.Since(start)
+			if elapsed < tt.min || elapsed > tt.max {
+				t.Errorf("Tags took %v, want between %v and %v", elapsed, tt.min, tt.max)
+			}
+			if got := f.hit("rule"); got != 2 {
+				t.Errorf("%d tag list requests, want 2", got)
+			}
+		})
+	}
+}
+
+// TestRetryAfterHoldsBackTheHost checks that a Retry-After sent for one
+// repository also delays requests for another repository on that host.
+func TestRetryAfterHoldsBackTheHost(t *testing.T) {
+	t.Parallel()
+	var (
+		mu                sync.Mutex
+		limited, secondAt time.Time
+	)
+	sentLimit := make(chan struct{})
+	f := newFaults(
+		&rule{name: "first", path: "/acme/first/tags/list", times: 1, action: func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+			mu.Lock()
+			limited = time.Now()
+			mu.Unlock()
+			status(429, map[string]string{"Retry-After": "1"}, "")(w, r, next)
+			close(sentLimit)
+		}},
+		&rule{name: "second", path: "/acme/second/tags/list", action: func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+			mu.Lock()
+			secondAt = time.Now()
+			mu.Unlock()
+			next.ServeHTTP(w, r)
+		}},
+	)
+	host := newRegistry(t, f.wrap)
+	push(t, host, "acme/first", "1")
+	push(t, host, "acme/second", "1")
+	c := newClient(t, Options{MaxBackoff: time.Minute}, host)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if _, err := c.Tags(context.Background(), host+"/acme/first"); err != nil {
+			t.Errorf("Tags first: %v", err)
+		}
+	})
+	<-sentLimit
+	time.Sleep(50 * time.Millisecond) // let the client read the 429
+	if _, err := c.Tags(context.Background(), host+"/acme/second"); err != nil {
+		t.Fatalf("Tags second: %v", err)
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if d := secondAt.Sub(limited); d < 900*time.Millisecond {
+		t.Errorf("the second repository was asked %v after the 429, want at least 1s (Retry-After: 1)", d)
+	}
+}
+
+func TestLinkFaults(t *testing.T) {
+	other := newCounter()
+	otherSrv := httptest.NewServer(other.wrap(http.NotFoundHandler()))
+	t.Cleanup(otherSrv.Close)
+
+	tests := []struct {
+		name     string
+		link     string
+		wantWarn string
+		wantHits int
+	}{
+		{name: "link to itself", link: `</v2/acme/app/tags/list?n=1000>; rel="next"`, wantWarn: "repeats a page already fetched", wantHits: 1},
+		{name: "malformed", link: `/v2/acme/app/tags/list?n=1000; rel="next"`, wantWarn: "unusable Link header", wantHits: 1},
+		{name: "unterminated", link: `</v2/acme/app/tags/list?n=1000; rel="next"`, wantWarn: "unusable Link header", wantHits: 1},
+		{name: "another host", link: fmt.Sprintf(`<%s/v2/acme/app/tags/list?last=1.0>; rel="next"`, otherSrv.URL), wantWarn: "next link leaves", wantHits: 1},
+		{name: "https on the same host", link: `<https://HOST/v2/acme/app/tags/list?last=1.0>; rel="next"`, wantWarn: "next link leaves", wantHits: 1},
+		{name: "no next relation", link: `</v2/acme/app/tags/list?n=1>; rel="prev"`, wantHits: 1},
+		{name: "next to tags already listed", link: `</v2/acme/app/tags/list?last=zzz>; rel="next"`, wantWarn: "repeated tags already listed", wantHits: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var host string
+			f := newFaults(&rule{name: "rule", path: "/tags/list", action: func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+				withHeader("Link", strings.ReplaceAll(tt.link, "HOST", host))(w, r, next)
+			}})
+			host = newRegistry(t, f.wrap)
+			push(t, host, "acme/app", "1.0", "2.0")
+			var logs logBuffer
+			c := newClient(t, Options{Logger: newLogger(&logs)}, host)
+			done := make(chan struct{})
+			var (
+				got []string
+				err error
+			)
+			go func() {
+				defer close(done)
+				got, err = c.Tags(context.Background(), host+"/acme/app")
+			}()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("Tags did not return: a pagination loop?")
+			}
+			if err != nil {
+				t.Fatalf("Tags: %v", err)
+			}
+			if len(got) != 2 || got[0] != "1.0" || got[1] != "2.0" {
+				t.Errorf("Tags = %q, want [1.0 2.0]", got)
+			}
+			if tt.wantWarn != "" && (!strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), tt.wantWarn)) {
+				t.Errorf("log does not warn %q:\n%s", tt.wantWarn, logs.String())
+			}
+			if tt.wantWarn == "" && strings.Contains(logs.String(), "level=WARN") {
+				t.Errorf("unexpected warning:\n%s", logs.String())
+			}
+			if got := f.hit("rule"); got != tt.wantHits {
+				t.Errorf("%d tag list requests, want %d", got, tt.wantHits)
+			}
+			if n := other.total(""); n != 0 {
+				t.Errorf("the other host got %d requests, want none", n)
+			}
+		})
+	}
+}
+
+// TestTokenFetchRetried checks that token requests go through the retries
+// too: the token endpoint fails once with 503.
+func TestTokenFetchRetried(t *testing.T) {
+	ts := &tokenServer{}
+	f := newFaults(&rule{name: "rule", path: "/token", times: 1, action: status(503, nil, "")})
+	host := newRegistry(t, chain(f.wrap, ts.wrap))
+	push(t, host, "acme/app", "1.0")
+	c := newClient(t, Options{}, host)
+	if _, err := c.Tags(context.Background(), host+"/acme/app"); err != nil {
+		t.Fatalf("Tags: %v", err)
+	}
+	if got := f.hit("rule"); got != 2 {
+		t.Errorf("%d token requests, want 2", got)
+	}
+}
