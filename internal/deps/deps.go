@@ -4,11 +4,11 @@
 package deps
 
 import (
-	_ "github.com/Masterminds/semver/v3"
+	_ "github.com/ProtonMail/go-crypto/openpgp"
+	_ "github.com/go-git/go-git/v5"
+	_ "github.com/go-git/go-git/v5/plumbing/transport/http"
+	_ "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	_ "github.com/google/go-cmp/cmp"
-	_ "github.com/google/go-containerregistry/pkg/registry"
-	_ "github.com/google/go-containerregistry/pkg/v1/remote"
-	_ "github.com/spf13/cobra"
+	_ "golang.org/x/crypto/ssh/knownhosts"
 	_ "golang.org/x/time/rate"
-	_ "gopkg.in/yaml.v3"
 )
