@@ -5,9 +5,13 @@
 #
 # What it installs (each step is skipped when already present):
 #   - Debian packages: docker-registry (CNCF distribution 2.8.2), apache2-utils
-#     (htpasswd), openssh-server (sshd for the SSH git tests), git.
+#     (htpasswd), openssh-server (sshd for the SSH git tests), git,
+#     gnupg, gcc.
 #   - distribution v3.1.2 (`registry`), built once with `go install` into the
 #     tool cache, because only v3 paginates tag lists.
+#   - Gitea 1.26.0, built once from its module (scripts/build-gitea.sh), for
+#     the pull-request tests.
+#   - gnupg (git verify-commit of signed commits) and gcc (cgo for Gitea).
 # The tool cache lives outside the clone so later runs reuse it:
 #   ${IMAGEBUMP_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/imagebump-tools}
 set -euo pipefail
@@ -24,6 +28,8 @@ command -v docker-registry >/dev/null 2>&1 || pkgs+=(docker-registry)
 command -v htpasswd >/dev/null 2>&1 || pkgs+=(apache2-utils)
 [ -x /usr/sbin/sshd ] || pkgs+=(openssh-server)
 command -v git >/dev/null 2>&1 || pkgs+=(git)
+command -v gpg >/dev/null 2>&1 || pkgs+=(gnupg)
+command -v gcc >/dev/null 2>&1 || pkgs+=(gcc libc6-dev)
 if [ "${#pkgs[@]}" -gt 0 ]; then
 	sudo=""
 	[ "$(id -u)" = 0 ] || sudo=sudo
@@ -38,6 +44,11 @@ if [ ! -x "$tools/bin/registry" ]; then
 	(cd / && GOBIN="$tools/bin" GOFLAGS=-buildvcs=false go install github.com/distribution/distribution/v3/cmd/registry@v3.1.2)
 fi
 export IMAGEBUMP_REGISTRY_V3="$tools/bin/registry"
+
+# Gitea, for the pull-request tests (built once; about 11 minutes).
+log "building Gitea 1.26.0 into $tools if needed"
+IMAGEBUMP_TOOLS="$tools" ./scripts/build-gitea.sh
+export IMAGEBUMP_GITEA="$tools/gitea-1.26.0/gitea"
 export IMAGEBUMP_DOCKER_REGISTRY="$(command -v docker-registry)"
 
 log "checking formatting and vet"
