@@ -44,6 +44,10 @@ type Options struct {
 	Concurrency int
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
+	// Selection, when set, is a previous run's policy results: the
+	// registries are not asked again. Write-back uses it to redo the same
+	// edits on a newer head after a push race.
+	Selection []PolicyResult
 }
 
 // PolicyResult is what one image policy selected, or why it could not.
@@ -109,31 +113,33 @@ func (r *Report) Failed() bool {
 // ctx); a failing registry or file is reported in the Report and the rest
 // goes on.
 func Run(ctx context.Context, opts Options) (*Report, error) {
-	if opts.Config == nil || opts.Registry == nil {
-		return nil, errors.New("cycle: Config and Registry are required")
+	if opts.Config == nil || (opts.Registry == nil && opts.Selection == nil) {
+		return nil, errors.New("cycle: Config and Registry (or Selection) are required")
 	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 
-	images := appliedImages(opts.Config, opts.Policies)
 	known := knownSet(opts.Config)
-
-	// The ifNotPresent digest mode reuses a digest already pinned in the
-	// files for the same tag, so it needs the markers' current values first.
-	var current map[string]pinned
-	if needsCurrent(images) {
-		res, err := setters.Apply(ctx, setters.Options{
-			Root: opts.Root, Paths: opts.Paths, Known: func(string) bool { return true }, Logger: logger,
-		})
-		if err != nil {
-			return nil, err
+	results := opts.Selection
+	if results == nil {
+		images := appliedImages(opts.Config, opts.Policies)
+		// The ifNotPresent digest mode reuses a digest already pinned in the
+		// files for the same tag, so it needs the markers' current values
+		// first.
+		var current map[string]pinned
+		if needsCurrent(images) {
+			res, err := setters.Apply(ctx, setters.Options{
+				Root: opts.Root, Paths: opts.Paths, Known: func(string) bool { return true }, Logger: logger,
+			})
+			if err != nil {
+				return nil, err
+			}
+			current = pinnedValues(res.Markers)
 		}
-		current = pinnedValues(res.Markers)
+		results = Select(ctx, opts.Registry, images, current, opts.Concurrency, logger)
 	}
-
-	results := Select(ctx, opts.Registry, images, current, opts.Concurrency, logger)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

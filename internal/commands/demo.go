@@ -18,6 +18,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -102,6 +105,15 @@ func runDemo(ctx context.Context, o *DemoOptions, stdout io.Writer) error {
 	if err != nil {
 		return failure(err)
 	}
+	// The same sample, committed to a bare repository, is what run clones.
+	bare := filepath.Join(dir, "fleet.git")
+	if err := makeDemoRemote(repo, bare); err != nil {
+		return failure(err)
+	}
+	runCfgPath := filepath.Join(dir, "imagebump-run.yaml")
+	if err := writeRunConfig(cfgPath, runCfgPath, bare); err != nil {
+		return failure(err)
+	}
 
 	step := func(format string, args ...any) {
 		fmt.Fprintf(stdout, "\n\033[1m$ "+format+"\033[0m\n", args...)
@@ -115,7 +127,7 @@ func runDemo(ctx context.Context, o *DemoOptions, stdout io.Writer) error {
 
 	// The demo's own commands log warnings only, and to the same stream.
 	g := &globalOptions{ConfigFile: cfgPath, configSet: true, logger: slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: slog.LevelError}))}
-	if o.global != nil && o.global.logger != nil {
+	if o.global != nil && o.global.logger != nil && o.global.LogLevel == "debug" {
 		g.logger = o.global.logger
 	}
 
@@ -141,6 +153,22 @@ func runDemo(ctx context.Context, o *DemoOptions, stdout io.Writer) error {
 
 	step("imagebump plan --repo %s    # again: already current", repo)
 	if err := runPlan(ctx, &PlanOptions{global: g, Repo: repo, Output: "text"}, stdout); err != nil {
+		return err
+	}
+
+	gr := *g
+	gr.ConfigFile = runCfgPath
+	workdir := filepath.Join(dir, "work")
+	step("imagebump run -c imagebump-run.yaml --workdir %s   # clone %s, edit, commit, push", workdir, "file://"+bare)
+	if err := runRun(ctx, &RunOptions{global: &gr, Workdir: workdir, Output: "text"}, stdout); err != nil {
+		return err
+	}
+	step("git --git-dir %s log -1 --stat   # the commit run pushed", bare)
+	if err := showHeadCommit(stdout, bare); err != nil {
+		return failure(err)
+	}
+	step("imagebump run -c imagebump-run.yaml --workdir %s   # again: nothing new, no commit, no push", workdir)
+	if err := runRun(ctx, &RunOptions{global: &gr, Workdir: workdir, Output: "text"}, stdout); err != nil {
 		return err
 	}
 	if o.Keep || o.Dir != "" {
@@ -289,3 +317,83 @@ func isTerminal(w io.Writer) bool {
 
 // discardStdLogger silences the in-process registry's request log.
 func discardStdLogger() *log.Logger { return log.New(io.Discard, "", 0) }
+
+// makeDemoRemote commits the files under src and makes a bare repository of
+// that commit at bare, with its branch main.
+func makeDemoRemote(src, bare string) error {
+	work := bare + ".init"
+	defer os.RemoveAll(work)
+	files, err := snapshot(src)
+	if err != nil {
+		return err
+	}
+	r, err := git.PlainInitWithOptions(work, &git.PlainInitOptions{
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")},
+	})
+	if err != nil {
+		return err
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		return err
+	}
+	for name, data := range files {
+		p := filepath.Join(work, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return err
+		}
+		if _, err := wt.Add(name); err != nil {
+			return err
+		}
+	}
+	sig := &object.Signature{Name: "demo", Email: "demo@localhost", When: time.Date(2024, 1, 5, 10, 0, 0, 0, time.UTC)}
+	if _, err := wt.Commit("Sample fleet repository", &git.CommitOptions{Author: sig, Committer: sig}); err != nil {
+		return err
+	}
+	_, err = git.PlainClone(bare, true, &git.CloneOptions{URL: work})
+	return err
+}
+
+// writeRunConfig writes the demo config plus a git section naming the bare
+// repository, for run.
+func writeRunConfig(from, to, bare string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	data = append(data, []byte(fmt.Sprintf("\ngit:\n  url: file://%s\n  branch: main\ncommit:\n  author: {name: imagebump demo, email: demo@localhost}\n", filepath.ToSlash(bare)))...)
+	return os.WriteFile(to, data, 0o644)
+}
+
+// showHeadCommit prints the newest commit of main in the bare repository,
+// with the files it changed.
+func showHeadCommit(w io.Writer, bare string) error {
+	r, err := git.PlainOpen(bare)
+	if err != nil {
+		return err
+	}
+	ref, err := r.Reference(plumbing.NewBranchReferenceName("main"), true)
+	if err != nil {
+		return err
+	}
+	c, err := r.CommitObject(ref.Hash())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "commit %s\nAuthor: %s <%s>\n\n", c.Hash, c.Author.Name, c.Author.Email)
+	for _, line := range strings.Split(strings.TrimRight(c.Message, "\n"), "\n") {
+		fmt.Fprintf(w, "    %s\n", line)
+	}
+	stats, err := c.Stats()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, st := range stats {
+		fmt.Fprintf(w, " %s | %d insertions(+), %d deletions(-)\n", st.Name, st.Addition, st.Deletion)
+	}
+	return nil
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/gitwriter"
 	"github.com/imagebump/imagebump/internal/unidiff"
 	"github.com/imagebump/imagebump/registry"
 	"github.com/imagebump/imagebump/setters"
@@ -104,7 +105,7 @@ No commit, no push: for CI pipelines that commit themselves.`,
 }
 
 func addPlanFlags(cmd *cobra.Command, o *PlanOptions) {
-	cmd.Flags().StringVar(&o.Repo, "repo", "", "local checkout to scan (required until cloning lands)")
+	cmd.Flags().StringVar(&o.Repo, "repo", "", "local checkout to scan (plan without it clones the target's repository read-only into a temporary folder)")
 	cmd.Flags().StringVar(&o.Target, "target", "", "config target whose paths and policies apply (default: the only one, or all policies over the whole checkout)")
 }
 
@@ -156,15 +157,37 @@ type FileCountsJSON struct {
 }
 
 func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
-	if o.Repo == "" {
-		return usageError(errors.New("--repo DIR is required: cloning the configured repository for plan comes with write-back (issue 4)"))
-	}
-	if st, err := os.Stat(o.Repo); err != nil || !st.IsDir() {
-		return usageError(fmt.Errorf("--repo %s: not a directory", o.Repo))
-	}
 	cfg, err := config.Load(o.global.ConfigFile)
 	if err != nil {
 		return usageError(err)
+	}
+	root := o.Repo
+	if root == "" {
+		if o.Write {
+			return usageError(errors.New("apply needs --repo DIR: it rewrites a local checkout (use run to clone, commit and push)"))
+		}
+		// Without --repo, plan clones the target's repository read-only
+		// into a temporary folder and plans against that.
+		targets, err := chooseTargets(cfg, o.Target)
+		if err != nil {
+			return usageError(err)
+		}
+		if len(targets) != 1 {
+			var names []string
+			for _, t := range targets {
+				names = append(names, t.Name)
+			}
+			return usageError(fmt.Errorf("plan without --repo clones one target's repository: choose one with --target (targets: %s)", strings.Join(names, ", ")))
+		}
+		o.Target = targets[0].Name
+		clone, err := gitwriter.Open(ctx, gitOptions(targets[0], "", o.global))
+		if err != nil {
+			return failure(err)
+		}
+		defer clone.Close()
+		root = clone.Dir()
+	} else if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		return usageError(fmt.Errorf("--repo %s: not a directory", root))
 	}
 	paths, selected, err := targetScope(cfg, o.Target)
 	if err != nil {
@@ -194,7 +217,7 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 	rep, err := cycle.Run(ctx, cycle.Options{
 		Config:   cfg,
 		Registry: reg,
-		Root:     o.Repo,
+		Root:     root,
 		Paths:    paths,
 		Policies: selected,
 		Write:    o.Write,
@@ -270,6 +293,13 @@ func targetScope(cfg *config.Config, name string) ([]string, func(string) bool, 
 }
 
 func writePlanJSON(w io.Writer, rep *cycle.Report, applied bool) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(buildPlanReport(rep, applied))
+}
+
+// buildPlanReport turns a cycle report into the stable JSON shape.
+func buildPlanReport(rep *cycle.Report, applied bool) PlanReport {
 	out := PlanReport{Version: 1, Applied: applied, Policies: []PolicyJSON{}, Changes: []ChangeJSON{}, Problems: []ProblemJSON{}}
 	for _, p := range rep.Policies {
 		pj := PolicyJSON{Name: p.Name, Repository: p.Repository, Latest: p.Latest(), Digest: p.Digest,
@@ -289,9 +319,7 @@ func writePlanJSON(w io.Writer, rep *cycle.Report, applied bool) error {
 	if out.Files.Changed == nil {
 		out.Files.Changed = []string{}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return out
 }
 
 func fieldName(f setters.Field) string {

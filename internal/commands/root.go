@@ -134,6 +134,7 @@ bump as a commit or a pull request.`,
 		NewCmdPlan(g, stdout, nil),
 		NewCmdApply(g, stdout, nil),
 		NewCmdValidate(g, stdout, nil),
+		NewCmdRun(g, stdout, nil),
 		NewCmdDemo(g, stdout),
 	)
 	return root

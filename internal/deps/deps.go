@@ -12,3 +12,10 @@ import (
 	_ "golang.org/x/crypto/ssh/knownhosts"
 	_ "golang.org/x/time/rate"
 )
+
+// Pull request providers (issue 5).
+import (
+	_ "code.gitea.io/sdk/gitea"
+	_ "github.com/google/go-github/v93/github"
+	_ "gitlab.com/gitlab-org/api/client-go"
+)

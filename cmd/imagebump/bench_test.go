@@ -1,0 +1,651 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/imagebump/imagebump/internal/commands"
+	"github.com/imagebump/imagebump/internal/treegen"
+)
+
+// The benchmarks in this file hold imagebump to issue 3's targets: over a
+// generated tree of 10,000 files, plan in at most 3x and apply in at most 4x
+// the time of grep -rl '"$imagepolicy"', measured in the same run, with peak
+// memory that does not grow with the tree. Run them with
+//
+//	go test -run '^$' -bench VsGrep -benchtime 1x -count 5 ./cmd/imagebump
+//
+// Each benchmark runs grep and the imagebump binary -vsgrep.reps times,
+// interleaved, and reports the medians. The targets are reported, not
+// asserted: the machine is shared and noisy.
+
+var (
+	reps       = flag.Int("vsgrep.reps", 5, "timed runs of grep and of imagebump per benchmark iteration")
+	cpuProfile = flag.String("inprocess.cpuprofile", "", "write a CPU profile of the in-process benchmarks' loops, without the fixture's setup, to this file")
+)
+
+// treeSizes are the trees every benchmark runs over: two sizes, to show
+// that memory does not grow with the tree.
+var treeSizes = []int{2500, 10000}
+
+// Targets from issue 3: imagebump's time over grep's.
+const (
+	planTarget  = 3.0
+	applyTarget = 4.0
+)
+
+// target returns the target ratio for a tree of n files: issue 3 sets
+// them for the default tree of treegen.DefaultFiles files only.
+func target(n int, ratio float64) float64 {
+	if n != treegen.DefaultFiles {
+		return 0
+	}
+	return ratio
+}
+
+// fixture is what the benchmarks share, built once per process: the
+// imagebump binary, a registry serving every policy's tags, and the trees.
+type fixture struct {
+	dir   string // holds everything below; removed by TestMain
+	bin   string
+	grep  string
+	host  string
+	srv   *httptest.Server
+	trees map[int]*tree
+}
+
+// tree is one generated repository with its config.
+type tree struct {
+	root   string
+	config string
+	stats  treegen.Stats
+	// work is a copy of root for apply to rewrite, made on first use;
+	// changed lists the files apply changes there.
+	work    string
+	changed []string
+}
+
+var (
+	fixOnce sync.Once
+	fix     *fixture
+	fixErr  error
+)
+
+// rssLauncherEnv makes the test binary a launcher: it runs the command
+// line it was given and writes the child's peak RSS, in bytes, to the file
+// the variable names. See peakRSS.
+const rssLauncherEnv = "IMAGEBUMP_BENCH_RSS_FILE"
+
+func TestMain(m *testing.M) {
+	if file := os.Getenv(rssLauncherEnv); file != "" {
+		os.Exit(launch(file))
+	}
+	flag.Parse()
+	code := m.Run()
+	if fix != nil {
+		fix.srv.Close()
+		os.RemoveAll(fix.dir)
+	}
+	os.Exit(code)
+}
+
+// getFixture builds the fixture on first use. A missing grep or cp skips
+// the benchmark, or fails it when CI=true.
+func getFixture(b *testing.B) *fixture {
+	b.Helper()
+	for _, prog := range []string{"grep", "cp"} {
+		if _, err := exec.LookPath(prog); err != nil {
+			if os.Getenv("CI") == "true" {
+				b.Fatalf("%s is not installed: %v", prog, err)
+			}
+			b.Skipf("%s is not installed: %v", prog, err)
+		}
+	}
+	fixOnce.Do(func() { fix, fixErr = newFixture() })
+	if fixErr != nil {
+		b.Fatal(fixErr)
+	}
+	return fix
+}
+
+func newFixture() (f *fixture, err error) {
+	start := time.Now()
+	dir, err := os.MkdirTemp("", "imagebump-bench-")
+	if err != nil {
+		return nil, err
+	}
+	f = &fixture{dir: dir, trees: map[int]*tree{}}
+	defer func() {
+		if err != nil {
+			if f.srv != nil {
+				f.srv.Close()
+			}
+			os.RemoveAll(dir)
+			f = nil
+		}
+	}()
+	if f.grep, err = exec.LookPath("grep"); err != nil {
+		return f, err
+	}
+
+	f.bin = filepath.Join(dir, "imagebump")
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		goCmd = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	}
+	build := exec.Command(goCmd, "build", "-o", f.bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		return f, fmt.Errorf("building imagebump: %w\n%s", err, out)
+	}
+
+	f.srv = httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	f.host = strings.TrimPrefix(f.srv.URL, "http://")
+	if err := pushAll(context.Background(), f.host, treegen.Repositories(treegen.Options{RegistryHost: f.host})); err != nil {
+		return f, err
+	}
+
+	for _, n := range treeSizes {
+		opts := treegen.Options{Files: n, RegistryHost: f.host, Seed: 1}
+		t := &tree{root: filepath.Join(dir, fmt.Sprintf("tree-%d", n)), config: filepath.Join(dir, fmt.Sprintf("imagebump-%d.yaml", n))}
+		if t.stats, err = treegen.Generate(t.root, opts); err != nil {
+			return f, err
+		}
+		if err := os.WriteFile(t.config, treegen.Config(opts), 0o644); err != nil {
+			return f, err
+		}
+		f.trees[n] = t
+	}
+	fmt.Fprintf(os.Stderr, "bench fixture: binary, registry %s and trees of %v files ready in %s\n", f.host, treeSizes, time.Since(start).Round(time.Millisecond))
+	return f, nil
+}
+
+// pushAll pushes one small fixed image to every repository and tags it with
+// each of the repository's tags: push once, then tag by manifest PUTs.
+func pushAll(ctx context.Context, host string, repos []treegen.Repository) error {
+	img, err := mutate.AppendLayers(empty.Image, static.NewLayer([]byte("imagebump benchmark layer"), types.DockerLayer))
+	if err != nil {
+		return err
+	}
+	img, err = mutate.Config(img, v1.Config{Labels: map[string]string{"org.example.bench": "1"}})
+	if err != nil {
+		return err
+	}
+	pusher, err := remote.NewPusher(remote.WithContext(ctx))
+	if err != nil {
+		return err
+	}
+	errs := make([]error, len(repos))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, r := range repos {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = pushTags(ctx, pusher, host, r, img)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// pushTags pushes img to r's first tag, then puts its manifest under the
+// others.
+func pushTags(ctx context.Context, pusher *remote.Pusher, host string, r treegen.Repository, img v1.Image) error {
+	for i, tag := range r.Tags {
+		ref, err := name.NewTag(host+"/"+r.Path+":"+tag, name.Insecure)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			err = pusher.Push(ctx, ref, img)
+		} else {
+			err = pusher.Put(ctx, ref, img)
+		}
+		if err != nil {
+			return fmt.Errorf("pushing %s: %w", ref, err)
+		}
+	}
+	return nil
+}
+
+// run is one timed process run.
+type run struct {
+	elapsed time.Duration
+	code    int
+}
+
+// timeCommand runs name with args, stdout to the file out (truncated
+// first), and times it from start to exit.
+func timeCommand(out, name string, args ...string) (run, error) {
+	f, err := os.Create(out)
+	if err != nil {
+		return run{}, err
+	}
+	defer f.Close()
+	var stderr bytes.Buffer
+	cmd := exec.Command(name, args...)
+	cmd.Stdout = f
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err = cmd.Run()
+	elapsed := time.Since(start)
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		return run{}, fmt.Errorf("running %s: %w", filepath.Base(name), err)
+	}
+	r := run{elapsed: elapsed, code: cmd.ProcessState.ExitCode()}
+	// grep exits 0 when it found something; plan and apply exit 1 because
+	// the tree holds broken files, which the report lists.
+	if r.code > 1 {
+		return r, fmt.Errorf("%s %s exited %d: %s", filepath.Base(name), strings.Join(args, " "), r.code, stderr.Bytes())
+	}
+	return r, nil
+}
+
+// peakRSS runs name with args once, untimed, and returns its peak resident
+// memory and the launcher's, which is a floor under the figure.
+//
+// It does not read the timed runs' rusage, because on Linux that figure
+// is useless for a child of this process: Go starts children with
+// vfork-style clone(CLONE_VM), so at exec the kernel records the shared
+// memory map's peak, this process's (the in-process registry, the trees'
+// bookkeeping: about 30 MB), as the child's, whatever the child uses. The
+// launcher is this test binary started afresh, whose own peak is a few
+// megabytes; the figure is exact when it is above the launcher's.
+func peakRSS(name string, args ...string) (child, floor int64, err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, 0, err
+	}
+	file := filepath.Join(fix.dir, "rss")
+	cmd := exec.Command(self, append([]string{"-test.run=^$", "--", name}, args...)...)
+	cmd.Env = append(os.Environ(), rssLauncherEnv+"="+file)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return 0, 0, fmt.Errorf("measuring the memory of %s: %w: %s", filepath.Base(name), err, out)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, err := fmt.Sscan(string(data), &child, &floor); err != nil {
+		return 0, 0, fmt.Errorf("reading %s: %w", file, err)
+	}
+	return child, floor, nil
+}
+
+// launch is the launcher's main: it runs the command line that follows the
+// test flags, output discarded, and writes the child's and its own peak RSS
+// to file. A child exit code of 1 (broken files in the tree) is not a
+// failure.
+func launch(file string) int {
+	flag.Parse()
+	args := flag.Args()
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "launcher: no command")
+		return 2
+	}
+	// The child's figure starts at this process's own peak, which is
+	// not its rusage (that starts at its parent's) but its memory map's
+	// high-water mark.
+	floor, err := highWaterMark()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "launcher:", err)
+		return 2
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && (!errors.As(err, &exit) || exit.ExitCode() > 1) {
+		fmt.Fprintf(os.Stderr, "launcher: %v: %s\n", err, stderr.Bytes())
+		return 2
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		fmt.Fprintln(os.Stderr, "launcher: no rusage")
+		return 2
+	}
+	if err := os.WriteFile(file, fmt.Appendf(nil, "%d %d\n", ru.Maxrss*1024, floor), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "launcher:", err)
+		return 2
+	}
+	return 0
+}
+
+// highWaterMark returns this process's peak resident memory in bytes, as
+// VmHWM in /proc/self/status says.
+func highWaterMark() (int64, error) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err != nil {
+				return 0, fmt.Errorf("reading VmHWM %q: %w", v, err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc/self/status")
+}
+
+// checkGrep checks that grep listed the files treegen says hold the token.
+func checkGrep(b *testing.B, out string, st treegen.Stats) {
+	b.Helper()
+	data, err := os.ReadFile(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if got, want := bytes.Count(data, []byte("\n")), st.TokenFiles; got != want {
+		b.Errorf("grep listed %d files, want %d", got, want)
+	}
+}
+
+// checkReport checks that a plan or apply found what treegen put in the
+// tree: every change, every broken file, every policy's latest tag.
+func checkReport(b *testing.B, out string, st treegen.Stats, applied bool) *commands.PlanReport {
+	b.Helper()
+	data, err := os.ReadFile(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var rep commands.PlanReport
+	if err := json.Unmarshal(data, &rep); err != nil {
+		b.Fatalf("reading the JSON report: %v\n%.500s", err, data)
+	}
+	failed := 0
+	for _, p := range rep.Policies {
+		if p.Error != "" {
+			failed++
+		}
+	}
+	got := []int{len(rep.Policies), failed, rep.Files.Scanned, len(rep.Changes), len(rep.Problems)}
+	want := []int{st.Policies, 0, st.YAMLFiles, st.Changes, st.InvalidFiles}
+	if !slices.Equal(got, want) || rep.Applied != applied {
+		b.Errorf("report: [policies, failed policies, files scanned, changes, problems] = %v, want %v; applied %v, want %v", got, want, rep.Applied, applied)
+	}
+	return &rep
+}
+
+// median returns the median of xs.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkPlanVsGrep times `imagebump plan -o json` against grep over the
+// same tree, interleaved, per tree size.
+func BenchmarkPlanVsGrep(b *testing.B) {
+	f := getFixture(b)
+	for _, n := range treeSizes {
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			t := f.trees[n]
+			grepOut := filepath.Join(b.TempDir(), "grep.out")
+			planOut := filepath.Join(b.TempDir(), "plan.json")
+			grep := func() (run, error) { return timeCommand(grepOut, f.grep, "-rl", `"$imagepolicy"`, t.root) }
+			plan := func() (run, error) {
+				return timeCommand(planOut, f.bin, "plan", "--repo", t.root, "-c", t.config, "-o", "json")
+			}
+
+			// Warm the page cache and check the outputs once, untimed.
+			if _, err := grep(); err != nil {
+				b.Fatal(err)
+			}
+			checkGrep(b, grepOut, t.stats)
+			if _, err := plan(); err != nil {
+				b.Fatal(err)
+			}
+			checkReport(b, planOut, t.stats, false)
+			rss, floor, err := peakRSS(f.bin, "plan", "--repo", t.root, "-c", t.config, "-o", "json")
+			if err != nil {
+				b.Fatal(err)
+			}
+
+			var grepMS, planMS []float64
+			for b.Loop() {
+				for range *reps {
+					g, err := grep()
+					if err != nil {
+						b.Fatal(err)
+					}
+					p, err := plan()
+					if err != nil {
+						b.Fatal(err)
+					}
+					grepMS = append(grepMS, ms(g.elapsed))
+					planMS = append(planMS, ms(p.elapsed))
+				}
+			}
+			report(b, "plan", target(n, planTarget), grepMS, planMS, rss, floor)
+		})
+	}
+}
+
+// BenchmarkApplyVsGrep times `imagebump apply -o json` against grep, both
+// over the same working copy of the tree. Between runs, with the timer
+// stopped, the files the last apply changed are put back from the pristine
+// tree and synced, which leaves the same tree as a fresh `cp -a` (made once)
+// in a fraction of the time.
+func BenchmarkApplyVsGrep(b *testing.B) {
+	f := getFixture(b)
+	for _, n := range treeSizes {
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			t := f.trees[n]
+			work := f.workCopy(b, t)
+			tmp := b.TempDir()
+			grepOut := filepath.Join(tmp, "grep.out")
+			applyOut := filepath.Join(tmp, "apply.json")
+			grep := func() (run, error) { return timeCommand(grepOut, f.grep, "-rl", `"$imagepolicy"`, work) }
+			apply := func() (run, error) {
+				return timeCommand(applyOut, f.bin, "apply", "--repo", work, "-c", t.config, "-o", "json")
+			}
+
+			t.restore(b, work)
+			if _, err := grep(); err != nil {
+				b.Fatal(err)
+			}
+			checkGrep(b, grepOut, t.stats)
+			if _, err := apply(); err != nil {
+				b.Fatal(err)
+			}
+			t.changed = checkReport(b, applyOut, t.stats, true).Files.Changed
+			t.restore(b, work)
+			rss, floor, err := peakRSS(f.bin, "apply", "--repo", work, "-c", t.config, "-o", "json")
+			if err != nil {
+				b.Fatal(err)
+			}
+
+			var grepMS, applyMS []float64
+			for b.Loop() {
+				for range *reps {
+					b.StopTimer()
+					t.restore(b, work)
+					b.StartTimer()
+					g, err := grep()
+					if err != nil {
+						b.Fatal(err)
+					}
+					a, err := apply()
+					if err != nil {
+						b.Fatal(err)
+					}
+					grepMS = append(grepMS, ms(g.elapsed))
+					applyMS = append(applyMS, ms(a.elapsed))
+					b.StopTimer()
+					checkGrep(b, grepOut, t.stats)
+					rep := checkReport(b, applyOut, t.stats, true)
+					if !slices.Equal(rep.Files.Changed, t.changed) {
+						b.Errorf("apply changed %d files, not the %d the first apply changed", len(rep.Files.Changed), len(t.changed))
+					}
+					b.StartTimer()
+				}
+			}
+			t.restore(b, work)
+			report(b, "apply", target(n, applyTarget), grepMS, applyMS, rss, floor)
+		})
+	}
+}
+
+// workCopy returns the working copy of t that apply rewrites, made with
+// cp -a on first use.
+func (f *fixture) workCopy(b *testing.B, t *tree) string {
+	b.Helper()
+	if t.work == "" {
+		work := t.root + "-work"
+		if out, err := exec.Command("cp", "-a", t.root, work).CombinedOutput(); err != nil {
+			b.Fatalf("copying the tree: %v: %s", err, out)
+		}
+		t.work = work
+	}
+	return t.work
+}
+
+// restore copies the files apply changed back from the pristine tree into
+// work, and syncs, so the writeback does not land in a timed run.
+func (t *tree) restore(b *testing.B, work string) {
+	b.Helper()
+	for _, rel := range t.changed {
+		data, err := os.ReadFile(filepath.Join(t.root, filepath.FromSlash(rel)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, filepath.FromSlash(rel)), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	syscall.Sync()
+}
+
+// report reports the medians, their ratio and the peak memory, and says
+// so when the ratio misses its target. The targets are for trees of
+// treegen.DefaultFiles files; for other sizes target is 0.
+func report(b *testing.B, verb string, target float64, grepMS, toolMS []float64, maxRSS, floor int64) {
+	b.Helper()
+	g, t := median(grepMS), median(toolMS)
+	ratio := t / g
+	b.ReportMetric(0, "ns/op") // the wall time of a loop, copies included, means nothing here
+	b.ReportMetric(g, "grep-ms")
+	b.ReportMetric(t, verb+"-ms")
+	b.ReportMetric(ratio, verb+"/grep")
+	b.ReportMetric(float64(maxRSS)/(1<<20), "maxrss-MB")
+	if maxRSS <= floor {
+		b.Logf("the peak RSS of %s is no more than its launcher's, %.1f MB: the figure is an upper bound", verb, float64(floor)/(1<<20))
+	}
+	if target > 0 && ratio > target {
+		b.Logf("TARGET MISSED: %s takes %.2fx grep (%.0f ms vs %.0f ms, medians of %d), target %.0fx", verb, ratio, t, g, len(toolMS), target)
+	}
+}
+
+// profile starts a CPU profile when -inprocess.cpuprofile is set, and
+// returns the function that ends it.
+func profile(b *testing.B) func() {
+	if *cpuProfile == "" {
+		return func() {}
+	}
+	f, err := os.Create(*cpuProfile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
+
+// BenchmarkPlanInProcess runs plan over the 10,000-file tree inside the
+// test process, for profiling (the binary has no profiling flag):
+//
+//	go test -run '^$' -bench PlanInProcess -benchtime 20x -inprocess.cpuprofile cpu.out ./cmd/imagebump
+//
+// Unlike -cpuprofile, -inprocess.cpuprofile leaves out building the
+// fixture. The profile also holds the in-process registry's work; it shows
+// under go-containerregistry's pkg/registry.
+func BenchmarkPlanInProcess(b *testing.B) {
+	f := getFixture(b)
+	t := f.trees[treeSizes[len(treeSizes)-1]]
+	out := filepath.Join(b.TempDir(), "plan.json")
+	args := []string{"plan", "--repo", t.root, "-c", t.config, "-o", "json"}
+	defer profile(b)()
+	for b.Loop() {
+		o, err := os.Create(out)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var stderr bytes.Buffer
+		code := commands.Main(b.Context(), args, o, &stderr)
+		o.Close()
+		if code > 1 {
+			b.Fatalf("plan exited %d: %s", code, stderr.Bytes())
+		}
+	}
+	checkReport(b, out, t.stats, false)
+}
+
+// BenchmarkApplyInProcess is BenchmarkPlanInProcess for apply, over the
+// working copy of BenchmarkApplyVsGrep, restored with the timer stopped.
+func BenchmarkApplyInProcess(b *testing.B) {
+	f := getFixture(b)
+	t := f.trees[treeSizes[len(treeSizes)-1]]
+	work := f.workCopy(b, t)
+	out := filepath.Join(b.TempDir(), "apply.json")
+	args := []string{"apply", "--repo", work, "-c", t.config, "-o", "json"}
+	defer profile(b)()
+	for b.Loop() {
+		b.StopTimer()
+		t.restore(b, work)
+		o, err := os.Create(out)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		var stderr bytes.Buffer
+		code := commands.Main(b.Context(), args, o, &stderr)
+		o.Close()
+		if code > 1 {
+			b.Fatalf("apply exited %d: %s", code, stderr.Bytes())
+		}
+		b.StopTimer()
+		t.changed = checkReport(b, out, t.stats, true).Files.Changed
+		b.StartTimer()
+	}
+	t.restore(b, work)
+}

@@ -1,0 +1,45 @@
+// Package gitwriter keeps a working copy of the cluster repository with
+// go-git: it clones or reuses it, commits edits (optionally OpenPGP-signed)
+// and pushes them, retrying on races without ever force-pushing the
+// tracked branch.
+//
+// It knows nothing of registries, policies or markers: the caller hands
+// Update an Edit function that changes files in the worktree and says
+// which.
+//
+// # Working copy
+//
+// Open clones the tracked branch, shallow (depth 1) and single-branch by
+// default, or reuses the clone in Options.Workdir: it fetches the branch,
+// hard-resets the worktree to the remote head and deletes every untracked
+// file, ignored ones included. A working copy that cannot be opened, whose
+// HEAD, index or objects are unreadable, that is a clone of another URL, or
+// that has collected too many pack files is deleted and cloned afresh. A
+// non-empty Workdir without a .git is refused, never emptied.
+//
+// # Commits and pushes
+//
+// Update calls Edit on a clean worktree at the remote head, compares the
+// files it reports with that commit, and commits only those that differ,
+// staged one by one, with the author as committer too. Without
+// Update.PushBranch it pushes to the tracked branch, fast-forward only; when
+// the push fails and a fetch shows the remote moved, it resets to the new
+// head, calls Edit again and retries, up to Update.MaxAttempts times with
+// jittered backoff, then fails with ErrConflict. With PushBranch, the
+// commit goes to that branch, built on the tracked head and force-pushed
+// (with a lease on the commit just seen) unless the branch already holds a
+// commit with the same tree on the same parent.
+//
+// # Network and credentials
+//
+// Every network operation (clone, fetch, listing refs, push) gets its own
+// Options.Timeout. Credentials are read from their files at each operation
+// and passed to go-git per operation; the URL stored in .git/config has no
+// userinfo, and errors and logs name the remote with credentials and query
+// values removed. Refused credentials give an *AuthError, an SSH host key
+// not in the known_hosts file (or a different one) a *HostKeyError, and a
+// missing branch an error wrapping ErrBranchNotFound.
+//
+// The file:// transport of go-git runs git-upload-pack and git-receive-pack
+// from PATH; http(s) and ssh need no git installation.
+package gitwriter

@@ -1,0 +1,138 @@
+package gitwriter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/imagebump/imagebump/internal/redact"
+)
+
+// ErrBranchNotFound is wrapped by the error of Open and Update when the
+// tracked branch does not exist on the remote.
+var ErrBranchNotFound = errors.New("branch not found")
+
+// ErrConflict is wrapped by the error of Update when the remote branch kept
+// moving while Update tried to push, and Update.MaxAttempts ran out.
+var ErrConflict = errors.New("remote branch kept moving")
+
+// AuthError reports that the remote refused the credentials, or that none
+// were given where the remote requires them.
+type AuthError struct {
+	// Remote is the remote URL with any credential removed.
+	Remote string
+	// Err is the underlying error.
+	Err error
+}
+
+// Error says that the credentials were refused; the error wrapping it
+// names the remote and the operation.
+func (e *AuthError) Error() string {
+	return "credentials refused or missing: " + e.Err.Error()
+}
+
+// Unwrap returns the underlying error.
+func (e *AuthError) Unwrap() error { return e.Err }
+
+// HostKeyError reports that the SSH server's host key was not accepted:
+// either the host is not in the known_hosts file, or it is there with
+// another key (the key changed, or someone is in the middle).
+type HostKeyError struct {
+	// Remote is the remote URL with any credential removed.
+	Remote string
+	// Host is the host and port the key was checked for.
+	Host string
+	// Unknown is true when the known_hosts file has no key for Host, false
+	// when it has a different one.
+	Unknown bool
+	// Err is the underlying error.
+	Err error
+}
+
+// Error names the host and says what to do; the error wrapping it names
+// the remote and the operation.
+func (e *HostKeyError) Error() string {
+	if e.Unknown {
+		return "ssh host key of " + e.Host + " is not in the known hosts file; add the server's key to it: " + e.Err.Error()
+	}
+	return "ssh host key of " + e.Host + " does not match the key in the known hosts file; " +
+		"if the server's key really changed, replace it there: " + e.Err.Error()
+}
+
+// Unwrap returns the underlying error.
+func (e *HostKeyError) Unwrap() error { return e.Err }
+
+// redactedError hides URLs' credentials in an error's text while keeping
+// the error chain for errors.Is and errors.As.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redactErr returns err with any URL in its text redacted, and every
+// secret in secrets replaced, as a last line of defence: the transports
+// should never echo one.
+func redactErr(err error, secrets ...string) error {
+	if err == nil {
+		return nil
+	}
+	msg := redact.Text(err.Error())
+	for _, s := range secrets {
+		if s != "" {
+			msg = strings.ReplaceAll(msg, s, redact.Placeholder)
+		}
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return &redactedError{msg: msg, err: err}
+}
+
+// netError turns an error of a network operation (op, such as "cloning")
+// on the remote into one that names the remote (redacted) and the branch,
+// with a type callers can branch on where it matters.
+func (r *Repo) netError(ctx context.Context, op, branch string, err error) error {
+	if err == nil {
+		return nil
+	}
+	err = redactErr(err, r.secretsSeen()...)
+	var hk *HostKeyError
+	switch {
+	case errors.As(err, &hk):
+		return fmt.Errorf("%s %s: %w", op, r.remote, err)
+	case isAuthError(err):
+		return fmt.Errorf("%s %s (branch %q): %w", op, r.remote, branch, &AuthError{Remote: r.remote, Err: err})
+	case isBranchMissing(err):
+		return fmt.Errorf("%s %s: remote has no branch %q: %w", op, r.remote, branch, ErrBranchNotFound)
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		return fmt.Errorf("%s %s (branch %q): no repository at that URL: %w", op, r.remote, branch, err)
+	case errors.Is(err, transport.ErrEmptyRemoteRepository):
+		return fmt.Errorf("%s %s: the remote repository is empty, branch %q does not exist: %w", op, r.remote, branch, ErrBranchNotFound)
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s %s (branch %q): timed out after %v: %w", op, r.remote, branch, r.opts.Timeout, err)
+	}
+	return fmt.Errorf("%s %s (branch %q): %w", op, r.remote, branch, err)
+}
+
+// isAuthError reports whether err says the remote refused or wanted
+// credentials. The SSH package has no typed error for a refused key, so
+// its message is matched.
+func isAuthError(err error) bool {
+	if errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed) {
+		return true
+	}
+	return strings.Contains(err.Error(), "ssh: unable to authenticate")
+}
+
+func isBranchMissing(err error) bool {
+	var nm git.NoMatchingRefSpecError
+	return errors.As(err, &nm) || errors.Is(err, plumbing.ErrReferenceNotFound)
+}

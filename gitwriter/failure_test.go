@@ -1,0 +1,460 @@
+package gitwriter
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagebump/imagebump/internal/testgit"
+)
+
+func TestRemoteGoesAwayMidPush(t *testing.T) {
+	for _, pushBranch := range []string{"", "imagebump/main"} {
+		t.Run("push branch "+pushBranch, func(t *testing.T) {
+			bare, s, auth := httpRemote(t)
+			workdir := t.TempDir()
+			opts := Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: workdir}
+			u := Update{Commit: author, PushBranch: pushBranch}
+			edit := setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)
+			before := testgit.Refs(t, bare)
+
+			r := mustOpen(t, opts)
+			s.FailReceivePack(true)
+			_, err := r.Update(t.Context(), u, edit)
+			if err == nil {
+				t.Fatal("Update succeeded while the remote hung up on every push")
+			}
+			wantBranch := "main"
+			if pushBranch != "" {
+				wantBranch = pushBranch
+			}
+			for _, want := range []string{"pushing to " + s.URL, `"` + wantBranch + `"`} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+			if s.ReceivePackRequests() == 0 {
+				t.Fatal("no push reached the server")
+			}
+			if diff := cmp.Diff(testgit.Refs(t, bare), before); diff != "" {
+				t.Errorf("remote refs changed by a failed push (-got +want):\n%s", diff)
+			}
+			if got := testgit.Git(t, bare, "fsck", "--no-dangling"); got != "" {
+				t.Errorf("git fsck on the remote after a failed push: %s", got)
+			}
+
+			// The remote comes back; the next run recovers.
+			s.FailReceivePack(false)
+			got, err := mustOpen(t, opts).Update(t.Context(), u, edit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Pushed {
+				t.Errorf("Update after recovery = %+v, want a push", got)
+			}
+			if diff := cmp.Diff(testgit.Log(t, bare, wantBranch), []string{"Bump app", "initial commit"}); diff != "" {
+				t.Errorf("remote log after recovery mismatch (-got +want):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRemoteGoneDuringOpen(t *testing.T) {
+	bare, s, auth := httpRemote(t)
+	workdir := t.TempDir()
+	opts := Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: workdir}
+	mustOpen(t, opts)
+	moved := testgit.Commit(t, bare, "main", map[string]string{"new.yaml": "n\n"}, nil, "meanwhile")
+
+	s.FailAll(true)
+	if _, err := Open(t.Context(), opts); err == nil || !strings.Contains(err.Error(), "fetching "+s.URL) {
+		t.Fatalf("Open with the remote gone: error = %v, want a fetch error naming the remote", err)
+	}
+	// A network failure keeps the working copy for the next run.
+	if _, err := os.Stat(filepath.Join(workdir, ".git")); err != nil {
+		t.Fatalf("the working copy was deleted after a network failure: %v", err)
+	}
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	if _, err := Open(t.Context(), Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: fresh}); err == nil {
+		t.Fatal("clone with the remote gone succeeded")
+	}
+	if entries, _ := os.ReadDir(fresh); len(entries) != 0 {
+		t.Errorf("a failed clone left %d entries in the workdir", len(entries))
+	}
+
+	s.FailAll(false)
+	for _, dir := range []string{workdir, fresh} {
+		r := mustOpen(t, Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: dir})
+		if r.Head() != moved {
+			t.Errorf("Head() after recovery = %s, want %s", r.Head(), moved)
+		}
+	}
+}
+
+func TestUpdateMissingBranchLater(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	testgit.Commit(t, bare, "release", nil, nil, "release branch")
+	workdir := t.TempDir()
+	opts := Options{URL: fileURL(bare), Branch: "release", Workdir: workdir}
+	mustOpen(t, opts)
+	testgit.Git(t, bare, "branch", "-D", "release")
+	_, err := Open(t.Context(), opts)
+	if !errors.Is(err, ErrBranchNotFound) {
+		t.Fatalf("Open after the branch was deleted: error = %v, want ErrBranchNotFound", err)
+	}
+	if !strings.Contains(err.Error(), `"release"`) || !strings.Contains(err.Error(), bare) {
+		t.Errorf("error %q does not name the branch and the remote", err)
+	}
+}
+
+func TestCancelledContext(t *testing.T) {
+	bare, s, auth := httpRemote(t)
+	opts := Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: t.TempDir()}
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+
+	t.Run("open", func(t *testing.T) {
+		requests := s.Requests()
+		_, err := Open(cancelled, Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: t.TempDir()})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Open(cancelled) error = %v, want context.Canceled", err)
+		}
+		if s.Requests() != requests {
+			t.Errorf("Open(cancelled) made %d requests", s.Requests()-requests)
+		}
+	})
+	t.Run("reopen", func(t *testing.T) {
+		mustOpen(t, opts)
+		_, err := Open(cancelled, opts)
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Open(cancelled) on a working copy: error = %v, want context.Canceled", err)
+		}
+	})
+	for _, pushBranch := range []string{"", "imagebump/main"} {
+		t.Run("update push branch "+pushBranch, func(t *testing.T) {
+			before := testgit.Refs(t, bare)
+			r := mustOpen(t, opts)
+			_, err := r.Update(cancelled, Update{Commit: author, PushBranch: pushBranch}, setFiles(map[string]string{"a.yaml": "a\n"}, "a", nil))
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Update(cancelled) error = %v, want context.Canceled", err)
+			}
+			if diff := cmp.Diff(testgit.Refs(t, bare), before); diff != "" {
+				t.Errorf("Update(cancelled) changed the remote (-got +want):\n%s", diff)
+			}
+		})
+	}
+	t.Run("cancelled during the edit", func(t *testing.T) {
+		before := testgit.Refs(t, bare)
+		r := mustOpen(t, opts)
+		ctx, cancel := context.WithCancel(t.Context())
+		_, err := r.Update(ctx, Update{Commit: author}, func(ctx context.Context, dir string) ([]string, string, error) {
+			cancel()
+			return setFiles(map[string]string{"a.yaml": "a\n"}, "a", nil)(ctx, dir)
+		})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Update cancelled during the edit: error = %v, want context.Canceled", err)
+		}
+		if diff := cmp.Diff(testgit.Refs(t, bare), before); diff != "" {
+			t.Errorf("a cancelled Update changed the remote (-got +want):\n%s", diff)
+		}
+	})
+}
+
+// TestTimeout points Open at a server that accepts connections and never
+// answers: each network operation must give up after Options.Timeout.
+func TestTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				_ = c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c) // held open, never answered
+		}
+	}()
+	addr := l.Addr().String()
+	tests := []struct {
+		name string
+		opts Options
+	}{
+		{name: "http", opts: Options{URL: "http://" + addr + "/repo.git", Branch: "main"}},
+		{name: "ssh", opts: Options{URL: "ssh://git@" + addr + "/repo.git", Branch: "main",
+			Auth: Auth{SSHKeyFile: sshKey(t), InsecureIgnoreHostKey: true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Timeout = 300 * time.Millisecond
+			tt.opts.Workdir = t.TempDir()
+			start := time.Now()
+			_, err := Open(t.Context(), tt.opts)
+			elapsed := time.Since(start)
+			if err == nil {
+				t.Fatal("Open against a silent server succeeded")
+			}
+			if elapsed > 5*time.Second {
+				t.Errorf("Open took %v with a 300ms timeout", elapsed)
+			}
+			if !strings.Contains(err.Error(), addr) {
+				t.Errorf("error %q does not name the remote", err)
+			}
+			t.Logf("error after %v: %v", elapsed.Round(time.Millisecond), err)
+		})
+	}
+}
+
+// sshKey returns the path of a new unencrypted ed25519 key.
+func sshKey(t *testing.T) string {
+	t.Helper()
+	keygen := testgit.RequireProgram(t, "ssh-keygen", "openssh-client")
+	p := filepath.Join(t.TempDir(), "key")
+	if out, err := exec.Command(keygen, "-q", "-t", "ed25519", "-N", "", "-f", p).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v: %s", err, out)
+	}
+	return p
+}
+
+// newSigningKey writes an armored OpenPGP private key, encrypted with
+// passphrase when it is not empty, and returns the key file, the armored
+// public key and the entity.
+func newSigningKey(t *testing.T, passphrase string) (keyFile string, public []byte) {
+	t.Helper()
+	e, err := openpgp.NewEntity("imagebump test", "", "imagebump@example.invalid", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pub bytes.Buffer
+	w, err := armor.Encode(&pub, openpgp.PublicKeyType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Serialize(w); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	if passphrase != "" {
+		if err := e.EncryptPrivateKeys([]byte(passphrase), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var priv bytes.Buffer
+	w, err = armor.Encode(&priv, openpgp.PrivateKeyType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SerializePrivateWithoutSigning(w, nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	keyFile = filepath.Join(t.TempDir(), "key.asc")
+	if err := os.WriteFile(keyFile, priv.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return keyFile, pub.Bytes()
+}
+
+func TestSignedCommit(t *testing.T) {
+	gpg := testgit.RequireProgram(t, "gpg", "gnupg")
+	tests := []struct {
+		name       string
+		passphrase string
+	}{
+		{name: "plain key"},
+		{name: "encrypted key", passphrase: "sign-pass-" + t.Name()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			keyFile, public := newSigningKey(t, tt.passphrase)
+			signer := &Signer{KeyFile: keyFile}
+			if tt.passphrase != "" {
+				signer.PassphraseFile = writeSecret(t, tt.passphrase)
+			}
+			bare := testgit.NewBare(t, seed)
+			r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
+			c := author
+			c.Signer = signer
+			got, err := r.Update(t.Context(), Update{Commit: c}, setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			// gpg wants a short home path for its agent socket.
+			home, err := os.MkdirTemp("", "gnupg")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = exec.Command("gpgconf", "--homedir", home, "--kill", "all").Run()
+				_ = os.RemoveAll(home)
+			})
+			if err := os.Chmod(home, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			imp := exec.Command(gpg, "--homedir", home, "--batch", "--import")
+			imp.Stdin = bytes.NewReader(public)
+			if out, err := imp.CombinedOutput(); err != nil {
+				t.Fatalf("gpg --import: %v: %s", err, out)
+			}
+			env := []string{"GNUPGHOME=" + home}
+			out, err := testgit.GitErr(t, bare, env, "verify-commit", "--raw", got.Commit)
+			if err != nil {
+				t.Fatalf("git verify-commit %s: %v\n%s", got.Commit, err, out)
+			}
+			// A commit from another key does not verify: the check is real.
+			other, _ := newSigningKey(t, "")
+			c.Signer = &Signer{KeyFile: other}
+			got2, err := r.Update(t.Context(), Update{Commit: c}, setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.2.0\n"}, "Bump app again", nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := testgit.GitErr(t, bare, env, "verify-commit", got2.Commit); err == nil {
+				t.Errorf("git verify-commit accepted a commit signed by an unknown key")
+			}
+		})
+	}
+}
+
+func TestSigningKeyErrors(t *testing.T) {
+	encrypted, _ := newSigningKey(t, "the-passphrase")
+	notAKey := writeSecret(t, "not a key")
+	tests := []struct {
+		name   string
+		signer Signer
+		wantIn string
+	}{
+		{name: "wrong passphrase", signer: Signer{KeyFile: encrypted, PassphraseFile: writeSecret(t, "wrong-passphrase")}, wantIn: "wrong passphrase?"},
+		{name: "no passphrase", signer: Signer{KeyFile: encrypted}, wantIn: "no passphrase file"},
+		{name: "not a key", signer: Signer{KeyFile: notAKey}, wantIn: "armored OpenPGP key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loadSigningKey(tt.signer, func(string) {})
+			if err == nil || !strings.Contains(err.Error(), tt.wantIn) {
+				t.Fatalf("loadSigningKey() error = %v, want one containing %q", err, tt.wantIn)
+			}
+			for _, secret := range []string{"the-passphrase", "wrong-passphrase"} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("error %q reveals %q", err, secret)
+				}
+			}
+		})
+	}
+}
+
+// TestNoSecretLeaks runs successful and failing operations with every kind
+// of secret and searches the logs, the errors, the commits and every file
+// of the working copy and the remote for each secret.
+func TestNoSecretLeaks(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	httpd := testgit.StartHTTP(t, bare, true)
+	httpd.AllowUser(tokenUsername)
+	sshd := testgit.StartSSH(t, bare)
+	signPass := "sign-secret-passphrase"
+	keyFile, _ := newSigningKey(t, signPass)
+	wrongPass := "wrong-secret-password"
+	secrets := []string{httpd.Password, sshd.KeyPassphrase, signPass, wrongPass}
+
+	logger, logs := newLogger()
+	var errs []string
+	var workdirs []string
+	run := func(name string, opts Options, pushBranch string) {
+		opts.Branch = "main"
+		opts.Logger = logger
+		opts.Workdir = t.TempDir()
+		workdirs = append(workdirs, opts.Workdir)
+		r, err := Open(t.Context(), opts)
+		if err != nil {
+			errs = append(errs, err.Error())
+			return
+		}
+		defer r.Close()
+		c := author
+		c.Signer = &Signer{KeyFile: keyFile, PassphraseFile: writeSecret(t, signPass)}
+		edit := setFiles(map[string]string{"clusters/prod/" + name + ".yaml": "x\n"}, "Bump "+name, nil)
+		if _, err := r.Update(t.Context(), Update{Commit: c, PushBranch: pushBranch}, edit); err != nil {
+			errs = append(errs, err.Error())
+		}
+		// And a signing failure.
+		c.Signer = &Signer{KeyFile: keyFile, PassphraseFile: writeSecret(t, wrongPass)}
+		if _, err := r.Update(t.Context(), Update{Commit: c}, edit); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	run("token", Options{URL: httpd.URL, Auth: Auth{TokenFile: writeSecret(t, httpd.Password)}}, "")
+	run("basic", Options{URL: httpd.URL, Auth: Auth{UsernameFile: writeSecret(t, httpd.Username), PasswordFile: writeSecret(t, httpd.Password)}}, "imagebump/main")
+	run("wrong", Options{URL: httpd.URL, Auth: Auth{UsernameFile: writeSecret(t, httpd.Username), PasswordFile: writeSecret(t, wrongPass)}}, "")
+	run("ssh", Options{URL: sshd.URL, Auth: Auth{SSHKeyFile: sshd.EncryptedKeyFile, SSHKeyPassphraseFile: writeSecret(t, sshd.KeyPassphrase), KnownHostsFile: sshd.KnownHostsFile}}, "")
+	run("sshwrong", Options{URL: sshd.URL, Auth: Auth{SSHKeyFile: sshd.EncryptedKeyFile, SSHKeyPassphraseFile: writeSecret(t, wrongPass), KnownHostsFile: sshd.KnownHostsFile}}, "")
+
+	// The runs did something: commits landed, failures were reported.
+	if got := testgit.Log(t, bare, "main"); len(got) != 3 {
+		t.Errorf("remote main log = %q, want the token and ssh bumps on the initial commit", got)
+	}
+	if len(errs) != 5 {
+		t.Errorf("got %d errors, want 5 (3 signing, 1 auth, 1 ssh key): %q", len(errs), errs)
+	}
+	if !strings.Contains(logs.String(), "pushed") {
+		t.Errorf("the log has no push in it:\n%s", logs)
+	}
+
+	messages := testgit.Git(t, bare, "log", "--all", "--format=%H %an %ae %cn %ce %B")
+	for _, secret := range secrets {
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("the log reveals %q", secret)
+		}
+		for _, e := range errs {
+			if strings.Contains(e, secret) {
+				t.Errorf("error %q reveals %q", e, secret)
+			}
+		}
+		if strings.Contains(messages, secret) {
+			t.Errorf("a commit reveals %q", secret)
+		}
+		for _, dir := range append(workdirs, bare) {
+			searchTree(t, dir, secret)
+		}
+	}
+}
+
+// searchTree fails the test when a file under dir contains secret.
+func searchTree(t *testing.T, dir, secret string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte(secret)) {
+			t.Errorf("%s reveals %q", p, secret)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

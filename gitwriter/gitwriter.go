@@ -1,0 +1,553 @@
+package gitwriter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/imagebump/imagebump/internal/redact"
+)
+
+// Defaults for Options.
+const (
+	DefaultDepth   = 1
+	DefaultTimeout = 2 * time.Minute
+)
+
+// remoteName is the name of the one remote a working copy has.
+const remoteName = "origin"
+
+// maxPacks is how many pack files a reused working copy may collect (one
+// per fetch that brought something) before Open clones it afresh: go-git
+// never repacks, and a bot running every few minutes for months would
+// otherwise slow down on them.
+const maxPacks = 64
+
+// Options says which repository and branch to keep a working copy of, and
+// where.
+type Options struct {
+	// URL is the remote: https://, http://, ssh://, scp-like
+	// user@host:path, or file://. It must not hold a password; the user
+	// name of an http(s) URL is dropped (use Auth). The URL is stored in
+	// the working copy's .git/config without credentials.
+	URL string
+	// Branch is the tracked branch. Empty means the remote's default
+	// branch (its HEAD), looked up at each Open.
+	Branch string
+	// Auth holds the credentials, as files.
+	Auth Auth
+	// Workdir is where the working copy lives. Open reuses it when it holds
+	// a clone of URL, clones into it when it is missing or empty, re-clones
+	// when its clone is damaged or of another URL, and refuses a non-empty
+	// directory that holds no Git repository. Empty means a new temporary
+	// directory, removed by Close.
+	Workdir string
+	// Depth is the clone and fetch depth. Zero means DefaultDepth (shallow,
+	// single branch); a negative depth fetches the whole history.
+	Depth int
+	// Timeout bounds each network operation (clone, fetch, listing the
+	// remote's refs, push). Zero means DefaultTimeout.
+	Timeout time.Duration
+	// Logger receives progress at info and debug level; nil discards it.
+	Logger *slog.Logger
+}
+
+// Repo is a working copy of one branch of a remote repository. It is not
+// safe for concurrent use; two Repos in two working directories may race
+// against one remote.
+type Repo struct {
+	opts    Options
+	kind    kind
+	url     string // the URL without credentials, as stored in .git/config
+	remote  string // the URL for errors and logs
+	branch  string
+	dir     string
+	tempDir bool
+	log     *slog.Logger
+
+	sshUser string
+	sshHost string
+	sshPort int
+
+	repo  *git.Repository
+	head  plumbing.Hash // the tracked branch's remote head as last fetched
+	dirty bool          // the worktree may differ from head
+
+	secretsMu sync.Mutex
+	secrets   []string // secrets read so far, scrubbed from error text
+
+	beforePush func() // a test hook, run just before each push
+}
+
+// Open prepares a working copy of opts.Branch at the remote's head: it
+// clones, or reuses opts.Workdir by fetching and hard-resetting to the
+// remote head and deleting untracked files. It re-clones when the working
+// copy is damaged or is a clone of another URL.
+func Open(ctx context.Context, opts Options) (*Repo, error) {
+	r, err := newRepo(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("opening %s: %w", r.remote, err)
+	}
+	if r.dir == "" {
+		dir, err := os.MkdirTemp("", "imagebump-git-")
+		if err != nil {
+			return nil, fmt.Errorf("creating a temporary working directory: %w", err)
+		}
+		r.dir, r.tempDir = dir, true
+	}
+	if err := r.open(ctx); err != nil {
+		if r.tempDir {
+			_ = os.RemoveAll(r.dir)
+		}
+		return nil, err
+	}
+	return r, nil
+}
+
+// newRepo checks opts and fills in the defaults.
+func newRepo(opts Options) (*Repo, error) {
+	if opts.Depth == 0 {
+		opts.Depth = DefaultDepth
+	}
+	if opts.Depth < 0 {
+		opts.Depth = 0 // go-git's "no limit"
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	r := &Repo{opts: opts, log: opts.Logger}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if err := r.parseURL(opts.URL); err != nil {
+		return nil, err
+	}
+	if err := opts.Auth.validate(r.kind); err != nil {
+		return nil, fmt.Errorf("git auth for %s: %w", r.remote, err)
+	}
+	if opts.Branch != "" {
+		if err := validBranch(opts.Branch); err != nil {
+			return nil, err
+		}
+	}
+	r.branch = opts.Branch
+	if opts.Workdir != "" {
+		dir, err := filepath.Abs(opts.Workdir)
+		if err != nil {
+			return nil, fmt.Errorf("resolving workdir: %w", err)
+		}
+		r.dir = dir
+	}
+	r.log = r.log.With("remote", r.remote)
+	return r, nil
+}
+
+// validBranch checks a branch name as Git would.
+func validBranch(name string) error {
+	if strings.HasPrefix(name, "refs/") {
+		return fmt.Errorf("branch %q: give the branch name without refs/heads/", name)
+	}
+	if err := plumbing.NewBranchReferenceName(name).Validate(); err != nil {
+		return fmt.Errorf("branch %q is not a valid branch name: %w", name, err)
+	}
+	return nil
+}
+
+// parseURL sets the transport kind, the URL to store and the URL to show.
+func (r *Repo) parseURL(raw string) error {
+	if raw == "" {
+		return errors.New("git URL is empty")
+	}
+	ep, err := transport.NewEndpoint(raw)
+	if err != nil {
+		// The parse error quotes the URL, which may hold a secret.
+		return errors.New("git URL is not valid: " + redact.String(raw))
+	}
+	if ep.Password != "" || strings.Contains(ep.User, ":") {
+		return errors.New("git URL " + redact.String(raw) + " holds a password; give credentials as files in the auth settings")
+	}
+	switch ep.Protocol {
+	case "http", "https":
+		u, err := url.Parse(raw)
+		if err != nil {
+			return errors.New("git URL is not valid: " + redact.String(raw))
+		}
+		u.User = nil
+		r.kind, r.url, r.remote = kindHTTP, u.String(), redact.URL(u)
+	case "ssh":
+		r.kind, r.url = kindSSH, raw
+		r.sshUser, r.sshHost, r.sshPort = ep.User, ep.Host, ep.Port
+		if r.sshUser == "" {
+			r.sshUser = "git"
+		}
+		if r.sshPort == 0 {
+			r.sshPort = 22
+		}
+		if u, err := url.Parse(raw); err == nil && u.Scheme == "ssh" {
+			r.remote = redact.URL(u)
+		} else {
+			// scp-like user@host:path; the user name is not a secret
+			// but is left out, as for other URLs.
+			r.remote = ep.Host + ":" + strings.TrimPrefix(ep.Path, "/")
+		}
+	case "file":
+		r.kind, r.url, r.remote = kindFile, raw, raw
+	default:
+		return fmt.Errorf("git URL %s: protocol %q is not supported; use https, ssh or file", redact.String(raw), ep.Protocol)
+	}
+	return nil
+}
+
+// Dir returns the root of the worktree.
+func (r *Repo) Dir() string { return r.dir }
+
+// Head returns the SHA of the tracked branch's remote head as last fetched
+// (or as last pushed by Update).
+func (r *Repo) Head() string { return r.head.String() }
+
+// Branch returns the tracked branch, resolved from the remote's HEAD when
+// Options.Branch was empty.
+func (r *Repo) Branch() string { return r.branch }
+
+// Close removes the working directory when Open created it as a temporary
+// one; a Workdir given in Options stays for the next Open.
+func (r *Repo) Close() error {
+	if !r.tempDir {
+		return nil
+	}
+	if err := os.RemoveAll(r.dir); err != nil {
+		return fmt.Errorf("removing temporary working directory: %w", err)
+	}
+	return nil
+}
+
+// noteSecret remembers a secret just read, so that error text can be
+// scrubbed of it should a transport ever echo it.
+func (r *Repo) noteSecret(s string) {
+	r.secretsMu.Lock()
+	defer r.secretsMu.Unlock()
+	for _, have := range r.secrets {
+		if have == s {
+			return
+		}
+	}
+	r.secrets = append(r.secrets, s)
+}
+
+func (r *Repo) secretsSeen() []string {
+	r.secretsMu.Lock()
+	defer r.secretsMu.Unlock()
+	return append([]string(nil), r.secrets...)
+}
+
+// withTimeout bounds one network operation.
+func (r *Repo) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.opts.Timeout)
+}
+
+// netOpts are what one network operation passes to go-git.
+type netOpts struct {
+	auth  transport.AuthMethod
+	proxy transport.ProxyOptions
+}
+
+// network runs one network operation with its own timeout and fresh
+// credentials, and turns its error into one that names the remote and
+// branch.
+func (r *Repo) network(ctx context.Context, op, branch string, f func(ctx context.Context, o netOpts) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s %s: %w", op, r.remote, err)
+	}
+	auth, err := r.authMethod()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", op, r.remote, err)
+	}
+	tctx, cancel := r.withTimeout(ctx)
+	defer cancel()
+	o := netOpts{auth: auth}
+	if r.kind == kindSSH {
+		var done func()
+		o.proxy, done = sshProxy(tctx)
+		defer done()
+	}
+	err = f(tctx, o)
+	if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return err
+	}
+	if hk := hostKeyError(auth); hk != nil {
+		// Report the refused host key alone, whatever the SSH package
+		// wrapped around it.
+		err = hk
+	}
+	switch {
+	case ctx.Err() != nil && !errors.Is(err, ctx.Err()):
+		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+	case tctx.Err() != nil && !errors.Is(err, tctx.Err()):
+		// The connection was closed at the deadline; say so.
+		err = fmt.Errorf("%w (%v)", tctx.Err(), err)
+	}
+	return r.netError(ctx, op, branch, err)
+}
+
+// open resolves the branch and prepares the working copy.
+func (r *Repo) open(ctx context.Context) error {
+	if r.branch == "" {
+		b, err := r.defaultBranch(ctx)
+		if err != nil {
+			return err
+		}
+		r.branch = b
+		r.log.Debug("resolved the remote's default branch", "branch", b)
+	}
+	r.log = r.log.With("branch", r.branch)
+
+	state, err := inspectDir(r.dir)
+	if err != nil {
+		return err
+	}
+	switch state {
+	case dirForeign:
+		return fmt.Errorf("workdir %s is not empty and holds no git repository; refusing to delete its files", r.dir)
+	case dirRepo:
+		reason, err := r.reuse(ctx)
+		if err == nil {
+			return nil
+		}
+		if reason == "" {
+			return err
+		}
+		r.log.Info("re-cloning the working copy", "reason", reason, "workdir", r.dir)
+		if err := emptyDir(r.dir); err != nil {
+			return err
+		}
+	}
+	return r.clone(ctx)
+}
+
+// defaultBranch asks the remote which branch its HEAD points at.
+func (r *Repo) defaultBranch(ctx context.Context) (string, error) {
+	refs, err := r.listRemote(ctx, git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: remoteName, URLs: []string{r.url}}), "HEAD")
+	if err != nil {
+		return "", err
+	}
+	for _, ref := range refs {
+		if ref.Name() == plumbing.HEAD && ref.Type() == plumbing.SymbolicReference && ref.Target().IsBranch() {
+			return ref.Target().Short(), nil
+		}
+	}
+	return "", fmt.Errorf("finding the default branch of %s: the remote's HEAD points at no branch: %w", r.remote, ErrBranchNotFound)
+}
+
+// listRemote returns the remote's refs (git ls-remote).
+func (r *Repo) listRemote(ctx context.Context, remote *git.Remote, branch string) ([]*plumbing.Reference, error) {
+	var refs []*plumbing.Reference
+	err := r.network(ctx, "listing the refs of", branch, func(ctx context.Context, o netOpts) error {
+		var err error
+		refs, err = remote.ListContext(ctx, &git.ListOptions{Auth: o.auth, ProxyOptions: o.proxy})
+		return err
+	})
+	return refs, err
+}
+
+// dirState is what a workdir holds.
+type dirState int
+
+const (
+	dirEmpty   dirState = iota // missing or empty
+	dirRepo                    // has a .git entry
+	dirForeign                 // other files and no .git
+)
+
+func inspectDir(dir string) (dirState, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return 0, fmt.Errorf("creating workdir: %w", err)
+		}
+		return dirEmpty, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading workdir: %w", err)
+	}
+	if len(entries) == 0 {
+		return dirEmpty, nil
+	}
+	for _, e := range entries {
+		if e.Name() == ".git" {
+			return dirRepo, nil
+		}
+	}
+	return dirForeign, nil
+}
+
+// emptyDir removes everything in dir but dir itself, which may be a mount
+// point.
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("emptying workdir: %w", err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("emptying workdir: %w", err)
+		}
+	}
+	return nil
+}
+
+func (r *Repo) branchRef() plumbing.ReferenceName { return plumbing.NewBranchReferenceName(r.branch) }
+
+func (r *Repo) trackingRef(branch string) plumbing.ReferenceName {
+	return plumbing.NewRemoteReferenceName(remoteName, branch)
+}
+
+// clone clones the tracked branch into the (empty) working directory.
+func (r *Repo) clone(ctx context.Context) error {
+	start := time.Now()
+	err := r.network(ctx, "cloning", r.branch, func(ctx context.Context, o netOpts) error {
+		repo, err := git.PlainCloneContext(ctx, r.dir, false, &git.CloneOptions{
+			URL:           r.url,
+			Auth:          o.auth,
+			ProxyOptions:  o.proxy,
+			RemoteName:    remoteName,
+			ReferenceName: r.branchRef(),
+			SingleBranch:  true,
+			Depth:         r.opts.Depth,
+			Tags:          git.NoTags,
+		})
+		r.repo = repo
+		return err
+	})
+	if err != nil {
+		r.repo = nil
+		// A failed clone may leave a partial .git; the next Open would
+		// find it damaged and clone again, but leave nothing behind.
+		_ = emptyDir(r.dir)
+		return err
+	}
+	ref, err := r.repo.Reference(r.trackingRef(r.branch), true)
+	if err != nil {
+		return fmt.Errorf("reading the cloned head of %s branch %q: %w", r.remote, r.branch, err)
+	}
+	r.head, r.dirty = ref.Hash(), false
+	r.recordReset()
+	r.log.Info("cloned", "head", r.head.String(), "depth", r.opts.Depth, "duration", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// reuse fetches into an existing working copy and resets it to the remote
+// head. When it fails because the working copy cannot be used, reason
+// says why and the caller clones afresh; network and auth failures return
+// an empty reason, since a new clone would fail the same way.
+func (r *Repo) reuse(ctx context.Context) (reason string, err error) {
+	start := time.Now()
+	repo, reason := r.openExisting()
+	if reason != "" {
+		return reason, errors.New(reason)
+	}
+	r.repo = repo
+	if err := r.fetch(ctx); err != nil {
+		if isLocalDamage(err) {
+			return "fetching failed on the local object store: " + err.Error(), err
+		}
+		return "", err
+	}
+	if err := r.resetIfNeeded(); err != nil {
+		return "resetting the worktree failed: " + err.Error(), err
+	}
+	r.log.Info("reused the working copy", "head", r.head.String(), "duration", time.Since(start).Round(time.Millisecond))
+	return "", nil
+}
+
+// openExisting opens the working copy and checks that it is a usable
+// clone of the configured URL. It returns why not, or "".
+func (r *Repo) openExisting() (*git.Repository, string) {
+	repo, err := git.PlainOpen(r.dir)
+	if err != nil {
+		return nil, "opening it failed: " + err.Error()
+	}
+	cfg, err := repo.Config()
+	if err != nil {
+		return nil, "reading its config failed: " + err.Error()
+	}
+	rc, ok := cfg.Remotes[remoteName]
+	if !ok || len(rc.URLs) == 0 {
+		return nil, "it has no remote " + remoteName
+	}
+	if rc.URLs[0] != r.url {
+		return nil, "it is a clone of another URL"
+	}
+	if _, err := repo.Worktree(); err != nil {
+		return nil, "it has no worktree: " + err.Error()
+	}
+	head, err := repo.Head()
+	if err != nil {
+		return nil, "its HEAD cannot be resolved: " + err.Error()
+	}
+	c, err := repo.CommitObject(head.Hash())
+	if err != nil {
+		return nil, "its HEAD commit cannot be read: " + err.Error()
+	}
+	if _, err := c.Tree(); err != nil {
+		return nil, "its HEAD tree cannot be read: " + err.Error()
+	}
+	if _, err := repo.Storer.Index(); err != nil {
+		return nil, "its index cannot be read: " + err.Error()
+	}
+	packs, err := filepath.Glob(filepath.Join(r.dir, ".git", "objects", "pack", "*.pack"))
+	if err == nil && len(packs) > maxPacks {
+		return nil, fmt.Sprintf("it has collected %d pack files", len(packs))
+	}
+	return repo, ""
+}
+
+// isLocalDamage reports whether a fetch error comes from the local object
+// store rather than from the network or the remote.
+func isLocalDamage(err error) bool {
+	return errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, plumbing.ErrInvalidType)
+}
+
+// fetch updates the remote-tracking ref of the tracked branch and r.head.
+func (r *Repo) fetch(ctx context.Context) error {
+	spec := config.RefSpec(fmt.Sprintf("+%s:%s", r.branchRef(), r.trackingRef(r.branch)))
+	err := r.network(ctx, "fetching", r.branch, func(ctx context.Context, o netOpts) error {
+		return r.repo.FetchContext(ctx, &git.FetchOptions{
+			RemoteName:   remoteName,
+			RefSpecs:     []config.RefSpec{spec},
+			Depth:        r.opts.Depth,
+			Auth:         o.auth,
+			ProxyOptions: o.proxy,
+			Tags:         git.NoTags,
+			Force:        true,
+		})
+	})
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return err
+	}
+	ref, err := r.repo.Reference(r.trackingRef(r.branch), true)
+	if err != nil {
+		return fmt.Errorf("reading the fetched head of %s branch %q: %w", r.remote, r.branch, err)
+	}
+	if ref.Hash() != r.head {
+		r.log.Debug("fetched", "head", ref.Hash().String())
+	}
+	r.head = ref.Hash()
+	return nil
+}

@@ -1,0 +1,518 @@
+package gitwriter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/imagebump/imagebump/internal/retry"
+)
+
+// DefaultMaxAttempts is how many times Update tries to push when
+// Update.MaxAttempts is zero.
+const DefaultMaxAttempts = 4
+
+// Backoff between push attempts: full jitter up to base*2^(n-1), capped.
+const (
+	backoffBase  = 250 * time.Millisecond
+	backoffLimit = 5 * time.Second
+)
+
+// Signer is an OpenPGP key that signs commits.
+type Signer struct {
+	// KeyFile holds the armored private key. The first key in it that can
+	// sign is used.
+	KeyFile string
+	// PassphraseFile holds the key's passphrase; needed when the key is
+	// encrypted.
+	PassphraseFile string
+}
+
+// Commit says who makes the commit and how it is signed.
+type Commit struct {
+	// AuthorName and AuthorEmail are the author, and the committer too.
+	AuthorName, AuthorEmail string
+	// Message is ignored by Update, which takes the message from Edit.
+	Message string
+	// Signer, when set, signs the commit.
+	Signer *Signer
+}
+
+// Edit is called on a clean worktree at the base commit; it edits files in
+// dir and returns what changed (nil/empty: nothing to do) and the commit
+// message for those changes. changed holds slash-separated paths relative
+// to dir; a path that no longer exists is a deletion. Update may call Edit
+// more than once, on a newer base each time, so Edit must derive its
+// changes from the files alone.
+type Edit func(ctx context.Context, dir string) (changed []string, message string, err error)
+
+// Update says how to record edits.
+type Update struct {
+	// Commit holds the author and the signer; the message comes from Edit.
+	Commit Commit
+	// PushBranch, when empty, makes Update commit on the tracked branch and
+	// push it, fast-forward only: when the remote moved meanwhile, Update
+	// fetches, redoes the edit on the new head and tries again. It never
+	// force-pushes the tracked branch.
+	//
+	// When set, PushBranch is imagebump's own branch: Update builds one
+	// commit of the edits on the tracked branch's head and force-pushes it
+	// there, unless the remote PushBranch already holds a commit with the
+	// same tree on the same parent, in which case nothing is pushed.
+	PushBranch string
+	// MaxAttempts bounds the push attempts. Zero means DefaultMaxAttempts.
+	MaxAttempts int
+}
+
+// Result is what Update did.
+type Result struct {
+	// Commit is the SHA of the new commit, or of the existing remote commit
+	// when nothing changed.
+	Commit string
+	// Branch is the branch pushed, or that would have been.
+	Branch string
+	// Pushed is false when nothing changed: no commit, no push.
+	Pushed bool
+	// Forced is true when PushBranch was force-pushed over an older commit.
+	Forced bool
+	// Attempts is how many times Update ran the edit.
+	Attempts int
+	// Changed lists the files whose content differs from the tracked
+	// branch's head, sorted.
+	Changed []string
+}
+
+// Update runs edit on the working copy, commits what it changed and pushes
+// the commit as u says. When edit changes nothing, there is no commit and
+// no push, and Result.Pushed is false.
+func (r *Repo) Update(ctx context.Context, u Update, edit Edit) (*Result, error) {
+	if err := r.checkUpdate(u); err != nil {
+		return nil, err
+	}
+	if r.repo == nil {
+		return nil, errors.New("updating: the working copy is not open")
+	}
+	var key *openpgp.Entity
+	if u.Commit.Signer != nil {
+		k, err := loadSigningKey(*u.Commit.Signer, r.noteSecret)
+		if err != nil {
+			return nil, err
+		}
+		key = k
+	}
+	maxAttempts := u.MaxAttempts
+	if maxAttempts <= 0 {
+		maxAttempts = DefaultMaxAttempts
+	}
+	target := r.branch
+	if u.PushBranch != "" {
+		target = u.PushBranch
+	}
+	log := r.log.With("push_branch", target)
+	var lastErr error
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		if attempt > 1 {
+			if err := retry.Sleep(ctx, retry.Backoff(attempt-1, backoffBase, backoffLimit)); err != nil {
+				return nil, fmt.Errorf("pushing to %s branch %q: %w", r.remote, target, err)
+			}
+			// pushTracked fetched already to tell a race; pushOwn
+			// only looked at the push branch.
+			if u.PushBranch != "" {
+				if err := r.fetch(ctx); err != nil {
+					return nil, err
+				}
+			}
+			r.dirty = true
+		}
+		if r.dirty {
+			if err := r.resetIfNeeded(); err != nil {
+				return nil, fmt.Errorf("resetting the working copy to %s: %w", r.head, err)
+			}
+		}
+		res, race, err := r.attempt(ctx, u, key, edit)
+		if err == nil {
+			res.Attempts = attempt
+			if res.Pushed {
+				log.Info("pushed", "commit", res.Commit, "forced", res.Forced, "attempts", attempt, "files", len(res.Changed))
+			} else {
+				log.Info("nothing to push", "commit", res.Commit, "files", len(res.Changed))
+			}
+			return res, nil
+		}
+		if !race {
+			return nil, err
+		}
+		lastErr = err
+		log.Info("the remote moved while pushing; redoing the edit on its new head", "attempt", attempt, "error", err)
+	}
+	return nil, fmt.Errorf("pushing to %s branch %q: gave up after %d attempts: %w (last: %w)", r.remote, target, maxAttempts, ErrConflict, lastErr)
+}
+
+func (r *Repo) checkUpdate(u Update) error {
+	if u.Commit.AuthorName == "" || u.Commit.AuthorEmail == "" {
+		return errors.New("updating: commit author name and email are required")
+	}
+	if u.PushBranch != "" {
+		if err := validBranch(u.PushBranch); err != nil {
+			return fmt.Errorf("push branch: %w", err)
+		}
+		if u.PushBranch == r.branch {
+			return fmt.Errorf("push branch %q is the tracked branch; leave it empty to push to the tracked branch", u.PushBranch)
+		}
+	}
+	return nil
+}
+
+// attempt runs the edit once on a clean worktree at r.head, commits and
+// pushes. race is true when the push failed because the remote moved, so
+// that redoing everything on the new head may succeed.
+func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit Edit) (res *Result, race bool, err error) {
+	base := r.head
+	r.dirty = true
+	changed, message, err := edit(ctx, r.dir)
+	if err != nil {
+		return nil, false, fmt.Errorf("editing the working copy of %s: %w", r.remote, err)
+	}
+	target := r.branch
+	if u.PushBranch != "" {
+		target = u.PushBranch
+	}
+	changed, err = r.differing(base, changed)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(changed) == 0 {
+		return &Result{Commit: base.String(), Branch: target}, false, nil
+	}
+	if strings.TrimSpace(message) == "" {
+		return nil, false, errors.New("the edit changed files but gave no commit message")
+	}
+	commit, err := r.commit(base, changed, message, u.Commit, key)
+	if err != nil {
+		return nil, false, err
+	}
+	res = &Result{Commit: commit.String(), Branch: target, Changed: changed}
+	if u.PushBranch == "" {
+		race, err = r.pushTracked(ctx, base, commit)
+		res.Pushed = err == nil
+	} else {
+		race, err = r.pushOwn(ctx, base, commit, u.PushBranch, res)
+	}
+	if err != nil {
+		return nil, race, err
+	}
+	return res, false, nil
+}
+
+// differing checks the paths the edit reported and returns, sorted and
+// without duplicates, those whose content or mode differs from the base
+// commit.
+func (r *Repo) differing(base plumbing.Hash, changed []string) ([]string, error) {
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	c, err := r.repo.CommitObject(base)
+	if err != nil {
+		return nil, fmt.Errorf("reading base commit %s: %w", base, err)
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("reading base tree: %w", err)
+	}
+	var out []string
+	for _, p := range changed {
+		clean, err := checkPath(p)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(out, clean) {
+			continue
+		}
+		differs, err := r.fileDiffers(tree, clean)
+		if err != nil {
+			return nil, err
+		}
+		if differs {
+			out = append(out, clean)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// checkPath cleans a path the edit reported and refuses one outside the
+// worktree or inside .git.
+func checkPath(p string) (string, error) {
+	clean := path.Clean(filepath.ToSlash(p))
+	if !filepath.IsLocal(filepath.FromSlash(clean)) || clean == "." {
+		return "", fmt.Errorf("the edit reported %q, which is not a path inside the worktree", p)
+	}
+	if clean == ".git" || strings.HasPrefix(clean, ".git/") {
+		return "", fmt.Errorf("the edit reported %q, inside .git", p)
+	}
+	return clean, nil
+}
+
+// fileDiffers compares a worktree file with its entry in the base tree.
+func (r *Repo) fileDiffers(tree *object.Tree, p string) (bool, error) {
+	full := filepath.Join(r.dir, filepath.FromSlash(p))
+	fi, err := os.Lstat(full)
+	entry, terr := tree.FindEntry(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return terr == nil, nil // deleted, if it was there
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading changed file: %w", err)
+	}
+	if fi.IsDir() {
+		return false, fmt.Errorf("the edit reported %q, which is a directory", p)
+	}
+	if terr != nil {
+		return true, nil // a new file
+	}
+	mode, err := filemode.NewFromOSFileMode(fi.Mode())
+	if err != nil {
+		return false, fmt.Errorf("changed file %q: %w", p, err)
+	}
+	if mode != entry.Mode {
+		return true, nil
+	}
+	var content []byte
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		target, err := os.Readlink(full)
+		if err != nil {
+			return false, fmt.Errorf("reading changed symlink: %w", err)
+		}
+		content = []byte(target)
+	} else if content, err = os.ReadFile(full); err != nil {
+		return false, fmt.Errorf("reading changed file: %w", err)
+	}
+	return plumbing.ComputeHash(plumbing.BlobObject, content) != entry.Hash, nil
+}
+
+// commit stages exactly the changed paths and commits them on base, with
+// author and committer from c. It leaves the tracked branch's local ref
+// at the new commit.
+func (r *Repo) commit(base plumbing.Hash, changed []string, message string, c Commit, key *openpgp.Entity) (plumbing.Hash, error) {
+	wt, err := r.repo.Worktree()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	for _, p := range changed {
+		if _, err := os.Lstat(filepath.Join(r.dir, filepath.FromSlash(p))); errors.Is(err, fs.ErrNotExist) {
+			if _, err := wt.Remove(p); err != nil {
+				return plumbing.ZeroHash, fmt.Errorf("staging the deletion of %s: %w", p, err)
+			}
+			continue
+		}
+		if err := wt.AddWithOptions(&git.AddOptions{Path: p, SkipStatus: true}); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("staging %s: %w", p, err)
+		}
+	}
+	if !strings.HasSuffix(message, "\n") {
+		message += "\n"
+	}
+	sig := &object.Signature{Name: c.AuthorName, Email: c.AuthorEmail, When: time.Now()}
+	h, err := wt.Commit(message, &git.CommitOptions{
+		Author:    sig,
+		Committer: sig,
+		Parents:   []plumbing.Hash{base},
+		SignKey:   key,
+	})
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("committing: %w", err)
+	}
+	return h, nil
+}
+
+// pushTracked pushes commit to the tracked branch, fast-forward only.
+func (r *Repo) pushTracked(ctx context.Context, base, commit plumbing.Hash) (race bool, err error) {
+	spec := config.RefSpec(fmt.Sprintf("%s:%s", r.branchRef(), r.branchRef()))
+	pushErr := r.push(ctx, r.branch, spec, nil)
+	if pushErr == nil {
+		r.head = commit
+		return false, nil
+	}
+	if !r.mayBeRace(ctx, pushErr) {
+		return false, pushErr
+	}
+	// Find out whether the remote moved: a race, worth redoing; or the
+	// push landed although its answer was lost.
+	if err := r.fetch(ctx); err != nil {
+		r.log.Debug("could not fetch after a failed push", "error", err)
+		return false, pushErr
+	}
+	switch r.head {
+	case commit:
+		return false, nil
+	case base:
+		return false, pushErr
+	}
+	return true, pushErr
+}
+
+// pushOwn pushes commit to imagebump's own branch, unless the remote
+// branch already holds a commit with the same tree on the same base.
+func (r *Repo) pushOwn(ctx context.Context, base, commit plumbing.Hash, branch string, res *Result) (race bool, err error) {
+	ref := plumbing.NewBranchReferenceName(branch)
+	// Leave the tracked branch where the remote has it; the commit lives on
+	// the push branch only.
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(ref, commit)); err != nil {
+		return false, fmt.Errorf("setting local branch %q: %w", branch, err)
+	}
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.branchRef(), base)); err != nil {
+		return false, fmt.Errorf("resetting local branch %q: %w", r.branch, err)
+	}
+	remote, err := r.repo.Remote(remoteName)
+	if err != nil {
+		return false, err
+	}
+	existing, err := r.remoteBranch(ctx, remote, branch)
+	if err != nil {
+		return false, err
+	}
+	newCommit, err := r.repo.CommitObject(commit)
+	if err != nil {
+		return false, err
+	}
+	var lease *git.ForceWithLease
+	if !existing.IsZero() {
+		old, err := r.repo.CommitObject(existing)
+		if err != nil {
+			return false, fmt.Errorf("reading the commit of %s branch %q: %w", r.remote, branch, err)
+		}
+		if old.TreeHash == newCommit.TreeHash && len(old.ParentHashes) == 1 && old.ParentHashes[0] == base {
+			res.Commit = existing.String()
+			res.Pushed = false
+			return false, nil
+		}
+		// Force only over the commit just seen, so that a concurrent
+		// writer of the branch is noticed rather than overwritten.
+		if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.trackingRef(branch), existing)); err != nil {
+			return false, err
+		}
+		lease = &git.ForceWithLease{RefName: ref, Hash: existing}
+	}
+	spec := config.RefSpec(fmt.Sprintf("%s:%s", ref, ref))
+	pushErr := r.push(ctx, branch, spec, lease)
+	if pushErr == nil {
+		res.Pushed, res.Forced = true, lease != nil
+		return false, nil
+	}
+	if !r.mayBeRace(ctx, pushErr) {
+		return false, pushErr
+	}
+	now, err := r.lsBranch(ctx, remote, branch)
+	if err != nil {
+		r.log.Debug("could not list the remote after a failed push", "error", err)
+		return false, pushErr
+	}
+	switch now {
+	case commit:
+		res.Pushed, res.Forced = true, lease != nil
+		return false, nil
+	case existing:
+		return false, pushErr
+	}
+	return true, pushErr
+}
+
+// remoteBranch returns the commit the remote branch points at, fetched
+// into the local store when missing, or the zero hash when the branch does
+// not exist.
+func (r *Repo) remoteBranch(ctx context.Context, remote *git.Remote, branch string) (plumbing.Hash, error) {
+	h, err := r.lsBranch(ctx, remote, branch)
+	if err != nil || h.IsZero() {
+		return h, err
+	}
+	if _, err := r.repo.CommitObject(h); err == nil {
+		return h, nil
+	}
+	spec := config.RefSpec(fmt.Sprintf("+%s:%s", plumbing.NewBranchReferenceName(branch), r.trackingRef(branch)))
+	err = r.network(ctx, "fetching", branch, func(ctx context.Context, o netOpts) error {
+		return r.repo.FetchContext(ctx, &git.FetchOptions{
+			RemoteName:   remoteName,
+			RefSpecs:     []config.RefSpec{spec},
+			Depth:        1,
+			Auth:         o.auth,
+			ProxyOptions: o.proxy,
+			Tags:         git.NoTags,
+			Force:        true,
+		})
+	})
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return plumbing.ZeroHash, err
+	}
+	ref, err := r.repo.Reference(r.trackingRef(branch), true)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("reading fetched push branch %q: %w", branch, err)
+	}
+	return ref.Hash(), nil
+}
+
+// lsBranch returns where the remote branch points, or the zero hash.
+func (r *Repo) lsBranch(ctx context.Context, remote *git.Remote, branch string) (plumbing.Hash, error) {
+	refs, err := r.listRemote(ctx, remote, branch)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	want := plumbing.NewBranchReferenceName(branch)
+	for _, ref := range refs {
+		if ref.Name() == want && ref.Type() == plumbing.HashReference {
+			return ref.Hash(), nil
+		}
+	}
+	return plumbing.ZeroHash, nil
+}
+
+// push sends one refspec. lease, when set, allows a forced update over the
+// lease's commit only.
+func (r *Repo) push(ctx context.Context, branch string, spec config.RefSpec, lease *git.ForceWithLease) error {
+	if r.beforePush != nil {
+		r.beforePush()
+	}
+	start := time.Now()
+	err := r.network(ctx, "pushing to", branch, func(ctx context.Context, o netOpts) error {
+		return r.repo.PushContext(ctx, &git.PushOptions{
+			RemoteName:     remoteName,
+			RefSpecs:       []config.RefSpec{spec},
+			Auth:           o.auth,
+			ProxyOptions:   o.proxy,
+			ForceWithLease: lease,
+		})
+	})
+	if errors.Is(err, git.NoErrAlreadyUpToDate) {
+		err = nil
+	}
+	if err != nil {
+		return err
+	}
+	r.log.Debug("push accepted", "branch", branch, "duration", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// mayBeRace reports whether a push error may come from the remote having
+// moved, which only a look at the remote can tell. Cancellation and
+// refused credentials cannot.
+func (r *Repo) mayBeRace(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var ae *AuthError
+	var hk *HostKeyError
+	return !errors.As(err, &ae) && !errors.As(err, &hk)
+}

@@ -1,0 +1,408 @@
+package gitwriter
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagebump/imagebump/internal/testgit"
+)
+
+func TestUpdateSameBranch(t *testing.T) {
+	bare, s, auth := httpRemote(t)
+	base := mainSHA(t, bare)
+	r := mustOpen(t, Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: t.TempDir()})
+
+	edit := func(ctx context.Context, dir string) ([]string, string, error) {
+		write(t, filepath.Join(dir, "clusters/prod/app.yaml"), "image: app:1.1.0\n")
+		// An unreported change is not committed.
+		write(t, filepath.Join(dir, "clusters/prod/web.yaml"), "image: web:6.6.6\n")
+		if err := os.Remove(filepath.Join(dir, "README.md")); err != nil {
+			return nil, "", err
+		}
+		write(t, filepath.Join(dir, "clusters/prod/new.yaml"), "new\n")
+		// Reported twice, and once with a ./ prefix: staged once.
+		return []string{"clusters/prod/app.yaml", "./clusters/prod/app.yaml", "README.md", "clusters/prod/new.yaml"}, "Bump app to 1.1.0", nil
+	}
+	got, err := r.Update(t.Context(), Update{Commit: author}, edit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := mainSHA(t, bare)
+	want := &Result{
+		Commit:   head,
+		Branch:   "main",
+		Pushed:   true,
+		Attempts: 1,
+		Changed:  []string{"README.md", "clusters/prod/app.yaml", "clusters/prod/new.yaml"},
+	}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("Update() mismatch (-got +want):\n%s", diff)
+	}
+	if r.Head() != head {
+		t.Errorf("Head() = %s after the push, want %s", r.Head(), head)
+	}
+	if parent := testgit.Git(t, bare, "rev-parse", head+"^"); parent != base {
+		t.Errorf("new commit's parent = %s, want the old head %s", parent, base)
+	}
+	if got := testgit.Git(t, bare, "show", "-s", "--format=%an <%ae>|%cn <%ce>|%s", head); got != "imagebump <imagebump@example.invalid>|imagebump <imagebump@example.invalid>|Bump app to 1.1.0" {
+		t.Errorf("commit author|committer|message = %q", got)
+	}
+	files := testgit.Git(t, bare, "diff-tree", "--no-commit-id", "--name-status", "-r", head)
+	if diff := cmp.Diff(files, "D\tREADME.md\nM\tclusters/prod/app.yaml\nA\tclusters/prod/new.yaml"); diff != "" {
+		t.Errorf("files in the commit mismatch (-got +want):\n%s", diff)
+	}
+	if content, _ := testgit.ReadFile(t, bare, "main", "clusters/prod/web.yaml"); content != seed["clusters/prod/web.yaml"] {
+		t.Errorf("unreported web.yaml was committed: %q", content)
+	}
+
+	// The same edit again: nothing changes on the remote.
+	before := testgit.Refs(t, bare)
+	r2 := mustOpen(t, Options{URL: r.opts.URL, Branch: "main", Auth: auth, Workdir: r.Dir()})
+	got, err = r2.Update(t.Context(), Update{Commit: author}, func(ctx context.Context, dir string) ([]string, string, error) {
+		write(t, filepath.Join(dir, "clusters/prod/app.yaml"), "image: app:1.1.0\n")
+		return []string{"clusters/prod/app.yaml", "README.md"}, "Bump app to 1.1.0", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = &Result{Commit: head, Branch: "main", Attempts: 1}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("second Update() mismatch (-got +want):\n%s", diff)
+	}
+	if diff := cmp.Diff(testgit.Refs(t, bare), before); diff != "" {
+		t.Errorf("remote refs changed by an Update with nothing new (-got +want):\n%s", diff)
+	}
+	if got := testgit.Git(t, r2.Dir(), "rev-parse", "HEAD"); got != head {
+		t.Errorf("local HEAD = %s after a no-op Update, want %s", got, head)
+	}
+}
+
+func TestUpdateNothingToDo(t *testing.T) {
+	tests := []struct {
+		name string
+		edit Edit
+	}{
+		{name: "nil changes", edit: func(ctx context.Context, dir string) ([]string, string, error) { return nil, "", nil }},
+		{name: "same content rewritten", edit: setFiles(map[string]string{"clusters/prod/app.yaml": seed["clusters/prod/app.yaml"]}, "no-op", nil)},
+		{name: "missing file reported", edit: func(ctx context.Context, dir string) ([]string, string, error) {
+			return []string{"never/existed.yaml"}, "x", nil
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bare := testgit.NewBare(t, seed)
+			s := testgit.StartHTTP(t, bare, false)
+			before := testgit.Refs(t, bare)
+			r := mustOpen(t, Options{URL: s.URL, Branch: "main", Workdir: t.TempDir()})
+			requests := s.Requests()
+			for _, pushBranch := range []string{"", "imagebump/main"} {
+				got, err := r.Update(t.Context(), Update{Commit: author, PushBranch: pushBranch}, tt.edit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantBranch := "main"
+				if pushBranch != "" {
+					wantBranch = pushBranch
+				}
+				want := &Result{Commit: before["refs/heads/main"], Branch: wantBranch, Attempts: 1}
+				if diff := cmp.Diff(got, want); diff != "" {
+					t.Errorf("Update(push branch %q) mismatch (-got +want):\n%s", pushBranch, diff)
+				}
+			}
+			if diff := cmp.Diff(testgit.Refs(t, bare), before); diff != "" {
+				t.Errorf("remote refs changed (-got +want):\n%s", diff)
+			}
+			if got := s.Requests(); got != requests {
+				t.Errorf("Update made %d HTTP requests with nothing to do, want none", got-requests)
+			}
+		})
+	}
+}
+
+func TestUpdateNonFastForward(t *testing.T) {
+	bare, s, auth := httpRemote(t)
+	r := mustOpen(t, Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: t.TempDir()})
+	// Someone else pushes after Open.
+	other := testgit.Commit(t, bare, "main", map[string]string{"clusters/prod/web.yaml": "image: web:2.0.0\n"}, nil, "bump web elsewhere")
+
+	var calls int
+	got, err := r.Update(t.Context(), Update{Commit: author}, setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", &calls))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Attempts != 2 || calls != 2 || !got.Pushed {
+		t.Errorf("Update() = %+v with %d edit calls; want pushed after 2 attempts and 2 edits", got, calls)
+	}
+	if diff := cmp.Diff(testgit.Log(t, bare, "main"), []string{"Bump app", "bump web elsewhere", "initial commit"}); diff != "" {
+		t.Errorf("remote log mismatch (-got +want):\n%s", diff)
+	}
+	if parent := testgit.Git(t, bare, "rev-parse", "main^"); parent != other {
+		t.Errorf("our commit's parent = %s, want the other push %s", parent, other)
+	}
+	for name, want := range map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n", "clusters/prod/web.yaml": "image: web:2.0.0\n"} {
+		if content, _ := testgit.ReadFile(t, bare, "main", name); content != want {
+			t.Errorf("remote %s = %q, want %q", name, content, want)
+		}
+	}
+}
+
+func TestUpdateRace(t *testing.T) {
+	bare, s, auth := httpRemote(t)
+	files := []string{"clusters/prod/app.yaml", "clusters/prod/web.yaml"}
+	repos := make([]*Repo, len(files))
+	for i := range files {
+		repos[i] = mustOpen(t, Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: t.TempDir()})
+	}
+	results := make([]*Result, len(files))
+	errs := make([]error, len(files))
+	calls := make([]int, len(files))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, name := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			edit := setFiles(map[string]string{name: "image: bumped\n"}, "Bump "+name, &calls[i])
+			results[i], errs[i] = repos[i].Update(context.Background(), Update{Commit: author, MaxAttempts: 6}, edit)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	attempts := 0
+	for i := range files {
+		if errs[i] != nil {
+			t.Fatalf("Update %d: %v", i, errs[i])
+		}
+		if !results[i].Pushed {
+			t.Errorf("Update %d did not push: %+v", i, results[i])
+		}
+		if calls[i] != results[i].Attempts {
+			t.Errorf("Update %d called the edit %d times in %d attempts", i, calls[i], results[i].Attempts)
+		}
+		attempts += results[i].Attempts
+	}
+	// Both started from the same head, so one push must have lost.
+	if attempts < 3 {
+		t.Errorf("the two Updates took %d attempts in all, want at least 3 (one lost the race)", attempts)
+	}
+	log := testgit.Log(t, bare, "main")
+	if len(log) != 3 || log[2] != "initial commit" {
+		t.Fatalf("remote log = %q, want two bumps on the initial commit", log)
+	}
+	gotSubjects := []string{log[0], log[1]}
+	if gotSubjects[0] > gotSubjects[1] {
+		gotSubjects[0], gotSubjects[1] = gotSubjects[1], gotSubjects[0]
+	}
+	if diff := cmp.Diff(gotSubjects, []string{"Bump clusters/prod/app.yaml", "Bump clusters/prod/web.yaml"}); diff != "" {
+		t.Errorf("remote bumps mismatch (-got +want):\n%s", diff)
+	}
+	for _, name := range files {
+		if content, _ := testgit.ReadFile(t, bare, "main", name); content != "image: bumped\n" {
+			t.Errorf("remote %s = %q, want the bump", name, content)
+		}
+	}
+	if got := mainSHA(t, bare); got != results[0].Commit && got != results[1].Commit {
+		t.Errorf("remote main = %s, want one of the Updates' commits %s, %s", got, results[0].Commit, results[1].Commit)
+	}
+}
+
+func TestUpdateGivesUp(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
+	var others []string
+	// Every edit is overtaken by another push before it can land.
+	edit := func(ctx context.Context, dir string) ([]string, string, error) {
+		others = append(others, testgit.Commit(t, bare, "main", map[string]string{"other.txt": strings.Repeat("x", len(others)+1)}, nil, "other"))
+		return setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:2.0.0\n"}, "Bump app", nil)(ctx, dir)
+	}
+	_, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 3}, edit)
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("Update() error = %v, want ErrConflict", err)
+	}
+	if !strings.Contains(err.Error(), `"main"`) || !strings.Contains(err.Error(), bare) {
+		t.Errorf("error %q does not name the branch and the remote", err)
+	}
+	if len(others) != 3 {
+		t.Errorf("edit called %d times, want 3", len(others))
+	}
+	// Never forced: the other pushes are all there.
+	if got := mainSHA(t, bare); got != others[len(others)-1] {
+		t.Errorf("remote main = %s, want the last other push %s", got, others[len(others)-1])
+	}
+}
+
+func TestUpdatePushBranch(t *testing.T) {
+	bare, s, auth := httpRemote(t)
+	const pushBranch = "imagebump/main"
+	u := Update{Commit: author, PushBranch: pushBranch}
+	edit := setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)
+	workdir := t.TempDir()
+	open := func(dir string) *Repo {
+		return mustOpen(t, Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: dir})
+	}
+	mainBefore := mainSHA(t, bare)
+
+	// First run: the branch is created, not forced.
+	got, err := open(workdir).Update(t.Context(), u, edit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := testgit.Refs(t, bare)["refs/heads/"+pushBranch]
+	want := &Result{Commit: first, Branch: pushBranch, Pushed: true, Attempts: 1, Changed: []string{"clusters/prod/app.yaml"}}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("first Update() mismatch (-got +want):\n%s", diff)
+	}
+	if parent := testgit.Git(t, bare, "rev-parse", first+"^"); parent != mainBefore {
+		t.Errorf("push branch's parent = %s, want main %s", parent, mainBefore)
+	}
+	if got := mainSHA(t, bare); got != mainBefore {
+		t.Errorf("main moved to %s in push branch mode, want it at %s", got, mainBefore)
+	}
+
+	// Second run with the same edit, on the reused working copy and on a
+	// fresh one (which must fetch the push branch's commit): no push.
+	for _, dir := range []string{workdir, t.TempDir()} {
+		before := testgit.Refs(t, bare)
+		pushes := s.Pushes()
+		got, err = open(dir).Update(t.Context(), u, edit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = &Result{Commit: first, Branch: pushBranch, Attempts: 1, Changed: []string{"clusters/prod/app.yaml"}}
+		if diff := cmp.Diff(got, want); diff != "" {
+			t.Errorf("repeated Update() mismatch (-got +want):\n%s", diff)
+		}
+		if diff := cmp.Diff(testgit.Refs(t, bare), before); diff != "" {
+			t.Errorf("remote refs changed by a repeated Update (-got +want):\n%s", diff)
+		}
+		if s.Pushes() != pushes {
+			t.Errorf("a repeated Update pushed")
+		}
+	}
+
+	// The tracked branch moves: the push branch is rebuilt on it and forced.
+	moved := testgit.Commit(t, bare, "main", map[string]string{"clusters/prod/web.yaml": "image: web:2.0.0\n"}, nil, "bump web on main")
+	got, err = open(workdir).Update(t.Context(), u, edit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rebuilt := testgit.Refs(t, bare)["refs/heads/"+pushBranch]
+	want = &Result{Commit: rebuilt, Branch: pushBranch, Pushed: true, Forced: true, Attempts: 1, Changed: []string{"clusters/prod/app.yaml"}}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("Update() after main moved mismatch (-got +want):\n%s", diff)
+	}
+	if diff := cmp.Diff(testgit.Log(t, bare, pushBranch), []string{"Bump app", "bump web on main", "initial commit"}); diff != "" {
+		t.Errorf("push branch log mismatch (-got +want):\n%s", diff)
+	}
+	if got := mainSHA(t, bare); got != moved {
+		t.Errorf("main = %s, want it untouched at %s", got, moved)
+	}
+
+	// A different edit on the same base also forces.
+	got, err = open(workdir).Update(t.Context(), u, setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.2.0\n"}, "Bump app to 1.2.0", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Pushed || !got.Forced {
+		t.Errorf("Update() with a new edit = %+v, want a forced push", got)
+	}
+	if content, _ := testgit.ReadFile(t, bare, pushBranch, "clusters/prod/app.yaml"); content != "image: app:1.2.0\n" {
+		t.Errorf("push branch app.yaml = %q, want 1.2.0", content)
+	}
+	if got := mainSHA(t, bare); got != moved {
+		t.Errorf("main = %s, want it untouched at %s", got, moved)
+	}
+}
+
+func TestUpdatePushBranchLease(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	const pushBranch = "imagebump/main"
+	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
+	testgit.Commit(t, bare, pushBranch, map[string]string{"x.txt": "x\n"}, nil, "stale push branch")
+	var once sync.Once
+	var intruder string
+	// Someone writes the push branch between our look at it and our push:
+	// the lease makes the push fail, and the retry overwrites the intruder.
+	edit := func(ctx context.Context, dir string) ([]string, string, error) {
+		return setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)(ctx, dir)
+	}
+	r.beforePush = func() {
+		once.Do(func() {
+			intruder = testgit.Commit(t, bare, pushBranch, map[string]string{"y.txt": "y\n"}, nil, "intruder")
+		})
+	}
+	got, err := r.Update(t.Context(), Update{Commit: author, PushBranch: pushBranch}, edit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if intruder == "" {
+		t.Fatal("the intruding commit was never made")
+	}
+	if got.Attempts != 2 || !got.Forced {
+		t.Errorf("Update() = %+v, want a forced push on the second attempt", got)
+	}
+	if diff := cmp.Diff(testgit.Log(t, bare, pushBranch), []string{"Bump app", "initial commit"}); diff != "" {
+		t.Errorf("push branch log mismatch (-got +want):\n%s", diff)
+	}
+}
+
+func TestUpdateChecks(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
+	noop := func(ctx context.Context, dir string) ([]string, string, error) { return nil, "", nil }
+	tests := []struct {
+		name   string
+		u      Update
+		edit   Edit
+		wantIn string
+	}{
+		{name: "no author", u: Update{}, edit: noop, wantIn: "author"},
+		{name: "push branch is the tracked branch", u: Update{Commit: author, PushBranch: "main"}, edit: noop, wantIn: "is the tracked branch"},
+		{name: "bad push branch", u: Update{Commit: author, PushBranch: "a b"}, edit: noop, wantIn: "not a valid branch name"},
+		{name: "edit fails", u: Update{Commit: author}, edit: func(ctx context.Context, dir string) ([]string, string, error) {
+			return nil, "", errors.New("marker is malformed")
+		}, wantIn: "marker is malformed"},
+		{name: "path outside", u: Update{Commit: author}, edit: func(ctx context.Context, dir string) ([]string, string, error) {
+			return []string{"../outside.yaml"}, "x", nil
+		}, wantIn: "not a path inside the worktree"},
+		{name: "path in .git", u: Update{Commit: author}, edit: func(ctx context.Context, dir string) ([]string, string, error) {
+			return []string{".git/config"}, "x", nil
+		}, wantIn: "inside .git"},
+		{name: "absolute path", u: Update{Commit: author}, edit: func(ctx context.Context, dir string) ([]string, string, error) {
+			return []string{"/etc/passwd"}, "x", nil
+		}, wantIn: "not a path inside the worktree"},
+		{name: "directory", u: Update{Commit: author}, edit: func(ctx context.Context, dir string) ([]string, string, error) {
+			return []string{"clusters"}, "x", nil
+		}, wantIn: "is a directory"},
+		{name: "no message", u: Update{Commit: author}, edit: setFiles(map[string]string{"a.yaml": "a\n"}, "", nil), wantIn: "no commit message"},
+		{name: "signing key missing", u: Update{Commit: Commit{AuthorName: "a", AuthorEmail: "b", Signer: &Signer{KeyFile: "/nonexistent/key.asc"}}}, edit: noop, wantIn: "signing key file"},
+	}
+	before := testgit.Refs(t, bare)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := r.Update(t.Context(), tt.u, tt.edit)
+			if err == nil || !strings.Contains(err.Error(), tt.wantIn) {
+				t.Fatalf("Update() error = %v, want one containing %q", err, tt.wantIn)
+			}
+		})
+	}
+	if diff := cmp.Diff(testgit.Refs(t, bare), before); diff != "" {
+		t.Errorf("failed Updates changed the remote (-got +want):\n%s", diff)
+	}
+	// After all those failures the working copy still works.
+	got, err := r.Update(t.Context(), Update{Commit: author}, setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:3.0.0\n"}, "Bump app", nil))
+	if err != nil || !got.Pushed {
+		t.Fatalf("Update() after failures = %+v, %v; want a push", got, err)
+	}
+	if diff := cmp.Diff(testgit.Git(t, bare, "diff-tree", "--no-commit-id", "--name-only", "-r", "main"), "clusters/prod/app.yaml"); diff != "" {
+		t.Errorf("files of the commit after failed edits mismatch (-got +want):\n%s", diff)
+	}
+}

@@ -1,0 +1,304 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/gitwriter"
+	"github.com/imagebump/imagebump/internal/redact"
+	"github.com/imagebump/imagebump/registry"
+)
+
+// RunOptions are the inputs of `imagebump run`.
+type RunOptions struct {
+	global *globalOptions
+	// Workdir keeps one working copy per target between runs; empty means
+	// fresh temporary clones.
+	Workdir string
+	// Target runs only the named target.
+	Target string
+	// Output is text or json.
+	Output string
+
+	// registry replaces the registry client in tests.
+	registry cycle.Registry
+}
+
+// NewCmdRun builds `imagebump run`.
+func NewCmdRun(g *globalOptions, stdout io.Writer, runF func(context.Context, *RunOptions, io.Writer) error) *cobra.Command {
+	o := &RunOptions{global: g}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "One full cycle: clone or fetch, scan, rewrite, commit, push; then exit",
+		Long: `Run one cycle for every target of the config (or the one --target names):
+clone the repository (or fetch and reset the working copy in --workdir), scan
+the registries, rewrite the marked fields, commit, and push to git.branch or
+to push.branch. A cycle with nothing new makes no commit and no push.
+
+Exit 0 when every target succeeded, 1 when any policy, file or target failed
+(the others still ran), 64 for an invalid config.`,
+		Example: `  imagebump run -c /etc/imagebump/imagebump.yaml --workdir /var/lib/imagebump
+  imagebump run --target prod -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Output != "text" && o.Output != "json" {
+				return usageError(fmt.Errorf("-o %q: want text or json", o.Output))
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o, stdout)
+			}
+			return runRun(cmd.Context(), o, stdout)
+		},
+	}
+	cmd.Flags().StringVar(&o.Workdir, "workdir", "", "folder that keeps a working copy per target between runs (default: fresh temporary clones)")
+	cmd.Flags().StringVar(&o.Target, "target", "", "run only this target")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+// RunReport is the JSON document of `run -o json`.
+type RunReport struct {
+	Version int             `json:"version"`
+	Targets []TargetSummary `json:"targets"`
+}
+
+// TargetSummary is one target's cycle.
+type TargetSummary struct {
+	Target     string        `json:"target"`
+	Repository string        `json:"repository"`
+	Branch     string        `json:"branch"`
+	PushBranch string        `json:"pushBranch,omitempty"`
+	Commit     string        `json:"commit,omitempty"`
+	Pushed     bool          `json:"pushed"`
+	Forced     bool          `json:"forced,omitempty"`
+	Attempts   int           `json:"attempts,omitempty"`
+	Policies   []PolicyJSON  `json:"policies"`
+	Changes    []ChangeJSON  `json:"changes"`
+	Problems   []ProblemJSON `json:"problems"`
+	Error      string        `json:"error,omitempty"`
+
+	report *cycle.Report
+}
+
+func runRun(ctx context.Context, o *RunOptions, stdout io.Writer) error {
+	cfg, err := config.Load(o.global.ConfigFile)
+	if err != nil {
+		return usageError(err)
+	}
+	targets, err := chooseTargets(cfg, o.Target)
+	if err != nil {
+		return usageError(err)
+	}
+	reg := o.registry
+	if reg == nil {
+		client, err := registry.New(cycle.RegistryOptions(cfg, o.global.logger))
+		if err != nil {
+			return usageError(err)
+		}
+		reg = client
+	}
+
+	out := RunReport{Version: 1}
+	failed := false
+	for _, t := range targets {
+		s := runTarget(ctx, o, cfg, reg, t)
+		if s.Error != "" || (s.report != nil && s.report.Failed()) {
+			failed = true
+		}
+		out.Targets = append(out.Targets, s)
+	}
+	if o.Output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(out)
+	} else {
+		err = writeRunText(stdout, out)
+	}
+	if err != nil {
+		return err
+	}
+	if failed {
+		return silentExit(ExitFailure)
+	}
+	return nil
+}
+
+// chooseTargets returns the named target, or every target.
+func chooseTargets(cfg *config.Config, name string) ([]config.Target, error) {
+	targets := cfg.Targets()
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("%s: no git repository configured: set git.url (or targets:) to use run", cfg.File)
+	}
+	if name == "" {
+		return targets, nil
+	}
+	for _, t := range targets {
+		if t.Name == name {
+			return []config.Target{t}, nil
+		}
+	}
+	var names []string
+	for _, t := range targets {
+		names = append(names, t.Name)
+	}
+	return nil, fmt.Errorf("--target %q: no such target in %s (targets: %s)", name, cfg.File, strings.Join(names, ", "))
+}
+
+// gitOptions turns a target's git settings into gitwriter options.
+func gitOptions(t config.Target, workdir string, o *globalOptions) gitwriter.Options {
+	g := t.Git
+	opts := gitwriter.Options{URL: g.URL, Branch: g.Branch, Workdir: workdir, Logger: o.logger.With("target", t.Name)}
+	if a := g.Auth; a != nil {
+		opts.Auth = gitwriter.Auth{
+			TokenFile:             a.TokenFile,
+			UsernameFile:          a.UsernameFile,
+			PasswordFile:          a.PasswordFile,
+			SSHKeyFile:            a.SSHKeyFile,
+			SSHKeyPassphraseFile:  a.SSHKeyPassphraseFile,
+			KnownHostsFile:        a.KnownHostsFile,
+			InsecureIgnoreHostKey: a.InsecureIgnoreHostKey,
+		}
+	}
+	return opts
+}
+
+// unsafeName matches what may not appear in a working copy's folder name.
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+func runTarget(ctx context.Context, o *RunOptions, cfg *config.Config, reg cycle.Registry, t config.Target) TargetSummary {
+	s := TargetSummary{Target: t.Name, Repository: redact.String(t.Git.URL), Branch: t.Git.Branch,
+		Policies: []PolicyJSON{}, Changes: []ChangeJSON{}, Problems: []ProblemJSON{}}
+	if t.Push != nil {
+		s.PushBranch = t.Push.Branch
+	}
+	workdir := ""
+	if o.Workdir != "" {
+		workdir = filepath.Join(o.Workdir, unsafeName.ReplaceAllString(t.Name, "_"))
+		if err := os.MkdirAll(o.Workdir, 0o755); err != nil {
+			s.Error = err.Error()
+			return s
+		}
+	}
+	repo, err := gitwriter.Open(ctx, gitOptions(t, workdir, o.global))
+	if err != nil {
+		s.Error = fmt.Sprintf("target %s: %v", t.Name, err)
+		return s
+	}
+	defer repo.Close()
+	s.Branch = repo.Branch()
+
+	commit := gitwriter.Commit{AuthorName: config.DefaultAuthorName, AuthorEmail: config.DefaultAuthorEmail}
+	tmpl := cycle.DefaultMessageTemplate
+	if c := t.Commit; c != nil {
+		if c.Author.Name != "" {
+			commit.AuthorName = c.Author.Name
+		}
+		if c.Author.Email != "" {
+			commit.AuthorEmail = c.Author.Email
+		}
+		if c.MessageTemplate != "" {
+			tmpl = c.MessageTemplate
+		}
+		if c.SigningKeyFile != "" {
+			commit.Signer = &gitwriter.Signer{KeyFile: c.SigningKeyFile, PassphraseFile: c.SigningPassphraseFile}
+		}
+	}
+
+	var selection []cycle.PolicyResult
+	var last *cycle.Report
+	edit := func(ctx context.Context, dir string) ([]string, string, error) {
+		rep, err := cycle.Run(ctx, cycle.Options{
+			Config:    cfg,
+			Registry:  reg,
+			Root:      dir,
+			Paths:     t.Git.Paths,
+			Policies:  t.Selects,
+			Write:     true,
+			Selection: selection,
+			Logger:    o.global.logger.With("target", t.Name),
+		})
+		if err != nil {
+			return nil, "", err
+		}
+		selection, last = rep.Policies, rep
+		if len(rep.Changes) == 0 {
+			return nil, "", nil
+		}
+		msg, err := cycle.RenderTemplate("commit.messageTemplate in "+cfg.File, tmpl, cycle.NewMessageData(rep, s.Repository, t.Name))
+		if err != nil {
+			return nil, "", err
+		}
+		return rep.FilesChanged, msg, nil
+	}
+	res, err := repo.Update(ctx, gitwriter.Update{Commit: commit, PushBranch: s.PushBranch}, edit)
+	if last != nil {
+		s.report = last
+		fillReport(&s, last)
+	}
+	if err != nil {
+		s.Error = fmt.Sprintf("target %s: %v", t.Name, err)
+		return s
+	}
+	s.Commit, s.Pushed, s.Forced, s.Attempts = res.Commit, res.Pushed, res.Forced, res.Attempts
+	if res.Branch != "" && s.PushBranch == "" {
+		s.Branch = res.Branch
+	}
+	return s
+}
+
+// fillReport copies a cycle report into a summary's JSON fields.
+func fillReport(s *TargetSummary, rep *cycle.Report) {
+	plan := buildPlanReport(rep, true)
+	s.Policies, s.Changes, s.Problems = plan.Policies, plan.Changes, plan.Problems
+}
+
+func writeRunText(w io.Writer, rep RunReport) error {
+	var b strings.Builder
+	for i, t := range rep.Targets {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "target %s: %s (branch %s)\n", t.Target, t.Repository, t.Branch)
+		if t.report != nil {
+			var inner strings.Builder
+			_ = writePlanText(&inner, t.report, true)
+			for _, line := range strings.Split(strings.TrimRight(inner.String(), "\n"), "\n") {
+				b.WriteString("  " + line + "\n")
+			}
+		}
+		switch {
+		case t.Error != "":
+			fmt.Fprintf(&b, "  FAILED: %s\n", t.Error)
+		case t.Pushed:
+			to := t.Branch
+			if t.PushBranch != "" {
+				to = t.PushBranch
+				if t.Forced {
+					to += " (force-pushed: imagebump's own branch)"
+				}
+			}
+			fmt.Fprintf(&b, "  committed %s and pushed it to %s\n", shortSHA(t.Commit), to)
+		default:
+			fmt.Fprintf(&b, "  nothing to commit: no push\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}

@@ -1,0 +1,127 @@
+package pullrequest
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// maxBodyBytes keeps the body under GitHub's limit of 65536 characters;
+// rows beyond it are summed up in one line (the content key still covers
+// every change).
+const maxBodyBytes = 60000
+
+// markerPattern finds the content marker that Body writes.
+var markerPattern = regexp.MustCompile(`<!-- imagebump:content=([0-9a-f]{64}) -->`)
+
+// Body returns the Markdown body of a pull request that proposes changes:
+// a short introduction, a table with the columns File, Policy, Old and New
+// (one row per change, sorted, each cell a code span with pipes and
+// backticks escaped), and a hidden marker
+// <!-- imagebump:content=KEY --> holding ContentKey(changes). The same set
+// of changes gives the same body, in whatever order they come.
+func Body(changes []Change) string {
+	sorted := sortChanges(changes)
+	files := map[string]bool{}
+	for _, c := range sorted {
+		files[c.File] = true
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "imagebump updates %s in %s.\n\n", plural(len(sorted), "image reference"), plural(len(files), "file"))
+	b.WriteString("| File | Policy | Old | New |\n| --- | --- | --- | --- |\n")
+	for i, c := range sorted {
+		row := "| " + cell(c.File) + " | " + cell(c.Policy) + " | " + cell(c.Old) + " | " + cell(c.New) + " |\n"
+		if b.Len()+len(row) > maxBodyBytes {
+			fmt.Fprintf(&b, "\nand %s more, not listed here.\n", plural(len(sorted)-i, "change"))
+			break
+		}
+		b.WriteString(row)
+	}
+	b.WriteString("\nimagebump keeps this pull request current: a newer bump updates it. " +
+		"Closing it without merging stops these exact changes from being proposed again.\n")
+	b.WriteString("\n<!-- imagebump:content=" + ContentKey(changes) + " -->\n")
+	return b.String()
+}
+
+// ContentKey returns the hex SHA-256 of the normalized change set: the
+// (file, policy, old, new) of each change, sorted. Line numbers are left
+// out, so the same bumps have the same key even when lines moved, and the
+// order of changes does not matter.
+func ContentKey(changes []Change) string {
+	sorted := sortChanges(changes)
+	rows := make([][4]string, len(sorted))
+	for i, c := range sorted {
+		rows[i] = [4]string{c.File, c.Policy, c.Old, c.New}
+	}
+	// JSON keeps the encoding unambiguous whatever the values contain.
+	data, err := json.Marshal(rows)
+	if err != nil {
+		panic(err) // strings always marshal
+	}
+	sum := sha256.Sum256(append([]byte("imagebump content v1\n"), data...))
+	return hex.EncodeToString(sum[:])
+}
+
+// ContentKeyOf returns the content key in a pull request body written by
+// Body, or "" when it holds none. When the body holds several markers (a
+// value that looks like one), the last one counts: Body writes it last.
+func ContentKeyOf(body string) string {
+	m := markerPattern.FindAllStringSubmatch(body, -1)
+	if len(m) == 0 {
+		return ""
+	}
+	return m[len(m)-1][1]
+}
+
+func sortChanges(changes []Change) []Change {
+	sorted := slices.Clone(changes)
+	slices.SortStableFunc(sorted, func(a, b Change) int {
+		return cmp.Or(
+			cmp.Compare(a.File, b.File),
+			cmp.Compare(a.Policy, b.Policy),
+			cmp.Compare(a.Old, b.Old),
+			cmp.Compare(a.New, b.New),
+		)
+	})
+	return sorted
+}
+
+// cell renders s as a code span fit for a Markdown table cell: line breaks
+// become spaces, pipes are escaped (GitHub, GitLab and Gitea unescape them
+// inside code spans in tables), and the span's backtick fence is longer
+// than any run of backticks in s. An empty s is an empty cell.
+func cell(s string) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	s = strings.ReplaceAll(s, "|", `\|`)
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	// A span that starts or ends with a backtick needs a space inside the
+	// fence; Markdown strips one space from each side.
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,309 @@
+package pullrequest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// State is the state of a pull request.
+type State string
+
+// The states a Provider reports. A forge's other states map to one of these:
+// GitLab's "locked" (a merge in progress) is StateOpen.
+const (
+	StateOpen   State = "open"
+	StateClosed State = "closed"
+	StateMerged State = "merged"
+)
+
+// PR is a pull request (a merge request on GitLab) as a Provider reports it.
+type PR struct {
+	// Number is the pull request's number in its repository (GitLab's iid).
+	Number int
+	// URL is the pull request's web page.
+	URL string
+	// State is open, closed (without merging) or merged.
+	State State
+	// Title and Body are the pull request's title and Markdown description.
+	Title, Body string
+	// Head is the branch the changes come from; Base the branch they go to.
+	Head, Base string
+	// Labels are the names of the labels the pull request has.
+	Labels []string
+}
+
+// Provider is the small adapter each forge implements (github, gitlab, gitea
+// subpackages). Its methods return *Error for a failed API call, and an
+// error that Is ErrAlreadyExists when Create is refused because an open pull
+// request from head into base already exists.
+type Provider interface {
+	// Name returns the provider's name: "github", "gitlab" or "gitea".
+	Name() string
+	// List returns the pull requests from head into base in the repository,
+	// open and closed or merged, most recent first, with enough history to
+	// find the open ones and the last closed or merged one. Pull requests
+	// from forks are left out.
+	List(ctx context.Context, head, base string) ([]PR, error)
+	// Create opens a pull request from head into base.
+	Create(ctx context.Context, head, base, title, body string) (*PR, error)
+	// Update sets the title and body of pull request number.
+	Update(ctx context.Context, number int, title, body string) (*PR, error)
+	// AddLabels adds labels to pull request number, keeping the ones it has.
+	AddLabels(ctx context.Context, number int, labels []string) error
+}
+
+// Change is one bump that the branch makes.
+type Change struct {
+	// File is the changed file, slash-separated and relative to the
+	// repository root.
+	File string
+	// Line is the 1-based line of the changed value. It is not part of the
+	// content: see ContentKey.
+	Line int
+	// Policy is the name of the image policy that owns the value.
+	Policy string
+	// Old and New are the value before and after the bump.
+	Old, New string
+}
+
+// Request is what a pull request should propose.
+type Request struct {
+	// Head is the branch imagebump pushes to (push.branch); Base is the
+	// branch the pull request targets (git.branch).
+	Head, Base string
+	// Title is the pull request's title, already rendered by the caller. It
+	// is cut to MaxTitleLength characters.
+	Title string
+	// Changes are the bumps the branch makes; at least one.
+	Changes []Change
+	// Labels are added to the pull request when it lacks them. Labels are
+	// compared without regard to case, as GitHub does.
+	Labels []string
+}
+
+// MaxTitleLength is the longest title Ensure sends, in characters. Gitea
+// and Forgejo refuse longer titles, and a title the forge shortened would
+// never compare equal again.
+const MaxTitleLength = 255
+
+// Outcome says what Ensure did, or what Plan expects it would do.
+type Outcome string
+
+// The outcomes of Ensure and Plan.
+const (
+	// Opened: a new pull request was opened.
+	Opened Outcome = "opened"
+	// Updated: the open pull request's title or body was changed.
+	Updated Outcome = "updated"
+	// Unchanged: the open pull request already says this; nothing was
+	// written, except labels it lacked.
+	Unchanged Outcome = "unchanged"
+	// Skipped: no pull request is open and the last closed or merged one
+	// already carried this exact content, so none is opened or reopened.
+	Skipped Outcome = "skipped"
+)
+
+// Result is what Ensure did, or what Plan expects it would do.
+type Result struct {
+	// Number and URL identify the pull request: the one opened, updated or
+	// left unchanged, or the closed or merged one that made Ensure skip.
+	// Plan leaves them empty for Opened.
+	Number int    `json:"number,omitempty"`
+	URL    string `json:"url,omitempty"`
+	// Outcome is what happened (or would happen) to the pull request.
+	Outcome Outcome `json:"outcome"`
+	// Provider is the Provider's Name.
+	Provider string `json:"provider"`
+	// Labels are the labels added (Plan: that would be added).
+	Labels []string `json:"labels,omitempty"`
+}
+
+// ErrAlreadyExists is what a Provider's Create returns (wrapped, usually in
+// an *Error) when the forge refuses a pull request because an open one from
+// the same head into the same base already exists: Gitea and GitLab answer
+// 409, GitHub 422 "A pull request already exists".
+var ErrAlreadyExists = errors.New("an open pull request from this branch already exists")
+
+// Ensure keeps one pull request open from req.Head into req.Base that
+// proposes req.Changes, following the lifecycle in the package
+// documentation. A run whose pull request is already current makes no call
+// that writes.
+func Ensure(ctx context.Context, p Provider, req Request) (*Result, error) {
+	req, err := req.normalize()
+	if err != nil {
+		return nil, err
+	}
+	prs, err := p.List(ctx, req.Head, req.Base)
+	if err != nil {
+		return nil, err
+	}
+	d := decide(prs, req)
+	if d.outcome == Opened {
+		pr, err := p.Create(ctx, req.Head, req.Base, req.Title, d.body)
+		if err == nil {
+			return finish(ctx, p, req, pr, Opened, d.labels)
+		}
+		if !errors.Is(err, ErrAlreadyExists) {
+			return nil, err
+		}
+		// Another run opened one between our list and our create. Take it
+		// over as the open pull request; if it still cannot be seen, report
+		// the refusal rather than guess.
+		prs, lerr := p.List(ctx, req.Head, req.Base)
+		if lerr != nil {
+			return nil, lerr
+		}
+		d = decide(prs, req)
+		if d.open == nil {
+			return nil, err
+		}
+	}
+	switch d.outcome {
+	case Skipped:
+		return d.result(p.Name()), nil
+	case Updated:
+		pr, err := p.Update(ctx, d.open.Number, req.Title, d.body)
+		if err != nil {
+			return nil, err
+		}
+		return finish(ctx, p, req, pr, Updated, d.labels)
+	default:
+		return finish(ctx, p, req, d.open, Unchanged, d.labels)
+	}
+}
+
+// finish adds the missing labels to pr and builds the result. A forge that
+// answers an update without the pull request's URL keeps the one listed.
+func finish(ctx context.Context, p Provider, req Request, pr *PR, o Outcome, labels []string) (*Result, error) {
+	if len(labels) > 0 {
+		if err := p.AddLabels(ctx, pr.Number, labels); err != nil {
+			return nil, err
+		}
+	}
+	return &Result{Number: pr.Number, URL: pr.URL, Outcome: o, Provider: p.Name(), Labels: labels}, nil
+}
+
+// Plan returns what Ensure would do for req, calling only p.List.
+func Plan(ctx context.Context, p Provider, req Request) (*Result, error) {
+	req, err := req.normalize()
+	if err != nil {
+		return nil, err
+	}
+	prs, err := p.List(ctx, req.Head, req.Base)
+	if err != nil {
+		return nil, err
+	}
+	return decide(prs, req).result(p.Name()), nil
+}
+
+// decision is what Ensure should do, given the pull requests listed.
+type decision struct {
+	outcome Outcome
+	// open is the open pull request to keep current; nil for Opened and
+	// Skipped.
+	open *PR
+	// last is the closed or merged pull request that makes Skipped.
+	last *PR
+	// body is the body the pull request should have.
+	body string
+	// labels are the request's labels the pull request lacks.
+	labels []string
+}
+
+func (d decision) result(provider string) *Result {
+	r := &Result{Outcome: d.outcome, Provider: provider, Labels: d.labels}
+	pr := d.open
+	if d.outcome == Skipped {
+		pr = d.last
+	}
+	if pr != nil {
+		r.Number, r.URL = pr.Number, pr.URL
+	}
+	return r
+}
+
+func decide(prs []PR, req Request) decision {
+	d := decision{body: Body(req.Changes)}
+	// Most recent first by number, whatever order the forge listed them in:
+	// numbers grow with creation on every forge.
+	sorted := slices.Clone(prs)
+	slices.SortStableFunc(sorted, func(a, b PR) int { return cmp.Compare(b.Number, a.Number) })
+	for i := range sorted {
+		pr := &sorted[i]
+		if pr.State == StateOpen && d.open == nil {
+			d.open = pr
+		}
+		if pr.State != StateOpen && d.last == nil {
+			d.last = pr
+		}
+	}
+	switch {
+	case d.open != nil:
+		d.outcome = Unchanged
+		if !sameText(d.open.Title, req.Title) || !sameText(d.open.Body, d.body) {
+			d.outcome = Updated
+		}
+		d.labels = missing(req.Labels, d.open.Labels)
+	case d.last != nil && ContentKeyOf(d.last.Body) == ContentKey(req.Changes):
+		d.outcome = Skipped
+	default:
+		d.outcome = Opened
+		d.labels = req.Labels
+	}
+	return d
+}
+
+// sameText reports whether a text the forge returned says the same as the
+// one imagebump would send. Forges may turn line endings into CRLF and drop
+// trailing white space, which is no difference.
+func sameText(got, want string) bool {
+	norm := func(s string) string {
+		return strings.TrimSpace(strings.ReplaceAll(s, "\r\n", "\n"))
+	}
+	return norm(got) == norm(want)
+}
+
+// missing returns the labels of want that have is lacks, ignoring case.
+func missing(want, have []string) []string {
+	var out []string
+	for _, w := range want {
+		if !slices.ContainsFunc(have, func(h string) bool { return strings.EqualFold(h, w) }) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// normalize checks req and returns it with a title cut to MaxTitleLength,
+// and labels trimmed, without empty ones or duplicates.
+func (req Request) normalize() (Request, error) {
+	switch {
+	case req.Head == "" || req.Base == "":
+		return req, errors.New("pull request: head and base branches are required")
+	case req.Head == req.Base:
+		return req, fmt.Errorf("pull request: head and base are both %q; a pull request needs two branches", req.Head)
+	case strings.TrimSpace(req.Title) == "":
+		return req, errors.New("pull request: the title is empty")
+	case len(req.Changes) == 0:
+		return req, errors.New("pull request: no changes to propose")
+	}
+	req.Title = strings.TrimSpace(strings.ReplaceAll(req.Title, "\n", " "))
+	if utf8.RuneCountInString(req.Title) > MaxTitleLength {
+		r := []rune(req.Title)
+		req.Title = strings.TrimSpace(string(r[:MaxTitleLength-1])) + "…"
+	}
+	var labels []string
+	for _, l := range req.Labels {
+		l = strings.TrimSpace(l)
+		if l != "" && len(missing([]string{l}, labels)) == 1 {
+			labels = append(labels, l)
+		}
+	}
+	req.Labels = labels
+	return req, nil
+}

@@ -1,0 +1,121 @@
+package pullrequest
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/imagebump/imagebump/internal/redact"
+)
+
+// ParseRepoURL returns the host and the repository path of a Git remote URL
+// in one of the forms forges show: https://host/owner/repo.git,
+// ssh://git@host/owner/repo.git or scp-like git@host:owner/repo.git (also
+// http:// and git://, with or without .git). ownerPath is "owner/repo", or
+// "group/sub/project" for a GitLab project in nested groups. host keeps the
+// port of an http(s) URL, which the API shares; it drops an SSH port, which
+// the API does not. User names and passwords are never returned. A local
+// path or file:// URL has no forge and is an error.
+func ParseRepoURL(gitURL string) (host, ownerPath string, err error) {
+	host, ownerPath, _, err = parseRepoURL(gitURL)
+	return host, ownerPath, err
+}
+
+// parseRepoURL is ParseRepoURL that also returns the scheme of the forge's
+// web and API server: http for an http:// remote, https otherwise.
+func parseRepoURL(gitURL string) (host, ownerPath, scheme string, err error) {
+	fail := func(why string) (string, string, string, error) {
+		return "", "", "", fmt.Errorf("git URL %s: %s", redact.String(gitURL), why)
+	}
+	var path string
+	if i := strings.Index(gitURL, "://"); i >= 0 {
+		u, perr := url.Parse(gitURL)
+		if perr != nil {
+			return fail("not a URL")
+		}
+		switch u.Scheme {
+		case "https", "http":
+			host, scheme = u.Host, u.Scheme
+		case "ssh", "git", "git+ssh", "ssh+git":
+			host, scheme = u.Hostname(), "https"
+			if strings.Contains(host, ":") {
+				host = "[" + host + "]"
+			}
+		case "file":
+			return fail("a local repository has no pull requests")
+		default:
+			return fail(fmt.Sprintf("unsupported scheme %q", u.Scheme))
+		}
+		path = u.Path
+	} else {
+		// scp-like: [user@]host:path. A colon after a slash means a local
+		// path, as git itself decides.
+		colon := strings.Index(gitURL, ":")
+		if colon < 0 || strings.Contains(gitURL[:colon], "/") {
+			return fail("a local path has no pull requests; use an https://, ssh:// or user@host:path URL")
+		}
+		host = gitURL[:colon]
+		if at := strings.LastIndex(host, "@"); at >= 0 {
+			host = host[at+1:]
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]"
+		}
+		path, scheme = gitURL[colon+1:], "https"
+	}
+	if host == "" {
+		return fail("no host")
+	}
+	path = strings.Trim(path, "/")
+	path = strings.TrimSuffix(path, ".git")
+	path = strings.TrimSuffix(path, "/")
+	segs := strings.Split(path, "/")
+	if len(segs) < 2 {
+		return fail("the path needs an owner and a repository, as owner/repo")
+	}
+	for _, s := range segs {
+		if s == "" || s == "." || s == ".." {
+			return fail(fmt.Sprintf("bad path %q", path))
+		}
+	}
+	return host, path, scheme, nil
+}
+
+// OwnerRepo splits an ownerPath from ParseRepoURL into owner and repo, for
+// GitHub and Gitea, whose repositories are always owner/repo. A longer path
+// (a Gitea served under a sub-path, a GitLab subgroup) is an error: give
+// the API URL and the owner and repository explicitly.
+func OwnerRepo(ownerPath string) (owner, repo string, err error) {
+	owner, repo, ok := strings.Cut(ownerPath, "/")
+	if !ok || owner == "" || repo == "" || strings.Contains(repo, "/") {
+		return "", "", fmt.Errorf("repository path %q is not owner/repo", ownerPath)
+	}
+	return owner, repo, nil
+}
+
+// DefaultAPIURL returns the API base URL a provider has for the repository
+// at gitURL: for github, https://api.github.com/ when the host is
+// github.com and https://HOST/api/v3/ (GitHub Enterprise Server) otherwise;
+// for gitlab and gitea, the server itself, https://HOST (http:// when the
+// Git URL is http://), since their adapters add /api/v4 and /api/v1.
+func DefaultAPIURL(provider, gitURL string) (string, error) {
+	host, _, scheme, err := parseRepoURL(gitURL)
+	if err != nil {
+		return "", err
+	}
+	switch provider {
+	case "github":
+		if strings.EqualFold(host, "github.com") || strings.EqualFold(host, "www.github.com") {
+			return "https://api.github.com/", nil
+		}
+		return scheme + "://" + host + "/api/v3/", nil
+	case "gitlab", "gitea":
+		return scheme + "://" + host, nil
+	case "":
+		return "", errors.New("no provider given")
+	default:
+		return "", fmt.Errorf("unknown provider %q: want github, gitlab or gitea", provider)
+	}
+}

@@ -1,0 +1,570 @@
+package pullrequest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagebump/imagebump/internal/testgitea"
+	"github.com/imagebump/imagebump/pullrequest"
+	"github.com/imagebump/imagebump/pullrequest/gitea"
+	"github.com/imagebump/imagebump/pullrequest/github"
+	"github.com/imagebump/imagebump/pullrequest/gitlab"
+	"github.com/imagebump/imagebump/pullrequest/internal/fakeforge"
+)
+
+func TestMain(m *testing.M) { os.Exit(testgitea.Main(m)) }
+
+// forge is one provider under test, with what the scenarios need to drive
+// it and to look at it independently of the adapter.
+type forge struct {
+	// p has a token allowed everything; readOnly one allowed to read only;
+	// badToken one the forge does not know.
+	p, readOnly, badToken pullrequest.Provider
+	// tokens are every token the forge was given, to search for leaks.
+	tokens []string
+	// writes counts the write calls (POST, PATCH, PUT) that reached the
+	// forge.
+	writes func() int
+	// push makes the head branch carry changes (a real commit on Gitea).
+	push func(t *testing.T, changes []pullrequest.Change)
+	// merge and close act on a pull request as a person would.
+	merge, close func(t *testing.T, number int)
+	// prs lists every pull request of the repository, read without the
+	// adapter, newest first.
+	prs func(t *testing.T) []pullrequest.PR
+	// denied is what the 403 error must say the token needs.
+	denied string
+}
+
+const (
+	head = "imagebump/main"
+	base = "main"
+)
+
+var (
+	bumpA = pullrequest.Request{
+		Head: head, Base: base,
+		Title: "Bump apps:app to 1.5.0",
+		Changes: []pullrequest.Change{
+			{File: "apps/app.yaml", Line: 3, Policy: "apps:app", Old: "ghcr.io/acme/app:1.4.2", New: "ghcr.io/acme/app:1.5.0"},
+		},
+		Labels: []string{"dependencies", "imagebump"},
+	}
+	bumpB = pullrequest.Request{
+		Head: head, Base: base,
+		Title: "Bump 2 images",
+		Changes: []pullrequest.Change{
+			{File: "apps/app.yaml", Line: 3, Policy: "apps:app", Old: "ghcr.io/acme/app:1.4.2", New: "ghcr.io/acme/app:1.6.0"},
+			{File: "apps/web.yaml", Line: 7, Policy: "apps:web", Old: "2.0.0", New: "2.1.0"},
+		},
+		Labels: []string{"dependencies", "imagebump"},
+	}
+)
+
+// files is the content of the files changes touch, before (old) or after
+// (new) the bump.
+func files(changes []pullrequest.Change, new bool) map[string]string {
+	out := map[string]string{}
+	for _, c := range changes {
+		v := c.Old
+		if new {
+			v = c.New
+		}
+		out[c.File] += fmt.Sprintf("image: %s # {\"$imagepolicy\": %q}\n", v, c.Policy)
+	}
+	return out
+}
+
+// allFiles is the content of main before any bump: every file of both
+// requests at its old value.
+func allFiles() map[string]string {
+	return files(append(slices.Clone(bumpA.Changes), bumpB.Changes[1]), false)
+}
+
+var giteaRepos atomic.Int64
+
+// forges builds each provider for one scenario, on a fresh repository.
+var forges = []struct {
+	name string
+	new  func(t *testing.T) *forge
+}{
+	{"github", newGitHubForge},
+	{"gitlab", newGitLabForge},
+	{"gitea", newGiteaForge},
+}
+
+// newGitHubForge is GitHub, which cannot run here: the github adapter
+// drives go-github against fakeforge.GitHub, an in-memory fake of the
+// documented REST endpoints it uses.
+func newGitHubForge(t *testing.T) *forge {
+	fake := fakeforge.NewGitHub(t, "acme", "fleet")
+	fake.AddToken("ghp_fullAccessToken0000000000000000000", fakeforge.Write)
+	fake.AddToken("ghp_readOnlyToken00000000000000000000", fakeforge.Read)
+	mk := func(token string) pullrequest.Provider {
+		p, err := github.New(github.Options{APIURL: fake.URL, Token: token, Owner: "acme", Repo: "fleet"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	t.Cleanup(func() {
+		if s := fake.Strays(); len(s) > 0 {
+			t.Errorf("the adapter called endpoints the fake does not serve: %v", s)
+		}
+	})
+	return &forge{
+		p:        mk("ghp_fullAccessToken0000000000000000000"),
+		readOnly: mk("ghp_readOnlyToken00000000000000000000"),
+		badToken: mk("ghp_revokedToken000000000000000000000"),
+		tokens:   []string{"ghp_fullAccessToken0000000000000000000", "ghp_readOnlyToken00000000000000000000", "ghp_revokedToken000000000000000000000"},
+		writes:   fake.Writes,
+		push:     func(*testing.T, []pullrequest.Change) {}, // the fake keeps no branches
+		merge:    func(_ *testing.T, n int) { fake.Merge(n) },
+		close:    func(_ *testing.T, n int) { fake.Close(n) },
+		prs:      func(*testing.T) []pullrequest.PR { return fakePRs(fake.PRs()) },
+		denied:   "it needs pull_requests: write (fine-grained) or the repo scope (classic)",
+	}
+}
+
+// newGitLabForge is GitLab, which cannot run here: the gitlab adapter
+// drives GitLab's client-go against fakeforge.GitLab, an in-memory fake of
+// the documented merge request endpoints it uses.
+func newGitLabForge(t *testing.T) *forge {
+	fake := fakeforge.NewGitLab(t, "acme/platform/fleet")
+	fake.AddToken("glpat-fullAccessToken00000", fakeforge.Write)
+	fake.AddToken("glpat-readOnlyToken0000000", fakeforge.Read)
+	mk := func(token string) pullrequest.Provider {
+		p, err := gitlab.New(gitlab.Options{APIURL: fake.URL, Token: token, Project: "acme/platform/fleet"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	t.Cleanup(func() {
+		if s := fake.Strays(); len(s) > 0 {
+			t.Errorf("the adapter called endpoints the fake does not serve: %v", s)
+		}
+	})
+	return &forge{
+		p:        mk("glpat-fullAccessToken00000"),
+		readOnly: mk("glpat-readOnlyToken0000000"),
+		badToken: mk("glpat-revokedToken00000000"),
+		tokens:   []string{"glpat-fullAccessToken00000", "glpat-readOnlyToken0000000", "glpat-revokedToken00000000"},
+		writes:   fake.Writes,
+		push:     func(*testing.T, []pullrequest.Change) {},
+		merge:    func(_ *testing.T, n int) { fake.Merge(n) },
+		close:    func(_ *testing.T, n int) { fake.Close(n) },
+		prs:      func(*testing.T) []pullrequest.PR { return fakePRs(fake.PRs()) },
+		denied:   "it needs the api scope and at least the Developer role in the project",
+	}
+}
+
+func fakePRs(stored []fakeforge.PR) []pullrequest.PR {
+	var out []pullrequest.PR
+	for _, p := range slices.Backward(stored) {
+		out = append(out, pullrequest.PR{Number: p.Number, State: pullrequest.State(p.State), Title: p.Title, Body: p.Body, Head: p.Head, Base: p.Base, Labels: p.Labels})
+	}
+	return out
+}
+
+// newGiteaForge is a real Gitea, with a new repository per scenario. Write
+// calls are counted on the adapter's HTTP client.
+func newGiteaForge(t *testing.T) *forge {
+	s := testgitea.Start(t)
+	name := fmt.Sprintf("fleet-%d", giteaRepos.Add(1))
+	owner, repo, _ := s.CreateRepo(t, name, allFiles())
+	counter := &writeCounter{next: http.DefaultTransport}
+	hc := &http.Client{Transport: counter}
+	readOnly := s.CreateToken(t, "read:repository", "read:issue")
+	mk := func(token string) pullrequest.Provider {
+		p, err := gitea.New(gitea.Options{APIURL: s.URL, Token: token, Owner: owner, Repo: repo, HTTPClient: hc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const revoked = "0123456789abcdef0123456789abcdef01234567"
+	return &forge{
+		p:        mk(s.Token),
+		readOnly: mk(readOnly),
+		badToken: mk(revoked),
+		tokens:   []string{s.Token, readOnly, revoked},
+		writes:   counter.count,
+		push: func(t *testing.T, changes []pullrequest.Change) {
+			s.PushBranch(t, owner, repo, base, head, files(changes, true))
+		},
+		merge: func(t *testing.T, n int) { s.MergePR(t, owner, repo, n) },
+		close: func(t *testing.T, n int) { s.ClosePR(t, owner, repo, n) },
+		prs: func(t *testing.T) []pullrequest.PR {
+			var out []pullrequest.PR
+			for _, p := range s.PullRequests(t, owner, repo) {
+				st := pullrequest.State(p.State)
+				if p.Merged {
+					st = pullrequest.StateMerged
+				}
+				var labels []string
+				for _, l := range p.Labels {
+					labels = append(labels, l.Name)
+				}
+				out = append(out, pullrequest.PR{Number: p.Number, State: st, Title: p.Title, Body: p.Body, Head: p.Head.Ref, Base: p.Base.Ref, Labels: labels})
+			}
+			return out
+		},
+		denied: "it needs the write:repository scope",
+	}
+}
+
+// writeCounter counts the requests that write.
+type writeCounter struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	n    int
+}
+
+func (c *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		c.mu.Lock()
+		c.n++
+		c.mu.Unlock()
+	}
+	return c.next.RoundTrip(r)
+}
+
+func (c *writeCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// ensure runs Ensure and fails the test on an error or a leaked token.
+func (f *forge) ensure(t *testing.T, req pullrequest.Request) *pullrequest.Result {
+	t.Helper()
+	res, err := pullrequest.Ensure(context.Background(), f.p, req)
+	if err != nil {
+		t.Fatalf("Ensure: %v", err)
+	}
+	return res
+}
+
+// plan runs Plan and checks that it wrote nothing.
+func (f *forge) plan(t *testing.T, req pullrequest.Request) *pullrequest.Result {
+	t.Helper()
+	before := f.writes()
+	res, err := pullrequest.Plan(context.Background(), f.p, req)
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	if n := f.writes() - before; n != 0 {
+		t.Errorf("Plan made %d write calls, want 0", n)
+	}
+	return res
+}
+
+// noLeak fails when a token of the forge appears in s.
+func (f *forge) noLeak(t *testing.T, what, s string) {
+	t.Helper()
+	for _, tok := range f.tokens {
+		if strings.Contains(s, tok) {
+			t.Errorf("%s holds a token: %s", what, s)
+		}
+	}
+}
+
+// summary is what the scenarios compare of a pull request.
+type summary struct {
+	Number int
+	State  pullrequest.State
+	Title  string
+	Key    string
+	Labels []string
+}
+
+func (f *forge) summaries(t *testing.T) []summary {
+	t.Helper()
+	var out []summary
+	for _, p := range f.prs(t) {
+		if p.Head != head || p.Base != base {
+			t.Errorf("pull request #%d goes from %s into %s, want %s into %s", p.Number, p.Head, p.Base, head, base)
+		}
+		f.noLeak(t, "a pull request body", p.Body)
+		labels := slices.Clone(p.Labels)
+		slices.Sort(labels)
+		out = append(out, summary{p.Number, p.State, p.Title, pullrequest.ContentKeyOf(p.Body), labels})
+	}
+	return out
+}
+
+var (
+	keyA   = pullrequest.ContentKey(bumpA.Changes)
+	keyB   = pullrequest.ContentKey(bumpB.Changes)
+	labels = []string{"dependencies", "imagebump"}
+)
+
+// staleList is a Provider whose first List answers nothing, as when
+// another imagebump opens the pull request between our list and create.
+type staleList struct {
+	pullrequest.Provider
+	stale atomic.Bool
+}
+
+func (s *staleList) List(ctx context.Context, head, base string) ([]pullrequest.PR, error) {
+	if s.stale.CompareAndSwap(false, true) {
+		return nil, nil
+	}
+	return s.Provider.List(ctx, head, base)
+}
+
+// TestScenarios runs the same lifecycle scenarios against every provider:
+// GitHub and GitLab through their client libraries against in-memory fakes
+// of their REST APIs, Gitea for real.
+func TestScenarios(t *testing.T) {
+	scenarios := []struct {
+		name string
+		run  func(t *testing.T, f *forge)
+	}{
+		{"open", func(t *testing.T, f *forge) {
+			f.push(t, bumpA.Changes)
+			res := f.ensure(t, bumpA)
+			if res.Outcome != pullrequest.Opened || res.Number == 0 || res.URL == "" {
+				t.Errorf("got %+v, want an opened pull request with a number and URL", res)
+			}
+			if diff := cmp.Diff(labels, res.Labels); diff != "" {
+				t.Errorf("labels added (-want +got):\n%s", diff)
+			}
+			want := []summary{{res.Number, pullrequest.StateOpen, bumpA.Title, keyA, labels}}
+			if diff := cmp.Diff(want, f.summaries(t)); diff != "" {
+				t.Errorf("pull requests (-want +got):\n%s", diff)
+			}
+			got := f.prs(t)[0].Body
+			if want := pullrequest.Body(bumpA.Changes); strings.TrimSpace(strings.ReplaceAll(got, "\r\n", "\n")) != strings.TrimSpace(want) {
+				t.Errorf("body:\n%s\nwant:\n%s", got, want)
+			}
+		}},
+		{"update", func(t *testing.T, f *forge) {
+			f.push(t, bumpA.Changes)
+			first := f.ensure(t, bumpA)
+			f.push(t, bumpB.Changes)
+			before := f.writes()
+			res := f.ensure(t, bumpB)
+			if res.Outcome != pullrequest.Updated || res.Number != first.Number {
+				t.Errorf("got %+v, want #%d updated", res, first.Number)
+			}
+			if n := f.writes() - before; n != 1 {
+				t.Errorf("updating made %d write calls, want 1 (labels were there)", n)
+			}
+			want := []summary{{first.Number, pullrequest.StateOpen, bumpB.Title, keyB, labels}}
+			if diff := cmp.Diff(want, f.summaries(t)); diff != "" {
+				t.Errorf("pull requests (-want +got):\n%s", diff)
+			}
+		}},
+		{"no duplicate", func(t *testing.T, f *forge) {
+			f.push(t, bumpA.Changes)
+			first := f.ensure(t, bumpA)
+			before := f.writes()
+			res := f.ensure(t, bumpA)
+			if res.Outcome != pullrequest.Unchanged || res.Number != first.Number {
+				t.Errorf("got %+v, want #%d unchanged", res, first.Number)
+			}
+			if n := f.writes() - before; n != 0 {
+				t.Errorf("a second Ensure with the same request made %d write calls, want 0", n)
+			}
+			if got := len(f.prs(t)); got != 1 {
+				t.Errorf("got %d pull requests, want 1", got)
+			}
+		}},
+		{"merged then new bump", func(t *testing.T, f *forge) {
+			f.push(t, bumpA.Changes)
+			first := f.ensure(t, bumpA)
+			f.merge(t, first.Number)
+			f.push(t, bumpB.Changes)
+			res := f.ensure(t, bumpB)
+			if res.Outcome != pullrequest.Opened || res.Number == first.Number {
+				t.Errorf("got %+v, want a new pull request (not #%d)", res, first.Number)
+			}
+			want := []summary{
+				{res.Number, pullrequest.StateOpen, bumpB.Title, keyB, labels},
+				{first.Number, pullrequest.StateMerged, bumpA.Title, keyA, labels},
+			}
+			if diff := cmp.Diff(want, f.summaries(t)); diff != "" {
+				t.Errorf("pull requests (-want +got):\n%s", diff)
+			}
+		}},
+		{"closed then same bump", func(t *testing.T, f *forge) {
+			f.push(t, bumpA.Changes)
+			first := f.ensure(t, bumpA)
+			f.close(t, first.Number)
+			before := f.writes()
+			res := f.ensure(t, bumpA)
+			if res.Outcome != pullrequest.Skipped || res.Number != first.Number {
+				t.Errorf("got %+v, want skipped because of #%d", res, first.Number)
+			}
+			if n := f.writes() - before; n != 0 {
+				t.Errorf("skipping made %d write calls, want 0", n)
+			}
+			want := []summary{{first.Number, pullrequest.StateClosed, bumpA.Title, keyA, labels}}
+			if diff := cmp.Diff(want, f.summaries(t)); diff != "" {
+				t.Errorf("pull requests (-want +got):\n%s", diff)
+			}
+		}},
+		{"closed then different bump", func(t *testing.T, f *forge) {
+			f.push(t, bumpA.Changes)
+			first := f.ensure(t, bumpA)
+			f.close(t, first.Number)
+			f.push(t, bumpB.Changes)
+			res := f.ensure(t, bumpB)
+			if res.Outcome != pullrequest.Opened || res.Number == first.Number {
+				t.Errorf("got %+v, want a new pull request (not #%d)", res, first.Number)
+			}
+			want := []summary{
+				{res.Number, pullrequest.StateOpen, bumpB.Title, keyB, labels},
+				{first.Number, pullrequest.StateClosed, bumpA.Title, keyA, labels},
+			}
+			if diff := cmp.Diff(want, f.summaries(t)); diff != "" {
+				t.Errorf("pull requests (-want +got):\n%s", diff)
+			}
+		}},
+		{"token without permission", func(t *testing.T, f *forge) {
+			f.push(t, bumpA.Changes)
+			_, err := pullrequest.Ensure(context.Background(), f.readOnly, bumpA)
+			checkDenied(t, f, err, f.p.Name()+": creating a ")
+			if got := len(f.prs(t)); got != 0 {
+				t.Errorf("got %d pull requests, want none", got)
+			}
+			// The same on the update path.
+			f.ensure(t, bumpA)
+			f.push(t, bumpB.Changes)
+			_, err = pullrequest.Ensure(context.Background(), f.readOnly, bumpB)
+			checkDenied(t, f, err, f.p.Name()+": updating ")
+		}},
+		{"invalid token", func(t *testing.T, f *forge) {
+			_, err := pullrequest.Ensure(context.Background(), f.badToken, bumpA)
+			var pe *pullrequest.Error
+			if !errors.As(err, &pe) || pe.Status != http.StatusUnauthorized {
+				t.Fatalf("got %v, want a *pullrequest.Error with HTTP 401", err)
+			}
+			if !strings.Contains(err.Error(), "the token is invalid or expired (HTTP 401)") {
+				t.Errorf("error %q does not say the token is invalid", err)
+			}
+			f.noLeak(t, "the error", fmt.Sprintf("%v %+v %#v", err, err, pe))
+		}},
+		{"labels added once", func(t *testing.T, f *forge) {
+			f.push(t, bumpA.Changes)
+			first := f.ensure(t, bumpA)
+			f.push(t, bumpB.Changes)
+			req := bumpB
+			req.Labels = []string{"Dependencies", "imagebump", "imagebump"} // case and repeats do not matter
+			before := f.writes()
+			res := f.ensure(t, req)
+			if res.Outcome != pullrequest.Updated || len(res.Labels) != 0 {
+				t.Errorf("got %+v, want updated with no label added", res)
+			}
+			if n := f.writes() - before; n != 1 {
+				t.Errorf("got %d write calls, want 1: the update, no label call", n)
+			}
+			want := []summary{{first.Number, pullrequest.StateOpen, bumpB.Title, keyB, labels}}
+			if diff := cmp.Diff(want, f.summaries(t)); diff != "" {
+				t.Errorf("pull requests (-want +got):\n%s", diff)
+			}
+		}},
+		{"plan is read-only", func(t *testing.T, f *forge) {
+			f.push(t, bumpA.Changes)
+			want := &pullrequest.Result{Outcome: pullrequest.Opened, Provider: f.p.Name(), Labels: labels}
+			if diff := cmp.Diff(want, f.plan(t, bumpA)); diff != "" {
+				t.Errorf("Plan with nothing open (-want +got):\n%s", diff)
+			}
+			if got := len(f.prs(t)); got != 0 {
+				t.Fatalf("Plan opened %d pull requests", got)
+			}
+			first := f.ensure(t, bumpA)
+			for _, c := range []struct {
+				req  pullrequest.Request
+				want pullrequest.Outcome
+			}{{bumpB, pullrequest.Updated}, {bumpA, pullrequest.Unchanged}} {
+				want := &pullrequest.Result{Number: first.Number, URL: first.URL, Outcome: c.want, Provider: f.p.Name()}
+				if diff := cmp.Diff(want, f.plan(t, c.req)); diff != "" {
+					t.Errorf("Plan %s (-want +got):\n%s", c.req.Title, diff)
+				}
+			}
+			f.close(t, first.Number)
+			if got := f.plan(t, bumpA); got.Outcome != pullrequest.Skipped || got.Number != first.Number {
+				t.Errorf("Plan after closing: got %+v, want skipped because of #%d", got, first.Number)
+			}
+			if got := f.plan(t, bumpB); got.Outcome != pullrequest.Opened {
+				t.Errorf("Plan of another bump after closing: got %+v, want opened", got)
+			}
+			want2 := []summary{{first.Number, pullrequest.StateClosed, bumpA.Title, keyA, labels}}
+			if diff := cmp.Diff(want2, f.summaries(t)); diff != "" {
+				t.Errorf("pull requests after the plans (-want +got):\n%s", diff)
+			}
+		}},
+		{"duplicate creation race", func(t *testing.T, f *forge) {
+			f.push(t, bumpA.Changes)
+			first := f.ensure(t, bumpA)
+			f.push(t, bumpB.Changes)
+			// This run's list misses the open pull request, so it tries to
+			// create one; the forge refuses, and Ensure takes the open one.
+			res, err := pullrequest.Ensure(context.Background(), &staleList{Provider: f.p}, bumpB)
+			if err != nil {
+				t.Fatalf("Ensure: %v", err)
+			}
+			if res.Outcome != pullrequest.Updated || res.Number != first.Number {
+				t.Errorf("got %+v, want #%d updated", res, first.Number)
+			}
+			want := []summary{{first.Number, pullrequest.StateOpen, bumpB.Title, keyB, labels}}
+			if diff := cmp.Diff(want, f.summaries(t)); diff != "" {
+				t.Errorf("pull requests (-want +got):\n%s", diff)
+			}
+		}},
+		{"cancelled context", func(t *testing.T, f *forge) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			before := f.writes()
+			_, err := pullrequest.Ensure(ctx, f.p, bumpA)
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("got %v, want an error that is context.Canceled", err)
+			}
+			if n := f.writes() - before; n != 0 {
+				t.Errorf("got %d write calls with a cancelled context", n)
+			}
+		}},
+	}
+	for _, fc := range forges {
+		t.Run(fc.name, func(t *testing.T) {
+			for _, sc := range scenarios {
+				t.Run(sc.name, func(t *testing.T) {
+					sc.run(t, fc.new(t))
+				})
+			}
+		})
+	}
+}
+
+// repoPattern matches the repository each forge's errors must name.
+var repoPattern = regexp.MustCompile(` in (acme/fleet|acme/platform/fleet|imagebump/fleet-\d+): `)
+
+func checkDenied(t *testing.T, f *forge, err error, prefix string) {
+	t.Helper()
+	var pe *pullrequest.Error
+	if !errors.As(err, &pe) || pe.Status != http.StatusForbidden {
+		t.Fatalf("got %v, want a *pullrequest.Error with HTTP 403", err)
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, prefix) || !repoPattern.MatchString(msg) {
+		t.Errorf("error %q: want it to start with %q and name the repository", msg, prefix)
+	}
+	if !strings.Contains(msg, "the token is not allowed to (HTTP 403): "+f.denied) {
+		t.Errorf("error %q does not say that %s", msg, f.denied)
+	}
+	f.noLeak(t, "the error", fmt.Sprintf("%v %+v %#v", err, err, pe))
+}
