@@ -6,12 +6,20 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/imagebump/imagebump/internal/commands"
 )
 
 func main() {
+	// A cycle allocates mostly short-lived parse trees; the default GC
+	// target collects them several times per run. 400 cut plan's time on a
+	// 10,000-file tree by a quarter for about 10 MB more peak memory, which
+	// stays flat as the tree grows (docs/benchmarks.md). GOGC overrides it.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := commands.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

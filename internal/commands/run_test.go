@@ -1,0 +1,191 @@
+package commands
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/imagebump/imagebump/internal/testgit"
+)
+
+// demoRepoFiles returns the demo's sample repository with REGISTRY replaced
+// by host, as testgit.NewBare wants it.
+func demoRepoFiles(t *testing.T, host string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := fs.WalkDir(demoFiles, "demo/repo", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := demoFiles.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files[strings.TrimPrefix(p, "demo/repo/")] = strings.ReplaceAll(string(data), "REGISTRY", host)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// runConfig writes a config for the demo images whose git section is
+// gitYAML (indented two spaces under git:) plus extra top-level YAML.
+func runConfig(t *testing.T, dir, host, gitYAML, extra string) string {
+	t.Helper()
+	data, err := demoFiles.ReadFile("demo/imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.ReplaceAll(string(data), "REGISTRY", host) + "\ngit:\n" + gitYAML + extra
+	return writeFile(t, dir, "imagebump.yaml", cfg)
+}
+
+func decodeRun(t *testing.T, out string) RunReport {
+	t.Helper()
+	var rep RunReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("run output is not JSON: %v\n%s", err, out)
+	}
+	return rep
+}
+
+// TestRunEndToEnd runs full cycles against a real Git server (git
+// http-backend with basic auth) and a registry: the first run commits and
+// pushes every bump, the second changes nothing, and the password appears
+// nowhere.
+func TestRunEndToEnd(t *testing.T) {
+	host := startMemRegistry(t)
+	bare := testgit.NewBare(t, demoRepoFiles(t, host))
+	srv := testgit.StartHTTP(t, bare, true)
+	dir := t.TempDir()
+	writeFile(t, dir, "user", srv.Username+"\n")
+	writeFile(t, dir, "pass", srv.Password+"\n")
+	cfg := runConfig(t, dir, host, "  url: "+srv.URL+"\n  branch: main\n  auth: {usernameFile: user, passwordFile: pass}\n",
+		"commit:\n  author: {name: bot, email: bot@example.invalid}\n  messageTemplate: |\n    chore: bump {{ len .Changes }} fields\n")
+	workdir := filepath.Join(dir, "work")
+	before := testgit.Git(t, bare, "rev-parse", "refs/heads/main")
+
+	out, stderr, code := runMain(t, "run", "-c", cfg, "--workdir", workdir, "-o", "json", "--log-level", "debug")
+	if code != 0 {
+		t.Fatalf("run exit %d\n%s\n%s", code, out, stderr)
+	}
+	rep := decodeRun(t, out)
+	if len(rep.Targets) != 1 {
+		t.Fatalf("targets = %d, want 1", len(rep.Targets))
+	}
+	got := rep.Targets[0]
+	after := strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/main"))
+	if !got.Pushed || got.Commit != after || after == strings.TrimSpace(before) {
+		t.Fatalf("run pushed=%v commit=%s; remote main %s -> %s", got.Pushed, got.Commit, strings.TrimSpace(before), after)
+	}
+	if len(got.Changes) != 7 {
+		t.Errorf("changes = %d, want 7", len(got.Changes))
+	}
+	msg := testgit.Git(t, bare, "log", "-1", "--format=%an <%ae>%n%B", "refs/heads/main")
+	if !strings.Contains(msg, "bot <bot@example.invalid>") || !strings.Contains(msg, "chore: bump 7 fields") {
+		t.Errorf("commit author and message:\n%s", msg)
+	}
+	values := testgit.Git(t, bare, "show", "refs/heads/main:charts/api/values.yaml")
+	if !strings.Contains(values, "tag: 2.3.4 # {\"$imagepolicy\": \"apps:api:tag\"}") {
+		t.Errorf("pushed values.yaml:\n%s", values)
+	}
+
+	// A second run with nothing new: no commit, no push, refs unchanged.
+	pushes := srv.Pushes()
+	out, stderr, code = runMain(t, "run", "-c", cfg, "--workdir", workdir, "-o", "json")
+	if code != 0 {
+		t.Fatalf("second run exit %d\n%s\n%s", code, out, stderr)
+	}
+	if rep := decodeRun(t, out); rep.Targets[0].Pushed || len(rep.Targets[0].Changes) != 0 {
+		t.Errorf("second run pushed=%v with %d changes", rep.Targets[0].Pushed, len(rep.Targets[0].Changes))
+	}
+	if again := strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/main")); again != after {
+		t.Errorf("remote main moved on a run with nothing new: %s -> %s", after, again)
+	}
+	if srv.Pushes() != pushes {
+		t.Errorf("pushes %d -> %d on a run with nothing new", pushes, srv.Pushes())
+	}
+
+	// The password is nowhere: not in output, logs, the commit, .git/config.
+	gitConfig, err := os.ReadFile(filepath.Join(workdir, "default", ".git", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, text := range map[string]string{"stdout": out, "stderr": stderr, "commit": msg, ".git/config": string(gitConfig)} {
+		if strings.Contains(text, srv.Password) {
+			t.Errorf("the password appears in %s", what)
+		}
+	}
+}
+
+// TestRunPushBranchAndFailingTarget checks the push.branch mode and that a
+// failing target does not stop the other one.
+func TestRunPushBranchAndFailingTarget(t *testing.T) {
+	host := startMemRegistry(t)
+	bare := testgit.NewBare(t, demoRepoFiles(t, host))
+	dir := t.TempDir()
+	data, err := demoFiles.ReadFile("demo/imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeFile(t, dir, "imagebump.yaml", strings.ReplaceAll(string(data), "REGISTRY", host)+`
+targets:
+  - name: broken
+    git: {url: "file://`+filepath.Join(dir, "nope.git")+`", branch: main}
+  - name: prod
+    git: {url: "file://`+bare+`", branch: main, paths: [clusters/prod]}
+    push: {branch: imagebump/prod}
+    policies: ["apps:web", "apps:worker"]
+`)
+	main := strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/main"))
+	out, stderr, code := runMain(t, "run", "-c", cfg, "-o", "json")
+	if code != ExitFailure {
+		t.Fatalf("run exit %d, want 1 (one target fails)\n%s\n%s", code, out, stderr)
+	}
+	rep := decodeRun(t, out)
+	if len(rep.Targets) != 2 || rep.Targets[0].Error == "" || !strings.Contains(rep.Targets[0].Error, "broken") {
+		t.Fatalf("targets: %+v", rep.Targets)
+	}
+	prod := rep.Targets[1]
+	if prod.Error != "" || !prod.Pushed || prod.PushBranch != "imagebump/prod" {
+		t.Fatalf("prod target: %+v", prod)
+	}
+	if now := strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/main")); now != main {
+		t.Errorf("main moved in push.branch mode: %s -> %s", main, now)
+	}
+	branch := strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/imagebump/prod"))
+	if branch != prod.Commit {
+		t.Errorf("imagebump/prod = %s, run says %s", branch, prod.Commit)
+	}
+	// Only the target's paths and policies: web and worker in clusters/prod.
+	changed := testgit.Git(t, bare, "diff", "--name-only", "refs/heads/main", "refs/heads/imagebump/prod")
+	if strings.TrimSpace(changed) != "clusters/prod/web.yaml" {
+		t.Errorf("changed files = %q, want only clusters/prod/web.yaml", changed)
+	}
+	for _, c := range prod.Changes {
+		if c.Policy != "apps:web" && c.Policy != "apps:worker" {
+			t.Errorf("change by a policy the target does not apply: %+v", c)
+		}
+	}
+
+	// plan without --repo clones the target read-only.
+	out, stderr, code = runMain(t, "plan", "-c", cfg, "--target", "prod", "--detailed-exitcode")
+	if code != ExitChanges {
+		t.Fatalf("plan (clone) exit %d, want 2\n%s\n%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "clusters/prod/web.yaml:13") {
+		t.Errorf("plan output:\n%s", out)
+	}
+	if now := strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/imagebump/prod")); now != branch {
+		t.Errorf("plan pushed: imagebump/prod %s -> %s", branch, now)
+	}
+	_, stderr, code = runMain(t, "plan", "-c", cfg)
+	if code != ExitUsage || !strings.Contains(stderr, "--target") {
+		t.Errorf("plan without --repo and two targets: exit %d, stderr %q", code, stderr)
+	}
+}
