@@ -103,7 +103,7 @@ func (r *Repo) netError(ctx context.Context, op, branch string, err error) error
 	if err == nil {
 		return nil
 	}
-	err = redactErr(err, r.secretsSeen()...)
+	err = redactErr(err, r.secrets...)
 	var hk *HostKeyError
 	switch {
 	case errors.As(err, &hk):

@@ -9,8 +9,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -87,8 +87,7 @@ type Repo struct {
 	head  plumbing.Hash // the tracked branch's remote head as last fetched
 	dirty bool          // the worktree may differ from head
 
-	secretsMu sync.Mutex
-	secrets   []string // secrets read so far, scrubbed from error text
+	secrets []string // secrets read so far, scrubbed from error text
 
 	beforePush func() // a test hook, run just before each push
 }
@@ -241,20 +240,9 @@ func (r *Repo) Close() error {
 // noteSecret remembers a secret just read, so that error text can be
 // scrubbed of it should a transport ever echo it.
 func (r *Repo) noteSecret(s string) {
-	r.secretsMu.Lock()
-	defer r.secretsMu.Unlock()
-	for _, have := range r.secrets {
-		if have == s {
-			return
-		}
+	if !slices.Contains(r.secrets, s) {
+		r.secrets = append(r.secrets, s)
 	}
-	r.secrets = append(r.secrets, s)
-}
-
-func (r *Repo) secretsSeen() []string {
-	r.secretsMu.Lock()
-	defer r.secretsMu.Unlock()
-	return append([]string(nil), r.secrets...)
 }
 
 // withTimeout bounds one network operation.
@@ -479,6 +467,10 @@ func (r *Repo) reuse(ctx context.Context) (reason string, err error) {
 // openExisting opens the working copy and checks that it is a usable
 // clone of the configured URL. It returns why not, or "".
 func (r *Repo) openExisting() (*git.Repository, string) {
+	packs, err := filepath.Glob(filepath.Join(r.dir, ".git", "objects", "pack", "*.pack"))
+	if err == nil && len(packs) > maxPacks {
+		return nil, fmt.Sprintf("it has collected %d pack files", len(packs))
+	}
 	repo, err := git.PlainOpen(r.dir)
 	if err != nil {
 		return nil, "opening it failed: " + err.Error()
@@ -510,10 +502,6 @@ func (r *Repo) openExisting() (*git.Repository, string) {
 	}
 	if _, err := repo.Storer.Index(); err != nil {
 		return nil, "its index cannot be read: " + err.Error()
-	}
-	packs, err := filepath.Glob(filepath.Join(r.dir, ".git", "objects", "pack", "*.pack"))
-	if err == nil && len(packs) > maxPacks {
-		return nil, fmt.Sprintf("it has collected %d pack files", len(packs))
 	}
 	return repo, ""
 }

@@ -2,6 +2,7 @@ package gitwriter
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -326,6 +327,12 @@ func TestOpenErrors(t *testing.T) {
 			secrets: []string{sshd.KeyPassphrase},
 		},
 		{
+			name:     "ssh key not authorized",
+			opts:     Options{URL: sshd.URL, Branch: "main", Auth: Auth{SSHKeyFile: sshKey(t), KnownHostsFile: sshd.KnownHostsFile}},
+			wantAuth: true,
+			wantIn:   []string{"credentials refused", "ssh://127.0.0.1"},
+		},
+		{
 			name:   "encrypted ssh key without passphrase",
 			opts:   Options{URL: sshd.URL, Branch: "main", Auth: Auth{SSHKeyFile: sshd.EncryptedKeyFile, KnownHostsFile: sshd.KnownHostsFile}},
 			wantIn: []string{"is encrypted"},
@@ -461,5 +468,133 @@ func write(t *testing.T, p, content string) {
 	}
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOpenReuseSameHead covers the reuse of a working copy when the
+// remote did not move: a worktree the last reset left alone is checked
+// file by file and not reset again; anything else gets a hard reset.
+func TestOpenReuseSameHead(t *testing.T) {
+	tests := []struct {
+		name      string
+		damage    func(t *testing.T, dir string)
+		wantReset bool
+	}{
+		{name: "untouched", damage: func(t *testing.T, dir string) {}},
+		{name: "untracked files only", damage: func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "stray.yaml"), "x\n")
+			write(t, filepath.Join(dir, "clusters/prod/extra/stray.yaml"), "x\n")
+		}},
+		{name: "same content rewritten", damage: func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "clusters/prod/app.yaml"), seed["clusters/prod/app.yaml"])
+		}},
+		{name: "same size edit", wantReset: true, damage: func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "clusters/prod/app.yaml"), "image: app:9.9.9\n")
+		}},
+		{name: "longer edit", wantReset: true, damage: func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "clusters/prod/app.yaml"), "image: app:10.0.0\n")
+		}},
+		{name: "file deleted", wantReset: true, damage: func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, "README.md")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "made executable", wantReset: true, damage: func(t *testing.T, dir string) {
+			if err := os.Chmod(filepath.Join(dir, "README.md"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "file replaced by a directory", wantReset: true, damage: func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, "README.md")); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(dir, "README.md", "inner"), "x\n")
+		}},
+		{name: "staged change", wantReset: true, damage: func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "staged.yaml"), "x\n")
+			testgit.Git(t, dir, "add", "staged.yaml")
+			if err := os.Remove(filepath.Join(dir, "staged.yaml")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "local commit", wantReset: true, damage: func(t *testing.T, dir string) {
+			testgit.Git(t, dir, "commit", "--quiet", "--allow-empty", "-m", "local")
+		}},
+		{name: "other branch checked out", wantReset: true, damage: func(t *testing.T, dir string) {
+			testgit.Git(t, dir, "checkout", "--quiet", "-b", "other")
+		}},
+		{name: "state file removed", wantReset: true, damage: func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, ".git", resetStateFile)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bare := testgit.NewBare(t, seed)
+			head := mainSHA(t, bare)
+			workdir := t.TempDir()
+			opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+			mustOpen(t, opts)
+			tt.damage(t, workdir)
+
+			logger, logs := newLogger()
+			opts.Logger = logger
+			mustOpen(t, opts)
+			if got := strings.Contains(logs.String(), "hard-resetting the worktree"); got != tt.wantReset {
+				t.Errorf("hard reset = %v, want %v; log:\n%s", got, tt.wantReset, logs)
+			}
+			if got := testgit.Git(t, workdir, "status", "--porcelain", "--ignored", "--untracked-files=all"); got != "" {
+				t.Errorf("git status after Open = %q, want clean", got)
+			}
+			if got := testgit.Git(t, workdir, "rev-parse", "HEAD"); got != head {
+				t.Errorf("HEAD = %s, want %s", got, head)
+			}
+			if got := testgit.Git(t, workdir, "symbolic-ref", "HEAD"); got != "refs/heads/main" {
+				t.Errorf("HEAD points at %s, want refs/heads/main", got)
+			}
+			for name, content := range seed {
+				b, err := os.ReadFile(filepath.Join(workdir, filepath.FromSlash(name)))
+				if err != nil || string(b) != content {
+					t.Errorf("%s = %q, %v; want %q", name, b, err, content)
+				}
+			}
+		})
+	}
+}
+
+func TestOpenReclonesAfterManyPacks(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	workdir := t.TempDir()
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+	mustOpen(t, opts)
+	marker := filepath.Join(workdir, ".git", "test-marker")
+	write(t, marker, "x")
+	// Copies of the clone's one pack, as a long series of fetches leaves.
+	packs, err := filepath.Glob(filepath.Join(workdir, ".git/objects/pack/pack-*"))
+	if err != nil || len(packs) == 0 {
+		t.Fatalf("no pack in the clone: %v", err)
+	}
+	for i := range maxPacks {
+		for _, p := range packs {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ext := filepath.Ext(p)
+			write(t, filepath.Join(filepath.Dir(p), fmt.Sprintf("pack-%040x%s", i+1, ext)), string(b))
+		}
+	}
+	logger, logs := newLogger()
+	opts.Logger = logger
+	r := mustOpen(t, opts)
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("working copy with %d packs was reused, want a new clone; log:\n%s", maxPacks+1, logs)
+	}
+	if !strings.Contains(logs.String(), "pack files") {
+		t.Errorf("the log does not say why it re-cloned:\n%s", logs)
+	}
+	if r.Head() != mainSHA(t, bare) {
+		t.Errorf("Head() = %s, want %s", r.Head(), mainSHA(t, bare))
 	}
 }

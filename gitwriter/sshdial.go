@@ -29,15 +29,19 @@ import (
 const connScheme = "imagebump-ssh-direct"
 
 var (
-	registerConnScheme sync.Once
-	opContexts         sync.Map // operation id -> context.Context
-	opSeq              atomic.Uint64
+	opContexts sync.Map // operation id -> context.Context
+	opSeq      atomic.Uint64
 )
+
+// init registers the scheme before any goroutine can read x/net/proxy's
+// registry, which has no lock.
+func init() {
+	proxy.RegisterDialerType(connScheme, newCtxDialer)
+}
 
 // sshProxy returns the proxy options that bind the SSH connections of one
 // operation to ctx, and a function to call when the operation is over.
 func sshProxy(ctx context.Context) (transport.ProxyOptions, func()) {
-	registerConnScheme.Do(func() { proxy.RegisterDialerType(connScheme, newCtxDialer) })
 	id := strconv.FormatUint(opSeq.Add(1), 10)
 	opContexts.Store(id, ctx)
 	u := url.URL{Scheme: connScheme, Host: "op" + id}

@@ -157,7 +157,10 @@ func (r *Repo) Update(ctx context.Context, u Update, edit Edit) (*Result, error)
 			return nil, err
 		}
 		lastErr = err
-		log.Info("the remote moved while pushing; redoing the edit on its new head", "attempt", attempt, "error", err)
+		if attempt < maxAttempts {
+			// Logged here because it is not returned; the last one is.
+			log.Info("the remote moved while pushing; redoing the edit on its new head", "attempt", attempt, "error", err)
+		}
 	}
 	return nil, fmt.Errorf("pushing to %s branch %q: gave up after %d attempts: %w (last: %w)", r.remote, target, maxAttempts, ErrConflict, lastErr)
 }

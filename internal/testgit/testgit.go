@@ -19,7 +19,8 @@ import (
 	"testing"
 )
 
-// Identity is the author and committer of the commits testgit makes.
+// IdentityName and IdentityEmail are the author and committer of the
+// commits testgit makes.
 const (
 	IdentityName  = "testgit"
 	IdentityEmail = "testgit@example.invalid"
