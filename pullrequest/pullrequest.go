@@ -146,7 +146,7 @@ func Ensure(ctx context.Context, p Provider, req Request) (*Result, error) {
 	if d.outcome == Opened {
 		pr, err := p.Create(ctx, req.Head, req.Base, req.Title, d.body)
 		if err == nil {
-			return finish(ctx, p, req, pr, Opened, d.labels)
+			return finish(ctx, p, pr, Opened, d.labels)
 		}
 		if !errors.Is(err, ErrAlreadyExists) {
 			return nil, err
@@ -171,15 +171,17 @@ func Ensure(ctx context.Context, p Provider, req Request) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		return finish(ctx, p, req, pr, Updated, d.labels)
+		if pr.URL == "" {
+			pr.URL = d.open.URL
+		}
+		return finish(ctx, p, pr, Updated, d.labels)
 	default:
-		return finish(ctx, p, req, d.open, Unchanged, d.labels)
+		return finish(ctx, p, d.open, Unchanged, d.labels)
 	}
 }
 
-// finish adds the missing labels to pr and builds the result. A forge that
-// answers an update without the pull request's URL keeps the one listed.
-func finish(ctx context.Context, p Provider, req Request, pr *PR, o Outcome, labels []string) (*Result, error) {
+// finish adds the missing labels to pr and builds the result.
+func finish(ctx context.Context, p Provider, pr *PR, o Outcome, labels []string) (*Result, error) {
 	if len(labels) > 0 {
 		if err := p.AddLabels(ctx, pr.Number, labels); err != nil {
 			return nil, err
@@ -268,7 +270,7 @@ func sameText(got, want string) bool {
 	return norm(got) == norm(want)
 }
 
-// missing returns the labels of want that have is lacks, ignoring case.
+// missing returns the labels of want that are not in have, ignoring case.
 func missing(want, have []string) []string {
 	var out []string
 	for _, w := range want {

@@ -1,9 +1,12 @@
 package pullrequest_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log"
+	"log/slog"
 	"net/http"
 	"os"
 	"regexp"
@@ -329,6 +332,19 @@ func (s *staleList) List(ctx context.Context, head, base string) ([]pullrequest.
 // GitHub and GitLab through their client libraries against in-memory fakes
 // of their REST APIs, Gitea for real.
 func TestScenarios(t *testing.T) {
+	// Client libraries must not log; whatever they would is caught here and
+	// searched for tokens.
+	var logs syncBuffer
+	oldSlog, oldLog := slog.Default(), log.Writer()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	log.SetOutput(&logs)
+	t.Cleanup(func() {
+		slog.SetDefault(oldSlog)
+		log.SetOutput(oldLog)
+		if got := logs.String(); got != "" {
+			t.Errorf("the libraries logged:\n%s", got)
+		}
+	})
 	scenarios := []struct {
 		name string
 		run  func(t *testing.T, f *forge)
@@ -548,6 +564,24 @@ func TestScenarios(t *testing.T) {
 			}
 		})
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // repoPattern matches the repository each forge's errors must name.

@@ -67,9 +67,9 @@ type Provider struct {
 var _ pullrequest.Provider = (*Provider)(nil)
 
 // New returns a Provider for the repository opts names. It makes no
-// request: the server's version is not checked, since Forgejo reports
-// versions the SDK does not understand and every call used exists since
-// Gitea 1.17.
+// request. The SDK's server version checks are turned off: Forgejo reports
+// versions the SDK does not understand, and a Gitea built from source
+// reports "development".
 func New(opts Options) (*Provider, error) {
 	switch {
 	case opts.Owner == "" || opts.Repo == "":

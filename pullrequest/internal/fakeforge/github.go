@@ -14,7 +14,9 @@ import (
 )
 
 // GitHub is an in-memory fake of the GitHub REST API endpoints the github
-// adapter uses, for one repository, as documented at
+// adapter uses, for one repository. GitHub itself cannot run in a test, so
+// the adapter is tested through go-github against this fake, which follows
+// the documentation at
 // https://docs.github.com/rest/pulls/pulls and
 // https://docs.github.com/rest/issues/labels:
 //

@@ -14,7 +14,9 @@ import (
 )
 
 // GitLab is an in-memory fake of the GitLab REST API endpoints the gitlab
-// adapter uses, for one project, as documented at
+// adapter uses, for one project. GitLab itself cannot run in a test, so the
+// adapter is tested through GitLab's client-go against this fake, which
+// follows the documentation at
 // https://docs.gitlab.com/api/merge_requests/:
 //
 //	GET  /api/v4/projects/{id}/merge_requests        state (opened|closed|locked|merged|all,

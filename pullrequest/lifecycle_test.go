@@ -1,0 +1,278 @@
+package pullrequest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// scripted is a Provider over a fixed list of pull requests that records
+// the calls made to it. createErr, when set, is what Create returns.
+type scripted struct {
+	prs       []PR
+	createErr error
+	calls     []string
+}
+
+func (s *scripted) Name() string { return "scripted" }
+
+func (s *scripted) List(_ context.Context, head, base string) ([]PR, error) {
+	s.calls = append(s.calls, "list")
+	return append([]PR(nil), s.prs...), nil
+}
+
+func (s *scripted) Create(_ context.Context, head, base, title, body string) (*PR, error) {
+	s.calls = append(s.calls, "create "+title)
+	if s.createErr != nil {
+		return nil, s.createErr
+	}
+	n := 100 + len(s.prs)
+	return &PR{Number: n, URL: fmt.Sprintf("https://forge/pr/%d", n), State: StateOpen, Title: title, Body: body}, nil
+}
+
+func (s *scripted) Update(_ context.Context, number int, title, body string) (*PR, error) {
+	s.calls = append(s.calls, fmt.Sprintf("update #%d %s", number, title))
+	return &PR{Number: number, URL: fmt.Sprintf("https://forge/pr/%d", number), State: StateOpen, Title: title, Body: body}, nil
+}
+
+func (s *scripted) AddLabels(_ context.Context, number int, labels []string) error {
+	s.calls = append(s.calls, fmt.Sprintf("labels #%d %s", number, strings.Join(labels, ",")))
+	return nil
+}
+
+var (
+	changeA = []Change{{File: "a.yaml", Line: 1, Policy: "apps:a", Old: "1.0.0", New: "1.1.0"}}
+	changeB = []Change{{File: "a.yaml", Line: 1, Policy: "apps:a", Old: "1.0.0", New: "1.2.0"}}
+)
+
+func request(changes []Change, title string, labels ...string) Request {
+	return Request{Head: "imagebump/main", Base: "main", Title: title, Changes: changes, Labels: labels}
+}
+
+func pr(n int, state State, title string, changes []Change, labels ...string) PR {
+	return PR{Number: n, URL: fmt.Sprintf("https://forge/pr/%d", n), State: state, Title: title, Body: Body(changes), Head: "imagebump/main", Base: "main", Labels: labels}
+}
+
+// TestEnsureDecisions covers the lifecycle rules on a provider whose pull
+// requests are given, checking the calls made and the result.
+func TestEnsureDecisions(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		prs       []PR
+		req       Request
+		want      Result
+		wantCalls []string
+	}{{
+		name:      "nothing yet opens",
+		req:       request(changeA, "Bump a", "deps"),
+		want:      Result{Number: 100, URL: "https://forge/pr/100", Outcome: Opened, Labels: []string{"deps"}},
+		wantCalls: []string{"list", "create Bump a", "labels #100 deps"},
+	}, {
+		name:      "open and current is unchanged",
+		prs:       []PR{pr(3, StateOpen, "Bump a", changeA, "deps")},
+		req:       request(changeA, "Bump a", "deps"),
+		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Unchanged},
+		wantCalls: []string{"list"},
+	}, {
+		name:      "open with another title is updated",
+		prs:       []PR{pr(3, StateOpen, "Bump a to 1.1.0", changeA)},
+		req:       request(changeA, "Bump a"),
+		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Updated},
+		wantCalls: []string{"list", "update #3 Bump a"},
+	}, {
+		name:      "open with other changes is updated",
+		prs:       []PR{pr(3, StateOpen, "Bump a", changeA)},
+		req:       request(changeB, "Bump a"),
+		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Updated},
+		wantCalls: []string{"list", "update #3 Bump a"},
+	}, {
+		name: "open with CRLF and trailing space is unchanged",
+		prs: []PR{func() PR {
+			p := pr(3, StateOpen, "Bump a ", changeA)
+			p.Body = strings.ReplaceAll(p.Body, "\n", "\r\n") + "  "
+			return p
+		}()},
+		req:       request(changeA, "Bump a"),
+		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Unchanged},
+		wantCalls: []string{"list"},
+	}, {
+		name:      "missing labels are added to an unchanged one, ignoring case",
+		prs:       []PR{pr(3, StateOpen, "Bump a", changeA, "Deps")},
+		req:       request(changeA, "Bump a", "deps", "imagebump", " ", "ImageBump"),
+		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Unchanged, Labels: []string{"imagebump"}},
+		wantCalls: []string{"list", "labels #3 imagebump"},
+	}, {
+		name:      "the most recent open one is kept current",
+		prs:       []PR{pr(2, StateOpen, "old", changeA), pr(5, StateOpen, "Bump a", changeA)},
+		req:       request(changeA, "Bump a"),
+		want:      Result{Number: 5, URL: "https://forge/pr/5", Outcome: Unchanged},
+		wantCalls: []string{"list"},
+	}, {
+		name:      "an open one wins over a newer closed one with the same content",
+		prs:       []PR{pr(7, StateClosed, "Bump a", changeB), pr(4, StateOpen, "Bump a", changeA)},
+		req:       request(changeB, "Bump a"),
+		want:      Result{Number: 4, URL: "https://forge/pr/4", Outcome: Updated},
+		wantCalls: []string{"list", "update #4 Bump a"},
+	}, {
+		name:      "closed with the same content is skipped",
+		prs:       []PR{pr(3, StateClosed, "Bump a", changeA)},
+		req:       request(changeA, "A new title", "deps"),
+		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Skipped},
+		wantCalls: []string{"list"},
+	}, {
+		name:      "merged with the same content is skipped",
+		prs:       []PR{pr(3, StateMerged, "Bump a", changeA)},
+		req:       request(changeA, "Bump a"),
+		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Skipped},
+		wantCalls: []string{"list"},
+	}, {
+		name:      "only the most recent closed one counts",
+		prs:       []PR{pr(2, StateClosed, "Bump a", changeA), pr(6, StateMerged, "Bump a", changeB)},
+		req:       request(changeA, "Bump a"),
+		want:      Result{Number: 100 + 2, URL: "https://forge/pr/102", Outcome: Opened},
+		wantCalls: []string{"list", "create Bump a"},
+	}, {
+		name: "a closed one without a marker does not block",
+		prs: []PR{func() PR {
+			p := pr(3, StateClosed, "Bump a", changeA)
+			p.Body = "written by hand"
+			return p
+		}()},
+		req:       request(changeA, "Bump a"),
+		want:      Result{Number: 101, URL: "https://forge/pr/101", Outcome: Opened},
+		wantCalls: []string{"list", "create Bump a"},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			p := &scripted{prs: c.prs}
+			got, err := Ensure(context.Background(), p, c.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.want.Provider = "scripted"
+			if diff := cmp.Diff(&c.want, got); diff != "" {
+				t.Errorf("Ensure (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(c.wantCalls, p.calls); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+
+			// Plan decides the same, with the list call only.
+			p.calls = nil
+			plan, err := Plan(context.Background(), p, c.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan.Outcome != got.Outcome || (got.Outcome != Opened && plan.Number != got.Number) {
+				t.Errorf("Plan = %+v, but Ensure did %+v", plan, got)
+			}
+			if diff := cmp.Diff([]string{"list"}, p.calls); diff != "" {
+				t.Errorf("Plan calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEnsureRace(t *testing.T) {
+	exists := &Error{Provider: "scripted", Repository: "acme/fleet", Op: "creating a pull request", Status: 409, Exists: true}
+	t.Run("another run opened it", func(t *testing.T) {
+		// The first list sees nothing; create is refused; the second list
+		// sees the one another run opened.
+		p := &raceProvider{scripted: scripted{createErr: exists}, later: []PR{pr(9, StateOpen, "Bump a", changeA)}}
+		got, err := Ensure(context.Background(), p, request(changeB, "Bump a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &Result{Number: 9, URL: "https://forge/pr/9", Outcome: Updated, Provider: "scripted"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Ensure (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"list", "create Bump a", "list", "update #9 Bump a"}, p.calls); diff != "" {
+			t.Errorf("calls (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("still nothing to see", func(t *testing.T) {
+		p := &scripted{createErr: exists}
+		_, err := Ensure(context.Background(), p, request(changeA, "Bump a"))
+		if !errors.Is(err, ErrAlreadyExists) {
+			t.Errorf("got %v, want the refusal, which Is ErrAlreadyExists", err)
+		}
+	})
+	t.Run("other create errors are returned", func(t *testing.T) {
+		p := &scripted{createErr: &Error{Provider: "scripted", Status: 403}}
+		_, err := Ensure(context.Background(), p, request(changeA, "Bump a"))
+		var pe *Error
+		if !errors.As(err, &pe) || pe.Status != 403 {
+			t.Errorf("got %v, want the 403", err)
+		}
+		if diff := cmp.Diff([]string{"list", "create Bump a"}, p.calls); diff != "" {
+			t.Errorf("calls (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// raceProvider is scripted whose List shows later from the second call on.
+type raceProvider struct {
+	scripted
+	later []PR
+	lists int
+}
+
+func (r *raceProvider) List(ctx context.Context, head, base string) ([]PR, error) {
+	r.lists++
+	if r.lists > 1 {
+		r.prs = r.later
+	}
+	return r.scripted.List(ctx, head, base)
+}
+
+func TestRequestValidation(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		req  Request
+		want string
+	}{
+		{"no head", Request{Base: "main", Title: "t", Changes: changeA}, "head and base branches are required"},
+		{"same branches", Request{Head: "main", Base: "main", Title: "t", Changes: changeA}, `head and base are both "main"`},
+		{"no title", Request{Head: "h", Base: "main", Title: " \n", Changes: changeA}, "the title is empty"},
+		{"no changes", Request{Head: "h", Base: "main", Title: "t"}, "no changes to propose"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := &scripted{}
+			_, err := Ensure(context.Background(), p, c.req)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Ensure: got %v, want an error saying %q", err, c.want)
+			}
+			if _, err := Plan(context.Background(), p, c.req); err == nil {
+				t.Error("Plan accepted the request")
+			}
+			if len(p.calls) != 0 {
+				t.Errorf("the provider was called: %v", p.calls)
+			}
+		})
+	}
+}
+
+func TestLongTitle(t *testing.T) {
+	long := strings.Repeat("é", 300)
+	p := &scripted{}
+	if _, err := Ensure(context.Background(), p, request(changeA, long)); err != nil {
+		t.Fatal(err)
+	}
+	title := strings.TrimPrefix(p.calls[1], "create ")
+	if n := len([]rune(title)); n != MaxTitleLength || !strings.HasSuffix(title, "…") {
+		t.Errorf("title sent has %d characters (%q...), want %d ending in …", n, title[:10], MaxTitleLength)
+	}
+	// The cut title is what later runs compare, so nothing changes.
+	p = &scripted{prs: []PR{pr(1, StateOpen, title, changeA)}}
+	got, err := Ensure(context.Background(), p, request(changeA, long))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Outcome != Unchanged {
+		t.Errorf("a long title that was cut: got %s, want unchanged", got.Outcome)
+	}
+}
