@@ -18,7 +18,9 @@ import (
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/cycle"
 	"github.com/imagebump/imagebump/gitwriter"
+	"github.com/imagebump/imagebump/internal/redact"
 	"github.com/imagebump/imagebump/internal/unidiff"
+	"github.com/imagebump/imagebump/pullrequest"
 	"github.com/imagebump/imagebump/registry"
 	"github.com/imagebump/imagebump/setters"
 )
@@ -119,6 +121,11 @@ type PlanReport struct {
 	Changes  []ChangeJSON   `json:"changes"`
 	Problems []ProblemJSON  `json:"problems"`
 	Files    FileCountsJSON `json:"files"`
+	// PullRequest is what a run would do to the target's pull request
+	// (plan only, when the target has push.pullRequest).
+	PullRequest *pullrequest.Result `json:"pullRequest,omitempty"`
+	// PullRequestError says why the pull request could not be checked.
+	PullRequestError string `json:"pullRequestError,omitempty"`
 }
 
 // PolicyJSON is one policy's selection.
@@ -162,6 +169,7 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 		return usageError(err)
 	}
 	root := o.Repo
+	base := "" // the tracked branch, for the pull request preview
 	if root == "" {
 		if o.Write {
 			return usageError(errors.New("apply needs --repo DIR: it rewrites a local checkout (use run to clone, commit and push)"))
@@ -186,6 +194,7 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 		}
 		defer clone.Close()
 		root = clone.Dir()
+		base = clone.Branch()
 	} else if st, err := os.Stat(root); err != nil || !st.IsDir() {
 		return usageError(fmt.Errorf("--repo %s: not a directory", root))
 	}
@@ -227,10 +236,18 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 	if err != nil {
 		return failure(err)
 	}
+	pr, prErr := previewPullRequest(ctx, o, cfg, base, rep)
 
 	switch o.Output {
 	case "json":
-		err = writePlanJSON(stdout, rep, o.Write)
+		out := buildPlanReport(rep, o.Write)
+		out.PullRequest = pr
+		if prErr != nil {
+			out.PullRequestError = prErr.Error()
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(out)
 	case "diff":
 		files := make([]string, 0, len(diffs))
 		for f := range diffs {
@@ -248,6 +265,12 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 		}
 	default:
 		err = writePlanText(stdout, rep, o.Write)
+		if err == nil && pr != nil {
+			_, err = fmt.Fprintf(stdout, "Pull request: %s\n", describePR(pr, true))
+		}
+		if err == nil && prErr != nil {
+			_, err = fmt.Fprintf(stdout, "Pull request: could not be checked: %v\n", prErr)
+		}
 	}
 	if err != nil {
 		return err
@@ -261,35 +284,60 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 	return nil
 }
 
-// targetScope returns the paths and the policy selector of the named target,
-// of the only target when there is one, or nil (everything) otherwise.
-func targetScope(cfg *config.Config, name string) ([]string, func(string) bool, error) {
+// pickTarget returns the named target, the only target when there is one,
+// or nil (every policy over the whole checkout) otherwise.
+func pickTarget(cfg *config.Config, name string) (*config.Target, error) {
 	targets := cfg.Targets()
-	var t *config.Target
 	switch {
 	case name != "":
 		for i := range targets {
 			if targets[i].Name == name {
-				t = &targets[i]
+				return &targets[i], nil
 			}
 		}
-		if t == nil {
-			var names []string
-			for _, t := range targets {
-				names = append(names, t.Name)
-			}
-			return nil, nil, fmt.Errorf("--target %q: no such target in %s (targets: %s)", name, cfg.File, strings.Join(names, ", "))
+		var names []string
+		for _, t := range targets {
+			names = append(names, t.Name)
 		}
+		return nil, fmt.Errorf("--target %q: no such target in %s (targets: %s)", name, cfg.File, strings.Join(names, ", "))
 	case len(targets) == 1:
-		t = &targets[0]
-	default:
-		return nil, nil, nil
+		return &targets[0], nil
+	}
+	return nil, nil
+}
+
+// targetScope returns the paths and the policy selector of pickTarget's
+// target, or nil for both (everything).
+func targetScope(cfg *config.Config, name string) ([]string, func(string) bool, error) {
+	t, err := pickTarget(cfg, name)
+	if err != nil || t == nil {
+		return nil, nil, err
 	}
 	var paths []string
 	if t.Git != nil {
 		paths = t.Git.Paths
 	}
 	return paths, t.Selects, nil
+}
+
+// previewPullRequest asks the forge, read-only, what a run would do to the
+// target's pull request. A failure here does not fail the plan: it is
+// reported beside it.
+func previewPullRequest(ctx context.Context, o *PlanOptions, cfg *config.Config, base string, rep *cycle.Report) (*pullrequest.Result, error) {
+	if o.Write {
+		return nil, nil
+	}
+	t, err := pickTarget(cfg, o.Target)
+	if err != nil || t == nil || !wantsPullRequest(*t) {
+		return nil, nil
+	}
+	if base == "" {
+		base = t.Git.Branch
+	}
+	if base == "" {
+		return nil, errors.New("git.branch is not set and plan --repo does not know the remote's default branch")
+	}
+	return pullRequestFor(ctx, *t, base, rep, cfg.File, redact.String(t.Git.URL), false)
 }
 
 func writePlanJSON(w io.Writer, rep *cycle.Report, applied bool) error {

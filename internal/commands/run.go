@@ -16,6 +16,7 @@ import (
 	"github.com/imagebump/imagebump/cycle"
 	"github.com/imagebump/imagebump/gitwriter"
 	"github.com/imagebump/imagebump/internal/redact"
+	"github.com/imagebump/imagebump/pullrequest"
 	"github.com/imagebump/imagebump/registry"
 )
 
@@ -85,7 +86,10 @@ type TargetSummary struct {
 	Policies   []PolicyJSON  `json:"policies"`
 	Changes    []ChangeJSON  `json:"changes"`
 	Problems   []ProblemJSON `json:"problems"`
-	Error      string        `json:"error,omitempty"`
+	// PullRequest is what happened to the target's pull request, when it
+	// has push.pullRequest and something to propose.
+	PullRequest *pullrequest.Result `json:"pullRequest,omitempty"`
+	Error       string              `json:"error,omitempty"`
 
 	report *cycle.Report
 }
@@ -253,6 +257,16 @@ func runTarget(ctx context.Context, o *RunOptions, cfg *config.Config, reg cycle
 	if res.Branch != "" && s.PushBranch == "" {
 		s.Branch = res.Branch
 	}
+	if wantsPullRequest(t) && last != nil {
+		// Ensure writes only when the pull request must change, so a cycle
+		// with nothing new makes no write call to the forge.
+		pr, err := pullRequestFor(ctx, t, s.Branch, last, cfg.File, s.Repository, true)
+		if err != nil {
+			s.Error = fmt.Sprintf("target %s: %v", t.Name, err)
+			return s
+		}
+		s.PullRequest = pr
+	}
 	return s
 }
 
@@ -275,6 +289,9 @@ func writeRunText(w io.Writer, rep RunReport) error {
 			for _, line := range strings.Split(strings.TrimRight(inner.String(), "\n"), "\n") {
 				b.WriteString("  " + line + "\n")
 			}
+		}
+		if pr := t.PullRequest; pr != nil {
+			fmt.Fprintf(&b, "  pull request: %s\n", describePR(pr, false))
 		}
 		switch {
 		case t.Error != "":
@@ -301,4 +318,40 @@ func shortSHA(s string) string {
 		return s[:12]
 	}
 	return s
+}
+
+// describePR says in words what happened (or, for plan, would happen) to a
+// pull request.
+func describePR(pr *pullrequest.Result, plan bool) string {
+	ref := pr.URL
+	if pr.Number != 0 {
+		ref = fmt.Sprintf("#%d %s", pr.Number, pr.URL)
+	}
+	var what string
+	switch pr.Outcome {
+	case pullrequest.Opened:
+		what = "opened " + ref
+		if plan {
+			what = "would open a new pull request"
+		}
+	case pullrequest.Updated:
+		what = "updated " + ref
+		if plan {
+			what = "would update " + ref
+		}
+	case pullrequest.Unchanged:
+		what = "up to date: " + ref
+	case pullrequest.Skipped:
+		what = "not reopened: " + ref + " (closed or merged) already proposed these bumps"
+	default:
+		what = string(pr.Outcome) + " " + ref
+	}
+	if len(pr.Labels) > 0 {
+		verb := "added labels"
+		if plan {
+			verb = "would add labels"
+		}
+		what += fmt.Sprintf("; %s %s", verb, strings.Join(pr.Labels, ", "))
+	}
+	return pr.Provider + ": " + what
 }

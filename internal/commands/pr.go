@@ -1,0 +1,112 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/pullrequest"
+	"github.com/imagebump/imagebump/pullrequest/gitea"
+	"github.com/imagebump/imagebump/pullrequest/github"
+	"github.com/imagebump/imagebump/pullrequest/gitlab"
+)
+
+// wantsPullRequest reports whether a target opens pull requests: it has
+// push.pullRequest and pushes to its own branch.
+func wantsPullRequest(t config.Target) bool {
+	return t.Push != nil && t.Push.PullRequest != nil && t.Push.Branch != ""
+}
+
+// newPRProvider builds the forge adapter a target's push.pullRequest names.
+// The owner and repository come from git.url, the API URL from apiURL or the
+// provider's default for that host, the token from pullRequest.tokenFile or
+// else git.auth.tokenFile.
+func newPRProvider(t config.Target) (pullrequest.Provider, error) {
+	pr := t.Push.PullRequest
+	_, ownerPath, err := pullrequest.ParseRepoURL(t.Git.URL)
+	if err != nil {
+		return nil, fmt.Errorf("pull requests for target %s: %w", t.Name, err)
+	}
+	api := pr.APIURL
+	if api == "" {
+		if api, err = pullrequest.DefaultAPIURL(pr.Provider, t.Git.URL); err != nil {
+			return nil, fmt.Errorf("pull requests for target %s: %w", t.Name, err)
+		}
+	}
+	tokenFile := pr.TokenFile
+	if tokenFile == "" && t.Git.Auth != nil {
+		tokenFile = t.Git.Auth.TokenFile
+	}
+	if tokenFile == "" {
+		return nil, fmt.Errorf("pull requests for target %s: no token: set push.pullRequest.tokenFile (or git.auth.tokenFile)", t.Name)
+	}
+	data, err := os.ReadFile(tokenFile)
+	if err != nil {
+		// The path is safe to show; the content never is.
+		return nil, fmt.Errorf("pull requests for target %s: reading the token file %s: %w", t.Name, tokenFile, errors.Unwrap(err))
+	}
+	token := strings.TrimRight(string(data), "\r\n")
+	if token == "" {
+		return nil, fmt.Errorf("pull requests for target %s: the token file %s is empty", t.Name, tokenFile)
+	}
+	switch pr.Provider {
+	case "github":
+		owner, repo, err := pullrequest.OwnerRepo(ownerPath)
+		if err != nil {
+			return nil, err
+		}
+		return github.New(github.Options{APIURL: api, Token: token, Owner: owner, Repo: repo})
+	case "gitlab":
+		return gitlab.New(gitlab.Options{APIURL: api, Token: token, Project: ownerPath})
+	case "gitea":
+		owner, repo, err := pullrequest.OwnerRepo(ownerPath)
+		if err != nil {
+			return nil, err
+		}
+		return gitea.New(gitea.Options{APIURL: api, Token: token, Owner: owner, Repo: repo})
+	}
+	return nil, fmt.Errorf("pull requests for target %s: unknown provider %q: want github, gitlab or gitea", t.Name, pr.Provider)
+}
+
+// prRequest describes the pull request a report's changes call for.
+func prRequest(t config.Target, base string, rep *cycle.Report, cfgFile, repository string) (pullrequest.Request, error) {
+	pr := t.Push.PullRequest
+	tmpl := pr.Title
+	if tmpl == "" {
+		tmpl = cycle.DefaultTitleTemplate
+	}
+	title, err := cycle.RenderTemplate("push.pullRequest.title in "+cfgFile, tmpl, cycle.NewMessageData(rep, repository, t.Name))
+	if err != nil {
+		return pullrequest.Request{}, err
+	}
+	req := pullrequest.Request{Head: t.Push.Branch, Base: base, Title: strings.TrimSpace(title), Labels: pr.Labels}
+	for _, c := range rep.Changes {
+		req.Changes = append(req.Changes, pullrequest.Change{File: c.File, Line: c.Line, Policy: c.Policy, Old: c.Old, New: c.New})
+	}
+	return req, nil
+}
+
+// pullRequestFor opens or updates (ensure) or previews (plan) the target's
+// pull request for rep. It returns nil when the report has no changes: a
+// branch with nothing to propose needs no pull request.
+func pullRequestFor(ctx context.Context, t config.Target, base string, rep *cycle.Report, cfgFile, repository string, write bool) (*pullrequest.Result, error) {
+	if len(rep.Changes) == 0 {
+		return nil, nil
+	}
+	p, err := newPRProvider(t)
+	if err != nil {
+		return nil, err
+	}
+	req, err := prRequest(t, base, rep, cfgFile, repository)
+	if err != nil {
+		return nil, err
+	}
+	if write {
+		return pullrequest.Ensure(ctx, p, req)
+	}
+	return pullrequest.Plan(ctx, p, req)
+}

@@ -1,0 +1,87 @@
+package commands
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/imagebump/imagebump/internal/testgitea"
+)
+
+// TestRunPullRequestGitea runs imagebump run against a real Gitea: the
+// first run pushes imagebump's branch and opens a pull request, a second run
+// with nothing new leaves it alone, plan previews it read-only, and after a
+// merge a new bump opens a new one.
+func TestRunPullRequestGitea(t *testing.T) {
+	gt := testgitea.Start(t)
+	host := startMemRegistry(t)
+	owner, repo, cloneURL := gt.CreateRepo(t, "fleet-run", demoRepoFiles(t, host))
+	dir := t.TempDir()
+	writeFile(t, dir, "token", gt.Token+"\n")
+	cfg := runConfig(t, dir, host, "  url: "+cloneURL+"\n  branch: main\n  auth: {tokenFile: token}\n",
+		"push:\n  branch: imagebump/main\n  pullRequest:\n    provider: gitea\n    apiURL: "+gt.URL+"\n    labels: [dependencies]\n")
+
+	out, stderr, code := runMain(t, "run", "-c", cfg, "-o", "json")
+	if code != 0 {
+		t.Fatalf("run exit %d\n%s\n%s", code, out, stderr)
+	}
+	rep := decodeRun(t, out)
+	pr := rep.Targets[0].PullRequest
+	if pr == nil || pr.Outcome != "opened" || pr.Number == 0 || pr.URL == "" {
+		t.Fatalf("first run pull request = %+v", pr)
+	}
+	prs := gt.PullRequests(t, owner, repo)
+	if len(prs) != 1 || prs[0].Head.Ref != "imagebump/main" || prs[0].Base.Ref != "main" || prs[0].State != "open" {
+		t.Fatalf("pull requests on Gitea: %+v", prs)
+	}
+	if !strings.Contains(prs[0].Body, "charts/api/values.yaml") || !strings.Contains(prs[0].Body, "2.3.4") {
+		t.Errorf("pull request body lacks the bumps:\n%s", prs[0].Body)
+	}
+	if prs[0].Title != "Bump 5 images" {
+		t.Errorf("title = %q", prs[0].Title)
+	}
+	if len(prs[0].Labels) != 1 || prs[0].Labels[0].Name != "dependencies" {
+		t.Errorf("labels = %+v", prs[0].Labels)
+	}
+
+	// Nothing new: no push, the same PR, untouched.
+	out, stderr, code = runMain(t, "run", "-c", cfg, "-o", "json")
+	if code != 0 {
+		t.Fatalf("second run exit %d\n%s\n%s", code, out, stderr)
+	}
+	rep = decodeRun(t, out)
+	if got := rep.Targets[0]; got.Pushed || got.PullRequest == nil || got.PullRequest.Outcome != "unchanged" || got.PullRequest.Number != pr.Number {
+		t.Errorf("second run: pushed=%v pull request %+v", got.Pushed, got.PullRequest)
+	}
+	if n := len(gt.PullRequests(t, owner, repo)); n != 1 {
+		t.Errorf("%d pull requests after the second run, want 1", n)
+	}
+
+	// plan says what a run would do, without writing.
+	out, stderr, code = runMain(t, "plan", "-c", cfg)
+	if code != 0 {
+		t.Fatalf("plan exit %d\n%s\n%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "Pull request: gitea: up to date: #") {
+		t.Errorf("plan does not preview the pull request:\n%s", out)
+	}
+
+	// Merged: main carries the bumps, so the next run has nothing to propose.
+	gt.MergePR(t, owner, repo, pr.Number)
+	out, _, code = runMain(t, "run", "-c", cfg, "-o", "json")
+	if code != 0 {
+		t.Fatalf("run after merge exit %d\n%s", code, out)
+	}
+	if got := decodeRun(t, out).Targets[0]; got.PullRequest != nil || len(got.Changes) != 0 {
+		t.Errorf("after merge: changes %d, pull request %+v; want none", len(got.Changes), got.PullRequest)
+	}
+
+	// The token is nowhere in what run printed or in the PR.
+	for _, p := range gt.PullRequests(t, owner, repo) {
+		if strings.Contains(p.Body, gt.Token) || strings.Contains(p.Title, gt.Token) {
+			t.Error("the token appears in a pull request")
+		}
+	}
+	if strings.Contains(out+stderr, gt.Token) {
+		t.Error("the token appears in run's output")
+	}
+}
