@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +14,8 @@ import (
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/imagebump/imagebump/internal/secretfile"
 )
 
 // Auth holds the credentials for the remote, as files read at each use so
@@ -92,14 +93,12 @@ func (a Auth) validate(k kind) error {
 // readSecret reads a secret file and drops one trailing newline. Its
 // errors name the file and never its content.
 func readSecret(what, path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", what, err)
-	}
-	s := strings.TrimSuffix(string(b), "\n")
-	s = strings.TrimSuffix(s, "\r")
-	if s == "" {
+	s, err := secretfile.Read(path)
+	switch {
+	case errors.Is(err, secretfile.ErrEmpty):
 		return "", fmt.Errorf("%s %s is empty", what, path)
+	case err != nil:
+		return "", fmt.Errorf("reading %s: %w", what, err)
 	}
 	return s, nil
 }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
-	"strings"
 
 	"github.com/docker/cli/cli/config"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/imagebump/imagebump/internal/secretfile"
 )
 
 // configuredAuth returns the authenticator for a host's username, password
@@ -56,14 +57,9 @@ func (a *fileAuth) Authorization() (*authn.AuthConfig, error) {
 // readSecret reads a one-line secret file and drops its trailing newline.
 // Its errors name the file and never its content.
 func readSecret(what, path string) (string, error) {
-	b, err := os.ReadFile(path)
+	s, err := secretfile.Read(path)
 	if err != nil {
 		return "", &credentialError{what: what, path: path, err: err}
-	}
-	s := strings.TrimSuffix(string(b), "\n")
-	s = strings.TrimSuffix(s, "\r")
-	if s == "" {
-		return "", &credentialError{what: what, path: path, err: errors.New("file is empty")}
 	}
 	return s, nil
 }

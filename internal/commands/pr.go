@@ -2,13 +2,12 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/internal/secretfile"
 	"github.com/imagebump/imagebump/pullrequest"
 	"github.com/imagebump/imagebump/pullrequest/gitea"
 	"github.com/imagebump/imagebump/pullrequest/github"
@@ -44,14 +43,10 @@ func newPRProvider(t config.Target) (pullrequest.Provider, error) {
 	if tokenFile == "" {
 		return nil, fmt.Errorf("pull requests for target %s: no token: set push.pullRequest.tokenFile (or git.auth.tokenFile)", t.Name)
 	}
-	data, err := os.ReadFile(tokenFile)
+	token, err := secretfile.Read(tokenFile)
 	if err != nil {
 		// The path is safe to show; the content never is.
-		return nil, fmt.Errorf("pull requests for target %s: reading the token file %s: %w", t.Name, tokenFile, errors.Unwrap(err))
-	}
-	token := strings.TrimRight(string(data), "\r\n")
-	if token == "" {
-		return nil, fmt.Errorf("pull requests for target %s: the token file %s is empty", t.Name, tokenFile)
+		return nil, fmt.Errorf("pull requests for target %s: reading the token file: %w", t.Name, err)
 	}
 	switch pr.Provider {
 	case "github":
