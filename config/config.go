@@ -187,7 +187,7 @@ type GitAuth struct {
 	// SSHKeyPassphraseFile holds the passphrase of SSHKeyFile, if any.
 	SSHKeyPassphraseFile string `yaml:"sshKeyPassphraseFile" config:"path"`
 	// KnownHostsFile is a known_hosts file that the SSH host key is checked
-	// against. Empty means ~/.ssh/known_hosts.
+	// against. SSH URLs need it unless InsecureIgnoreHostKey is set.
 	KnownHostsFile string `yaml:"knownHostsFile" config:"path"`
 	// InsecureIgnoreHostKey turns SSH host key checking off.
 	InsecureIgnoreHostKey bool `yaml:"insecureIgnoreHostKey"`

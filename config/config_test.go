@@ -530,10 +530,19 @@ git:
   url: https://example.com/fleet.git
   auth: {sshKeyFile: id}
 `, "imagebump.yaml:4:10: git.auth.sshKeyFile:", "needs an ssh:// or user@host:path URL"},
+		{"ssh without known hosts", `
+git:
+  url: ssh://git@example.com/fleet.git
+  auth: {sshKeyFile: id}
+`, "imagebump.yaml:4:9: git.auth:", "needs auth.knownHostsFile"},
+		{"scp-like ssh without auth", `
+git:
+  url: git@example.com:acme/fleet.git
+`, "imagebump.yaml:3:8: git.url:", "needs auth.knownHostsFile"},
 		{"token with ssh", `
 git:
   url: ssh://git@example.com/fleet.git
-  auth: {tokenFile: token}
+  auth: {tokenFile: token, insecureIgnoreHostKey: true}
 `, "imagebump.yaml:4:10: git.auth.tokenFile:", "needs an https:// or http:// URL"},
 		{"git two auth methods", `
 git:
@@ -566,6 +575,17 @@ git: {url: "https://example.com/fleet.git"}
 commit:
   messageTemplate: "{{range .Changes}}"
 `, "imagebump.yaml:4:20: commit.messageTemplate:", "invalid template"},
+		{"message template naming a field that does not exist", `
+git: {url: "https://example.com/fleet.git"}
+commit:
+  messageTemplate: "Bump {{ .Nope }}"
+`, "imagebump.yaml:4:20: commit.messageTemplate:", "can't evaluate field Nope"},
+		{"pull request title calling an unknown function", `
+git: {url: "https://example.com/fleet.git", auth: {tokenFile: t}}
+push:
+  branch: imagebump
+  pullRequest: {provider: github, title: "{{ upper .Target }}"}
+`, "imagebump.yaml:5:42: push.pullRequest.title:", "function \"upper\" not defined"},
 		{"passphrase without signing key", `
 git: {url: "https://example.com/fleet.git"}
 commit:
@@ -595,7 +615,7 @@ push:
   pullRequest: {provider: gitlab}
 `, "imagebump.yaml:5:3: push.pullRequest:", "a pull request needs another branch"},
 		{"pull request without token", `
-git: {url: "git@example.com:acme/fleet.git", auth: {sshKeyFile: id}}
+git: {url: "git@example.com:acme/fleet.git", auth: {sshKeyFile: id, knownHostsFile: kh}}
 push:
   branch: imagebump
   pullRequest: {provider: github}
@@ -989,5 +1009,32 @@ func TestParseTooManyAliases(t *testing.T) {
 	_, err := Parse([]byte(yaml), "imagebump.yaml")
 	if err == nil || !strings.Contains(err.Error(), "document too large") {
 		t.Errorf("Parse = %v, want a document too large error", err)
+	}
+}
+
+// TestEnvSecretReferences checks that env:NAME secret references are kept
+// as they are, while file paths are resolved against the config's folder.
+func TestEnvSecretReferences(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "imagebump.yaml")
+	if err := os.WriteFile(p, []byte(`registries:
+  - host: ghcr.io
+    auth: {usernameFile: user, passwordFile: env:GHCR_PASSWORD}
+git:
+  url: https://git.example/fleet.git
+  auth: {tokenFile: env:GIT_TOKEN}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Registries[0].Auth
+	if a.UsernameFile != filepath.Join(dir, "user") || a.PasswordFile != "env:GHCR_PASSWORD" {
+		t.Errorf("registry auth = %+v", a)
+	}
+	if got := cfg.Git.Auth.TokenFile; got != "env:GIT_TOKEN" {
+		t.Errorf("git token = %q, want env:GIT_TOKEN", got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/imagebump/imagebump/internal/msgtemplate"
+	"github.com/imagebump/imagebump/internal/secretfile"
 	"github.com/imagebump/imagebump/policy"
 )
 
@@ -584,6 +585,16 @@ func (v *validator) git(g *Git, p string) {
 	if v.good(p + ".auth") {
 		v.gitAuth(g.Auth, scheme, p+".auth")
 	}
+	// An SSH remote's host key must be checked against keys the user
+	// trusts; imagebump does not fall back to ~/.ssh/known_hosts, which a
+	// container rarely has and a user rarely means.
+	if scheme == "ssh" && (g.Auth == nil || (g.Auth.KnownHostsFile == "" && !g.Auth.InsecureIgnoreHostKey)) {
+		where := p + ".url"
+		if g.Auth != nil {
+			where = p + ".auth"
+		}
+		v.add(v.at(where), where, "an SSH URL needs auth.knownHostsFile (the host keys to trust, e.g. from ssh-keyscan), or auth.insecureIgnoreHostKey: true to skip the check")
+	}
 }
 
 func (v *validator) gitAuth(a *GitAuth, scheme, p string) {
@@ -660,7 +671,7 @@ func (v *validator) commit(c *Commit, p string) {
 // template checks that s parses as a Go text/template with the standard
 // functions only.
 func (v *validator) template(s, p string) {
-	if _, err := msgtemplate.Parse(p, s); err != nil {
+	if err := msgtemplate.Check(p, s); err != nil {
 		v.wrap(v.at(p), p, err, "invalid template")
 	}
 }
@@ -723,7 +734,8 @@ func resolvePaths(v reflect.Value, dir string) {
 		for _, f := range fieldsOf(v.Type()) {
 			fv := v.Field(f.index)
 			if f.path && fv.Kind() == reflect.String {
-				if p := fv.String(); p != "" && !filepath.IsAbs(p) {
+				// env:NAME names an environment variable, not a file.
+				if p := fv.String(); p != "" && !filepath.IsAbs(p) && !secretfile.IsEnv(p) {
 					fv.SetString(filepath.Join(dir, p))
 				}
 				continue

@@ -1,49 +1,19 @@
 package cycle
 
 import (
-	"bytes"
-	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/imagebump/imagebump/internal/msgtemplate"
 	"github.com/imagebump/imagebump/setters"
 )
 
 // MessageData is what commit message (and pull request title) templates
-// see.
-type MessageData struct {
-	// Changes lists every edit, sorted by file and line.
-	Changes []MessageChange
-	// Updated lists each policy that moved, sorted by name.
-	Updated []PolicyUpdate
-	// Repository is the Git remote, without credentials.
-	Repository string
-	// Target is the config target's name ("default" for the top-level one).
-	Target string
-}
-
-// MessageChange is one edit in MessageData.
-type MessageChange struct {
-	File   string
-	Line   int
-	Policy string
-	Field  string // image, tag, name or digest
-	Old    string
-	New    string
-}
-
-// PolicyUpdate is one policy's move in MessageData.
-type PolicyUpdate struct {
-	Policy     string
-	Repository string
-	Tag        string
-	Digest     string
-	// Old holds the distinct tags the policy's markers had before.
-	Old []string
-	// Files lists the files the policy changed.
-	Files []string
-}
+// see; MessageChange and PolicyUpdate are its parts.
+type (
+	MessageData   = msgtemplate.Data
+	MessageChange = msgtemplate.Change
+	PolicyUpdate  = msgtemplate.PolicyUpdate
+)
 
 // NewMessageData gathers the template data of a report's changes.
 func NewMessageData(rep *Report, repository, target string) MessageData {
@@ -111,13 +81,5 @@ const DefaultTitleTemplate = `{{ if eq (len .Updated) 1 }}{{ with index .Updated
 // template in errors (for example "commit.messageTemplate in imagebump.yaml"),
 // so a bad template's error says where it is and which template line fails.
 func RenderTemplate(what, text string, data MessageData) (string, error) {
-	t, err := msgtemplate.Parse("template", text)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", what, err)
-	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, data); err != nil {
-		return "", fmt.Errorf("%s: %w", what, err)
-	}
-	return strings.TrimRight(b.String(), "\n") + "\n", nil
+	return msgtemplate.Render(what, text, data)
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -170,7 +169,7 @@ func (a *sshAuth) rejected() *HostKeyError {
 
 func (r *Repo) sshAuth() (*sshAuth, error) {
 	a := r.opts.Auth
-	key, err := os.ReadFile(a.SSHKeyFile)
+	key, err := secretfile.ReadBytes(a.SSHKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading ssh key file: %w", err)
 	}

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+
+	"github.com/imagebump/imagebump/internal/secretfile"
 )
 
 // loadSigningKey reads an armored OpenPGP private key and decrypts it with
@@ -17,7 +18,7 @@ func loadSigningKey(s Signer, noteSecret func(string)) (*openpgp.Entity, error) 
 	if s.KeyFile == "" {
 		return nil, errors.New("signing: no key file given")
 	}
-	armored, err := os.ReadFile(s.KeyFile)
+	armored, err := secretfile.ReadBytes(s.KeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading signing key file: %w", err)
 	}

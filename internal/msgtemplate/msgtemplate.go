@@ -1,12 +1,50 @@
-// Package msgtemplate parses the Go text/templates users write for commit
-// messages and pull request titles, with the functions imagebump adds, so
-// the config loader and the cycle accept exactly the same templates.
+// Package msgtemplate parses and runs the Go text/templates users write for
+// commit messages and pull request titles, with the functions and the data
+// imagebump gives them, so that the config loader can refuse a broken
+// template before anything runs and the cycle renders exactly what the
+// loader accepted.
 package msgtemplate
 
 import (
+	"bytes"
+	"fmt"
 	"strings"
 	"text/template"
 )
+
+// Data is what a template sees.
+type Data struct {
+	// Changes lists every edit, sorted by file and line.
+	Changes []Change
+	// Updated lists each policy that moved, sorted by name.
+	Updated []PolicyUpdate
+	// Repository is the Git remote, without credentials.
+	Repository string
+	// Target is the config target's name ("default" for the top-level one).
+	Target string
+}
+
+// Change is one edit in Data.
+type Change struct {
+	File   string
+	Line   int
+	Policy string
+	Field  string // image, tag, name or digest
+	Old    string
+	New    string
+}
+
+// PolicyUpdate is one policy's move in Data.
+type PolicyUpdate struct {
+	Policy     string
+	Repository string
+	Tag        string
+	Digest     string
+	// Old holds the distinct tags the policy's markers had before.
+	Old []string
+	// Files lists the files the policy changed.
+	Files []string
+}
 
 // Funcs are the functions templates may call besides text/template's
 // built-ins.
@@ -28,4 +66,47 @@ var Funcs = template.FuncMap{
 // missing map keys at execution.
 func Parse(name, text string) (*template.Template, error) {
 	return template.New(name).Funcs(Funcs).Option("missingkey=error").Parse(text)
+}
+
+// Render runs the template text over data. what names the template in
+// errors (for example "commit.messageTemplate in imagebump.yaml"); the
+// error also carries text/template's line and column.
+func Render(what, text string, data Data) (string, error) {
+	t, err := Parse("template", text)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	return strings.TrimRight(b.String(), "\n") + "\n", nil
+}
+
+// Check parses text and runs it over Sample, so a template that names a
+// field imagebump does not give is refused when the config loads rather
+// than in the middle of a cycle.
+func Check(name, text string) error {
+	t, err := Parse(name, text)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	return t.Execute(&b, Sample())
+}
+
+// Sample is plausible template data with every field set.
+func Sample() Data {
+	return Data{
+		Changes: []Change{
+			{File: "clusters/prod/web.yaml", Line: 12, Policy: "apps:web", Field: "image", Old: "ghcr.io/acme/web:1.0.0", New: "ghcr.io/acme/web:1.1.0"},
+			{File: "clusters/prod/values.yaml", Line: 4, Policy: "apps:api", Field: "tag", Old: "2.3.0", New: "2.3.4"},
+		},
+		Updated: []PolicyUpdate{
+			{Policy: "apps:api", Repository: "ghcr.io/acme/api", Tag: "2.3.4", Old: []string{"2.3.0"}, Files: []string{"clusters/prod/values.yaml"}},
+			{Policy: "apps:web", Repository: "ghcr.io/acme/web", Tag: "1.1.0", Digest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Old: []string{"1.0.0"}, Files: []string{"clusters/prod/web.yaml"}},
+		},
+		Repository: "https://git.example/acme/fleet.git",
+		Target:     "default",
+	}
 }

@@ -48,3 +48,35 @@ func TestReadMissingNamesPathNotContent(t *testing.T) {
 		t.Errorf("err = %v, want not-exist naming %s", err, p)
 	}
 }
+
+func TestReadEnv(t *testing.T) {
+	t.Setenv("IMAGEBUMP_TEST_SECRET", "t0ken\n")
+	t.Setenv("IMAGEBUMP_TEST_EMPTY", "")
+	tests := []struct {
+		ref     string
+		want    string
+		wantErr string
+	}{
+		{ref: "env:IMAGEBUMP_TEST_SECRET", want: "t0ken"},
+		{ref: "env:IMAGEBUMP_TEST_EMPTY", wantErr: "environment variable IMAGEBUMP_TEST_EMPTY: file is empty"},
+		{ref: "env:IMAGEBUMP_TEST_UNSET_X", wantErr: "environment variable IMAGEBUMP_TEST_UNSET_X is not set"},
+		{ref: "env:1BAD", wantErr: "not a valid environment variable reference"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.ref, func(t *testing.T) {
+			got, err := Read(tt.ref)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "t0ken") {
+					t.Error("the error shows a secret")
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("Read = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
