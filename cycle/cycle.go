@@ -292,8 +292,12 @@ func Select(ctx context.Context, reg Registry, images []*config.Image, current m
 		}
 		sel := im.Policy().Select(scan.Tags)
 		results[i].Selection = sel
+		for _, w := range sel.Warnings {
+			logger.Warn(w, "policy", im.Name, "repository", im.Repository)
+		}
 		if sel.Latest == "" {
-			results[i].Err = fmt.Errorf("policy %s: %w in %s: %s", im.Name, ErrNoMatch, im.Repository, sel.Summary())
+			detail := strings.TrimPrefix(sel.Summary(), ErrNoMatch.Error()+": ")
+			results[i].Err = fmt.Errorf("policy %s: %w in %s: %s (see why with: imagebump tags %s)", im.Name, ErrNoMatch, im.Repository, detail, im.Name)
 			continue
 		}
 		known := current[im.Name]

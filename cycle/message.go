@@ -69,7 +69,7 @@ func fieldString(f setters.Field) string {
 const DefaultMessageTemplate = `{{ if eq (len .Updated) 1 }}{{ with index .Updated 0 }}Bump {{ .Policy }} to {{ .Tag }}{{ end }}{{ else }}Bump {{ len .Updated }} images{{ end }}
 
 {{ range .Updated -}}
-- {{ .Policy }}: {{ .Repository }} {{ join .Old ", " }} -> {{ .Tag }}{{ if .Digest }}@{{ .Digest }}{{ end }}
+- {{ .Policy }}: {{ .Repository }} {{ if .Old }}{{ join .Old ", " }} -> {{ end }}{{ .Tag }}{{ if .Digest }}@{{ .Digest }}{{ end }}
 {{ range .Files }}  {{ . }}
 {{ end }}{{ end -}}
 `

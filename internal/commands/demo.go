@@ -68,7 +68,10 @@ func NewCmdDemo(g *globalOptions, stdout io.Writer) *cobra.Command {
 		Long: `Start a registry in this process on 127.0.0.1 with sample images, write a
 sample repository (a Deployment, a kustomization with images:, Helm values and
 a docker-compose file, all with markers) to a temporary folder, then show what
-tags, plan and apply do, and the resulting diff. Offline; takes seconds.`,
+tags, plan and apply do, and the resulting diff. Then commit the same sample
+to a local bare repository and run a real cycle against it (clone, edit,
+commit, push), show the commit, and run again to show that nothing new makes
+no commit. Offline; takes seconds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd.Context(), o, stdout)

@@ -101,7 +101,8 @@ No commit, no push: for CI pipelines that commit themselves.`,
 			return runPlan(cmd.Context(), o, stdout)
 		},
 	}
-	addPlanFlags(cmd, o)
+	cmd.Flags().StringVar(&o.Repo, "repo", "", "local checkout to rewrite (required)")
+	cmd.Flags().StringVar(&o.Target, "target", "", "config target whose paths and policies apply (default: the only one, or all policies over the whole checkout)")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
 	return cmd
 }
@@ -136,7 +137,10 @@ type PolicyJSON struct {
 	Digest     string `json:"digest,omitempty"`
 	Tags       int    `json:"tags"`
 	Candidates int    `json:"candidates"`
-	Error      string `json:"error,omitempty"`
+	// Warnings explain tags the policy skipped (numerical policies and
+	// non-numbers).
+	Warnings []string `json:"warnings,omitempty"`
+	Error    string   `json:"error,omitempty"`
 }
 
 // ChangeJSON is one edit.
@@ -245,9 +249,7 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 		if prErr != nil {
 			out.PullRequestError = prErr.Error()
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(out)
+		err = encodeJSON(stdout, out)
 	case "diff":
 		files := make([]string, 0, len(diffs))
 		for f := range diffs {
@@ -295,6 +297,9 @@ func pickTarget(cfg *config.Config, name string) (*config.Target, error) {
 				return &targets[i], nil
 			}
 		}
+		if len(targets) == 0 {
+			return nil, fmt.Errorf("--target %q: %s has no targets (no git: and no targets: section)", name, cfg.File)
+		}
 		var names []string
 		for _, t := range targets {
 			names = append(names, t.Name)
@@ -341,9 +346,16 @@ func previewPullRequest(ctx context.Context, o *PlanOptions, cfg *config.Config,
 }
 
 func writePlanJSON(w io.Writer, rep *cycle.Report, applied bool) error {
+	return encodeJSON(w, buildPlanReport(rep, applied))
+}
+
+// encodeJSON writes v indented, without escaping <, > and & (ranges such
+// as ">=1.0.0" stay readable).
+func encodeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(buildPlanReport(rep, applied))
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
 
 // buildPlanReport turns a cycle report into the stable JSON shape.
@@ -351,9 +363,11 @@ func buildPlanReport(rep *cycle.Report, applied bool) PlanReport {
 	out := PlanReport{Version: 1, Applied: applied, Policies: []PolicyJSON{}, Changes: []ChangeJSON{}, Problems: []ProblemJSON{}}
 	for _, p := range rep.Policies {
 		pj := PolicyJSON{Name: p.Name, Repository: p.Repository, Latest: p.Latest(), Digest: p.Digest,
-			Tags: p.Selection.Seen, Candidates: len(p.Selection.Candidates)}
+			Tags: p.Selection.Seen, Candidates: len(p.Selection.Candidates), Warnings: p.Selection.Warnings}
 		if p.Err != nil {
 			pj.Error = p.Err.Error()
+			// Failed policies are problems too, as in the text output.
+			out.Problems = append(out.Problems, ProblemJSON{Policy: p.Name, Message: p.Err.Error()})
 		}
 		out.Policies = append(out.Policies, pj)
 	}
@@ -393,9 +407,18 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 	tw.Flush()
 
 	b.WriteString("\n")
-	if len(rep.Changes) == 0 {
+	failed := 0
+	for _, p := range rep.Policies {
+		if p.Err != nil {
+			failed++
+		}
+	}
+	switch {
+	case len(rep.Changes) == 0 && failed == 0:
 		b.WriteString("No changes: every marked field is current.\n")
-	} else {
+	case len(rep.Changes) == 0:
+		fmt.Fprintf(&b, "No changes for the policies that resolved; the markers of %d failed %s were left as they are.\n", failed, plural(failed, "policy", "policies"))
+	default:
 		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "FILE:LINE\tPOLICY\tFROM\tTO")
 		for _, c := range rep.Changes {

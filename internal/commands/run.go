@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -122,9 +121,7 @@ func runRun(ctx context.Context, o *RunOptions, stdout io.Writer) error {
 		out.Targets = append(out.Targets, s)
 	}
 	if o.Output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(out)
+		err = encodeJSON(stdout, out)
 	} else {
 		err = writeRunText(stdout, out)
 	}
@@ -132,6 +129,13 @@ func runRun(ctx context.Context, o *RunOptions, stdout io.Writer) error {
 		return err
 	}
 	if failed {
+		// The summary on stdout says it all; stderr gets the failures too,
+		// for a cron mail or a log that keeps only stderr.
+		for _, t := range out.Targets {
+			if t.Error != "" {
+				o.global.logger.Error("target failed", "target", t.Target, "error", t.Error)
+			}
+		}
 		return silentExit(ExitFailure)
 	}
 	return nil
@@ -141,7 +145,7 @@ func runRun(ctx context.Context, o *RunOptions, stdout io.Writer) error {
 func chooseTargets(cfg *config.Config, name string) ([]config.Target, error) {
 	targets := cfg.Targets()
 	if len(targets) == 0 {
-		return nil, fmt.Errorf("%s: no git repository configured: set git.url (or targets:) to use run", cfg.File)
+		return nil, fmt.Errorf("%s has no git repository: set git.url (or targets:) to clone, commit and push", cfg.File)
 	}
 	if name == "" {
 		return targets, nil
@@ -192,6 +196,14 @@ func runTarget(ctx context.Context, o *RunOptions, cfg *config.Config, reg cycle
 			s.Error = err.Error()
 			return s
 		}
+		// Two runs sharing a working copy would reset it under each other:
+		// the second waits for the first.
+		unlock, err := lockWorkdir(ctx, workdir+".lock", o.global.logger)
+		if err != nil {
+			s.Error = fmt.Sprintf("target %s: %v", t.Name, err)
+			return s
+		}
+		defer unlock()
 	}
 	repo, err := gitwriter.Open(ctx, gitOptions(t, workdir, o.global))
 	if err != nil {
@@ -294,6 +306,8 @@ func writeRunText(w io.Writer, rep RunReport) error {
 			fmt.Fprintf(&b, "  pull request: %s\n", describePR(pr, false))
 		}
 		switch {
+		case t.Error != "" && t.report != nil && len(t.report.Changes) > 0:
+			fmt.Fprintf(&b, "  FAILED, the edits above were made in the working copy but not pushed: %s\n", t.Error)
 		case t.Error != "":
 			fmt.Fprintf(&b, "  FAILED: %s\n", t.Error)
 		case t.Pushed:

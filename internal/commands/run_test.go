@@ -189,3 +189,45 @@ targets:
 		t.Errorf("plan without --repo and two targets: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestRunConcurrentSameWorkdir starts three runs that share one --workdir
+// at once: the working-copy lock makes them take turns, all succeed, and the
+// remote gets the bump exactly once.
+func TestRunConcurrentSameWorkdir(t *testing.T) {
+	host := startMemRegistry(t)
+	bare := testgit.NewBare(t, demoRepoFiles(t, host))
+	dir := t.TempDir()
+	cfg := runConfig(t, dir, host, "  url: file://"+bare+"\n  branch: main\n", "")
+	workdir := filepath.Join(dir, "work")
+	before := strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/main"))
+
+	type result struct {
+		out, stderr string
+		code        int
+	}
+	results := make(chan result, 3)
+	for range 3 {
+		go func() {
+			out, stderr, code := runMain(t, "run", "-c", cfg, "--workdir", workdir, "-o", "json")
+			results <- result{out, stderr, code}
+		}()
+	}
+	pushed := 0
+	for range 3 {
+		r := <-results
+		if r.code != 0 {
+			t.Errorf("a concurrent run exited %d\n%s\n%s", r.code, r.out, r.stderr)
+			continue
+		}
+		if decodeRun(t, r.out).Targets[0].Pushed {
+			pushed++
+		}
+	}
+	if pushed != 1 {
+		t.Errorf("%d runs pushed, want exactly 1", pushed)
+	}
+	commits := strings.Fields(testgit.Git(t, bare, "rev-list", before+"..refs/heads/main"))
+	if len(commits) != 1 {
+		t.Errorf("remote main gained %d commits, want 1", len(commits))
+	}
+}

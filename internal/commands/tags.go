@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -194,9 +193,7 @@ func writeTags(w io.Writer, format string, rep TagsReport) error {
 				*s = []string{}
 			}
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return encodeJSON(w, rep)
 	}
 	status := map[string]string{}
 	for _, t := range rep.Excluded {
