@@ -24,6 +24,20 @@ func configuredAuth(hc Host) authn.Authenticator {
 	return nil
 }
 
+// authKey returns the registries[].auth key that gives hc's credentials,
+// or "" when they come from Options.Keychain.
+func authKey(hc Host) string {
+	switch {
+	case hc.TokenFile != "":
+		return "tokenFile"
+	case hc.UsernameFile != "" && hc.PasswordFile != "":
+		return "usernameFile"
+	case hc.DockerConfig != "":
+		return "dockerConfig"
+	}
+	return ""
+}
+
 // fileAuth reads credentials from files at each use, so that they can be
 // rotated without a restart.
 type fileAuth struct {
@@ -37,17 +51,17 @@ var _ authn.Authenticator = (*fileAuth)(nil)
 // Authorization implements authn.Authenticator.
 func (a *fileAuth) Authorization() (*authn.AuthConfig, error) {
 	if a.tokenFile != "" {
-		token, err := readSecret("token file", a.tokenFile)
+		token, err := readSecret("tokenFile", a.tokenFile)
 		if err != nil {
 			return nil, err
 		}
 		return &authn.AuthConfig{RegistryToken: token}, nil
 	}
-	user, err := readSecret("username file", a.usernameFile)
+	user, err := readSecret("usernameFile", a.usernameFile)
 	if err != nil {
 		return nil, err
 	}
-	pass, err := readSecret("password file", a.passwordFile)
+	pass, err := readSecret("passwordFile", a.passwordFile)
 	if err != nil {
 		return nil, err
 	}
@@ -56,10 +70,11 @@ func (a *fileAuth) Authorization() (*authn.AuthConfig, error) {
 
 // readSecret reads a one-line secret file and drops its trailing newline.
 // Its errors name the file and never its content.
-func readSecret(what, path string) (string, error) {
+// key is the registries[].auth key that names the file.
+func readSecret(key, path string) (string, error) {
 	s, err := secretfile.Read(path)
 	if err != nil {
-		return "", &credentialError{what: what, path: path, err: err}
+		return "", &credentialError{key: key, path: path, err: err}
 	}
 	return s, nil
 }
@@ -76,13 +91,13 @@ var _ authn.Keychain = dockerConfigKeychain{}
 func (k dockerConfigKeychain) Resolve(target authn.Resource) (authn.Authenticator, error) {
 	f, err := os.Open(k.path)
 	if err != nil {
-		return nil, &credentialError{what: "docker config", path: k.path, err: err}
+		return nil, &credentialError{key: "dockerConfig", path: k.path, err: err}
 	}
 	defer f.Close()
 	cf, err := config.LoadFromReader(f)
 	if err != nil {
 		// The decoder's message may quote part of the file: leave it out.
-		return nil, &credentialError{what: "docker config", path: k.path, err: errors.New("not a valid docker config.json")}
+		return nil, &credentialError{key: "dockerConfig", path: k.path, err: errors.New("not a valid docker config.json")}
 	}
 	// The most specific key first: a config may hold credentials for one
 	// repository and others for the whole registry.
@@ -93,7 +108,7 @@ func (k dockerConfigKeychain) Resolve(target authn.Resource) (authn.Authenticato
 	for _, key := range keys {
 		ac, err := cf.GetAuthConfig(key)
 		if err != nil {
-			return nil, &credentialError{what: "docker config", path: k.path, err: err}
+			return nil, &credentialError{key: "dockerConfig", path: k.path, err: err}
 		}
 		cfg := authn.AuthConfig{
 			Username:      ac.Username,
@@ -124,7 +139,7 @@ func (c *Client) authenticator(ctx context.Context, h *host, repo name.Repositor
 		if errors.As(err, &ce) {
 			return nil, err
 		}
-		return nil, &credentialError{what: "credentials from the keychain for", path: repo.RegistryStr(), err: err}
+		return nil, &credentialError{path: repo.RegistryStr(), err: err}
 	}
 	return a, nil
 }

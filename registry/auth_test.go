@@ -75,21 +75,33 @@ func TestSecretFiles(t *testing.T) {
 	missing := filepath.Join(dir, "missing")
 
 	tests := []struct {
-		name      string
-		hc        Host
-		wantKind  Kind
-		wantText  string // in the error
-		forbidden string // never in the error
-		noTraffic bool   // no request may reach the registry
+		name       string
+		hc         Host
+		wantKind   Kind
+		wantText   string // in the error
+		wantSuffix string // what to do, at the end of the error
+		forbidden  string // never in the error
+		noTraffic  bool   // no request may reach the registry
 	}{
 		{name: "username and password", hc: Host{UsernameFile: user, PasswordFile: pass}},
 		{name: "password with CRLF", hc: Host{UsernameFile: user, PasswordFile: crlf}},
 		{name: "token", hc: Host{TokenFile: token}},
-		{name: "wrong password", hc: Host{UsernameFile: user, PasswordFile: wrong}, wantKind: KindAuth, wantText: "authentication failed at " + host + " (HTTP 401)", forbidden: "WRONG-PASSWORD"},
-		{name: "missing password file", hc: Host{UsernameFile: user, PasswordFile: missing}, wantKind: KindAuth, wantText: missing, forbidden: "alice", noTraffic: true},
-		{name: "missing token file", hc: Host{TokenFile: missing}, wantKind: KindAuth, wantText: missing, noTraffic: true},
-		{name: "empty password file", hc: Host{UsernameFile: user, PasswordFile: empty}, wantKind: KindAuth, wantText: empty + ": file is empty", noTraffic: true},
-		{name: "anonymous", hc: Host{}, wantKind: KindAuth, wantText: "(HTTP 401)"},
+		{name: "wrong password", hc: Host{UsernameFile: user, PasswordFile: wrong}, wantKind: KindAuth,
+			wantText: "authentication failed at " + host + " (HTTP 401)", wantSuffix: "; check registries[].auth for " + host, forbidden: "WRONG-PASSWORD"},
+		{name: "missing password file", hc: Host{UsernameFile: user, PasswordFile: missing}, wantKind: KindAuth,
+			wantText:   "list tags for " + host + "/acme/app: cannot read the secret file " + missing + ": no such file or directory",
+			wantSuffix: "; check registries[].auth.passwordFile for " + host, forbidden: "alice", noTraffic: true},
+		{name: "missing username file", hc: Host{UsernameFile: missing, PasswordFile: pass}, wantKind: KindAuth,
+			wantText: "cannot read the secret file " + missing, wantSuffix: "; check registries[].auth.usernameFile for " + host, forbidden: "s3cret", noTraffic: true},
+		{name: "missing token file", hc: Host{TokenFile: missing}, wantKind: KindAuth,
+			wantText: "cannot read the secret file " + missing + ": no such file or directory", wantSuffix: "; check registries[].auth.tokenFile for " + host, noTraffic: true},
+		{name: "unreadable password file", hc: Host{UsernameFile: user, PasswordFile: dir}, wantKind: KindAuth,
+			wantText: "cannot read the secret file " + dir + ": is a directory", wantSuffix: "; check registries[].auth.passwordFile for " + host, noTraffic: true},
+		{name: "empty password file", hc: Host{UsernameFile: user, PasswordFile: empty}, wantKind: KindAuth,
+			wantText: "cannot read the secret file " + empty + ": file is empty", wantSuffix: "; check registries[].auth.passwordFile for " + host, noTraffic: true},
+		{name: "missing docker config", hc: Host{DockerConfig: missing}, wantKind: KindAuth,
+			wantText: "cannot read the docker config " + missing + ": no such file or directory", wantSuffix: "; check registries[].auth.dockerConfig for " + host, noTraffic: true},
+		{name: "anonymous", hc: Host{}, wantKind: KindAuth, wantText: "(HTTP 401)", wantSuffix: "; check registries[].auth for " + host + " (or docker login " + host + ")"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,6 +127,9 @@ func TestSecretFiles(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.wantText) {
 				t.Errorf("error %q does not contain %q", err, tt.wantText)
+			}
+			if !strings.HasSuffix(err.Error(), tt.wantSuffix) {
+				t.Errorf("error %q does not end with %q", err, tt.wantSuffix)
 			}
 			if tt.forbidden != "" && strings.Contains(err.Error(), tt.forbidden) {
 				t.Errorf("error %q reveals %q", err, tt.forbidden)

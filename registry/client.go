@@ -44,6 +44,7 @@ func (c *Client) start(ctx context.Context, op, repository, tag, platform string
 	}
 	k.h = c.hostFor(repo.RegistryStr())
 	k.tmpl.Host = repo.RegistryStr()
+	k.tmpl.authKey = authKey(k.h.cfg)
 	if k.h.cfg.Insecure {
 		reg, err := name.NewRegistry(repo.RegistryStr(), name.Insecure)
 		if err != nil {

@@ -133,10 +133,19 @@ func (c *Client) Digest(ctx context.Context, repository, tag, platform string) (
 			return "", err
 		}
 		if !platformMatches(*want, have) {
-			return "", k.fail(ctx, 1, &notFoundError{msg: fmt.Sprintf("tag is a single-platform image for %s", have.String())})
+			return "", k.fail(ctx, 1, &notFoundError{msg: singlePlatformMismatch(have)})
 		}
 		return digest, nil
 	}
+}
+
+// singlePlatformMismatch says why a single-platform image whose config
+// names platform have is not the one asked for.
+func singlePlatformMismatch(have v1.Platform) string {
+	if have.OS == "" || have.Architecture == "" {
+		return fmt.Sprintf("tag is a single-platform image whose config names no platform (os %q, architecture %q)", have.OS, have.Architecture)
+	}
+	return "tag is a single-platform image for " + have.String()
 }
 
 // headFallback reports whether a HEAD that failed with kind is worth a GET:

@@ -68,8 +68,9 @@ const (
 
 // Error is the error returned by every Client method. Its text names the
 // operation, the repository and the registry host, says what went wrong in
-// words, and never contains a credential: URLs in it lose their user
-// information and any query value that may be a token.
+// words and, where this package can tell, what to do about it (the setting
+// of imagebump's config to check). It never contains a credential: URLs in
+// it lose their user information and any query value that may be a token.
 type Error struct {
 	Op         string // OpListTags or OpResolveDigest
 	Repository string // as the caller gave it, such as "ghcr.io/acme/app"
@@ -80,6 +81,11 @@ type Error struct {
 	Status     int // the last HTTP status seen, or 0
 	Attempts   int // how many times the failing request was sent, or 0
 	Err        error
+
+	// authKey is the registries[].auth key that gives the host's
+	// credentials ("usernameFile", "tokenFile", "dockerConfig"), or "" for
+	// Options.Keychain, where docker login is the way to add them.
+	authKey string
 }
 
 // maxCauseLen bounds how much of the underlying error's text Error repeats:
@@ -87,7 +93,9 @@ type Error struct {
 const maxCauseLen = 600
 
 // Error returns, for example, "list tags for ghcr.io/acme/app:
-// rate-limited by ghcr.io (HTTP 429) after 5 attempts: ...".
+// rate-limited by ghcr.io (HTTP 429) after 5 attempts: ...; set a lower
+// registries[].rateLimit for ghcr.io, or try again later". The text ends
+// with what to do where this package can tell.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Op)
@@ -103,22 +111,37 @@ func (e *Error) Error() string {
 		b.WriteString(")")
 	}
 	b.WriteString(": ")
-	b.WriteString(e.summary())
-	if e.Status != 0 {
-		fmt.Fprintf(&b, " (HTTP %d)", e.Status)
-	}
-	if e.Attempts > 1 {
-		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
-	}
-	if e.Err != nil {
-		cause := redact.Text(e.Err.Error())
-		if len(cause) > maxCauseLen {
-			cause = cause[:maxCauseLen] + "..."
+	var cred *credentialError
+	if e.Kind == KindAuth && errors.As(e.Err, &cred) {
+		// No request was sent: the file, not the registry, is the news.
+		b.WriteString(cutCause(cred.Error()))
+	} else {
+		b.WriteString(e.summary())
+		if e.Status != 0 {
+			fmt.Fprintf(&b, " (HTTP %d)", e.Status)
 		}
-		b.WriteString(": ")
-		b.WriteString(cause)
+		if e.Attempts > 1 {
+			fmt.Fprintf(&b, " after %d attempts", e.Attempts)
+		}
+		if e.Err != nil {
+			b.WriteString(": ")
+			b.WriteString(cutCause(e.Err.Error()))
+		}
+	}
+	if h := e.hint(); h != "" {
+		b.WriteString("; ")
+		b.WriteString(h)
 	}
 	return b.String()
+}
+
+// cutCause redacts an underlying error's text and bounds its length.
+func cutCause(s string) string {
+	s = redact.Text(s)
+	if len(s) > maxCauseLen {
+		s = s[:maxCauseLen] + "..."
+	}
+	return s
 }
 
 func (e *Error) summary() string {
@@ -152,6 +175,48 @@ func (e *Error) summary() string {
 	}
 }
 
+// hint says what the user can do about the failure, naming the setting of
+// imagebump's config to change, or returns "" when there is nothing more
+// specific to say than the error itself.
+func (e *Error) hint() string {
+	h := e.Host
+	switch e.Kind {
+	case KindAuth:
+		var cred *credentialError
+		if errors.As(e.Err, &cred) && cred.key != "" {
+			return fmt.Sprintf("check registries[].auth.%s for %s", cred.key, h)
+		}
+		if e.authKey != "" {
+			return fmt.Sprintf("check registries[].auth for %s", h)
+		}
+		return fmt.Sprintf("check registries[].auth for %s (or docker login %s)", h, h)
+	case KindNotFound:
+		var nf *notFoundError
+		if errors.As(e.Err, &nf) {
+			return "" // the registry has the tag; its text says what is missing
+		}
+		if e.Op == OpResolveDigest {
+			return fmt.Sprintf("the repository or tag does not exist, or the credentials for %s cannot see it", h)
+		}
+		return fmt.Sprintf("the repository does not exist, or the credentials for %s cannot see it", h)
+	case KindRateLimited:
+		return fmt.Sprintf("set a lower registries[].rateLimit for %s, or try again later", h)
+	case KindTLS:
+		var (
+			unknownCA x509.UnknownAuthorityError
+			recordErr tls.RecordHeaderError
+			plain     *plainHTTPError
+		)
+		switch {
+		case errors.As(e.Err, &unknownCA):
+			return fmt.Sprintf("set registries[].caFile for %s", h)
+		case errors.As(e.Err, &plain), errors.As(e.Err, &recordErr):
+			return fmt.Sprintf("add {host: %s, insecure: true} under registries: to allow plain HTTP", h)
+		}
+	}
+	return ""
+}
+
 // Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
 
@@ -167,24 +232,29 @@ func KindOf(err error) Kind {
 // credentialError reports a credential that could not be loaded. It names
 // the file, never its content.
 type credentialError struct {
-	what string // "password file", "docker config"...
-	path string
+	key  string // the registries[].auth key naming the file, such as "passwordFile"; "" for Options.Keychain
+	path string // the file; for Options.Keychain, the registry host
 	err  error
 }
 
 func (e *credentialError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("%s %s", e.what, e.path)
+	if e.key == "" {
+		return fmt.Sprintf("cannot get credentials for %s from the docker keychain: %v", e.path, e.err)
 	}
-	// os.ReadFile's errors already name the path.
-	var pe *fs.PathError
-	if errors.As(e.err, &pe) {
-		return fmt.Sprintf("reading %s: %v", e.what, e.err)
+	what := "secret file"
+	if e.key == "dockerConfig" {
+		what = "docker config"
 	}
-	return fmt.Sprintf("reading %s %s: %v", e.what, e.path, e.err)
+	cause := e.err
+	// os's errors repeat the path.
+	if pe, ok := cause.(*fs.PathError); ok && pe.Path == e.path {
+		cause = pe.Err
+	}
+	if cause == nil {
+		return fmt.Sprintf("cannot read the %s %s", what, e.path)
+	}
+	return fmt.Sprintf("cannot read the %s %s: %v", what, e.path, cause)
 }
-
-func (e *credentialError) Unwrap() error { return e.err }
 
 // invalidError reports input this package refuses before any request.
 type invalidError struct{ msg string }

@@ -2,10 +2,12 @@ package registry
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/imagebump/imagebump/internal/secretfile"
 )
 
 func TestErrorText(t *testing.T) {
@@ -25,17 +29,67 @@ func TestErrorText(t *testing.T) {
 		{
 			name: "rate limited",
 			err:  &Error{Op: OpListTags, Repository: "ghcr.io/acme/app", Host: "ghcr.io", Kind: KindRateLimited, Status: 429, Attempts: 5, Err: errors.New("slow down")},
-			want: "list tags for ghcr.io/acme/app: rate-limited by ghcr.io (HTTP 429) after 5 attempts: slow down",
+			want: "list tags for ghcr.io/acme/app: rate-limited by ghcr.io (HTTP 429) after 5 attempts: slow down; set a lower registries[].rateLimit for ghcr.io, or try again later",
 		},
 		{
-			name: "digest with platform",
-			err:  &Error{Op: OpResolveDigest, Repository: "ghcr.io/acme/app", Tag: "1.2.3", Platform: "linux/arm64", Host: "ghcr.io", Kind: KindNotFound, Err: errors.New("index has no platform linux/arm64")},
+			name: "platform missing from an index",
+			err:  &Error{Op: OpResolveDigest, Repository: "ghcr.io/acme/app", Tag: "1.2.3", Platform: "linux/arm64", Host: "ghcr.io", Kind: KindNotFound, Err: &notFoundError{msg: "index has no platform linux/arm64"}},
 			want: "resolve digest for ghcr.io/acme/app:1.2.3 (platform linux/arm64): not found at ghcr.io: index has no platform linux/arm64",
 		},
 		{
-			name: "one attempt is not counted",
+			name: "tag not found",
+			err:  &Error{Op: OpResolveDigest, Repository: "ghcr.io/acme/app", Tag: "1.2.3", Host: "ghcr.io", Kind: KindNotFound, Status: 404, Err: errors.New("MANIFEST_UNKNOWN: manifest unknown")},
+			want: "resolve digest for ghcr.io/acme/app:1.2.3: not found at ghcr.io (HTTP 404): MANIFEST_UNKNOWN: manifest unknown; the repository or tag does not exist, or the credentials for ghcr.io cannot see it",
+		},
+		{
+			name: "repository not found",
+			err:  &Error{Op: OpListTags, Repository: "ghcr.io/acme/app", Host: "ghcr.io", Kind: KindNotFound, Status: 404, Err: errors.New("NAME_UNKNOWN: repository name not known to registry")},
+			want: "list tags for ghcr.io/acme/app: not found at ghcr.io (HTTP 404): NAME_UNKNOWN: repository name not known to registry; the repository does not exist, or the credentials for ghcr.io cannot see it",
+		},
+		{
+			name: "401 with keychain credentials",
 			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindAuth, Status: 401, Attempts: 1, Err: errors.New("x")},
-			want: "list tags for r.io/a: authentication failed at r.io (HTTP 401): x",
+			want: "list tags for r.io/a: authentication failed at r.io (HTTP 401): x; check registries[].auth for r.io (or docker login r.io)",
+		},
+		{
+			name: "403 with configured credentials",
+			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindAuth, Status: 403, Err: errors.New("x"), authKey: "usernameFile"},
+			want: "list tags for r.io/a: access denied by r.io (HTTP 403): x; check registries[].auth for r.io",
+		},
+		{
+			name: "missing secret file",
+			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindAuth, Err: &credentialError{key: "passwordFile", path: "/run/pw", err: &fs.PathError{Op: "open", Path: "/run/pw", Err: fs.ErrNotExist}}, authKey: "usernameFile"},
+			want: "list tags for r.io/a: cannot read the secret file /run/pw: file does not exist; check registries[].auth.passwordFile for r.io",
+		},
+		{
+			name: "empty token file",
+			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindAuth, Err: &credentialError{key: "tokenFile", path: "/run/tok", err: secretfile.ErrEmpty}, authKey: "tokenFile"},
+			want: "list tags for r.io/a: cannot read the secret file /run/tok: file is empty; check registries[].auth.tokenFile for r.io",
+		},
+		{
+			name: "broken docker config",
+			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindAuth, Err: &credentialError{key: "dockerConfig", path: "/c.json", err: errors.New("not a valid docker config.json")}, authKey: "dockerConfig"},
+			want: "list tags for r.io/a: cannot read the docker config /c.json: not a valid docker config.json; check registries[].auth.dockerConfig for r.io",
+		},
+		{
+			name: "keychain failure",
+			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindAuth, Err: fmt.Errorf("resolving: %w", &credentialError{path: "r.io", err: errors.New("helper exited 1")})},
+			want: "list tags for r.io/a: cannot get credentials for r.io from the docker keychain: helper exited 1; check registries[].auth for r.io (or docker login r.io)",
+		},
+		{
+			name: "plain HTTP refused",
+			err:  &Error{Op: OpListTags, Repository: "r.io:5000/a", Host: "r.io:5000", Kind: KindTLS, Err: fmt.Errorf("pinging registry: %w", &plainHTTPError{host: "r.io:5000"})},
+			want: "list tags for r.io:5000/a: insecure or failed connection to r.io:5000: pinging registry: refusing plain HTTP to r.io:5000: the host is not configured as insecure; add {host: r.io:5000, insecure: true} under registries: to allow plain HTTP",
+		},
+		{
+			name: "HTTPS to a plain HTTP server",
+			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindTLS, Err: &url.Error{Op: "Get", URL: "https://r.io/v2/", Err: tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}}},
+			want: `list tags for r.io/a: insecure or failed connection to r.io: Get "https://r.io/v2/": tls: first record does not look like a TLS handshake; add {host: r.io, insecure: true} under registries: to allow plain HTTP`,
+		},
+		{
+			name: "unknown certificate authority",
+			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindTLS, Err: &url.Error{Op: "Get", URL: "https://r.io/v2/", Err: &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}}},
+			want: `list tags for r.io/a: insecure or failed connection to r.io: Get "https://r.io/v2/": tls: failed to verify certificate: x509: certificate signed by unknown authority; set registries[].caFile for r.io`,
 		},
 		{
 			name: "credentials in URLs are redacted",
@@ -51,6 +105,11 @@ func TestErrorText(t *testing.T) {
 			name: "long cause is cut",
 			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindServer, Status: 502, Err: errors.New(strings.Repeat("x", 2000))},
 			want: "list tags for r.io/a: server error at r.io (HTTP 502): " + strings.Repeat("x", maxCauseLen) + "...",
+		},
+		{
+			name: "long cause is cut before the hint",
+			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindRateLimited, Status: 429, Err: errors.New(strings.Repeat("x", 2000))},
+			want: "list tags for r.io/a: rate-limited by r.io (HTTP 429): " + strings.Repeat("x", maxCauseLen) + "...; set a lower registries[].rateLimit for r.io, or try again later",
 		},
 	}
 	for _, tt := range tests {
@@ -133,7 +192,7 @@ func TestClassify(t *testing.T) {
 		{name: "bad JSON", ctx: live, err: &badResponseError{what: "decoding", err: errors.New("x")}, want: verdict{kind: KindBadResponse}},
 		{name: "unknown CA", ctx: live, err: urlErr(x509.UnknownAuthorityError{}), want: verdict{kind: KindTLS}},
 		{name: "plain HTTP refused", ctx: live, err: &plainHTTPError{host: "r.io"}, want: verdict{kind: KindTLS}},
-		{name: "credential file", ctx: live, err: &credentialError{what: "password file", path: "/p"}, want: verdict{kind: KindAuth}},
+		{name: "credential file", ctx: live, err: &credentialError{key: "passwordFile", path: "/p"}, want: verdict{kind: KindAuth}},
 		{name: "invalid", ctx: live, err: &invalidError{msg: "x"}, want: verdict{kind: KindInvalid}},
 		{name: "unknown error", ctx: live, err: errors.New("weird"), want: verdict{kind: KindBadResponse}},
 	}

@@ -159,12 +159,13 @@ func TestFaults(t *testing.T) {
 		{name: "502 always", rule: &rule{path: tagsPath, action: status(502, nil, "")}, opts: Options{MaxRetries: 2},
 			wantKind: KindServer, wantStatus: 502, wantHits: 3, wantAttempts: 3, wantText: "server error at HOST (HTTP 502) after 3 attempts"},
 		{name: "429 always", rule: &rule{path: tagsPath, action: status(429, nil, `{"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]}`)}, opts: Options{MaxRetries: 2},
-			wantKind: KindRateLimited, wantStatus: 429, wantHits: 3, wantAttempts: 3, wantText: "list tags for HOST/acme/app: rate-limited by HOST (HTTP 429) after 3 attempts: GET http://HOST/v2/acme/app/tags/list?n=1000: TOOMANYREQUESTS: slow down"},
+			wantKind: KindRateLimited, wantStatus: 429, wantHits: 3, wantAttempts: 3, wantText: "list tags for HOST/acme/app: rate-limited by HOST (HTTP 429) after 3 attempts: GET http://HOST/v2/acme/app/tags/list?n=1000: TOOMANYREQUESTS: slow down; set a lower registries[].rateLimit for HOST, or try again later"},
 		{name: "501 is not retried", rule: &rule{path: tagsPath, action: status(501, nil, "")}, wantKind: KindServer, wantStatus: 501, wantHits: 1},
 		{name: "400 is not retried", rule: &rule{path: tagsPath, action: status(400, nil, "")}, wantKind: KindBadResponse, wantStatus: 400, wantHits: 1},
 		{name: "401 is not retried", rule: &rule{path: tagsPath, action: status(401, nil, "")}, wantKind: KindAuth, wantStatus: 401, wantHits: 1},
-		{name: "403 is not retried", rule: &rule{path: tagsPath, action: status(403, nil, `{"errors":[{"code":"DENIED","message":"no"}]}`)}, wantKind: KindAuth, wantStatus: 403, wantHits: 1, wantText: "access denied by HOST (HTTP 403)"},
-		{name: "404 is not retried", rule: &rule{path: tagsPath, action: status(404, nil, "")}, wantKind: KindNotFound, wantStatus: 404, wantHits: 1},
+		{name: "403 is not retried", rule: &rule{path: tagsPath, action: status(403, nil, `{"errors":[{"code":"DENIED","message":"no"}]}`)}, wantKind: KindAuth, wantStatus: 403, wantHits: 1, wantText: "access denied by HOST (HTTP 403): GET http://HOST/v2/acme/app/tags/list?n=1000: DENIED: no; check registries[].auth for HOST (or docker login HOST)"},
+		{name: "404 is not retried", rule: &rule{path: tagsPath, action: status(404, nil, "")}, wantKind: KindNotFound, wantStatus: 404, wantHits: 1,
+			wantText: "; the repository does not exist, or the credentials for HOST cannot see it"},
 		{name: "hang once then success", rule: &rule{path: tagsPath, times: 1, action: hang}, opts: Options{Timeout: 200 * time.Millisecond}, wantHits: 2},
 		{name: "hang always", rule: &rule{path: tagsPath, action: hang}, opts: Options{Timeout: 100 * time.Millisecond, MaxRetries: 1},
 			wantKind: KindTimeout, wantHits: 2, wantAttempts: 2, wantText: "timed out talking to HOST after 2 attempts"},
@@ -184,7 +185,7 @@ func TestFaults(t *testing.T) {
 		{name: "HEAD 500 always", rule: &rule{method: http.MethodHead, path: "/manifests/", action: status(500, nil, "")}, opts: Options{MaxRetries: 1}, digest: true, wantHits: 2},
 		{name: "manifest GET malformed after HEAD fails", rule: &rule{path: "/manifests/", action: status(200, map[string]string{"Content-Type": "application/json"}, `{`)}, digest: true, wantKind: KindBadResponse},
 		{name: "manifest 429 always", rule: &rule{path: "/manifests/", action: status(429, nil, "")}, opts: Options{MaxRetries: 1}, digest: true,
-			wantKind: KindRateLimited, wantStatus: 429, wantHits: 2, wantAttempts: 2, wantText: "resolve digest for HOST/acme/app:1.0: rate-limited by HOST (HTTP 429) after 2 attempts"},
+			wantKind: KindRateLimited, wantStatus: 429, wantHits: 2, wantAttempts: 2, wantText: "resolve digest for HOST/acme/app:1.0: rate-limited by HOST (HTTP 429) after 2 attempts: HEAD http://HOST/v2/acme/app/manifests/1.0: unexpected status code 429 Too Many Requests (HEAD responses have no body, use GET for details); set a lower registries[].rateLimit for HOST, or try again later"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -69,6 +69,9 @@ func TestIntegrationInsecure(t *testing.T) {
 	if e := asError(t, err); e.Kind != KindTLS {
 		t.Errorf("kind %v, want %v: %v", e.Kind, KindTLS, err)
 	}
+	if want := "; add {host: " + s.Host + ", insecure: true} under registries: to allow plain HTTP"; !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("error\n%q\ndoes not end with\n%q", err, want)
+	}
 }
 
 func writeCredentials(t *testing.T, user, pass string) (userFile, passFile string) {
@@ -164,6 +167,9 @@ func TestIntegrationTLS(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("error %q does not mention the certificate", err)
+	}
+	if want := "; set registries[].caFile for " + s.Host; !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("error\n%q\ndoes not end with\n%q", err, want)
 	}
 }
 

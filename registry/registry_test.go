@@ -74,6 +74,7 @@ func TestTagsErrors(t *testing.T) {
 		wantText   string
 	}{
 		{name: "unknown repository", repo: host + "/acme/missing", wantKind: KindNotFound, wantStatus: http.StatusNotFound, wantText: "list tags for " + host + "/acme/missing: not found at " + host + " (HTTP 404)"},
+		{name: "unknown repository says what to check", repo: host + "/acme/missing", wantKind: KindNotFound, wantStatus: http.StatusNotFound, wantText: "; the repository does not exist, or the credentials for " + host + " cannot see it"},
 		{name: "tag in repository", repo: host + "/acme/app:1.0.0", wantKind: KindInvalid, wantText: "must not have a tag"},
 		{name: "digest in repository", repo: host + "/acme/app@sha256:0000000000000000000000000000000000000000000000000000000000000000", wantKind: KindInvalid, wantText: "must not have a digest"},
 		{name: "empty", repo: "", wantKind: KindInvalid, wantText: "repository is empty"},
@@ -105,6 +106,7 @@ func TestDigest(t *testing.T) {
 	indexDigest, platformDigests := pushIndex(t, host, "acme/multi", "2.0.0", "linux/amd64", "linux/arm64/v8", "linux/arm/v6", "linux/arm/v7")
 	pushImage(t, host, "acme/arm", platformImage(t, platform("linux", "arm64", "")), "1.0")
 	armDigest := pushImage(t, host, "acme/arm", platformImage(t, platform("linux", "arm64", "")), "1.0")
+	pushImage(t, host, "acme/noplatform", platformImage(t, platform("", "", "")), "1.0")
 
 	tests := []struct {
 		name     string
@@ -113,6 +115,7 @@ func TestDigest(t *testing.T) {
 		platform string
 		want     string
 		wantKind Kind
+		wantText string // in the error; "" not checked
 	}{
 		{name: "image", repo: "acme/app", tag: "1.0.0", want: imageDigest},
 		{name: "index without platform", repo: "acme/multi", tag: "2.0.0", want: indexDigest},
@@ -124,8 +127,12 @@ func TestDigest(t *testing.T) {
 		{name: "index arch alias", repo: "acme/multi", tag: "2.0.0", platform: "linux/x86_64", want: platformDigests["linux/amd64"]},
 		{name: "index missing platform", repo: "acme/multi", tag: "2.0.0", platform: "linux/s390x", wantKind: KindNotFound},
 		{name: "single-platform image matching", repo: "acme/arm", tag: "1.0", platform: "linux/arm64/v8", want: armDigest},
-		{name: "single-platform image other platform", repo: "acme/arm", tag: "1.0", platform: "linux/amd64", wantKind: KindNotFound},
-		{name: "missing tag", repo: "acme/app", tag: "9.9.9", wantKind: KindNotFound},
+		{name: "single-platform image other platform", repo: "acme/arm", tag: "1.0", platform: "linux/amd64", wantKind: KindNotFound,
+			wantText: "not found at HOST: tag is a single-platform image for linux/arm64"},
+		{name: "single-platform image naming no platform", repo: "acme/noplatform", tag: "1.0", platform: "linux/amd64", wantKind: KindNotFound,
+			wantText: `not found at HOST: tag is a single-platform image whose config names no platform (os "", architecture "")`},
+		{name: "missing tag", repo: "acme/app", tag: "9.9.9", wantKind: KindNotFound,
+			wantText: "not found at HOST (HTTP 404): GET http://HOST/v2/acme/app/manifests/9.9.9: MANIFEST_UNKNOWN: Unknown manifest; the repository or tag does not exist, or the credentials for HOST cannot see it"},
 		{name: "missing repository", repo: "acme/nope", tag: "1.0.0", wantKind: KindNotFound},
 		{name: "invalid tag", repo: "acme/app", tag: "no/slash", wantKind: KindInvalid},
 		{name: "empty tag", repo: "acme/app", tag: "", wantKind: KindInvalid},
@@ -142,6 +149,9 @@ func TestDigest(t *testing.T) {
 				e := asError(t, err)
 				if e.Kind != tt.wantKind || e.Op != OpResolveDigest {
 					t.Errorf("Digest() error kind %v op %q, want %v %q: %v", e.Kind, e.Op, tt.wantKind, OpResolveDigest, err)
+				}
+				if want := strings.ReplaceAll(tt.wantText, "HOST", host); !strings.Contains(err.Error(), want) {
+					t.Errorf("Digest() error\n%q\ndoes not contain\n%q", err, want)
 				}
 				return
 			}
@@ -326,6 +336,9 @@ func TestPlainHTTPNeedsInsecure(t *testing.T) {
 	if e := asError(t, err); e.Kind != KindTLS {
 		t.Errorf("kind %v, want %v: %v", e.Kind, KindTLS, err)
 	}
+	if want := "; add {host: " + host + ", insecure: true} under registries: to allow plain HTTP"; !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("error\n%q\ndoes not end with\n%q", err, want)
+	}
 }
 
 func TestUserAgent(t *testing.T) {
@@ -422,5 +435,8 @@ func TestCAFile(t *testing.T) {
 	_, err = untrusted.Tags(context.Background(), host+"/acme/app")
 	if e := asError(t, err); e.Kind != KindTLS || e.Attempts != 1 {
 		t.Errorf("without CAFile: kind %v after %d attempts, want %v after 1 (not retried): %v", e.Kind, e.Attempts, KindTLS, err)
+	}
+	if want := "; set registries[].caFile for " + host; !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("error\n%q\ndoes not end with\n%q", err, want)
 	}
 }
