@@ -4,7 +4,8 @@
 // the same content.
 //
 // The package is provider-neutral. A forge is reached through a Provider,
-// a small adapter with four calls (list, create, update, add labels); the
+// a small adapter with six calls (list, create, update, add labels,
+// comment, close); the
 // subpackages github, gitlab and gitea implement it with each forge's own
 // client library (gitea also serves Forgejo).
 //
@@ -14,11 +15,12 @@
 // Request.Head into Request.Base:
 //
 //   - An open pull request exists: its title and body are updated when they
-//     differ from the request (Outcome "updated"); otherwise nothing is
-//     written (Outcome "unchanged"). Labels the pull request lacks are
-//     added; labels it has are never touched. When several are open (made
-//     by hand, or by a race on a forge that allows it), the most recent one
-//     is kept current and the others are left alone.
+//     differ from the request (Outcome "updated"), and the request's labels
+//     it lacks are added with them; otherwise nothing at all is written
+//     (Outcome "unchanged"), not even a label someone removed. Labels it
+//     has are never touched. When several are open (made by hand, or by a
+//     race on a forge that allows it), the most recent one is kept current
+//     and the others are left alone.
 //   - No open pull request, and the most recent closed or merged one
 //     carried the same content (the same set of file, policy, old, new):
 //     nothing is written (Outcome "skipped"). A closed pull request is
@@ -31,6 +33,16 @@
 // the one it finds as the open pull request.
 //
 // Plan makes the same decision with the list call only, for a dry run.
+//
+// # Closing
+//
+// When the branch no longer proposes anything (the bumps were made on the
+// base branch by other means, or the tags were withdrawn), the caller has
+// no changes for Ensure and calls Close instead: it posts the caller's
+// reason as a comment on the open pull request and closes it (Outcome
+// "closed"), or, with none open, writes nothing (Outcome "none"). A pull
+// request Close closed counts as any closed one afterwards. PlanClose is
+// its read-only preview.
 //
 // # Content
 //

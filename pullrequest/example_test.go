@@ -10,7 +10,10 @@ import (
 
 // inMemory is a Provider that keeps its pull requests in memory. A real
 // program uses github.New, gitlab.New or gitea.New instead.
-type inMemory struct{ prs []pullrequest.PR }
+type inMemory struct {
+	prs      []pullrequest.PR
+	comments []string
+}
 
 func (m *inMemory) Name() string { return "memory" }
 
@@ -37,6 +40,16 @@ func (m *inMemory) Update(_ context.Context, number int, title, body string) (*p
 
 func (m *inMemory) AddLabels(_ context.Context, number int, labels []string) error {
 	m.prs[number-1].Labels = append(m.prs[number-1].Labels, labels...)
+	return nil
+}
+
+func (m *inMemory) Comment(_ context.Context, number int, body string) error {
+	m.comments = append(m.comments, fmt.Sprintf("#%d: %s", number, body))
+	return nil
+}
+
+func (m *inMemory) Close(_ context.Context, number int) error {
+	m.prs[number-1].State = pullrequest.StateClosed
 	return nil
 }
 
@@ -81,4 +94,37 @@ func Example() {
 	// someone closes #1
 	// 1.6.0: #1 skipped
 	// 1 pull request, labels [dependencies]
+}
+
+// ExampleClose closes a pull request whose bumps someone made on main by
+// hand: the next run has no changes, so it closes the stale pull request
+// instead of calling Ensure. Once it is closed, Close writes nothing.
+func ExampleClose() {
+	ctx := context.Background()
+	forge := &inMemory{}
+	_, err := pullrequest.Ensure(ctx, forge, pullrequest.Request{
+		Head:  "imagebump/main",
+		Base:  "main",
+		Title: "Bump apps:app to 1.5.0",
+		Changes: []pullrequest.Change{{
+			File: "apps/app.yaml", Line: 12, Policy: "apps:app",
+			Old: "ghcr.io/acme/app:1.4.2", New: "ghcr.io/acme/app:1.5.0",
+		}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// ... main gets the bump by hand; the next run finds nothing to bump.
+	for range 2 {
+		res, err := pullrequest.Close(ctx, forge, "imagebump/main", "main", "main already has these bumps.")
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s #%d\n", res.Outcome, res.Number)
+	}
+	fmt.Println(forge.comments)
+	// Output:
+	// closed #1
+	// none #0
+	// [#1: main already has these bumps.]
 }

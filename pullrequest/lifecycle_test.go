@@ -11,10 +11,12 @@ import (
 )
 
 // scripted is a Provider over a fixed list of pull requests that records
-// the calls made to it. createErr, when set, is what Create returns.
+// the calls made to it. createErr, when set, is what Create returns;
+// writeErr what Comment and Close return.
 type scripted struct {
 	prs       []PR
 	createErr error
+	writeErr  error
 	calls     []string
 }
 
@@ -42,6 +44,16 @@ func (s *scripted) Update(_ context.Context, number int, title, body string) (*P
 func (s *scripted) AddLabels(_ context.Context, number int, labels []string) error {
 	s.calls = append(s.calls, fmt.Sprintf("labels #%d %s", number, strings.Join(labels, ",")))
 	return nil
+}
+
+func (s *scripted) Comment(_ context.Context, number int, body string) error {
+	s.calls = append(s.calls, fmt.Sprintf("comment #%d %s", number, body))
+	return s.writeErr
+}
+
+func (s *scripted) Close(_ context.Context, number int) error {
+	s.calls = append(s.calls, fmt.Sprintf("close #%d", number))
+	return s.writeErr
 }
 
 var (
@@ -100,11 +112,23 @@ func TestEnsureDecisions(t *testing.T) {
 		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Unchanged},
 		wantCalls: []string{"list"},
 	}, {
-		name:      "missing labels are added to an unchanged one, ignoring case",
+		name:      "an unchanged one lacking labels gets no write",
 		prs:       []PR{pr(3, StateOpen, "Bump a", changeA, "Deps")},
-		req:       request(changeA, "Bump a", "deps", "imagebump", " ", "ImageBump"),
-		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Unchanged, Labels: []string{"imagebump"}},
-		wantCalls: []string{"list", "labels #3 imagebump"},
+		req:       request(changeA, "Bump a", "deps", "imagebump"),
+		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Unchanged},
+		wantCalls: []string{"list"},
+	}, {
+		name:      "missing labels are added to an updated one, ignoring case",
+		prs:       []PR{pr(3, StateOpen, "Bump a", changeA, "Deps")},
+		req:       request(changeB, "Bump a", "deps", "imagebump", " ", "ImageBump"),
+		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Updated, Labels: []string{"imagebump"}},
+		wantCalls: []string{"list", "update #3 Bump a", "labels #3 imagebump"},
+	}, {
+		name:      "an updated one with every label gets no label call",
+		prs:       []PR{pr(3, StateOpen, "Bump a", changeA, "deps")},
+		req:       request(changeB, "Bump a", "DEPS"),
+		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Updated},
+		wantCalls: []string{"list", "update #3 Bump a"},
 	}, {
 		name:      "the most recent open one is kept current",
 		prs:       []PR{pr(2, StateOpen, "old", changeA), pr(5, StateOpen, "Bump a", changeA)},
@@ -171,6 +195,110 @@ func TestEnsureDecisions(t *testing.T) {
 			}
 			if diff := cmp.Diff([]string{"list"}, p.calls); diff != "" {
 				t.Errorf("Plan calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCloseDecisions covers Close and PlanClose on a provider whose pull
+// requests are given, checking the calls made and the result.
+func TestCloseDecisions(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		prs       []PR
+		reason    string
+		want      Result
+		wantCalls []string
+		planCalls []string
+	}{{
+		name:      "nothing at all",
+		reason:    "stale",
+		want:      Result{Outcome: None},
+		wantCalls: []string{"list"},
+	}, {
+		name:      "only closed and merged ones",
+		prs:       []PR{pr(2, StateMerged, "Bump a", changeA), pr(4, StateClosed, "Bump a", changeB)},
+		reason:    "stale",
+		want:      Result{Outcome: None},
+		wantCalls: []string{"list"},
+	}, {
+		name:      "the open one is commented on, then closed",
+		prs:       []PR{pr(2, StateMerged, "Bump a", changeA), pr(4, StateOpen, "Bump a", changeB)},
+		reason:    "  main has these bumps already\n",
+		want:      Result{Number: 4, URL: "https://forge/pr/4", Outcome: Closed},
+		wantCalls: []string{"list", "comment #4 main has these bumps already", "close #4"},
+	}, {
+		name:      "a blank reason posts no comment",
+		prs:       []PR{pr(4, StateOpen, "Bump a", changeB)},
+		reason:    " \n",
+		want:      Result{Number: 4, URL: "https://forge/pr/4", Outcome: Closed},
+		wantCalls: []string{"list", "close #4"},
+	}, {
+		name:      "every open one is closed, the most recent named",
+		prs:       []PR{pr(3, StateOpen, "old", changeA), pr(5, StateClosed, "Bump a", changeA), pr(7, StateOpen, "Bump a", changeB)},
+		reason:    "stale",
+		want:      Result{Number: 7, URL: "https://forge/pr/7", Outcome: Closed},
+		wantCalls: []string{"list", "comment #7 stale", "close #7", "comment #3 stale", "close #3"},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			p := &scripted{prs: c.prs}
+			got, err := Close(context.Background(), p, "imagebump/main", "main", c.reason)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.want.Provider = "scripted"
+			if diff := cmp.Diff(&c.want, got); diff != "" {
+				t.Errorf("Close (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(c.wantCalls, p.calls); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+
+			// PlanClose says the same, with the list call only.
+			p.calls = nil
+			plan, err := PlanClose(context.Background(), p, "imagebump/main", "main")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(&c.want, plan); diff != "" {
+				t.Errorf("PlanClose (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{"list"}, p.calls); diff != "" {
+				t.Errorf("PlanClose calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCloseErrors(t *testing.T) {
+	t.Run("a failed comment stops before closing", func(t *testing.T) {
+		p := &scripted{prs: []PR{pr(4, StateOpen, "Bump a", changeA)}, writeErr: &Error{Provider: "scripted", Status: 403}}
+		_, err := Close(context.Background(), p, "imagebump/main", "main", "stale")
+		var pe *Error
+		if !errors.As(err, &pe) || pe.Status != 403 {
+			t.Errorf("got %v, want the 403", err)
+		}
+		if diff := cmp.Diff([]string{"list", "comment #4 stale"}, p.calls); diff != "" {
+			t.Errorf("calls (-want +got):\n%s", diff)
+		}
+	})
+	for _, c := range []struct {
+		name, head, base, want string
+	}{
+		{"no head", "", "main", "head and base branches are required"},
+		{"same branches", "main", "main", `head and base are both "main"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := &scripted{}
+			_, err := Close(context.Background(), p, c.head, c.base, "stale")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Close: got %v, want an error saying %q", err, c.want)
+			}
+			if _, err := PlanClose(context.Background(), p, c.head, c.base); err == nil {
+				t.Error("PlanClose accepted the branches")
+			}
+			if len(p.calls) != 0 {
+				t.Errorf("the provider was called: %v", p.calls)
 			}
 		})
 	}

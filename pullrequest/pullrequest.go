@@ -55,6 +55,10 @@ type Provider interface {
 	Update(ctx context.Context, number int, title, body string) (*PR, error)
 	// AddLabels adds labels to pull request number, keeping the ones it has.
 	AddLabels(ctx context.Context, number int, labels []string) error
+	// Comment posts body as a comment on pull request number.
+	Comment(ctx context.Context, number int, body string) error
+	// Close closes pull request number without merging it.
+	Close(ctx context.Context, number int) error
 }
 
 // Change is one bump that the branch makes.
@@ -81,8 +85,10 @@ type Request struct {
 	Title string
 	// Changes are the bumps the branch makes; at least one.
 	Changes []Change
-	// Labels are added to the pull request when it lacks them. Labels are
-	// compared without regard to case, as GitHub does.
+	// Labels are added to the pull request when Ensure opens it, and the
+	// ones it lacks when Ensure updates it; a pull request left unchanged
+	// gets none, so a label someone removed stays removed until the bumps
+	// change. Labels are compared without regard to case, as GitHub does.
 	Labels []string
 }
 
@@ -91,28 +97,38 @@ type Request struct {
 // never compare equal again.
 const MaxTitleLength = 255
 
-// Outcome says what Ensure did, or what Plan expects it would do.
+// Outcome says what Ensure or Close did, or what Plan or PlanClose expects
+// it would do.
 type Outcome string
 
-// The outcomes of Ensure and Plan.
+// The outcomes of Ensure and Plan, then of Close and PlanClose.
 const (
 	// Opened: a new pull request was opened.
 	Opened Outcome = "opened"
 	// Updated: the open pull request's title or body was changed.
 	Updated Outcome = "updated"
 	// Unchanged: the open pull request already says this; nothing was
-	// written, except labels it lacked.
+	// written, not even labels it lacks.
 	Unchanged Outcome = "unchanged"
 	// Skipped: no pull request is open and the last closed or merged one
 	// already carried this exact content, so none is opened or reopened.
 	Skipped Outcome = "skipped"
+
+	// Closed: the open pull request proposed bumps the branch no longer
+	// makes, and was closed (Close) or would be (PlanClose).
+	Closed Outcome = "closed"
+	// None: no pull request is open from the branch, so Close wrote
+	// nothing.
+	None Outcome = "none"
 )
 
-// Result is what Ensure did, or what Plan expects it would do.
+// Result is what Ensure or Close did, or what Plan or PlanClose expects it
+// would do.
 type Result struct {
 	// Number and URL identify the pull request: the one opened, updated or
-	// left unchanged, or the closed or merged one that made Ensure skip.
-	// Plan leaves them empty for Opened.
+	// left unchanged, the closed or merged one that made Ensure skip, or
+	// the one Close closed. Plan leaves them empty for Opened, and Close
+	// for None.
 	Number int    `json:"number,omitempty"`
 	URL    string `json:"url,omitempty"`
 	// Outcome is what happened (or would happen) to the pull request.
@@ -176,11 +192,12 @@ func Ensure(ctx context.Context, p Provider, req Request) (*Result, error) {
 		}
 		return finish(ctx, p, pr, Updated, d.labels)
 	default:
+		// d.labels is empty: an unchanged pull request gets no write.
 		return finish(ctx, p, d.open, Unchanged, d.labels)
 	}
 }
 
-// finish adds the missing labels to pr and builds the result.
+// finish adds labels to pr and builds the result.
 func finish(ctx context.Context, p Provider, pr *PR, o Outcome, labels []string) (*Result, error) {
 	if len(labels) > 0 {
 		if err := p.AddLabels(ctx, pr.Number, labels); err != nil {
@@ -249,8 +266,11 @@ func decide(prs []PR, req Request) decision {
 		d.outcome = Unchanged
 		if !sameText(d.open.Title, req.Title) || !sameText(d.open.Body, d.body) {
 			d.outcome = Updated
+			// Labels go along with a write only: a pull request left
+			// unchanged keeps the labels it has, even if someone removed
+			// one of ours on purpose.
+			d.labels = missing(req.Labels, d.open.Labels)
 		}
-		d.labels = missing(req.Labels, d.open.Labels)
 	case d.last != nil && ContentKeyOf(d.last.Body) == ContentKey(req.Changes):
 		d.outcome = Skipped
 	default:
@@ -285,10 +305,8 @@ func missing(want, have []string) []string {
 // and labels trimmed, without empty ones or duplicates.
 func (req Request) normalize() (Request, error) {
 	switch {
-	case req.Head == "" || req.Base == "":
-		return req, errors.New("pull request: head and base branches are required")
-	case req.Head == req.Base:
-		return req, fmt.Errorf("pull request: head and base are both %q; a pull request needs two branches", req.Head)
+	case checkBranches(req.Head, req.Base) != nil:
+		return req, checkBranches(req.Head, req.Base)
 	case strings.TrimSpace(req.Title) == "":
 		return req, errors.New("pull request: the title is empty")
 	case len(req.Changes) == 0:
@@ -308,4 +326,15 @@ func (req Request) normalize() (Request, error) {
 	}
 	req.Labels = labels
 	return req, nil
+}
+
+// checkBranches checks the head and base branches of a pull request.
+func checkBranches(head, base string) error {
+	switch {
+	case head == "" || base == "":
+		return errors.New("pull request: head and base branches are required")
+	case head == base:
+		return fmt.Errorf("pull request: head and base are both %q; a pull request needs two branches", head)
+	}
+	return nil
 }

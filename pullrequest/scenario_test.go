@@ -41,13 +41,22 @@ type forge struct {
 	writes func() int
 	// push makes the head branch carry changes (a real commit on Gitea).
 	push func(t *testing.T, changes []pullrequest.Change)
+	// vanish makes base carry changes, as when someone makes the bumps by
+	// hand, so that the head branch no longer proposes anything.
+	vanish func(t *testing.T, changes []pullrequest.Change)
 	// merge and close act on a pull request as a person would.
 	merge, close func(t *testing.T, number int)
+	// removeLabel removes a label from a pull request as a person would.
+	removeLabel func(t *testing.T, number int, name string)
+	// comments lists the comments on a pull request, read without the
+	// adapter, oldest first.
+	comments func(t *testing.T, number int) []string
 	// prs lists every pull request of the repository, read without the
 	// adapter, newest first.
 	prs func(t *testing.T) []pullrequest.PR
-	// denied is what the 403 error must say the token needs.
-	denied string
+	// denied is what the 403 error must say the token needs;
+	// deniedComment the same for posting a comment.
+	denied, deniedComment string
 }
 
 const (
@@ -127,16 +136,20 @@ func newGitHubForge(t *testing.T) *forge {
 		}
 	})
 	return &forge{
-		p:        mk("ghp_fullAccessToken0000000000000000000"),
-		readOnly: mk("ghp_readOnlyToken00000000000000000000"),
-		badToken: mk("ghp_revokedToken000000000000000000000"),
-		tokens:   []string{"ghp_fullAccessToken0000000000000000000", "ghp_readOnlyToken00000000000000000000", "ghp_revokedToken000000000000000000000"},
-		writes:   fake.Writes,
-		push:     func(*testing.T, []pullrequest.Change) {}, // the fake keeps no branches
-		merge:    func(_ *testing.T, n int) { fake.Merge(n) },
-		close:    func(_ *testing.T, n int) { fake.Close(n) },
-		prs:      func(*testing.T) []pullrequest.PR { return fakePRs(fake.PRs()) },
-		denied:   "it needs pull_requests: write (fine-grained) or the repo scope (classic)",
+		p:             mk("ghp_fullAccessToken0000000000000000000"),
+		readOnly:      mk("ghp_readOnlyToken00000000000000000000"),
+		badToken:      mk("ghp_revokedToken000000000000000000000"),
+		tokens:        []string{"ghp_fullAccessToken0000000000000000000", "ghp_readOnlyToken00000000000000000000", "ghp_revokedToken000000000000000000000"},
+		writes:        fake.Writes,
+		push:          func(*testing.T, []pullrequest.Change) {}, // the fake keeps no branches
+		vanish:        func(*testing.T, []pullrequest.Change) {},
+		merge:         func(_ *testing.T, n int) { fake.Merge(n) },
+		close:         func(_ *testing.T, n int) { fake.Close(n) },
+		removeLabel:   func(_ *testing.T, n int, name string) { fake.RemoveLabel(n, name) },
+		comments:      func(_ *testing.T, n int) []string { return fakeComments(fake.PRs(), n) },
+		prs:           func(*testing.T) []pullrequest.PR { return fakePRs(fake.PRs()) },
+		denied:        "it needs pull_requests: write (fine-grained) or the repo scope (classic)",
+		deniedComment: "it needs issues: write or pull_requests: write (fine-grained) or the repo scope (classic)",
 	}
 }
 
@@ -160,17 +173,30 @@ func newGitLabForge(t *testing.T) *forge {
 		}
 	})
 	return &forge{
-		p:        mk("glpat-fullAccessToken00000"),
-		readOnly: mk("glpat-readOnlyToken0000000"),
-		badToken: mk("glpat-revokedToken00000000"),
-		tokens:   []string{"glpat-fullAccessToken00000", "glpat-readOnlyToken0000000", "glpat-revokedToken00000000"},
-		writes:   fake.Writes,
-		push:     func(*testing.T, []pullrequest.Change) {},
-		merge:    func(_ *testing.T, n int) { fake.Merge(n) },
-		close:    func(_ *testing.T, n int) { fake.Close(n) },
-		prs:      func(*testing.T) []pullrequest.PR { return fakePRs(fake.PRs()) },
-		denied:   "it needs the api scope and at least the Developer role in the project",
+		p:             mk("glpat-fullAccessToken00000"),
+		readOnly:      mk("glpat-readOnlyToken0000000"),
+		badToken:      mk("glpat-revokedToken00000000"),
+		tokens:        []string{"glpat-fullAccessToken00000", "glpat-readOnlyToken0000000", "glpat-revokedToken00000000"},
+		writes:        fake.Writes,
+		push:          func(*testing.T, []pullrequest.Change) {},
+		vanish:        func(*testing.T, []pullrequest.Change) {},
+		merge:         func(_ *testing.T, n int) { fake.Merge(n) },
+		close:         func(_ *testing.T, n int) { fake.Close(n) },
+		removeLabel:   func(_ *testing.T, n int, name string) { fake.RemoveLabel(n, name) },
+		comments:      func(_ *testing.T, n int) []string { return fakeComments(fake.PRs(), n) },
+		prs:           func(*testing.T) []pullrequest.PR { return fakePRs(fake.PRs()) },
+		denied:        "it needs the api scope and at least the Developer role in the project",
+		deniedComment: "it needs the api scope and at least the Developer role in the project",
 	}
+}
+
+func fakeComments(stored []fakeforge.PR, number int) []string {
+	for _, p := range stored {
+		if p.Number == number {
+			return p.Comments
+		}
+	}
+	return nil
 }
 
 func fakePRs(stored []fakeforge.PR) []pullrequest.PR {
@@ -207,8 +233,13 @@ func newGiteaForge(t *testing.T) *forge {
 		push: func(t *testing.T, changes []pullrequest.Change) {
 			s.PushBranch(t, owner, repo, base, head, files(changes, true))
 		},
-		merge: func(t *testing.T, n int) { s.MergePR(t, owner, repo, n) },
-		close: func(t *testing.T, n int) { s.ClosePR(t, owner, repo, n) },
+		vanish: func(t *testing.T, changes []pullrequest.Change) {
+			s.PushBranch(t, owner, repo, base, base, files(changes, true))
+		},
+		merge:       func(t *testing.T, n int) { s.MergePR(t, owner, repo, n) },
+		close:       func(t *testing.T, n int) { s.ClosePR(t, owner, repo, n) },
+		removeLabel: func(t *testing.T, n int, name string) { s.RemoveLabel(t, owner, repo, n, name) },
+		comments:    func(t *testing.T, n int) []string { return s.Comments(t, owner, repo, n) },
 		prs: func(t *testing.T) []pullrequest.PR {
 			var out []pullrequest.PR
 			for _, p := range s.PullRequests(t, owner, repo) {
@@ -224,7 +255,8 @@ func newGiteaForge(t *testing.T) *forge {
 			}
 			return out
 		},
-		denied: "it needs the write:repository scope",
+		denied:        "it needs the write:repository scope",
+		deniedComment: "it needs the write:issue scope",
 	}
 }
 
@@ -307,6 +339,9 @@ func (f *forge) summaries(t *testing.T) []summary {
 	}
 	return out
 }
+
+// closeReason is the comment Close posts in the scenarios.
+const closeReason = "imagebump closes this pull request: main already has these bumps, so the branch proposes nothing."
 
 var (
 	keyA   = pullrequest.ContentKey(bumpA.Changes)
@@ -493,6 +528,140 @@ func TestScenarios(t *testing.T) {
 				t.Errorf("pull requests (-want +got):\n%s", diff)
 			}
 		}},
+		{"a removed label is not added back while unchanged", func(t *testing.T, f *forge) {
+			f.push(t, bumpA.Changes)
+			first := f.ensure(t, bumpA)
+			f.removeLabel(t, first.Number, "imagebump")
+			before := f.writes()
+			want := &pullrequest.Result{Number: first.Number, URL: first.URL, Outcome: pullrequest.Unchanged, Provider: f.p.Name()}
+			if diff := cmp.Diff(want, f.plan(t, bumpA)); diff != "" {
+				t.Errorf("Plan (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(want, f.ensure(t, bumpA)); diff != "" {
+				t.Errorf("Ensure with a label missing (-want +got):\n%s", diff)
+			}
+			if n := f.writes() - before; n != 0 {
+				t.Errorf("an unchanged pull request lacking a label got %d write calls, want 0", n)
+			}
+			wantPRs := []summary{{first.Number, pullrequest.StateOpen, bumpA.Title, keyA, []string{"dependencies"}}}
+			if diff := cmp.Diff(wantPRs, f.summaries(t)); diff != "" {
+				t.Errorf("pull requests (-want +got):\n%s", diff)
+			}
+			// An update writes anyway, and brings the label along.
+			f.push(t, bumpB.Changes)
+			res := f.ensure(t, bumpB)
+			if res.Outcome != pullrequest.Updated || !slices.Equal(res.Labels, []string{"imagebump"}) {
+				t.Errorf("got %+v, want updated with label imagebump added", res)
+			}
+			wantPRs = []summary{{first.Number, pullrequest.StateOpen, bumpB.Title, keyB, labels}}
+			if diff := cmp.Diff(wantPRs, f.summaries(t)); diff != "" {
+				t.Errorf("pull requests after the update (-want +got):\n%s", diff)
+			}
+		}},
+		{"close when the bumps vanish", func(t *testing.T, f *forge) {
+			f.push(t, bumpA.Changes)
+			first := f.ensure(t, bumpA)
+			// Someone makes the bump on main by hand: the branch proposes
+			// nothing any more, and the caller has no changes.
+			f.vanish(t, bumpA.Changes)
+			want := &pullrequest.Result{Number: first.Number, URL: first.URL, Outcome: pullrequest.Closed, Provider: f.p.Name()}
+			before := f.writes()
+			plan, err := pullrequest.PlanClose(context.Background(), f.p, head, base)
+			if err != nil {
+				t.Fatalf("PlanClose: %v", err)
+			}
+			if diff := cmp.Diff(want, plan); diff != "" {
+				t.Errorf("PlanClose (-want +got):\n%s", diff)
+			}
+			if n := f.writes() - before; n != 0 {
+				t.Errorf("PlanClose made %d write calls, want 0", n)
+			}
+			res, err := pullrequest.Close(context.Background(), f.p, head, base, closeReason)
+			if err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			if diff := cmp.Diff(want, res); diff != "" {
+				t.Errorf("Close (-want +got):\n%s", diff)
+			}
+			if n := f.writes() - before; n != 2 {
+				t.Errorf("Close made %d write calls, want 2 (comment, close)", n)
+			}
+			if diff := cmp.Diff([]string{closeReason}, f.comments(t, first.Number)); diff != "" {
+				t.Errorf("comments (-want +got):\n%s", diff)
+			}
+			wantPRs := []summary{{first.Number, pullrequest.StateClosed, bumpA.Title, keyA, labels}}
+			if diff := cmp.Diff(wantPRs, f.summaries(t)); diff != "" {
+				t.Errorf("pull requests (-want +got):\n%s", diff)
+			}
+			// Nothing open any more: a second Close, and its plan, only read.
+			before = f.writes()
+			none := &pullrequest.Result{Outcome: pullrequest.None, Provider: f.p.Name()}
+			for _, closeFn := range []func() (*pullrequest.Result, error){
+				func() (*pullrequest.Result, error) {
+					return pullrequest.Close(context.Background(), f.p, head, base, closeReason)
+				},
+				func() (*pullrequest.Result, error) {
+					return pullrequest.PlanClose(context.Background(), f.p, head, base)
+				},
+			} {
+				got, err := closeFn()
+				if err != nil {
+					t.Fatalf("a second Close: %v", err)
+				}
+				if diff := cmp.Diff(none, got); diff != "" {
+					t.Errorf("a second Close (-want +got):\n%s", diff)
+				}
+			}
+			if n := f.writes() - before; n != 0 {
+				t.Errorf("a second Close made %d write calls, want 0", n)
+			}
+			if got := len(f.comments(t, first.Number)); got != 1 {
+				t.Errorf("got %d comments after a second Close, want 1", got)
+			}
+		}},
+		{"closed by Close then bumps again", func(t *testing.T, f *forge) {
+			f.push(t, bumpA.Changes)
+			first := f.ensure(t, bumpA)
+			if _, err := pullrequest.Close(context.Background(), f.p, head, base, closeReason); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			// The same bumps again fall under the closed rule.
+			before := f.writes()
+			if res := f.ensure(t, bumpA); res.Outcome != pullrequest.Skipped || res.Number != first.Number {
+				t.Errorf("the same bump after Close: got %+v, want skipped because of #%d", res, first.Number)
+			}
+			if n := f.writes() - before; n != 0 {
+				t.Errorf("skipping made %d write calls, want 0", n)
+			}
+			// Other bumps open a new pull request, with the labels.
+			f.push(t, bumpB.Changes)
+			res := f.ensure(t, bumpB)
+			if res.Outcome != pullrequest.Opened || res.Number == first.Number || !slices.Equal(res.Labels, labels) {
+				t.Errorf("another bump after Close: got %+v, want a new pull request (not #%d) with labels", res, first.Number)
+			}
+			want := []summary{
+				{res.Number, pullrequest.StateOpen, bumpB.Title, keyB, labels},
+				{first.Number, pullrequest.StateClosed, bumpA.Title, keyA, labels},
+			}
+			if diff := cmp.Diff(want, f.summaries(t)); diff != "" {
+				t.Errorf("pull requests (-want +got):\n%s", diff)
+			}
+		}},
+		{"close with a token without permission", func(t *testing.T, f *forge) {
+			f.push(t, bumpA.Changes)
+			first := f.ensure(t, bumpA)
+			_, err := pullrequest.Close(context.Background(), f.readOnly, head, base, closeReason)
+			checkDeniedNeeds(t, f, err, f.p.Name()+": commenting on ", f.deniedComment)
+			_, err = pullrequest.Close(context.Background(), f.readOnly, head, base, "")
+			checkDeniedNeeds(t, f, err, f.p.Name()+": closing ", f.denied)
+			want := []summary{{first.Number, pullrequest.StateOpen, bumpA.Title, keyA, labels}}
+			if diff := cmp.Diff(want, f.summaries(t)); diff != "" {
+				t.Errorf("pull requests (-want +got):\n%s", diff)
+			}
+			if got := f.comments(t, first.Number); len(got) != 0 {
+				t.Errorf("comments: got %q, want none", got)
+			}
+		}},
 		{"plan is read-only", func(t *testing.T, f *forge) {
 			f.push(t, bumpA.Changes)
 			want := &pullrequest.Result{Outcome: pullrequest.Opened, Provider: f.p.Name(), Labels: labels}
@@ -589,6 +758,13 @@ var repoPattern = regexp.MustCompile(` in (acme/fleet|acme/platform/fleet|imageb
 
 func checkDenied(t *testing.T, f *forge, err error, prefix string) {
 	t.Helper()
+	checkDeniedNeeds(t, f, err, prefix, f.denied)
+}
+
+// checkDeniedNeeds checks that err is a 403 whose message starts with
+// prefix, names the repository and says the token needs needs.
+func checkDeniedNeeds(t *testing.T, f *forge, err error, prefix, needs string) {
+	t.Helper()
 	var pe *pullrequest.Error
 	if !errors.As(err, &pe) || pe.Status != http.StatusForbidden {
 		t.Fatalf("got %v, want a *pullrequest.Error with HTTP 403", err)
@@ -597,8 +773,8 @@ func checkDenied(t *testing.T, f *forge, err error, prefix string) {
 	if !strings.HasPrefix(msg, prefix) || !repoPattern.MatchString(msg) {
 		t.Errorf("error %q: want it to start with %q and name the repository", msg, prefix)
 	}
-	if !strings.Contains(msg, "the token is not allowed to (HTTP 403): "+f.denied) {
-		t.Errorf("error %q does not say that %s", msg, f.denied)
+	if !strings.Contains(msg, "the token is not allowed to (HTTP 403): "+needs) {
+		t.Errorf("error %q does not say that %s", msg, needs)
 	}
 	f.noLeak(t, "the error", fmt.Sprintf("%v %+v %#v", err, err, pe))
 }

@@ -589,3 +589,38 @@ func (s *Server) ClosePR(t testing.TB, owner, repo string, number int) {
 	s.API(t, http.MethodPatch, fmt.Sprintf("/repos/%s/%s/pulls/%d", url.PathEscape(owner), url.PathEscape(repo), number),
 		map[string]any{"state": "closed"}, http.StatusCreated, nil)
 }
+
+// Comments returns the bodies of the comments on pull request (or issue)
+// number, oldest first.
+func (s *Server) Comments(t testing.TB, owner, repo string, number int) []string {
+	t.Helper()
+	var comments []struct {
+		Body string `json:"body"`
+	}
+	s.API(t, http.MethodGet, fmt.Sprintf("/repos/%s/%s/issues/%d/comments", url.PathEscape(owner), url.PathEscape(repo), number), nil, http.StatusOK, &comments)
+	var out []string
+	for _, c := range comments {
+		out = append(out, c.Body)
+	}
+	return out
+}
+
+// RemoveLabel removes the label called name (ignoring case) from pull
+// request (or issue) number, as a person would in the web interface. It
+// fails the test when the pull request does not have it.
+func (s *Server) RemoveLabel(t testing.TB, owner, repo string, number int, name string) {
+	t.Helper()
+	path := fmt.Sprintf("/repos/%s/%s/issues/%d/labels", url.PathEscape(owner), url.PathEscape(repo), number)
+	var labels []struct {
+		ID   int64  `json:"id"`
+		Name string `json:"name"`
+	}
+	s.API(t, http.MethodGet, path, nil, http.StatusOK, &labels)
+	for _, l := range labels {
+		if strings.EqualFold(l.Name, name) {
+			s.API(t, http.MethodDelete, fmt.Sprintf("%s/%d", path, l.ID), nil, http.StatusNoContent, nil)
+			return
+		}
+	}
+	t.Fatalf("testgitea: pull request #%d has no label %q", number, name)
+}

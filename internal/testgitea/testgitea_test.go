@@ -2,6 +2,7 @@ package testgitea
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,8 +16,9 @@ import (
 func TestMain(m *testing.M) { os.Exit(Main(m)) }
 
 // TestServer drives the helpers against the real Gitea: a repository with
-// files, a branch force-pushed twice, pull requests opened, merged and
-// closed, and a token limited to reading.
+// files, a branch force-pushed twice, pull requests opened, commented on,
+// labelled and unlabelled, merged and closed, and a token limited to
+// reading.
 func TestServer(t *testing.T) {
 	begin := time.Now()
 	s := Start(t)
@@ -63,6 +65,19 @@ func TestServer(t *testing.T) {
 
 	s.PushBranch(t, owner, repo, "main", "bump", map[string]string{"app.yaml": "image: a:3\n"})
 	second := open()
+	s.API(t, http.MethodPost, fmt.Sprintf("/repos/%s/%s/issues/%d/comments", owner, repo, second), map[string]string{"body": "stale"}, http.StatusCreated, nil)
+	if diff := cmp.Diff([]string{"stale"}, s.Comments(t, owner, repo, second)); diff != "" {
+		t.Errorf("Comments (-want +got):\n%s", diff)
+	}
+	var label struct {
+		ID int64 `json:"id"`
+	}
+	s.API(t, http.MethodPost, "/repos/"+owner+"/"+repo+"/labels", map[string]string{"name": "deps", "color": "#ededed"}, http.StatusCreated, &label)
+	s.API(t, http.MethodPost, fmt.Sprintf("/repos/%s/%s/issues/%d/labels", owner, repo, second), map[string]any{"labels": []int64{label.ID}}, http.StatusOK, nil)
+	s.RemoveLabel(t, owner, repo, second, "DEPS")
+	if got := s.PullRequests(t, owner, repo)[0].Labels; len(got) != 0 {
+		t.Errorf("labels after RemoveLabel: %v, want none", got)
+	}
 	s.ClosePR(t, owner, repo, second)
 
 	type row struct {

@@ -39,6 +39,8 @@ const (
 	needsRead   = "the read:repository scope"
 	needsWrite  = "the write:repository scope, and write access to the repository"
 	needsLabels = "the write:issue scope (read:issue to look labels up)"
+	// needsComment: comments on pull requests go through the issues API.
+	needsComment = "the write:issue scope"
 )
 
 // Options configure a Provider.
@@ -269,6 +271,32 @@ func (p *Provider) AddLabels(ctx context.Context, number int, labels []string) e
 	}
 	if _, resp, err := c.AddIssueLabels(p.owner, p.repo, int64(number), opt); err != nil {
 		return p.fail(op, needsLabels, resp, err)
+	}
+	return nil
+}
+
+// Comment posts body as a comment on pull request number, through the
+// issues API as Gitea requires.
+func (p *Provider) Comment(ctx context.Context, number int, body string) error {
+	c, err := p.client(ctx)
+	if err != nil {
+		return err
+	}
+	if _, resp, err := c.CreateIssueComment(p.owner, p.repo, int64(number), sdk.CreateIssueCommentOption{Body: body}); err != nil {
+		return p.fail(fmt.Sprintf("commenting on pull request #%d", number), needsComment, resp, err)
+	}
+	return nil
+}
+
+// Close closes pull request number without merging it.
+func (p *Provider) Close(ctx context.Context, number int) error {
+	c, err := p.client(ctx)
+	if err != nil {
+		return err
+	}
+	closed := sdk.StateClosed
+	if _, resp, err := c.EditPullRequest(p.owner, p.repo, int64(number), sdk.EditPullRequestOption{State: &closed}); err != nil {
+		return p.fail(fmt.Sprintf("closing pull request #%d", number), needsWrite, resp, err)
 	}
 	return nil
 }

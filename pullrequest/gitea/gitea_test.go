@@ -234,3 +234,39 @@ func TestErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestCommentClose comments on and closes a pull request on the real Gitea,
+// and checks the comment scope in a 403.
+func TestCommentClose(t *testing.T) {
+	s := testgitea.Start(t)
+	owner, repo, p := newRepo(t, s, s.Token)
+	ctx := context.Background()
+	pr, err := p.Create(ctx, "imagebump/main", "main", "Bump", "body")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := s.CreateToken(t, "write:repository", "read:issue")
+	noIssues, err := gitea.New(gitea.Options{APIURL: s.URL, Token: tok, Owner: owner, Repo: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = noIssues.Comment(ctx, pr.Number, "stale")
+	want := fmt.Sprintf("gitea: commenting on pull request #%d in %s/%s: the token is not allowed to (HTTP 403): it needs the write:issue scope", pr.Number, owner, repo)
+	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), tok) {
+		t.Errorf("got  %v\nwant %s...", err, want)
+	}
+
+	if err := p.Comment(ctx, pr.Number, "stale: main has it"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(ctx, pr.Number); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"stale: main has it"}, s.Comments(t, owner, repo, pr.Number)); diff != "" {
+		t.Errorf("comments (-want +got):\n%s", diff)
+	}
+	got := s.PullRequests(t, owner, repo)
+	if len(got) != 1 || got[0].State != "closed" || got[0].Merged || got[0].Title != "Bump" || got[0].Body != "body" {
+		t.Errorf("after Close: got %+v, want #%d closed, not merged, title and body kept", got, pr.Number)
+	}
+}

@@ -31,6 +31,9 @@ const (
 	needsRead   = "pull_requests: read (fine-grained) or the repo scope (classic)"
 	needsWrite  = "pull_requests: write (fine-grained) or the repo scope (classic)"
 	needsLabels = "issues: write or pull_requests: write (fine-grained) or the repo scope (classic)"
+	// needsComment is what commenting on a pull request needs: it goes
+	// through the issues API, like labels.
+	needsComment = needsLabels
 )
 
 // Options configure a Provider.
@@ -162,6 +165,26 @@ func (p *Provider) AddLabels(ctx context.Context, number int, labels []string) e
 	_, resp, err := p.client.Issues.AddLabelsToIssue(ctx, p.owner, p.repo, number, labels)
 	if err != nil {
 		return p.fail(fmt.Sprintf("adding labels to pull request #%d", number), needsLabels, resp, err)
+	}
+	return nil
+}
+
+// Comment posts body as a comment on pull request number, through the
+// issues API (POST /repos/{owner}/{repo}/issues/{number}/comments).
+func (p *Provider) Comment(ctx context.Context, number int, body string) error {
+	_, resp, err := p.client.Issues.CreateComment(ctx, p.owner, p.repo, number, gh.IssueCommentRequest{Body: body})
+	if err != nil {
+		return p.fail(fmt.Sprintf("commenting on pull request #%d", number), needsComment, resp, err)
+	}
+	return nil
+}
+
+// Close closes pull request number without merging it (PATCH
+// /repos/{owner}/{repo}/pulls/{number} with state closed).
+func (p *Provider) Close(ctx context.Context, number int) error {
+	_, resp, err := p.client.PullRequests.Edit(ctx, p.owner, p.repo, number, &gh.PullRequest{State: gh.Ptr("closed")})
+	if err != nil {
+		return p.fail(fmt.Sprintf("closing pull request #%d", number), needsWrite, resp, err)
 	}
 	return nil
 }

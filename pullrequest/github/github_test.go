@@ -1,9 +1,12 @@
 package github_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -295,4 +298,81 @@ func TestErrors(t *testing.T) {
 			t.Error("a request reached the fake")
 		}
 	})
+}
+
+// TestCommentClose checks the exact requests Comment and Close send, as
+// GitHub documents them: a comment through the issues API, and a PATCH of
+// the pull request's state. Then it runs both on the fake.
+func TestCommentClose(t *testing.T) {
+	rec := &bodyRecorder{}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	p, err := github.New(github.Options{APIURL: srv.URL, Token: token, Owner: "acme", Repo: "fleet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := p.Comment(ctx, 7, "stale: main has it"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`POST /repos/acme/fleet/issues/7/comments {"body":"stale: main has it"}`,
+		`PATCH /repos/acme/fleet/pulls/7 {"state":"closed"}`,
+	}
+	if diff := cmp.Diff(want, rec.got()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+
+	fake, p := newFake(t)
+	pr, err := p.Create(ctx, "imagebump/main", "main", "Bump", "body")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Comment(ctx, pr.Number, "stale"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(ctx, pr.Number); err != nil {
+		t.Fatal(err)
+	}
+	got := fake.PRs()
+	wantPRs := []fakeforge.PR{{Number: 1, Title: "Bump", Body: "body", Head: "imagebump/main", Base: "main", State: "closed", Comments: []string{"stale"}}}
+	if diff := cmp.Diff(wantPRs, got, cmpIgnoreTimes); diff != "" {
+		t.Errorf("stored (-want +got):\n%s", diff)
+	}
+	prs, err := p.List(ctx, "imagebump/main", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prs) != 1 || prs[0].State != pullrequest.StateClosed {
+		t.Errorf("List after Close: got %+v, want #1 closed", prs)
+	}
+}
+
+// bodyRecorder answers 200 {} to every request and records its method,
+// path and compacted JSON body.
+type bodyRecorder struct {
+	mu   sync.Mutex
+	reqs []string
+}
+
+func (b *bodyRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var buf bytes.Buffer
+	data, _ := io.ReadAll(r.Body)
+	if err := json.Compact(&buf, data); err != nil {
+		buf.Write(data)
+	}
+	b.mu.Lock()
+	b.reqs = append(b.reqs, r.Method+" "+r.URL.EscapedPath()+" "+buf.String())
+	b.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprint(w, "{}")
+}
+
+func (b *bodyRecorder) got() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.reqs...)
 }

@@ -174,6 +174,29 @@ func (p *Provider) AddLabels(ctx context.Context, number int, labels []string) e
 	return nil
 }
 
+// Comment posts body as a note on merge request number (iid).
+func (p *Provider) Comment(ctx context.Context, number int, body string) error {
+	_, resp, err := p.client.Notes.CreateMergeRequestNote(p.project, int64(number), &gl.CreateMergeRequestNoteOptions{
+		Body: &body,
+	}, gl.WithContext(ctx))
+	if err != nil {
+		return p.fail(fmt.Sprintf("commenting on merge request !%d", number), needsWrite, resp, err)
+	}
+	return nil
+}
+
+// Close closes merge request number (iid) without merging it, with the
+// update endpoint's state_event close.
+func (p *Provider) Close(ctx context.Context, number int) error {
+	_, resp, err := p.client.MergeRequests.UpdateMergeRequest(p.project, int64(number), &gl.UpdateMergeRequestOptions{
+		StateEvent: gl.Ptr("close"),
+	}, gl.WithContext(ctx))
+	if err != nil {
+		return p.fail(fmt.Sprintf("closing merge request !%d", number), needsWrite, resp, err)
+	}
+	return nil
+}
+
 func convert(mr *gl.BasicMergeRequest) pullrequest.PR {
 	out := pullrequest.PR{
 		Number: int(mr.IID),

@@ -251,3 +251,66 @@ func TestErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestCommentClose checks the exact requests Comment and Close send, as
+// GitLab documents them: a note on the merge request, and an update with
+// state_event close. Then it runs both on the fake.
+func TestCommentClose(t *testing.T) {
+	rec := &recorder{status: 201, body: `{"id": 1, "iid": 3}`}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	p, err := gitlab.New(gitlab.Options{APIURL: srv.URL, Token: token, Project: project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := p.Comment(ctx, 3, "stale: main has it"); err != nil {
+		t.Fatal(err)
+	}
+	rec.status = 200
+	if err := p.Close(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"POST /api/v4/projects/acme%2Fplatform%2Ffleet/merge_requests/3/notes?",
+		"PUT /api/v4/projects/acme%2Fplatform%2Ffleet/merge_requests/3?",
+	}
+	if diff := cmp.Diff(want, rec.paths); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	var bodies []map[string]any
+	for _, b := range rec.bodies {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(b), &m); err != nil {
+			t.Fatal(err)
+		}
+		bodies = append(bodies, m)
+	}
+	wantBodies := []map[string]any{{"body": "stale: main has it"}, {"state_event": "close"}}
+	if diff := cmp.Diff(wantBodies, bodies); diff != "" {
+		t.Errorf("bodies (-want +got):\n%s", diff)
+	}
+
+	fake, p := newFake(t)
+	mr, err := p.Create(ctx, "imagebump/main", "main", "Bump", "body")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Comment(ctx, mr.Number, "stale"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(ctx, mr.Number); err != nil {
+		t.Fatal(err)
+	}
+	got := fake.PRs()
+	if len(got) != 1 || got[0].State != "closed" || !cmp.Equal(got[0].Comments, []string{"stale"}) {
+		t.Errorf("stored: got %+v, want !1 closed with comment stale", got)
+	}
+	prs, err := p.List(ctx, "imagebump/main", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prs) != 1 || prs[0].State != pullrequest.StateClosed {
+		t.Errorf("List after Close: got %+v, want !1 closed", prs)
+	}
+}

@@ -19,7 +19,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -40,10 +42,13 @@ type PR struct {
 	Head, Base  string
 	State       string // open, closed or merged
 	Labels      []string
-	Created     time.Time
-	MergedAt    *time.Time
-	ClosedAt    *time.Time
-	FromFork    bool
+	// Comments are the bodies of the comments (GitLab: notes) posted on
+	// the pull request, oldest first.
+	Comments []string
+	Created  time.Time
+	MergedAt *time.Time
+	ClosedAt *time.Time
+	FromFork bool
 }
 
 // store is the state and bookkeeping the two fakes share.
@@ -104,6 +109,7 @@ func (s *store) PRs() []PR {
 	for i, p := range s.prs {
 		out[i] = *p
 		out[i].Labels = append([]string(nil), p.Labels...)
+		out[i].Comments = append([]string(nil), p.Comments...)
 	}
 	return out
 }
@@ -144,6 +150,18 @@ func (s *store) Close(number int) {
 	}
 	now := s.now()
 	p.State, p.ClosedAt = "closed", &now
+}
+
+// RemoveLabel removes label name (ignoring case) from pull request number,
+// as a person would in the web interface.
+func (s *store) RemoveLabel(number int, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.get(number)
+	if p == nil {
+		panic(fmt.Sprintf("fakeforge: no pull request #%d", number))
+	}
+	p.Labels = slices.DeleteFunc(p.Labels, func(l string) bool { return strings.EqualFold(l, name) })
 }
 
 // get returns pull request number; the caller holds mu.

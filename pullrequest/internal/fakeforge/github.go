@@ -28,6 +28,8 @@ import (
 //	                                          owner:head." when one is open
 //	PATCH /repos/{owner}/{repo}/pulls/{n}      {title, body, state}: 200
 //	POST  /repos/{owner}/{repo}/issues/{n}/labels  ["a"] or {labels: ["a"]}: 200
+//	POST  /repos/{owner}/{repo}/issues/{n}/comments {body}: 201 (a pull request is an
+//	                                          issue; https://docs.github.com/rest/issues/comments)
 //
 // A merged pull request is state "closed" with merged_at set, as on GitHub.
 // Authentication is "Authorization: Bearer TOKEN" (or "token TOKEN"): 401
@@ -86,6 +88,8 @@ func (g *GitHub) serve(w http.ResponseWriter, r *http.Request) {
 		g.edit(w, r, segs[4])
 	case len(segs) == 6 && segs[3] == "issues" && segs[5] == "labels" && r.Method == http.MethodPost:
 		g.addLabels(w, r, segs[4])
+	case len(segs) == 6 && segs[3] == "issues" && segs[5] == "comments" && r.Method == http.MethodPost:
+		g.comment(w, r, segs[4])
 	default:
 		g.stray(w, r)
 	}
@@ -255,6 +259,35 @@ func (g *GitHub) addLabels(w http.ResponseWriter, r *http.Request, num string) {
 		out = append(out, map[string]any{"name": l})
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+func (g *GitHub) comment(w http.ResponseWriter, r *http.Request, num string) {
+	p := g.byNumber(num)
+	if p == nil {
+		g.error(w, http.StatusNotFound, "Not Found", "")
+		return
+	}
+	var in struct{ Body *string }
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		g.error(w, http.StatusBadRequest, "Problems parsing JSON", "")
+		return
+	}
+	if in.Body == nil || *in.Body == "" {
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{
+			"message": "Validation Failed",
+			"errors":  []map[string]string{{"resource": "IssueComment", "code": "missing_field", "field": "body"}},
+			"status":  "422",
+		})
+		return
+	}
+	p.Comments = append(p.Comments, *in.Body)
+	id := 5000 + len(p.Comments)
+	writeJSON(w, http.StatusCreated, map[string]any{
+		"id":         id,
+		"body":       *in.Body,
+		"html_url":   fmt.Sprintf("http://%s/%s/%s/pull/%d#issuecomment-%d", r.Host, g.owner, g.repo, p.Number, id),
+		"created_at": g.now().Format(time.RFC3339),
+	})
 }
 
 func (g *GitHub) byNumber(num string) *PR {

@@ -28,6 +28,8 @@ import (
 //	                                                branch: !N"
 //	PUT  /api/v4/projects/{id}/merge_requests/{iid}  {title, description, labels, add_labels,
 //	                                                remove_labels, state_event}: 200
+//	POST /api/v4/projects/{id}/merge_requests/{iid}/notes  {body}: 201
+//	                                                (https://docs.gitlab.com/api/notes/)
 //
 // {id} is the project's numeric ID or its URL-encoded path (group%2Fproject).
 // Labels in a body are a comma-separated string or an array. Authentication
@@ -94,6 +96,8 @@ func (g *GitLab) serve(w http.ResponseWriter, r *http.Request) {
 		g.create(w, r)
 	case len(segs) == 6 && r.Method == http.MethodPut:
 		g.update(w, r, segs[5])
+	case len(segs) == 7 && segs[6] == "notes" && r.Method == http.MethodPost:
+		g.note(w, r, segs[5])
 	default:
 		g.stray(w, r)
 	}
@@ -251,6 +255,33 @@ func (g *GitLab) update(w http.ResponseWriter, r *http.Request, iid string) {
 		p.State, p.ClosedAt = "open", nil
 	}
 	writeJSON(w, http.StatusOK, g.json(r, p))
+}
+
+func (g *GitLab) note(w http.ResponseWriter, r *http.Request, iid string) {
+	n, _ := strconv.Atoi(iid)
+	p := g.get(n)
+	if p == nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"message": "404 Not found"})
+		return
+	}
+	var in struct{ Body *string }
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid JSON"})
+		return
+	}
+	if in.Body == nil || *in.Body == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "body is missing"})
+		return
+	}
+	p.Comments = append(p.Comments, *in.Body)
+	writeJSON(w, http.StatusCreated, map[string]any{
+		"id":            7000 + len(p.Comments),
+		"body":          *in.Body,
+		"noteable_type": "MergeRequest",
+		"noteable_iid":  p.Number,
+		"system":        false,
+		"created_at":    g.now().Format(time.RFC3339),
+	})
 }
 
 func addLabels(have, add []string) []string {

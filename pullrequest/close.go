@@ -1,0 +1,75 @@
+package pullrequest
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+)
+
+// Close closes the open pull request from head into base, for a branch that
+// no longer proposes anything: its bumps were made on base by other means,
+// or the tags they named were withdrawn, so the caller has no changes and
+// the open pull request proposes obsolete ones. When reason is not blank it
+// is posted as a comment first, to say why; should closing then fail, a
+// retry posts it again.
+//
+// With no open pull request, Close makes no call that writes and returns
+// Outcome None; a second Close after a first one is therefore read-only.
+// Should several be open (by hand: forges refuse a second one from the same
+// branch), each is closed, since all of them propose the same branch; the
+// result names the most recent.
+//
+// A pull request Close closed counts as any closed one: a later run with
+// other bumps opens a new pull request, and one with exactly the bumps the
+// closed one carried last is skipped.
+func Close(ctx context.Context, p Provider, head, base, reason string) (*Result, error) {
+	open, err := openPRs(ctx, p, head, base)
+	if err != nil || len(open) == 0 {
+		return noneOr(p, err)
+	}
+	reason = strings.TrimSpace(reason)
+	for _, pr := range open {
+		if reason != "" {
+			if err := p.Comment(ctx, pr.Number, reason); err != nil {
+				return nil, err
+			}
+		}
+		if err := p.Close(ctx, pr.Number); err != nil {
+			return nil, err
+		}
+	}
+	return &Result{Number: open[0].Number, URL: open[0].URL, Outcome: Closed, Provider: p.Name()}, nil
+}
+
+// PlanClose returns what Close would do, calling only p.List: Outcome
+// Closed with the pull request it would close, or None.
+func PlanClose(ctx context.Context, p Provider, head, base string) (*Result, error) {
+	open, err := openPRs(ctx, p, head, base)
+	if err != nil || len(open) == 0 {
+		return noneOr(p, err)
+	}
+	return &Result{Number: open[0].Number, URL: open[0].URL, Outcome: Closed, Provider: p.Name()}, nil
+}
+
+// openPRs returns the open pull requests from head into base, most recent
+// first.
+func openPRs(ctx context.Context, p Provider, head, base string) ([]PR, error) {
+	if err := checkBranches(head, base); err != nil {
+		return nil, err
+	}
+	prs, err := p.List(ctx, head, base)
+	if err != nil {
+		return nil, err
+	}
+	open := slices.DeleteFunc(slices.Clone(prs), func(pr PR) bool { return pr.State != StateOpen })
+	slices.SortStableFunc(open, func(a, b PR) int { return cmp.Compare(b.Number, a.Number) })
+	return open, nil
+}
+
+func noneOr(p Provider, err error) (*Result, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Outcome: None, Provider: p.Name()}, nil
+}
