@@ -85,16 +85,34 @@ func prRequest(t config.Target, base string, rep *cycle.Report, cfgFile, reposit
 	return req, nil
 }
 
-// pullRequestFor opens or updates (ensure) or previews (plan) the target's
-// pull request for rep. It returns nil when the report has no changes: a
-// branch with nothing to propose needs no pull request.
+// staleReason is the comment on a pull request imagebump closes because its
+// branch no longer proposes anything.
+const staleReason = "imagebump closes this pull request: the base branch already has these bumps, or their tags are gone, so its branch proposes nothing any more. A later bump opens a new pull request."
+
+// pullRequestFor opens or updates (write) or previews (plan) the target's
+// pull request for rep. When rep has no changes and every policy resolved,
+// the branch proposes nothing: an open pull request is closed (or, for
+// plan, would be). When a policy failed, nothing is decided: an empty
+// change list may only mean its registry was down.
 func pullRequestFor(ctx context.Context, t config.Target, base string, rep *cycle.Report, cfgFile, repository string, write bool) (*pullrequest.Result, error) {
-	if len(rep.Changes) == 0 {
+	if len(rep.Changes) == 0 && rep.Failed() {
 		return nil, nil
 	}
 	p, err := newPRProvider(t)
 	if err != nil {
 		return nil, err
+	}
+	if len(rep.Changes) == 0 {
+		var res *pullrequest.Result
+		if write {
+			res, err = pullrequest.Close(ctx, p, t.Push.Branch, base, staleReason)
+		} else {
+			res, err = pullrequest.PlanClose(ctx, p, t.Push.Branch, base)
+		}
+		if err != nil || res.Outcome == pullrequest.None {
+			return nil, err
+		}
+		return res, nil
 	}
 	req, err := prRequest(t, base, rep, cfgFile, repository)
 	if err != nil {

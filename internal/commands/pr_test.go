@@ -65,6 +65,60 @@ func TestRunPullRequestGitea(t *testing.T) {
 		t.Errorf("plan does not preview the pull request:\n%s", out)
 	}
 
+	// Someone makes the same bumps on main by hand: the branch proposes
+	// nothing any more, so the next run closes the pull request with a
+	// comment, and plan had said it would.
+	bumped := demoRepoFiles(t, host)
+	for _, c := range rep.Targets[0].Changes {
+		// Values are plain or (the kustomization's newTag) double-quoted.
+		f := bumped[c.File]
+		if strings.Contains(f, c.From+" ") {
+			f = strings.Replace(f, c.From+" ", c.To+" ", 1)
+		} else {
+			f = strings.Replace(f, `"`+c.From+`"`, `"`+c.To+`"`, 1)
+		}
+		bumped[c.File] = f
+	}
+	gt.PushBranch(t, owner, repo, "main", "main", bumped)
+	out, stderr, code = runMain(t, "plan", "-c", cfg)
+	if code != 0 || !strings.Contains(out, "would close #") {
+		t.Errorf("plan after the bumps landed on main: exit %d\n%s\n%s", code, out, stderr)
+	}
+	out, stderr, code = runMain(t, "run", "-c", cfg, "-o", "json")
+	if code != 0 {
+		t.Fatalf("run after the bumps landed on main: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if got := decodeRun(t, out).Targets[0]; got.PullRequest == nil || got.PullRequest.Outcome != "closed" || got.PullRequest.Number != pr.Number {
+		t.Errorf("stale pull request: %+v", got.PullRequest)
+	}
+	if prs := gt.PullRequests(t, owner, repo); len(prs) != 1 || prs[0].State != "closed" || prs[0].Merged {
+		t.Errorf("pull requests after the close: %+v", prs)
+	}
+	out, _, code = runMain(t, "run", "-c", cfg, "-o", "json")
+	if got := decodeRun(t, out).Targets[0]; code != 0 || got.PullRequest != nil {
+		t.Errorf("run after the close: exit %d, pull request %+v; want nothing", code, got.PullRequest)
+	}
+}
+
+// TestRunPullRequestGiteaMerged checks that once the pull request is merged
+// the next run has nothing to propose and opens nothing.
+func TestRunPullRequestGiteaMerged(t *testing.T) {
+	gt := testgitea.Start(t)
+	host := startMemRegistry(t)
+	owner, repo, cloneURL := gt.CreateRepo(t, "fleet-merged", demoRepoFiles(t, host))
+	dir := t.TempDir()
+	writeFile(t, dir, "token", gt.Token+"\n")
+	cfg := runConfig(t, dir, host, "  url: "+cloneURL+"\n  branch: main\n  auth: {tokenFile: token}\n",
+		"push:\n  branch: imagebump/main\n  pullRequest:\n    provider: gitea\n    apiURL: "+gt.URL+"\n")
+	out, stderr, code := runMain(t, "run", "-c", cfg, "-o", "json")
+	if code != 0 {
+		t.Fatalf("run exit %d\n%s\n%s", code, out, stderr)
+	}
+	pr := decodeRun(t, out).Targets[0].PullRequest
+	if pr == nil || pr.Outcome != "opened" {
+		t.Fatalf("pull request = %+v", pr)
+	}
+
 	// Merged: main carries the bumps, so the next run has nothing to propose.
 	gt.MergePR(t, owner, repo, pr.Number)
 	out, _, code = runMain(t, "run", "-c", cfg, "-o", "json")

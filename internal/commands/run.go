@@ -357,6 +357,11 @@ func describePR(pr *pullrequest.Result, plan bool) string {
 		what = "up to date: " + ref
 	case pullrequest.Skipped:
 		what = "not reopened: " + ref + " (closed or merged) already proposed these bumps"
+	case pullrequest.Closed:
+		what = "closed " + ref + ": its branch proposes nothing any more"
+		if plan {
+			what = "would close " + ref + ": its branch proposes nothing any more"
+		}
 	default:
 		what = string(pr.Outcome) + " " + ref
 	}
