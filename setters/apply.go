@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // token is the text a file must contain to be parsed at all, as in Flux.
@@ -49,7 +50,8 @@ type Options struct {
 	// computes and verifies every change but writes nothing.
 	Write bool
 	// Workers is how many files are read and rewritten at once. Zero means
-	// runtime.GOMAXPROCS(0).
+	// runtime.GOMAXPROCS(0). The renames that end a run with Write set use
+	// at least 8 goroutines, as they mostly wait on the disk.
 	Workers int
 	// OnEdit, if set, is called once per changed file with its old and new
 	// bytes (in a dry run too), after the file was written. Calls may come
@@ -145,6 +147,11 @@ var (
 // empty, Known nil and Write false it only scans: every marker is listed and
 // reported as naming an unknown policy.
 //
+// With Write set, every changed file is first written to a temporary file
+// next to it; once all are, they are synced together and renamed over the
+// originals. Until then nothing in the tree has changed, so a cancelled ctx
+// leaves it as it was.
+//
 // The error is only for a bad Root or a cancelled ctx; trouble with single
 // files or markers is reported in Result.Problems and the rest goes on.
 func Apply(ctx context.Context, opts Options) (*Result, error) {
@@ -181,6 +188,8 @@ func Apply(ctx context.Context, opts Options) (*Result, error) {
 	}
 
 	r := &run{opts: opts, env: e, log: log, root: root, res: &Result{}}
+	// Whatever ends the run early, no temporary file stays behind.
+	defer r.discard()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan job, workers*4)
@@ -196,8 +205,7 @@ func Apply(ctx context.Context, opts Options) (*Result, error) {
 			}
 		})
 	}
-	w := &walker{ctx: ctx, root: root, jobs: jobs, log: log, run: r,
-		dirs: make(map[string]bool), files: make(map[string]bool)}
+	w := &walker{ctx: ctx, root: root, jobs: jobs, log: log, run: r}
 	paths := opts.Paths
 	if len(paths) == 0 {
 		paths = []string{"."}
@@ -213,6 +221,10 @@ func Apply(ctx context.Context, opts Options) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("scanning %s: %w", opts.Root, err)
 	}
+	if err := r.commit(ctx, workers); err != nil {
+		return nil, fmt.Errorf("writing the changes in %s: %w", opts.Root, err)
+	}
+	r.res.FilesScanned = int(r.scanned.Load())
 	r.sort()
 	return r.res, nil
 }
@@ -224,9 +236,11 @@ type run struct {
 	log  *slog.Logger
 	root string
 
-	mu   sync.Mutex // guards res
-	res  *Result
-	edit sync.Mutex // serializes OnEdit
+	scanned atomic.Int64 // files read, for Result.FilesScanned
+	mu      sync.Mutex   // guards res and staged
+	res     *Result
+	staged  []*staged  // changed files waiting to be renamed
+	edit    sync.Mutex // serializes OnEdit
 }
 
 // job is one file to read: rel is its real path relative to the root.
@@ -238,15 +252,13 @@ func (r *run) problem(p Problem) {
 	r.mu.Unlock()
 }
 
-// file reads, screens and rewrites one file. buf is the worker's reusable
-// read buffer, so a worker holds one file at a time. The walker already
-// checked that the file is regular, so there is no stat unless it is
-// written.
+// file reads, screens and rewrites one file, and stages its new content
+// when Options.Write is set. buf is the worker's reusable read buffer, so a
+// worker holds one file at a time. The walker already checked that the
+// file is regular, so there is no stat unless it changes.
 func (r *run) file(j job, buf *bytes.Buffer) {
 	err := readFile(j.abs, buf)
-	r.mu.Lock()
-	r.res.FilesScanned++
-	r.mu.Unlock()
+	r.scanned.Add(1)
 	if err != nil {
 		r.problem(Problem{File: j.rel, Err: fmt.Errorf("reading file: %w", err)})
 		return
@@ -254,16 +266,30 @@ func (r *run) file(j job, buf *bytes.Buffer) {
 	if !bytes.Contains(buf.Bytes(), token) {
 		return
 	}
-	src := bytes.Clone(buf.Bytes())
+	// The parsed tree and the results copy what they keep, so src can stay
+	// in buf unless OnEdit gets it: its caller may keep it.
+	src := buf.Bytes()
+	keep := r.opts.OnEdit != nil
+	if keep {
+		src = bytes.Clone(src)
+	}
 	out := rewrite(j.rel, src, r.env)
+	var st *staged
 	if out.out != nil && r.opts.Write {
-		if err := writeAtomic(j.abs, src, out.out, buf); err != nil {
+		st, err = stage(j.abs, src, out.out)
+		if err != nil {
 			out.problems = append(out.problems, Problem{File: j.rel, Err: fmt.Errorf("writing file: %w", err)})
 			out.changes, out.out = nil, nil
+		} else {
+			// The changes count once the file is renamed, in commit.
+			st.rel, st.changes, out.changes = j.rel, out.changes, nil
+			if keep {
+				st.before, st.after = src, out.out
+			}
 		}
 	}
-	if out.out != nil {
-		r.log.Debug("rewrote file", "file", j.rel, "changes", len(out.changes), "write", r.opts.Write)
+	if out.out != nil && st == nil {
+		r.log.Debug("rewrote file", "file", j.rel, "changes", len(out.changes), "write", false)
 		if r.opts.OnEdit != nil {
 			r.edit.Lock()
 			r.opts.OnEdit(j.rel, src, out.out)
@@ -278,8 +304,76 @@ func (r *run) file(j job, buf *bytes.Buffer) {
 	if len(out.markers) > 0 {
 		r.res.FilesWithMarkers++
 	}
-	if out.out != nil {
+	switch {
+	case st != nil:
+		r.staged = append(r.staged, st)
+	case out.out != nil:
 		r.res.FilesChanged = append(r.res.FilesChanged, j.rel)
+	}
+}
+
+// commitWorkers is the least number of goroutines that rename files. A
+// rename can wait on the disk: on ext4 without a journal and mounted with
+// discard, freeing the replaced file's blocks is a synchronous discard. More
+// goroutines than cores overlap those waits.
+const commitWorkers = 8
+
+// commit makes the staged files durable and renames each over its
+// original (see commit.go), with at least the given number of goroutines.
+// It returns an error only when ctx ends before the renames begin; then
+// nothing in the repository has changed. Once they begin, they all run.
+func (r *run) commit(ctx context.Context, workers int) error {
+	files := r.staged
+	if len(files) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := syncStaged(files); err != nil {
+		for _, s := range files {
+			s.discard()
+			r.res.Problems = append(r.res.Problems, Problem{File: s.rel, Err: fmt.Errorf("writing file: %w", err)})
+		}
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(max(workers, commitWorkers), len(files)) {
+		wg.Go(func() {
+			var buf bytes.Buffer
+			for i := next.Add(1) - 1; i < int64(len(files)); i = next.Add(1) - 1 {
+				files[i].err = files[i].commit(&buf)
+			}
+		})
+	}
+	wg.Wait()
+	if err := syncRenamed(files); err != nil {
+		r.log.Warn("the rewritten files may not survive a crash", "error", err)
+	}
+	slices.SortFunc(files, func(a, b *staged) int { return strings.Compare(a.rel, b.rel) })
+	for _, s := range files {
+		if s.err != nil {
+			r.res.Problems = append(r.res.Problems, Problem{File: s.rel, Err: fmt.Errorf("writing file: %w", s.err)})
+			continue
+		}
+		r.log.Debug("rewrote file", "file", s.rel, "changes", len(s.changes), "write", true)
+		r.res.Changes = append(r.res.Changes, s.changes...)
+		r.res.FilesChanged = append(r.res.FilesChanged, s.rel)
+		if r.opts.OnEdit != nil {
+			r.opts.OnEdit(s.rel, s.before, s.after)
+		}
+	}
+	return nil
+}
+
+// discard removes the temporary files of the staged files not renamed.
+func (r *run) discard() {
+	for _, s := range r.staged {
+		s.discard()
 	}
 }
 
@@ -306,14 +400,25 @@ func candidate(name string) bool {
 
 // walker finds the candidate files under the root and feeds them to the
 // workers. It runs on one goroutine.
+//
+// A file must be read once even when symlinks or overlapping Paths lead to
+// it several times. Rather than remember every file and folder, which would
+// grow with the tree, the walker remembers the real folders it started to
+// walk (tops) and the files it sent that no walk may cover (linked). A walk
+// covers its whole subtree but for .git folders and the subtrees of tops
+// started before it, so in a tree without symlinks it holds one top and no
+// files.
 type walker struct {
-	ctx   context.Context
-	root  string
-	jobs  chan<- job
-	log   *slog.Logger
-	run   *run
-	dirs  map[string]bool // real directories walked
-	files map[string]bool // real files sent
+	ctx  context.Context
+	root string
+	jobs chan<- job
+	log  *slog.Logger
+	run  *run
+	// tops are the real folders whose walks started, in the order they
+	// started.
+	tops []string
+	// linked are the real files sent through a symlink or a Paths entry.
+	linked map[string]bool
 }
 
 // rel returns the slash-separated path of abs relative to the root.
@@ -329,8 +434,28 @@ func (w *walker) rel(abs string) string {
 }
 
 // inside reports whether the real path abs is the root or below it.
-func (w *walker) inside(abs string) bool {
-	return abs == w.root || strings.HasPrefix(abs, w.root+string(filepath.Separator))
+func (w *walker) inside(abs string) bool { return within(abs, w.root) }
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	if len(path) == len(dir) {
+		return path == dir
+	}
+	if !strings.HasPrefix(path, dir) {
+		return false
+	}
+	return os.IsPathSeparator(path[len(dir)]) || os.IsPathSeparator(dir[len(dir)-1])
+}
+
+// covered reports whether the real path p lies in a folder whose walk
+// started, and so is, or will be, reached by that walk.
+func (w *walker) covered(p string) bool {
+	for _, t := range w.tops {
+		if within(p, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // inGit reports whether a root-relative slash path is in a .git folder.
@@ -359,18 +484,49 @@ func (w *walker) path(p string) {
 		w.run.problem(Problem{File: display, Err: err})
 		return
 	}
+	if abs != w.root {
+		// The folders on the way may be symlinks: go on from the real
+		// path, so that what is read is known by one name.
+		dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
+		if err != nil {
+			w.run.problem(Problem{File: display, Err: err})
+			return
+		}
+		abs = filepath.Join(dir, filepath.Base(abs))
+		switch {
+		case !w.inside(abs):
+			w.run.problem(Problem{File: display, Err: errPathOut})
+			return
+		case inGit(w.rel(abs)):
+			w.run.problem(Problem{File: display, Err: errPathGit})
+			return
+		}
+	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		w.link(abs, candidate(fi.Name()))
 	case fi.IsDir():
 		w.dir(abs)
 	case fi.Mode().IsRegular() && candidate(fi.Name()):
-		w.send(abs)
+		w.sendOnce(abs)
 	}
 }
 
-// dir walks a real directory inside the root.
+// dir walks a real directory inside the root, unless a walk already covers
+// it.
 func (w *walker) dir(top string) {
+	if w.covered(top) {
+		return
+	}
+	// Folders inside this one whose walks started earlier are skipped.
+	// Checking the folder itself is enough: the walk never gets below it.
+	var done []string
+	for _, t := range w.tops {
+		if within(t, top) {
+			done = append(done, t)
+		}
+	}
+	w.tops = append(w.tops, top)
 	err := filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
 		if cerr := w.ctx.Err(); cerr != nil {
 			return cerr
@@ -384,14 +540,15 @@ func (w *walker) dir(top string) {
 		}
 		switch {
 		case d.IsDir():
-			if (d.Name() == ".git" && p != w.root) || w.dirs[p] {
+			if (d.Name() == ".git" && p != w.root) || (len(done) > 0 && p != top && slices.Contains(done, p)) {
 				return fs.SkipDir
 			}
-			w.dirs[p] = true
 		case d.Type()&fs.ModeSymlink != 0:
 			w.link(p, candidate(d.Name()))
 		case d.Type().IsRegular() && candidate(d.Name()):
-			w.send(p)
+			if !w.linked[p] {
+				w.send(p)
+			}
 		}
 		return nil
 	})
@@ -427,90 +584,35 @@ func (w *walker) link(p string, wanted bool) {
 	}
 	switch {
 	case fi.IsDir():
-		if !w.dirs[target] {
-			w.dir(target)
-		}
+		w.dir(target)
 	case fi.Mode().IsRegular() && wanted:
-		w.send(target)
+		w.sendOnce(target)
 	}
 }
 
-// send queues a real file once.
-func (w *walker) send(abs string) {
-	if w.files[abs] {
+// sendOnce queues a real file reached other than by a walk, unless a walk
+// covers it or it was queued already.
+func (w *walker) sendOnce(abs string) {
+	if (candidate(filepath.Base(abs)) && w.covered(abs)) || w.linked[abs] {
 		return
 	}
-	w.files[abs] = true
+	if w.linked == nil {
+		w.linked = make(map[string]bool)
+	}
+	w.linked[abs] = true
+	w.send(abs)
+}
+
+// send queues a real file.
+func (w *walker) send(abs string) {
 	select {
 	case w.jobs <- job{rel: w.rel(abs), abs: abs}:
 	case <-w.ctx.Done():
 	}
 }
 
-// errChanged reports a file that changed on disk while it was being edited.
-var errChanged = errors.New("the file changed while it was being edited; left as is")
-
-// writeAtomic replaces the regular file at path, whose content was old, with
-// data through a temporary file in the same folder, keeping its mode, so
-// readers see the old or the new file, never a part. If the file no longer
-// holds old, it is left alone. buf is scratch space.
-func writeAtomic(path string, old, data []byte, buf *bytes.Buffer) (err error) {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is no longer a regular file", filepath.Base(path))
-	}
-	if err := readFile(path, buf); err != nil {
-		return err
-	}
-	if !bytes.Equal(buf.Bytes(), old) {
-		return errChanged
-	}
-	mode := fi.Mode()
-	dir, base := filepath.Split(path)
-	f, err := os.CreateTemp(dir, "."+base+".imagebump-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	closed := false
-	defer func() {
-		if err != nil {
-			if !closed {
-				f.Close()
-			}
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(mode & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	closed = true
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	// Make the rename durable; not every file system supports syncing a
-	// folder, so a failure here is not an error.
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
-}
-
-// pathError is a read error without the absolute path, which reports
-// already carry as a root-relative name.
+// pathError is a read or write error without the absolute path, which
+// reports already carry as a root-relative name.
 type pathError struct {
 	op  string
 	err error

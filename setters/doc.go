@@ -14,7 +14,9 @@
 // scalar (indentation, comments, quoting, line endings, a byte order mark)
 // stays as it was. Each edited file is parsed again and compared with the
 // original tree before it is written; a file that would read differently is
-// left alone and reported.
+// left alone and reported. Changed files are written together at the end of
+// a run, each through a temporary file renamed over it, so a cancelled run
+// changes nothing.
 //
 // The package never fetches anything: callers pass the images their policies
 // selected as plain data. Problems with single files or markers are collected
