@@ -168,7 +168,7 @@ type FileCountsJSON struct {
 }
 
 func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
-	cfg, err := config.Load(o.global.ConfigFile)
+	cfg, err := loadConfig(o.global)
 	if err != nil {
 		return usageError(err)
 	}

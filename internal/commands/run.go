@@ -94,7 +94,7 @@ type TargetSummary struct {
 }
 
 func runRun(ctx context.Context, o *RunOptions, stdout io.Writer) error {
-	cfg, err := config.Load(o.global.ConfigFile)
+	cfg, err := loadConfig(o.global)
 	if err != nil {
 		return usageError(err)
 	}

@@ -283,6 +283,15 @@ func loadConfigIfAny(g *globalOptions) (*config.Config, error) {
 	return cfg, nil
 }
 
+// loadConfig loads the config that -c names (./imagebump.yaml by default).
+// A missing default file gets an error that says how to name another.
+func loadConfig(g *globalOptions) (*config.Config, error) {
+	if !g.configSet && !fileExists(g.ConfigFile) {
+		return nil, fmt.Errorf("no config: %s does not exist in the current directory; pass -c FILE (docs/config.md describes the file)", g.ConfigFile)
+	}
+	return config.Load(g.ConfigFile)
+}
+
 func lookupImage(cfg *config.Config, name string) (*config.Image, bool) {
 	if cfg == nil {
 		return nil, false

@@ -48,7 +48,7 @@ that no marker uses are warned about. Exit 64 when anything is invalid.`,
 }
 
 func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) error {
-	cfg, err := config.Load(o.global.ConfigFile)
+	cfg, err := loadConfig(o.global)
 	if err != nil {
 		return usageError(err)
 	}
