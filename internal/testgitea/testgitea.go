@@ -35,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -471,11 +472,17 @@ func (s *Server) API(t testing.TB, method, path string, body any, want int, out 
 	}
 }
 
+// repoSeq makes repository names unique on the shared server, which outlives
+// one run of a test (go test -count=N runs it again in the same process).
+var repoSeq atomic.Int64
+
 // CreateRepo creates a repository of the admin whose branch main holds
 // files (slash-separated path to content; a README when files is empty),
-// and returns its owner, name and HTTP clone URL (without credentials).
+// and returns its owner, name and HTTP clone URL (without credentials). The
+// name gets a "-N" suffix, unique in the process.
 func (s *Server) CreateRepo(t testing.TB, name string, files map[string]string) (owner, repo, cloneURL string) {
 	t.Helper()
+	name = fmt.Sprintf("%s-%d", name, repoSeq.Add(1))
 	var r struct {
 		Name     string `json:"name"`
 		CloneURL string `json:"clone_url"`
