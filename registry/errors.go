@@ -201,6 +201,14 @@ func (e *Error) hint() string {
 		return fmt.Sprintf("the repository does not exist, or the credentials for %s cannot see it", h)
 	case KindRateLimited:
 		return fmt.Sprintf("set a lower registries[].rateLimit for %s, or try again later", h)
+	case KindNetwork:
+		return fmt.Sprintf("check that %s is reachable from here (name, port, firewall, HTTPS_PROXY/NO_PROXY)", h)
+	case KindTimeout:
+		return fmt.Sprintf("%s did not answer in time: it may be overloaded or unreachable; try again later", h)
+	case KindServer:
+		return fmt.Sprintf("%s is failing on its side; try again later", h)
+	case KindBadResponse:
+		return fmt.Sprintf("%s sent something that is not a registry API answer; check that it is an OCI registry (and any proxy in between)", h)
 	case KindTLS:
 		var (
 			unknownCA x509.UnknownAuthorityError

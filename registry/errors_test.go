@@ -94,7 +94,7 @@ func TestErrorText(t *testing.T) {
 		{
 			name: "credentials in URLs are redacted",
 			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindNetwork, Attempts: 3, Err: errors.New(`Get "https://bob:hunter2@r.io/v2/a/tags/list?n=10&access_token=tok": EOF`)},
-			want: `list tags for r.io/a: cannot reach r.io after 3 attempts: Get "https://r.io/v2/a/tags/list?access_token=REDACTED&n=10": EOF`,
+			want: `list tags for r.io/a: cannot reach r.io after 3 attempts: Get "https://r.io/v2/a/tags/list?access_token=REDACTED&n=10": EOF; check that r.io is reachable from here (name, port, firewall, HTTPS_PROXY/NO_PROXY)`,
 		},
 		{
 			name: "canceled",
@@ -104,7 +104,7 @@ func TestErrorText(t *testing.T) {
 		{
 			name: "long cause is cut",
 			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindServer, Status: 502, Err: errors.New(strings.Repeat("x", 2000))},
-			want: "list tags for r.io/a: server error at r.io (HTTP 502): " + strings.Repeat("x", maxCauseLen) + "...",
+			want: "list tags for r.io/a: server error at r.io (HTTP 502): " + strings.Repeat("x", maxCauseLen) + "...; r.io is failing on its side; try again later",
 		},
 		{
 			name: "long cause is cut before the hint",
