@@ -754,7 +754,7 @@ func (b *syncBuffer) String() string {
 }
 
 // repoPattern matches the repository each forge's errors must name.
-var repoPattern = regexp.MustCompile(` in (acme/fleet|acme/platform/fleet|imagebump/fleet-\d+): `)
+var repoPattern = regexp.MustCompile(` in (acme/fleet|acme/platform/fleet|imagebump/fleet-\d+-\d+): `)
 
 func checkDenied(t *testing.T, f *forge, err error, prefix string) {
 	t.Helper()
