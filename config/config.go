@@ -91,11 +91,11 @@ type RegistryAuth struct {
 	// helpers) are used.
 	DockerConfig string `yaml:"dockerConfig" config:"path"`
 	// UsernameFile holds the user name for basic authentication.
-	UsernameFile string `yaml:"usernameFile" config:"path"`
+	UsernameFile string `yaml:"usernameFile" config:"secret"`
 	// PasswordFile holds the password for basic authentication.
-	PasswordFile string `yaml:"passwordFile" config:"path"`
+	PasswordFile string `yaml:"passwordFile" config:"secret"`
 	// TokenFile holds a bearer (identity) token.
-	TokenFile string `yaml:"tokenFile" config:"path"`
+	TokenFile string `yaml:"tokenFile" config:"secret"`
 }
 
 // RateLimit is a token bucket.
@@ -177,15 +177,15 @@ type Git struct {
 // set: TokenFile, UsernameFile with PasswordFile (HTTP), or SSHKeyFile (SSH).
 type GitAuth struct {
 	// TokenFile holds an HTTP access token.
-	TokenFile string `yaml:"tokenFile" config:"path"`
+	TokenFile string `yaml:"tokenFile" config:"secret"`
 	// UsernameFile holds the user name for HTTP basic authentication.
-	UsernameFile string `yaml:"usernameFile" config:"path"`
+	UsernameFile string `yaml:"usernameFile" config:"secret"`
 	// PasswordFile holds the password for HTTP basic authentication.
-	PasswordFile string `yaml:"passwordFile" config:"path"`
+	PasswordFile string `yaml:"passwordFile" config:"secret"`
 	// SSHKeyFile holds a private SSH key (PEM or OpenSSH format).
-	SSHKeyFile string `yaml:"sshKeyFile" config:"path"`
+	SSHKeyFile string `yaml:"sshKeyFile" config:"secret"`
 	// SSHKeyPassphraseFile holds the passphrase of SSHKeyFile, if any.
-	SSHKeyPassphraseFile string `yaml:"sshKeyPassphraseFile" config:"path"`
+	SSHKeyPassphraseFile string `yaml:"sshKeyPassphraseFile" config:"secret"`
 	// KnownHostsFile is a known_hosts file that the SSH host key is checked
 	// against. SSH URLs need it unless InsecureIgnoreHostKey is set.
 	KnownHostsFile string `yaml:"knownHostsFile" config:"path"`
@@ -202,9 +202,9 @@ type Commit struct {
 	MessageTemplate string `yaml:"messageTemplate"`
 	// SigningKeyFile holds an ASCII-armored OpenPGP private key; when set,
 	// commits are signed.
-	SigningKeyFile string `yaml:"signingKeyFile" config:"path"`
+	SigningKeyFile string `yaml:"signingKeyFile" config:"secret"`
 	// SigningPassphraseFile holds the passphrase of SigningKeyFile, if any.
-	SigningPassphraseFile string `yaml:"signingPassphraseFile" config:"path"`
+	SigningPassphraseFile string `yaml:"signingPassphraseFile" config:"secret"`
 }
 
 // Author is a commit author. Load fills an empty Name with
@@ -233,7 +233,7 @@ type PullRequest struct {
 	// default for github and the Git URL's host for gitlab and gitea.
 	APIURL string `yaml:"apiURL"`
 	// TokenFile holds the API token. Empty means Git.Auth.TokenFile.
-	TokenFile string `yaml:"tokenFile" config:"path"`
+	TokenFile string `yaml:"tokenFile" config:"secret"`
 	// Title is a Go text/template for the pull request's title. Empty means
 	// the default title of the Git writer.
 	Title string `yaml:"title"`

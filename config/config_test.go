@@ -530,6 +530,22 @@ git:
   url: https://example.com/fleet.git
   auth: {sshKeyFile: id}
 `, "imagebump.yaml:4:10: git.auth.sshKeyFile:", "needs an ssh:// or user@host:path URL"},
+		{"pull request on a local repository", `
+git: {url: "file:///srv/fleet.git"}
+push:
+  branch: imagebump
+  pullRequest: {provider: gitea, tokenFile: t}
+`, "imagebump.yaml:5:3: push.pullRequest:", "file:// repository has no forge"},
+		{"env reference on a file-only key", `
+registries:
+  - host: ghcr.io
+    caFile: env:CA
+`, "imagebump.yaml:4:13: registries[0].caFile:", "env:NAME is only for secrets"},
+		{"malformed env reference", `
+git:
+  url: https://example.com/fleet.git
+  auth: {tokenFile: "env:"}
+`, "imagebump.yaml:4:21: git.auth.tokenFile:", "not a valid environment variable reference"},
 		{"ssh without known hosts", `
 git:
   url: ssh://git@example.com/fleet.git

@@ -348,6 +348,8 @@ type field struct {
 	index int
 	enum  []string
 	path  bool // a file path, resolved against the config's directory
+	// secret marks a path that may also be env:NAME (config:"secret").
+	secret bool
 }
 
 // fieldsOf maps the yaml key of each decoded field of struct type t to it.
@@ -359,7 +361,8 @@ func fieldsOf(t reflect.Type) map[string]field {
 		if key == "" || key == "-" || !sf.IsExported() {
 			continue
 		}
-		f := field{index: i, path: sf.Tag.Get("config") == "path"}
+		tag := sf.Tag.Get("config")
+		f := field{index: i, path: tag == "path" || tag == "secret", secret: tag == "secret"}
 		if e := sf.Tag.Get("enum"); e != "" {
 			f.enum = strings.Split(e, ",")
 		}

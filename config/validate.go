@@ -33,6 +33,7 @@ func (v *validator) validate() {
 	v.images()
 	v.topLevel()
 	v.targets()
+	v.secretRefs(reflect.ValueOf(v.c).Elem(), "")
 }
 
 // has reports whether the key at path was written.
@@ -706,6 +707,9 @@ func (v *validator) push(push *Push, g *Git, p string) {
 	if !v.has(prp+".tokenFile") && (g == nil || g.Auth == nil || g.Auth.TokenFile == "") {
 		v.add(v.keyAt(prp), prp, "needs tokenFile (or git.auth.tokenFile) for the %s API", orDefault(pr.Provider, "forge"))
 	}
+	if g != nil && strings.HasPrefix(strings.ToLower(g.URL), "file://") {
+		v.add(v.keyAt(prp), prp, "a file:// repository has no forge to open pull requests on; remove pullRequest or use the forge's https:// or ssh:// URL")
+	}
 	if pr.Title != "" {
 		v.template(pr.Title, prp+".title")
 	}
@@ -735,12 +739,49 @@ func resolvePaths(v reflect.Value, dir string) {
 			fv := v.Field(f.index)
 			if f.path && fv.Kind() == reflect.String {
 				// env:NAME names an environment variable, not a file.
-				if p := fv.String(); p != "" && !filepath.IsAbs(p) && !secretfile.IsEnv(p) {
+				if p := fv.String(); p != "" && !filepath.IsAbs(p) && !(f.secret && secretfile.IsEnv(p)) {
 					fv.SetString(filepath.Join(dir, p))
 				}
 				continue
 			}
 			resolvePaths(fv, dir)
+		}
+	}
+}
+
+// secretRefs checks every file reference below v (key path p): env:NAME is
+// allowed only on secret keys, and must name a variable properly.
+func (v *validator) secretRefs(rv reflect.Value, p string) {
+	switch rv.Kind() {
+	case reflect.Pointer:
+		if !rv.IsNil() {
+			v.secretRefs(rv.Elem(), p)
+		}
+	case reflect.Slice:
+		for i := range rv.Len() {
+			v.secretRefs(rv.Index(i), fmt.Sprintf("%s[%d]", p, i))
+		}
+	case reflect.Struct:
+		for key, f := range fieldsOf(rv.Type()) {
+			fv := rv.Field(f.index)
+			kp := key
+			if p != "" {
+				kp = p + "." + key
+			}
+			if !f.path || fv.Kind() != reflect.String {
+				v.secretRefs(fv, kp)
+				continue
+			}
+			ref := fv.String()
+			switch {
+			case !secretfile.IsEnv(ref):
+			case !f.secret:
+				v.add(v.at(kp), kp, "%q: env:NAME is only for secrets; %s takes a file path", ref, key)
+			default:
+				if err := secretfile.CheckRef(ref); err != nil {
+					v.add(v.at(kp), kp, "%v", err)
+				}
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -44,9 +45,12 @@ func newPRProvider(t config.Target) (pullrequest.Provider, error) {
 		return nil, fmt.Errorf("pull requests for target %s: no token: set push.pullRequest.tokenFile (or git.auth.tokenFile)", t.Name)
 	}
 	token, err := secretfile.Read(tokenFile)
-	if err != nil {
-		// The path is safe to show; the content never is.
-		return nil, fmt.Errorf("pull requests for target %s: reading the token file: %w", t.Name, err)
+	switch {
+	case errors.Is(err, secretfile.ErrEmpty):
+		return nil, fmt.Errorf("pull requests for target %s: the token file %s is empty", t.Name, tokenFile)
+	case err != nil:
+		// The path is safe to show (the error names it); the content never is.
+		return nil, fmt.Errorf("pull requests for target %s: reading the token: %w", t.Name, err)
 	}
 	switch pr.Provider {
 	case "github":

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -137,5 +138,37 @@ func TestRunPullRequestGiteaMerged(t *testing.T) {
 	}
 	if strings.Contains(out+stderr, gt.Token) {
 		t.Error("the token appears in run's output")
+	}
+}
+
+// TestRunHoldsPullRequestWhileAPolicyFails checks that a failing registry
+// does not rebuild imagebump's branch without that policy's bumps: the run
+// fails (exit 1), pushes nothing and opens no pull request.
+func TestRunHoldsPullRequestWhileAPolicyFails(t *testing.T) {
+	gt := testgitea.Start(t)
+	host := startMemRegistry(t)
+	owner, repo, cloneURL := gt.CreateRepo(t, "fleet-held", demoRepoFiles(t, host))
+	dir := t.TempDir()
+	writeFile(t, dir, "token", gt.Token+"\n")
+	cfg := runConfig(t, dir, host, "  url: "+cloneURL+"\n  branch: main\n  auth: {tokenFile: token}\n",
+		"push:\n  branch: imagebump/main\n  pullRequest:\n    provider: gitea\n    apiURL: "+gt.URL+"\n")
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(data), "images:\n", "images:\n  - name: apps:gone\n    repository: "+host+"/acme/gone\n    policy: {semver: \">=1.0.0\"}\n", 1)
+	if err := os.WriteFile(cfg, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runMain(t, "run", "-c", cfg, "-o", "json")
+	if code != ExitFailure {
+		t.Fatalf("run exit %d, want 1\n%s\n%s", code, out, stderr)
+	}
+	got := decodeRun(t, out).Targets[0]
+	if !got.Held || got.Pushed || got.PullRequest != nil {
+		t.Errorf("held=%v pushed=%v pull request=%+v; want held, nothing pushed, no pull request", got.Held, got.Pushed, got.PullRequest)
+	}
+	if prs := gt.PullRequests(t, owner, repo); len(prs) != 0 {
+		t.Errorf("pull requests opened while a policy failed: %+v", prs)
 	}
 }

@@ -74,17 +74,21 @@ type RunReport struct {
 
 // TargetSummary is one target's cycle.
 type TargetSummary struct {
-	Target     string        `json:"target"`
-	Repository string        `json:"repository"`
-	Branch     string        `json:"branch"`
-	PushBranch string        `json:"pushBranch,omitempty"`
-	Commit     string        `json:"commit,omitempty"`
-	Pushed     bool          `json:"pushed"`
-	Forced     bool          `json:"forced,omitempty"`
-	Attempts   int           `json:"attempts,omitempty"`
-	Policies   []PolicyJSON  `json:"policies"`
-	Changes    []ChangeJSON  `json:"changes"`
-	Problems   []ProblemJSON `json:"problems"`
+	Target     string `json:"target"`
+	Repository string `json:"repository"`
+	Branch     string `json:"branch"`
+	PushBranch string `json:"pushBranch,omitempty"`
+	Commit     string `json:"commit,omitempty"`
+	Pushed     bool   `json:"pushed"`
+	Forced     bool   `json:"forced,omitempty"`
+	Attempts   int    `json:"attempts,omitempty"`
+	// Held is true when push.branch and its pull request were left as they
+	// are because a policy failed (a registry blip must not drop that
+	// policy's bumps from the pull request).
+	Held     bool          `json:"held,omitempty"`
+	Policies []PolicyJSON  `json:"policies"`
+	Changes  []ChangeJSON  `json:"changes"`
+	Problems []ProblemJSON `json:"problems"`
 	// PullRequest is what happened to the target's pull request, when it
 	// has push.pullRequest and something to propose.
 	PullRequest *pullrequest.Result `json:"pullRequest,omitempty"`
@@ -232,6 +236,7 @@ func runTarget(ctx context.Context, o *RunOptions, cfg *config.Config, reg cycle
 
 	var selection []cycle.PolicyResult
 	var last *cycle.Report
+	held := false
 	edit := func(ctx context.Context, dir string) ([]string, string, error) {
 		rep, err := cycle.Run(ctx, cycle.Options{
 			Config:    cfg,
@@ -248,6 +253,13 @@ func runTarget(ctx context.Context, o *RunOptions, cfg *config.Config, reg cycle
 		}
 		selection, last = rep.Policies, rep
 		if len(rep.Changes) == 0 {
+			return nil, "", nil
+		}
+		if wantsPullRequest(t) && policyFailed(rep) {
+			// push.branch is rebuilt from scratch each cycle: rebuilt now,
+			// it would lose the failed policy's bumps, and the pull request
+			// would flip back and forth with each registry blip.
+			held = true
 			return nil, "", nil
 		}
 		msg, err := cycle.RenderTemplate("commit.messageTemplate in "+cfg.File, tmpl, cycle.NewMessageData(rep, s.Repository, t.Name))
@@ -269,7 +281,8 @@ func runTarget(ctx context.Context, o *RunOptions, cfg *config.Config, reg cycle
 	if res.Branch != "" && s.PushBranch == "" {
 		s.Branch = res.Branch
 	}
-	if wantsPullRequest(t) && last != nil {
+	s.Held = held
+	if wantsPullRequest(t) && last != nil && !held {
 		// Ensure writes only when the pull request must change, so a cycle
 		// with nothing new makes no write call to the forge.
 		pr, err := pullRequestFor(ctx, t, s.Branch, last, cfg.File, s.Repository, true)
@@ -306,25 +319,33 @@ func writeRunText(w io.Writer, rep RunReport) error {
 			fmt.Fprintf(&b, "  pull request: %s\n", describePR(pr, false))
 		}
 		switch {
+		case t.Error != "" && t.Pushed:
+			fmt.Fprintf(&b, "  pushed %s to %s, then FAILED: %s\n", shortSHA(t.Commit), pushTarget(t), t.Error)
 		case t.Error != "" && t.report != nil && len(t.report.Changes) > 0:
 			fmt.Fprintf(&b, "  FAILED, the edits above were made in the working copy but not pushed: %s\n", t.Error)
 		case t.Error != "":
 			fmt.Fprintf(&b, "  FAILED: %s\n", t.Error)
 		case t.Pushed:
-			to := t.Branch
-			if t.PushBranch != "" {
-				to = t.PushBranch
-				if t.Forced {
-					to += " (force-pushed: imagebump's own branch)"
-				}
-			}
-			fmt.Fprintf(&b, "  committed %s and pushed it to %s\n", shortSHA(t.Commit), to)
+			fmt.Fprintf(&b, "  committed %s and pushed it to %s\n", shortSHA(t.Commit), pushTarget(t))
+		case t.Held:
+			fmt.Fprintf(&b, "  %s left as it is while a policy failed, so the pull request does not lose that policy's bumps\n", t.PushBranch)
 		default:
 			fmt.Fprintf(&b, "  nothing to commit: no push\n")
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// pushTarget names the branch a summary's commit went to.
+func pushTarget(t TargetSummary) string {
+	if t.PushBranch == "" {
+		return t.Branch
+	}
+	if t.Forced {
+		return t.PushBranch + " (force-pushed: imagebump's own branch)"
+	}
+	return t.PushBranch
 }
 
 func shortSHA(s string) string {
@@ -373,4 +394,14 @@ func describePR(pr *pullrequest.Result, plan bool) string {
 		what += fmt.Sprintf("; %s %s", verb, strings.Join(pr.Labels, ", "))
 	}
 	return pr.Provider + ": " + what
+}
+
+// policyFailed reports whether any policy of rep has no result.
+func policyFailed(rep *cycle.Report) bool {
+	for _, p := range rep.Policies {
+		if p.Err != nil {
+			return true
+		}
+	}
+	return false
 }
