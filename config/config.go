@@ -319,6 +319,13 @@ func (c *Config) Image(name string) (*Image, bool) {
 	return &c.Images[i], true
 }
 
+// Has reports whether the config has an image policy called name (NAME or
+// NAMESPACE:NAME). It is safe for concurrent use.
+func (c *Config) Has(name string) bool {
+	_, ok := c.images[NormalizeName(name)]
+	return ok
+}
+
 // Targets returns the targets of the config: the entries of the targets key,
 // or, when the file uses the top-level git key instead, one target named
 // DefaultTargetName that applies every image. It returns nil when the config

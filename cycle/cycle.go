@@ -96,15 +96,18 @@ type Report struct {
 // Failed reports whether any policy or marker failed; the exit code of
 // plan, apply and run is 1 then, though the rest was still done.
 func (r *Report) Failed() bool {
-	if len(r.Problems) > 0 {
-		return true
-	}
+	return len(r.Problems) > 0 || r.FailedPolicies() > 0
+}
+
+// FailedPolicies counts the policies that have no result.
+func (r *Report) FailedPolicies() int {
+	n := 0
 	for _, p := range r.Policies {
 		if p.Err != nil {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 // Run selects the latest image of every applied policy, then finds the
@@ -121,7 +124,6 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 
-	known := knownSet(opts.Config)
 	results := opts.Selection
 	if results == nil {
 		images := appliedImages(opts.Config, opts.Policies)
@@ -154,7 +156,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		Root:   opts.Root,
 		Paths:  opts.Paths,
 		Images: selected,
-		Known:  func(p string) bool { return known[p] },
+		Known:  opts.Config.Has,
 		Write:  opts.Write,
 		OnEdit: opts.OnEdit,
 		Logger: logger,
@@ -182,14 +184,6 @@ func appliedImages(cfg *config.Config, selected func(string) bool) []*config.Ima
 		}
 	}
 	return out
-}
-
-func knownSet(cfg *config.Config) map[string]bool {
-	known := make(map[string]bool, len(cfg.Images))
-	for _, im := range cfg.Images {
-		known[im.Name] = true
-	}
-	return known
 }
 
 func needsCurrent(images []*config.Image) bool {

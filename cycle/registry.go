@@ -11,7 +11,7 @@ import (
 // options. A nil config gives the defaults: anonymous or Docker keychain auth,
 // verified TLS, no rate limit.
 func RegistryOptions(cfg *config.Config, logger *slog.Logger) registry.Options {
-	opts := registry.Options{Logger: logger, UserAgent: userAgent}
+	opts := registry.Options{Logger: logger}
 	if cfg == nil {
 		return opts
 	}
@@ -36,6 +36,3 @@ func RegistryOptions(cfg *config.Config, logger *slog.Logger) registry.Options {
 	}
 	return opts
 }
-
-// userAgent is what imagebump calls itself in registry requests.
-const userAgent = "imagebump"

@@ -172,6 +172,10 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 	if err != nil {
 		return usageError(err)
 	}
+	t, err := pickTarget(cfg, o.Target)
+	if err != nil {
+		return usageError(err)
+	}
 	root := o.Repo
 	base := "" // the tracked branch, for the pull request preview
 	if root == "" {
@@ -180,19 +184,13 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 		}
 		// Without --repo, plan clones the target's repository read-only
 		// into a temporary folder and plans against that.
-		targets, err := chooseTargets(cfg, o.Target)
-		if err != nil {
-			return usageError(err)
-		}
-		if len(targets) != 1 {
-			var names []string
-			for _, t := range targets {
-				names = append(names, t.Name)
+		if t == nil {
+			if _, err := chooseTargets(cfg, ""); err != nil {
+				return usageError(err)
 			}
-			return usageError(fmt.Errorf("plan without --repo clones one target's repository: choose one with --target (targets: %s)", strings.Join(names, ", ")))
+			return usageError(fmt.Errorf("plan without --repo clones one target's repository: choose one with --target (targets: %s)", targetNames(cfg.Targets())))
 		}
-		o.Target = targets[0].Name
-		clone, err := gitwriter.Open(ctx, gitOptions(targets[0], "", o.global))
+		clone, err := gitwriter.Open(ctx, gitOptions(*t, "", o.global))
 		if err != nil {
 			return failure(err)
 		}
@@ -202,10 +200,7 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 	} else if st, err := os.Stat(root); err != nil || !st.IsDir() {
 		return usageError(fmt.Errorf("--repo %s: not a directory", root))
 	}
-	paths, selected, err := targetScope(cfg, o.Target)
-	if err != nil {
-		return usageError(err)
-	}
+	paths, selected := targetScope(t)
 	reg := o.registry
 	if reg == nil {
 		client, err := registry.New(cycle.RegistryOptions(cfg, o.global.logger))
@@ -240,7 +235,7 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 	if err != nil {
 		return failure(err)
 	}
-	pr, prErr := previewPullRequest(ctx, o, cfg, base, rep)
+	pr, prErr := previewPullRequest(ctx, o, cfg, t, base, rep)
 
 	switch o.Output {
 	case "json":
@@ -300,40 +295,40 @@ func pickTarget(cfg *config.Config, name string) (*config.Target, error) {
 		if len(targets) == 0 {
 			return nil, fmt.Errorf("--target %q: %s has no targets (no git: and no targets: section)", name, cfg.File)
 		}
-		var names []string
-		for _, t := range targets {
-			names = append(names, t.Name)
-		}
-		return nil, fmt.Errorf("--target %q: no such target in %s (targets: %s)", name, cfg.File, strings.Join(names, ", "))
+		return nil, fmt.Errorf("--target %q: no such target in %s (targets: %s)", name, cfg.File, targetNames(targets))
 	case len(targets) == 1:
 		return &targets[0], nil
 	}
 	return nil, nil
 }
 
-// targetScope returns the paths and the policy selector of pickTarget's
-// target, or nil for both (everything).
-func targetScope(cfg *config.Config, name string) ([]string, func(string) bool, error) {
-	t, err := pickTarget(cfg, name)
-	if err != nil || t == nil {
-		return nil, nil, err
+// targetNames lists the targets' names for an error message.
+func targetNames(targets []config.Target) string {
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// targetScope returns the paths and the policy selector of t, or nil for
+// both (everything) when t is nil.
+func targetScope(t *config.Target) ([]string, func(string) bool) {
+	if t == nil {
+		return nil, nil
 	}
 	var paths []string
 	if t.Git != nil {
 		paths = t.Git.Paths
 	}
-	return paths, t.Selects, nil
+	return paths, t.Selects
 }
 
 // previewPullRequest asks the forge, read-only, what a run would do to the
 // target's pull request. A failure here does not fail the plan: it is
 // reported beside it.
-func previewPullRequest(ctx context.Context, o *PlanOptions, cfg *config.Config, base string, rep *cycle.Report) (*pullrequest.Result, error) {
-	if o.Write {
-		return nil, nil
-	}
-	t, err := pickTarget(cfg, o.Target)
-	if err != nil || t == nil || !wantsPullRequest(*t) {
+func previewPullRequest(ctx context.Context, o *PlanOptions, cfg *config.Config, t *config.Target, base string, rep *cycle.Report) (*pullrequest.Result, error) {
+	if o.Write || t == nil || !wantsPullRequest(*t) {
 		return nil, nil
 	}
 	if base == "" {
@@ -407,12 +402,7 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 	tw.Flush()
 
 	b.WriteString("\n")
-	failed := 0
-	for _, p := range rep.Policies {
-		if p.Err != nil {
-			failed++
-		}
-	}
+	failed := rep.FailedPolicies()
 	switch {
 	case len(rep.Changes) == 0 && failed == 0:
 		b.WriteString("No changes: every marked field is current.\n")
@@ -427,9 +417,10 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 		tw.Flush()
 	}
 
-	if lines := problemLines(rep); len(lines) > 0 {
+	problems := problemLines(rep)
+	if len(problems) > 0 {
 		b.WriteString("\nProblems:\n")
-		for _, l := range lines {
+		for _, l := range problems {
 			b.WriteString("  " + l + "\n")
 		}
 	}
@@ -442,7 +433,7 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 		len(rep.Changes), plural(len(rep.Changes), "field", "fields"),
 		len(rep.FilesChanged), plural(len(rep.FilesChanged), "file", "files"), verb,
 		rep.FilesScanned, plural(rep.FilesScanned, "file", "files"),
-		len(problemLines(rep)), plural(len(problemLines(rep)), "problem", "problems"))
+		len(problems), plural(len(problems), "problem", "problems"))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -154,16 +154,11 @@ func chooseTargets(cfg *config.Config, name string) ([]config.Target, error) {
 	if name == "" {
 		return targets, nil
 	}
-	for _, t := range targets {
-		if t.Name == name {
-			return []config.Target{t}, nil
-		}
+	t, err := pickTarget(cfg, name)
+	if err != nil {
+		return nil, err
 	}
-	var names []string
-	for _, t := range targets {
-		names = append(names, t.Name)
-	}
-	return nil, fmt.Errorf("--target %q: no such target in %s (targets: %s)", name, cfg.File, strings.Join(names, ", "))
+	return []config.Target{*t}, nil
 }
 
 // gitOptions turns a target's git settings into gitwriter options.
@@ -255,7 +250,7 @@ func runTarget(ctx context.Context, o *RunOptions, cfg *config.Config, reg cycle
 		if len(rep.Changes) == 0 {
 			return nil, "", nil
 		}
-		if wantsPullRequest(t) && policyFailed(rep) {
+		if wantsPullRequest(t) && rep.FailedPolicies() > 0 {
 			// push.branch is rebuilt from scratch each cycle: rebuilt now,
 			// it would lose the failed policy's bumps, and the pull request
 			// would flip back and forth with each registry blip.
@@ -394,14 +389,4 @@ func describePR(pr *pullrequest.Result, plan bool) string {
 		what += fmt.Sprintf("; %s %s", verb, strings.Join(pr.Labels, ", "))
 	}
 	return pr.Provider + ": " + what
-}
-
-// policyFailed reports whether any policy of rep has no result.
-func policyFailed(rep *cycle.Report) bool {
-	for _, p := range rep.Policies {
-		if p.Err != nil {
-			return true
-		}
-	}
-	return false
 }

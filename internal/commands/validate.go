@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/setters"
 )
 
@@ -60,15 +58,15 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 		_, err := io.WriteString(stdout, b.String())
 		return err
 	}
-	paths, _, err := targetScope(cfg, o.Target)
+	t, err := pickTarget(cfg, o.Target)
 	if err != nil {
 		return usageError(err)
 	}
-	known := knownPolicies(cfg)
+	paths, _ := targetScope(t)
 	res, err := setters.Apply(ctx, setters.Options{
 		Root:   o.Repo,
 		Paths:  paths,
-		Known:  func(p string) bool { return known[p] },
+		Known:  cfg.Has,
 		Logger: o.global.logger,
 	})
 	if err != nil {
@@ -80,16 +78,11 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 	}
 	fmt.Fprintf(&b, "%s: %d %s in %d of %d YAML files\n", o.Repo,
 		len(res.Markers), plural(len(res.Markers), "marker", "markers"), res.FilesWithMarkers, res.FilesScanned)
-	var unused []string
-	for name := range known {
-		if !used[name] {
-			unused = append(unused, name)
+	// Config order is file order, so the warnings come in line order.
+	for _, im := range cfg.Images {
+		if !used[im.Name] {
+			fmt.Fprintf(&b, "warning: %s:%d: policy %s is used by no marker under %s\n", cfg.File, im.Line, im.Name, o.Repo)
 		}
-	}
-	sort.Strings(unused)
-	for _, name := range unused {
-		im, _ := cfg.Image(name)
-		fmt.Fprintf(&b, "warning: %s:%d: policy %s is used by no marker under %s\n", cfg.File, im.Line, name, o.Repo)
 	}
 	for _, p := range res.Problems {
 		fmt.Fprintf(&b, "error: %s\n", p.Error())
@@ -101,12 +94,4 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 		return usageError(fmt.Errorf("%d %s in the markers of %s", len(res.Problems), plural(len(res.Problems), "problem", "problems"), o.Repo))
 	}
 	return nil
-}
-
-func knownPolicies(cfg *config.Config) map[string]bool {
-	known := make(map[string]bool, len(cfg.Images))
-	for _, im := range cfg.Images {
-		known[im.Name] = true
-	}
-	return known
 }
