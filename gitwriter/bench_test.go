@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imagebump/imagebump/internal/testgit"
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
 )
 
 // Size of the benchmark repository.

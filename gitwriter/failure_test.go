@@ -17,7 +17,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/imagebump/imagebump/internal/testgit"
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
 )
 
 func TestRemoteGoesAwayMidPush(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/imagebump/imagebump/internal/testgit"
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
 )
 
 // author is the commit author of every test Update.

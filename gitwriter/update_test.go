@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/imagebump/imagebump/internal/testgit"
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
 )
 
 func TestUpdateSameBranch(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/imagebump/imagebump/internal/testgitea"
+	"github.com/imagebump/imagebump/internal/testkit/testgitea"
 	"github.com/imagebump/imagebump/pullrequest"
 	"github.com/imagebump/imagebump/pullrequest/gitea"
 	"github.com/imagebump/imagebump/pullrequest/github"

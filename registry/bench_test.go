@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imagebump/imagebump/internal/testregistry"
+	"github.com/imagebump/imagebump/internal/testkit/testregistry"
 )
 
 const (

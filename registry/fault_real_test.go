@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/imagebump/imagebump/internal/testregistry"
+	"github.com/imagebump/imagebump/internal/testkit/testregistry"
 )
 
 // faultProxy starts a reverse proxy to the registry at target, with f's

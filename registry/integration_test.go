@@ -15,11 +15,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/imagebump/imagebump/internal/testregistry"
+	"github.com/imagebump/imagebump/internal/testkit/testregistry"
 )
 
 // The tests in this file run the real distribution registries through
-// internal/testregistry, which skips them when the binaries are missing
+// internal/testkit/testregistry, which skips them when the binaries are missing
 // (and fails them when CI=true).
 
 func TestIntegrationV2Plain(t *testing.T) {

@@ -14,11 +14,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-var update = flag.Bool("update", false, "rewrite the expected trees, problems.txt and changes.txt of testdata/setters")
+var update = flag.Bool("update", false, "rewrite the expected trees, problems.txt and changes.txt of setters/testdata")
 
 // goldenDir holds the golden cases, one folder each with input/ and
 // expected/ trees and optional problems.txt and changes.txt.
-const goldenDir = "../testdata/setters"
+const goldenDir = "testdata"
 
 var testDigest = "sha256:" + strings.Repeat("ab", 32)
 

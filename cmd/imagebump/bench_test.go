@@ -31,7 +31,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/imagebump/imagebump/internal/commands"
-	"github.com/imagebump/imagebump/internal/treegen"
+	"github.com/imagebump/imagebump/internal/testkit/treegen"
 )
 
 // The benchmarks in this file hold imagebump to issue 3's targets: over a

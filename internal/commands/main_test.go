@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/imagebump/imagebump/internal/testgitea"
+	"github.com/imagebump/imagebump/internal/testkit/testgitea"
 )
 
 // TestMain stops the shared Gitea server, if a test started one.

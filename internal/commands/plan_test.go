@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/imagebump/imagebump/internal/testregistry"
+	"github.com/imagebump/imagebump/internal/testkit/testregistry"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/plan")

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/imagebump/imagebump/internal/testgitea"
+	"github.com/imagebump/imagebump/internal/testkit/testgitea"
 )
 
 // TestRunPullRequestGitea runs imagebump run against a real Gitea: the

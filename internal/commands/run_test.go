@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/imagebump/imagebump/internal/testgit"
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
 )
 
 // demoRepoFiles returns the demo's sample repository with REGISTRY replaced

@@ -13,12 +13,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/imagebump/imagebump/internal/testgitea"
+	"github.com/imagebump/imagebump/internal/testkit/testgitea"
 	"github.com/imagebump/imagebump/pullrequest"
 	"github.com/imagebump/imagebump/pullrequest/gitea"
 )
 
-// These tests run against a real Gitea (internal/testgitea), started once
+// These tests run against a real Gitea (internal/testkit/testgitea), started once
 // for the package.
 
 func TestMain(m *testing.M) { os.Exit(testgitea.Main(m)) }

@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/imagebump/imagebump/internal/testregistry"
+	"github.com/imagebump/imagebump/internal/testkit/testregistry"
 )
 
 // This is how a test uses the package: start a registry, push tags, and

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/imagebump/imagebump/internal/treegen"
+	"github.com/imagebump/imagebump/internal/testkit/treegen"
 )
 
 func ExampleGenerate() {

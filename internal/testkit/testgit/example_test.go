@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/imagebump/imagebump/internal/testgit"
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
 )
 
 // This is how a test uses the package: make a bare repository, serve it
