@@ -365,7 +365,7 @@ images:
   - name: app
     repository: nginx
     policy: {semver: ">=1 <<2"}
-`, "imagebump.yaml:5:22: images[0].policy.semver:", `invalid semver range ">=1 <<2"`},
+`, "imagebump.yaml:5:22: images[0].policy.semver:", `invalid range ">=1 <<2": improper constraint`},
 		{"bad order", `
 images:
   - name: app
@@ -378,7 +378,7 @@ images:
     repository: nginx
     policy: {semver: ">=1"}
     filterTags: {pattern: '^v(.*$'}
-`, "imagebump.yaml:6:27: images[0].filterTags.pattern:", "invalid pattern: error parsing regexp"},
+`, "imagebump.yaml:6:27: images[0].filterTags.pattern:", `invalid pattern "^v(.*$": error parsing regexp`},
 		{"extract names a missing group", `
 images:
   - name: app
@@ -387,14 +387,14 @@ images:
     filterTags:
       pattern: '^RELEASE\.(?P<ts>.*)Z$'
       extract: '$tz'
-`, "imagebump.yaml:8:16: images[0].filterTags.extract:", `refers to group "tz"`},
+`, "imagebump.yaml:8:16: images[0].filterTags.extract:", `invalid template "$tz": pattern has no group named "tz"`},
 		{"extract names a missing group number", `
 images:
   - name: app
     repository: nginx
     policy: {alphabetical: asc}
     filterTags: {pattern: '^v(.*)$', extract: 'x${2}'}
-`, "imagebump.yaml:6:47: images[0].filterTags.extract:", `refers to group "2"`},
+`, "imagebump.yaml:6:47: images[0].filterTags.extract:", `pattern has no group 2 (it has 1)`},
 		{"extract without pattern", `
 images:
   - name: app
@@ -645,7 +645,7 @@ push:
 		{"schedule out of range", `
 git: {url: "https://example.com/fleet.git"}
 schedule: "0 24 * * *"
-`, "imagebump.yaml:3:11: schedule:", `hour field "24": 24 is outside 0-23`},
+`, "imagebump.yaml:3:11: schedule:", `invalid cron expression: end of range (24) above maximum (23)`},
 		{"schedule with seconds", `
 git: {url: "https://example.com/fleet.git"}
 schedule: "0 */5 * * * *"

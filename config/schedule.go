@@ -3,167 +3,64 @@ package config
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
-// The schedule syntax is robfig/cron v3's standard one (the scheduler of
-// `serve` follows it), plus a bare Go duration as a shorthand for @every.
-// checkSchedule is a validator only: it accepts what that syntax accepts
-// (rejecting a few oddities robfig/cron lets through, such as "*-5"), and
-// computes no times.
+// MinInterval is the shortest schedule interval accepted: a registry polled
+// more often than once a second is a mistake, not a schedule.
+const MinInterval = time.Second
 
-// descriptors are the schedule shorthands, as robfig/cron names them.
-var descriptors = []string{"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
-
-// cronField describes one field of a 5-field cron expression.
-type cronField struct {
-	name     string
-	min, max int
-	names    map[string]int
-}
-
-var cronFields = []cronField{
-	{name: "minute", min: 0, max: 59},
-	{name: "hour", min: 0, max: 23},
-	{name: "day of month", min: 1, max: 31},
-	{name: "month", min: 1, max: 12, names: map[string]int{
-		"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
-		"jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12,
-	}},
-	{name: "day of week", min: 0, max: 6, names: map[string]int{
-		"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6,
-	}},
-}
-
-// checkSchedule checks a schedule: a Go duration ("5m"), a descriptor
-// ("@hourly", "@every 10m") or a 5-field cron expression ("*/5 * * * *"),
-// the last two optionally after "CRON_TZ=Area/City " or "TZ=Area/City ".
-func checkSchedule(s string) error {
+// ParseSchedule parses a schedule as `serve` runs it: robfig/cron v3's
+// standard syntax (a 5-field cron expression, optionally after
+// "CRON_TZ=Area/City ", or a descriptor such as @hourly or @every 10m), or a
+// bare Go duration ("5m") as a shorthand for "@every 5m". validate accepts
+// exactly what this accepts, so a config that passes validate runs.
+func ParseSchedule(s string) (cron.Schedule, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return errors.New("empty schedule")
+		return nil, errors.New("empty schedule")
 	}
-	if strings.HasPrefix(s, "CRON_TZ=") || strings.HasPrefix(s, "TZ=") {
-		tz, rest, ok := strings.Cut(s, " ")
-		if !ok {
-			return errors.New("a time zone must be followed by a schedule")
-		}
-		_, zone, _ := strings.Cut(tz, "=")
-		if _, err := time.LoadLocation(zone); err != nil || zone == "" {
-			return fmt.Errorf("unknown time zone %q", zone)
-		}
-		s = strings.TrimSpace(rest)
-		if !strings.HasPrefix(s, "@") && len(strings.Fields(s)) != 5 {
-			return errors.New("a time zone applies to a cron expression or descriptor")
-		}
-	}
-	if strings.HasPrefix(s, "@") {
-		return checkDescriptor(s)
-	}
-	fields := strings.Fields(s)
-	if len(fields) == 1 {
+	if !strings.ContainsAny(s, " @=") {
+		// One word without a descriptor or a time zone: a duration.
 		d, err := time.ParseDuration(s)
 		if err != nil {
-			return errors.New("not a duration (5m, 1h30m), a descriptor (@hourly, @every 10m) or a 5-field cron expression")
+			return nil, errors.New("not a duration (5m, 1h30m), a descriptor (@hourly, @every 10m) or a 5-field cron expression such as \"*/5 * * * *\"")
 		}
-		return checkInterval(d)
-	}
-	if len(fields) != 5 {
-		return fmt.Errorf("a cron expression has 5 fields (minute hour day-of-month month day-of-week), got %d", len(fields))
-	}
-	for i, f := range fields {
-		if err := cronFields[i].check(f); err != nil {
-			return fmt.Errorf("%s field %q: %w", cronFields[i].name, f, err)
+		if d < MinInterval {
+			return nil, fmt.Errorf("interval %s is shorter than %s", d, MinInterval)
 		}
+		return cron.Every(d), nil
 	}
-	return nil
-}
-
-func checkDescriptor(s string) error {
-	if every, ok := strings.CutPrefix(s, "@every "); ok {
-		d, err := time.ParseDuration(strings.TrimSpace(every))
-		if err != nil {
-			return fmt.Errorf("@every needs a duration such as 10m, got %q", every)
-		}
-		return checkInterval(d)
-	}
-	for _, d := range descriptors {
-		if s == d {
-			return nil
+	if i := strings.Index(s, "@every "); i >= 0 {
+		// robfig/cron silently raises an interval under a second to one.
+		if d, err := time.ParseDuration(strings.TrimSpace(s[i+len("@every "):])); err == nil && d < MinInterval {
+			return nil, fmt.Errorf("interval %s is shorter than %s", d, MinInterval)
 		}
 	}
-	return fmt.Errorf("unknown descriptor %q: use one of %s or @every DURATION", s, strings.Join(descriptors, ", "))
-}
-
-func checkInterval(d time.Duration) error {
-	if d < time.Second {
-		return fmt.Errorf("interval %s is shorter than 1s", d)
-	}
-	return nil
-}
-
-// check checks one field: a comma-separated list of *, ?, N, N-M, each
-// optionally followed by /STEP; N-/STEP (N/STEP) means N to the maximum.
-func (f cronField) check(s string) error {
-	for _, part := range strings.Split(s, ",") {
-		if err := f.checkRange(part); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (f cronField) checkRange(s string) error {
-	rng, step, hasStep := strings.Cut(s, "/")
-	if hasStep {
-		n, err := strconv.Atoi(step)
-		if err != nil || n < 1 || strings.Contains(step, "/") {
-			return fmt.Errorf("step %q is not a positive number", step)
-		}
-	}
-	if rng == "*" || rng == "?" {
-		return nil
-	}
-	lo, hi, isRange := strings.Cut(rng, "-")
-	start, err := f.value(lo)
+	sched, err := cron.ParseStandard(s)
 	if err != nil {
-		return err
+		return nil, scheduleError(s, err)
 	}
-	end := start
-	if isRange {
-		if end, err = f.value(hi); err != nil {
-			return err
-		}
-		if start > end {
-			return fmt.Errorf("range %q runs backwards", rng)
-		}
-	}
-	return nil
+	return sched, nil
 }
 
-// value reads a number or, for months and weekdays, a three-letter name.
-func (f cronField) value(s string) (int, error) {
-	if n, ok := f.names[strings.ToLower(s)]; ok {
-		return n, nil
+// scheduleError rewords robfig/cron's parse errors with the hint a user
+// needs; the library's own text stays at the end.
+func scheduleError(s string, err error) error {
+	fields := strings.Fields(s)
+	if strings.HasPrefix(fields[0], "CRON_TZ=") || strings.HasPrefix(fields[0], "TZ=") {
+		fields = fields[1:]
 	}
-	n, err := strconv.Atoi(s)
-	if err != nil || strings.HasPrefix(s, "+") || strings.HasPrefix(s, "-") {
-		if f.names != nil {
-			return 0, fmt.Errorf("%q is not a number or a name (%s)", s, f.nameList())
-		}
-		return 0, fmt.Errorf("%q is not a number", s)
+	switch {
+	case len(fields) > 0 && strings.HasPrefix(fields[0], "@every"):
+		return fmt.Errorf("@every needs a duration such as 10m: %w", err)
+	case len(fields) > 0 && strings.HasPrefix(fields[0], "@"):
+		return fmt.Errorf("unknown descriptor %q (use @yearly, @monthly, @weekly, @daily, @hourly or @every DURATION): %w", fields[0], err)
+	case len(fields) != 5:
+		return fmt.Errorf("a cron expression has 5 fields (minute hour day-of-month month day-of-week), got %d: %w", len(fields), err)
 	}
-	if n < f.min || n > f.max {
-		return 0, fmt.Errorf("%d is outside %d-%d", n, f.min, f.max)
-	}
-	return n, nil
-}
-
-func (f cronField) nameList() string {
-	if f.max == 12 {
-		return "jan-dec"
-	}
-	return "sun-sat"
+	return fmt.Errorf("invalid cron expression: %w", err)
 }

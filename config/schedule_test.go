@@ -3,74 +3,60 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
-func TestCheckSchedule(t *testing.T) {
+func TestParseSchedule(t *testing.T) {
+	from := time.Date(2026, 3, 4, 10, 2, 30, 0, time.UTC) // a Wednesday
 	for _, tt := range []struct {
 		schedule string
-		wantErr  string // "" means valid
+		next     time.Time // the first run after from; zero when wantErr is set
+		wantErr  string
 	}{
-		{"*/5 * * * *", ""},
-		{"0 0 * * *", ""},
-		{"0 9-17 * * 1-5", ""},
-		{"0 9-17/2 * * MON-FRI", ""},
-		{"30 2 1,15 jan,jul *", ""},
-		{"5/15 * ? * ?", ""},
-		{"0 0 31 12 6", ""},
-		{"  0 0 * * *  ", ""},
-		{"@hourly", ""},
-		{"@daily", ""},
-		{"@midnight", ""},
-		{"@weekly", ""},
-		{"@monthly", ""},
-		{"@yearly", ""},
-		{"@annually", ""},
-		{"@every 10m", ""},
-		{"@every 1h30m", ""},
-		{"5m", ""},
-		{"90s", ""},
-		{"CRON_TZ=UTC 0 6 * * *", ""},
-		{"TZ=UTC @daily", ""},
+		{"*/5 * * * *", time.Date(2026, 3, 4, 10, 5, 0, 0, time.UTC), ""},
+		{"0 0 * * *", time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC), ""},
+		{"0 9-17 * * 1-5", time.Date(2026, 3, 4, 11, 0, 0, 0, time.UTC), ""},
+		{"0 9-17/2 * * MON-FRI", time.Date(2026, 3, 4, 11, 0, 0, 0, time.UTC), ""},
+		{"30 2 1,15 jan,jul *", time.Date(2026, 7, 1, 2, 30, 0, 0, time.UTC), ""},
+		{"  0 0 * * *  ", time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC), ""},
+		{"@hourly", time.Date(2026, 3, 4, 11, 0, 0, 0, time.UTC), ""},
+		{"@daily", time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC), ""},
+		{"@every 10m", from.Add(10 * time.Minute), ""},
+		{"@every 1h30m", from.Add(90 * time.Minute), ""},
+		{"5m", from.Add(5 * time.Minute), ""},
+		{"90s", from.Add(90 * time.Second), ""},
+		{"CRON_TZ=Europe/Berlin 0 6 * * *", time.Date(2026, 3, 5, 5, 0, 0, 0, time.UTC), ""},
+		{"TZ=UTC @daily", time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC), ""},
 
-		{"", "empty schedule"},
-		{"60 * * * *", "minute field \"60\": 60 is outside 0-59"},
-		{"* 24 * * *", "hour field \"24\": 24 is outside 0-23"},
-		{"* * 0 * *", "day of month field \"0\": 0 is outside 1-31"},
-		{"* * * 13 *", "month field \"13\": 13 is outside 1-12"},
-		{"* * * * 7", "day of week field \"7\": 7 is outside 0-6"},
-		{"* * * foo *", `"foo" is not a number or a name (jan-dec)`},
-		{"* * * * funday", `"funday" is not a number or a name (sun-sat)`},
-		{"5-1 * * * *", `range "5-1" runs backwards`},
-		{"*/0 * * * *", `step "0" is not a positive number`},
-		{"*/x * * * *", `step "x" is not a positive number`},
-		{"1/2/3 * * * *", `is not a positive number`},
-		{"1,,2 * * * *", `"" is not a number`},
-		{"*-5 * * * *", `"*" is not a number`},
-		{"-1 * * * *", `"" is not a number`},
-		{"+1 * * * *", `"+1" is not a number`},
-		{"* * * *", "has 5 fields"},
-		{"0 * * * * *", "has 5 fields"},
-		{"@reboot", `unknown descriptor "@reboot"`},
-		{"@every", `unknown descriptor "@every"`},
-		{"@every ten", "@every needs a duration"},
-		{"@every 100ms", "shorter than 1s"},
-		{"0s", "shorter than 1s"},
-		{"-5m", "shorter than 1s"},
-		{"5 minutes", "has 5 fields"},
-		{"soon", "not a duration"},
-		{"TZ=Mars/Olympus 0 0 * * *", `unknown time zone "Mars/Olympus"`},
-		{"TZ=UTC", "must be followed by a schedule"},
-		{"TZ=UTC 5m", "applies to a cron expression or descriptor"},
+		{"", time.Time{}, "empty schedule"},
+		{"60 * * * *", time.Time{}, "invalid cron expression"},
+		{"* 24 * * *", time.Time{}, "invalid cron expression"},
+		{"* * * foo *", time.Time{}, "invalid cron expression"},
+		{"5-1 * * * *", time.Time{}, "invalid cron expression"},
+		{"* * * *", time.Time{}, "has 5 fields"},
+		{"0 * * * * *", time.Time{}, "has 5 fields"},
+		{"@reboot", time.Time{}, `unknown descriptor "@reboot"`},
+		{"@every ten", time.Time{}, "@every needs a duration"},
+		{"@every 100ms", time.Time{}, "shorter than 1s"},
+		{"0s", time.Time{}, "shorter than 1s"},
+		{"-5m", time.Time{}, "shorter than 1s"},
+		{"5 minutes", time.Time{}, "has 5 fields"},
+		{"soon", time.Time{}, "not a duration"},
+		{"CRON_TZ=Nowhere/Land 0 6 * * *", time.Time{}, "invalid cron expression"},
 	} {
 		t.Run(tt.schedule, func(t *testing.T) {
-			err := checkSchedule(tt.schedule)
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Errorf("checkSchedule(%q) = %v, want nil", tt.schedule, err)
-			case tt.wantErr != "" && err == nil:
-				t.Errorf("checkSchedule(%q) = nil, want an error containing %q", tt.schedule, tt.wantErr)
-			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
-				t.Errorf("checkSchedule(%q) = %v, want an error containing %q", tt.schedule, err, tt.wantErr)
+			sched, err := ParseSchedule(tt.schedule)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ParseSchedule(%q) = %v, want an error containing %q", tt.schedule, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseSchedule(%q): %v", tt.schedule, err)
+			}
+			if got := sched.Next(from).UTC(); !got.Equal(tt.next) {
+				t.Errorf("ParseSchedule(%q).Next(%s) = %s, want %s", tt.schedule, from, got, tt.next)
 			}
 		})
 	}

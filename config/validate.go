@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/imagebump/imagebump/internal/msgtemplate"
@@ -272,15 +271,6 @@ func (v *validator) images() {
 		if v.good(p + ".filterTags") {
 			v.filterTags(im.FilterTags, p+".filterTags")
 		}
-		for j, e := range im.Exclude {
-			ep := fmt.Sprintf("%s.exclude[%d]", p, j)
-			if e == "" {
-				continue
-			}
-			if _, err := regexp.Compile(e); err != nil {
-				v.wrap(v.at(ep), ep, err, "invalid pattern")
-			}
-		}
 		if im.Digest == "" {
 			im.Digest = policy.DigestNever
 		}
@@ -302,8 +292,9 @@ func (v *validator) images() {
 }
 
 // policyError reports an error of policy.New for the image at p, at the
-// key it names. The checks above catch what policy.New refuses today; this
-// keeps a rule added to package policy from going unreported.
+// key it names. Package policy owns the rules of a policy (ranges, patterns,
+// extract groups, digest modes): config checks only the shape of the YAML
+// and maps policy's verdict to a file position, so the two never disagree.
 func (v *validator) policyError(p string, err error) {
 	var se *policy.SpecError
 	if !errors.As(err, &se) {
@@ -315,11 +306,9 @@ func (v *validator) policyError(p string, err error) {
 	case "semver", "alphabetical", "numerical":
 		fp = p + ".policy." + se.Field
 	}
-	msg := "invalid value"
-	if se.Value != "" {
-		msg = fmt.Sprintf("invalid value %q", se.Value)
-	}
-	v.wrap(v.at(fp), fp, se.Err, "%s", msg)
+	// policy's message reads `FIELD: invalid range "x": why`; the position
+	// and key path already name the field.
+	v.add(v.at(fp), fp, "%s", strings.TrimPrefix(se.Error(), se.Field+": "))
 }
 
 // rule checks that exactly one selection rule is set, and its value.
@@ -346,11 +335,6 @@ func (v *validator) rule(im *Image, p string) {
 			v.add(v.keyAt(rp+"."+k), rp, "set exactly one of semver, alphabetical, numerical; found %s and %s", kinds[0], k)
 		}
 	}
-	if im.Rule.SemVer != "" {
-		if _, err := semver.NewConstraint(im.Rule.SemVer); err != nil {
-			v.wrap(v.at(rp+".semver"), rp+".semver", err, "invalid semver range %q", im.Rule.SemVer)
-		}
-	}
 }
 
 func (v *validator) filterTags(f *FilterTags, p string) {
@@ -362,90 +346,6 @@ func (v *validator) filterTags(f *FilterTags, p string) {
 		}
 		return
 	}
-	if f.Pattern == "" {
-		return
-	}
-	re, err := regexp.Compile(f.Pattern)
-	if err != nil {
-		v.wrap(v.at(p+".pattern"), p+".pattern", err, "invalid pattern")
-		return
-	}
-	if f.Extract != "" {
-		if ref, ok := missingGroup(re, f.Extract); !ok {
-			v.add(v.at(p+".extract"), p+".extract", "refers to group %q, which pattern %q does not have", ref, f.Pattern)
-		}
-	}
-}
-
-// missingGroup returns the first group reference in template (as
-// regexp.Regexp.Expand reads it: $name, ${name}, $1, $$ for a dollar) that
-// re lacks, and false; or "", true when every reference resolves.
-func missingGroup(re *regexp.Regexp, template string) (string, bool) {
-	names := re.SubexpNames()
-	for t := template; ; {
-		i := strings.IndexByte(t, '$')
-		if i < 0 {
-			return "", true
-		}
-		t = t[i+1:]
-		if strings.HasPrefix(t, "$") {
-			t = t[1:]
-			continue
-		}
-		ref, rest, ok := groupRef(t)
-		if !ok {
-			continue // a lone $ is literal text
-		}
-		t = rest
-		if n, numeric := groupNumber(ref); numeric {
-			if n > re.NumSubexp() {
-				return ref, false
-			}
-			continue
-		}
-		if !contains(names[1:], ref) {
-			return ref, false
-		}
-	}
-}
-
-// groupRef reads a group name after a $: name or {name}.
-func groupRef(t string) (ref, rest string, ok bool) {
-	braced := strings.HasPrefix(t, "{")
-	if braced {
-		t = t[1:]
-	}
-	i := 0
-	for i < len(t) && (t[i] == '_' || 'a' <= t[i] && t[i] <= 'z' || 'A' <= t[i] && t[i] <= 'Z' || '0' <= t[i] && t[i] <= '9') {
-		i++
-	}
-	if i == 0 {
-		return "", "", false
-	}
-	ref, rest = t[:i], t[i:]
-	if braced {
-		if !strings.HasPrefix(rest, "}") {
-			return "", "", false
-		}
-		rest = rest[1:]
-	}
-	return ref, rest, true
-}
-
-// groupNumber reads a group reference as regexp does: all digits, no
-// leading zero, below 1e8.
-func groupNumber(ref string) (int, bool) {
-	if len(ref) > 1 && ref[0] == '0' {
-		return 0, false
-	}
-	n := 0
-	for i := 0; i < len(ref); i++ {
-		if ref[i] < '0' || ref[i] > '9' || n >= 1e8 {
-			return 0, false
-		}
-		n = n*10 + int(ref[i]-'0')
-	}
-	return n, true
 }
 
 // topLevel checks the top-level target keys.
@@ -516,7 +416,7 @@ func (v *validator) target(p string, g *Git, commit **Commit, push *Push, schedu
 		v.push(push, g, joinPath(p, "push"))
 	}
 	if schedule != "" {
-		if err := checkSchedule(schedule); err != nil {
+		if _, err := ParseSchedule(schedule); err != nil {
 			sp := joinPath(p, "schedule")
 			v.wrap(v.at(sp), sp, err, "invalid schedule %q", schedule)
 		}

@@ -79,13 +79,18 @@ var ErrNoMatch = errors.New("no tag matches")
 
 // Report is the outcome of a scan.
 type Report struct {
-	// Policies holds one result per applied policy, in config order.
+	// Policies holds one result per policy that was asked for (applied by
+	// the target and named by a marker), in config order.
 	Policies []PolicyResult
+	// Unreferenced names the policies the target applies but no marker
+	// names; their registries were not asked.
+	Unreferenced []string
 	// Changes are the edits, made or (dry run) to be made.
 	Changes []setters.Change
 	// Problems are markers and files that could not be handled.
 	Problems []setters.Problem
-	// Markers are every marker found.
+	// Markers are every marker found. None at all usually means git.paths
+	// misses the manifests, or markers are still to be written.
 	Markers []setters.Marker
 	// FilesScanned counts the YAML files read.
 	FilesScanned int
@@ -125,13 +130,16 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 
 	results := opts.Selection
+	var unreferenced []string
 	if results == nil {
-		images := appliedImages(opts.Config, opts.Policies)
-		// The ifNotPresent digest mode reuses a digest already pinned in the
-		// files for the same tag, so it needs the markers' current values
-		// first.
+		applied := appliedImages(opts.Config, opts.Policies)
+		// Only the policies that some marker names are asked for: the
+		// markers are local and cheap, a registry's rate limit is not. The
+		// ifNotPresent digest mode also needs the markers' current values,
+		// which takes a full parse instead of a line scan.
 		var current map[string]pinned
-		if needsCurrent(images) {
+		var refs setters.References
+		if needsCurrent(applied) {
 			res, err := setters.Apply(ctx, setters.Options{
 				Root: opts.Root, Paths: opts.Paths, Known: func(string) bool { return true }, Logger: logger,
 			})
@@ -139,8 +147,28 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				return nil, err
 			}
 			current = pinnedValues(res.Markers)
+			refs = setters.References{}
+			for _, m := range res.Markers {
+				refs[m.Policy]++
+			}
+		} else {
+			var err error
+			if refs, err = setters.Referenced(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, Logger: logger}); err != nil {
+				return nil, err
+			}
 		}
-		results = Select(ctx, opts.Registry, images, current, opts.Concurrency, logger)
+		var images []*config.Image
+		for _, im := range applied {
+			if refs[im.Name] > 0 {
+				images = append(images, im)
+			} else {
+				unreferenced = append(unreferenced, im.Name)
+			}
+		}
+		if len(unreferenced) > 0 {
+			logger.Debug("policies not asked for: no marker names them", "policies", unreferenced)
+		}
+		results = selectImages(ctx, opts.Registry, images, current, opts.Concurrency, logger)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -166,6 +194,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	return &Report{
 		Policies:     results,
+		Unreferenced: unreferenced,
 		Changes:      res.Changes,
 		Problems:     res.Problems,
 		Markers:      res.Markers,
@@ -249,11 +278,11 @@ func splitReference(ref string) pinned {
 	return p
 }
 
-// Select lists the tags of each image's repository (each repository once),
+// selectImages lists the tags of each image's repository (each repository once),
 // picks the latest tag by each policy, and resolves digests where the policy
 // asks. current holds what the files pin now, for the ifNotPresent mode. One
 // failing repository fails only its own policies.
-func Select(ctx context.Context, reg Registry, images []*config.Image, current map[string]pinned, concurrency int, logger *slog.Logger) []PolicyResult {
+func selectImages(ctx context.Context, reg Registry, images []*config.Image, current map[string]pinned, concurrency int, logger *slog.Logger) []PolicyResult {
 	if concurrency <= 0 {
 		concurrency = 8
 	}

@@ -46,8 +46,6 @@ type Signer struct {
 type Commit struct {
 	// AuthorName and AuthorEmail are the author, and the committer too.
 	AuthorName, AuthorEmail string
-	// Message is ignored by Update, which takes the message from Edit.
-	Message string
 	// Signer, when set, signs the commit.
 	Signer *Signer
 }

@@ -17,11 +17,8 @@ import (
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/cycle"
-	"github.com/imagebump/imagebump/gitwriter"
-	"github.com/imagebump/imagebump/internal/redact"
 	"github.com/imagebump/imagebump/internal/unidiff"
 	"github.com/imagebump/imagebump/pullrequest"
-	"github.com/imagebump/imagebump/registry"
 	"github.com/imagebump/imagebump/setters"
 )
 
@@ -42,6 +39,8 @@ type PlanOptions struct {
 
 	// registry replaces the registry client in tests.
 	registry cycle.Registry
+	// pullRequests replaces the forge client in tests.
+	pullRequests func(config.Target) (pullrequest.Provider, error)
 }
 
 // NewCmdPlan builds `imagebump plan`.
@@ -122,6 +121,11 @@ type PlanReport struct {
 	Changes  []ChangeJSON   `json:"changes"`
 	Problems []ProblemJSON  `json:"problems"`
 	Files    FileCountsJSON `json:"files"`
+	// Markers counts the markers found; 0 means nothing to keep current.
+	Markers int `json:"markers"`
+	// Unreferenced names the policies that no marker names; their
+	// registries were not asked.
+	Unreferenced []string `json:"unreferenced"`
 	// PullRequest is what a run would do to the target's pull request
 	// (plan only, when the target has push.pullRequest).
 	PullRequest *pullrequest.Result `json:"pullRequest,omitempty"`
@@ -176,9 +180,7 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 	if err != nil {
 		return usageError(err)
 	}
-	root := o.Repo
-	base := "" // the tracked branch, for the pull request preview
-	if root == "" {
+	if o.Repo == "" {
 		if o.Write {
 			return usageError(errors.New("apply needs --repo DIR: it rewrites a local checkout (use run to clone, commit and push)"))
 		}
@@ -186,24 +188,16 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 		// into a temporary folder and plans against that.
 		if t == nil {
 			if _, err := chooseTargets(cfg, ""); err != nil {
-				return usageError(err)
+				return usageError(fmt.Errorf("%w; or plan a local checkout with --repo DIR", err))
 			}
 			return usageError(fmt.Errorf("plan without --repo clones one target's repository: choose one with --target (targets: %s)", targetNames(cfg.Targets())))
 		}
-		clone, err := gitwriter.Open(ctx, gitOptions(*t, "", o.global))
-		if err != nil {
-			return failure(err)
-		}
-		defer clone.Close()
-		root = clone.Dir()
-		base = clone.Branch()
-	} else if st, err := os.Stat(root); err != nil || !st.IsDir() {
-		return usageError(fmt.Errorf("--repo %s: not a directory", root))
+	} else if st, err := os.Stat(o.Repo); err != nil || !st.IsDir() {
+		return usageError(fmt.Errorf("--repo %s: not a directory", o.Repo))
 	}
-	paths, selected := targetScope(t)
 	reg := o.registry
 	if reg == nil {
-		client, err := registry.New(cycle.RegistryOptions(cfg, o.global.logger))
+		client, err := cycle.NewRegistry(cfg, o.global.logger)
 		if err != nil {
 			return usageError(err)
 		}
@@ -222,20 +216,20 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 			mu.Unlock()
 		}
 	}
-	rep, err := cycle.Run(ctx, cycle.Options{
-		Config:   cfg,
-		Registry: reg,
-		Root:     root,
-		Paths:    paths,
-		Policies: selected,
-		Write:    o.Write,
-		OnEdit:   onEdit,
-		Logger:   o.global.logger,
+	plan, err := cycle.Plan(ctx, cycle.PlanOptions{
+		Config:       cfg,
+		Target:       t,
+		Registry:     reg,
+		Repo:         o.Repo,
+		Write:        o.Write,
+		OnEdit:       onEdit,
+		PullRequests: o.pullRequests,
+		Logger:       o.global.logger,
 	})
 	if err != nil {
 		return failure(err)
 	}
-	pr, prErr := previewPullRequest(ctx, o, cfg, t, base, rep)
+	rep, pr, prErr := plan.Report, plan.PullRequest, plan.PullRequestErr
 
 	switch o.Output {
 	case "json":
@@ -311,39 +305,6 @@ func targetNames(targets []config.Target) string {
 	return strings.Join(names, ", ")
 }
 
-// targetScope returns the paths and the policy selector of t, or nil for
-// both (everything) when t is nil.
-func targetScope(t *config.Target) ([]string, func(string) bool) {
-	if t == nil {
-		return nil, nil
-	}
-	var paths []string
-	if t.Git != nil {
-		paths = t.Git.Paths
-	}
-	return paths, t.Selects
-}
-
-// previewPullRequest asks the forge, read-only, what a run would do to the
-// target's pull request. A failure here does not fail the plan: it is
-// reported beside it.
-func previewPullRequest(ctx context.Context, o *PlanOptions, cfg *config.Config, t *config.Target, base string, rep *cycle.Report) (*pullrequest.Result, error) {
-	if o.Write || t == nil || !wantsPullRequest(*t) {
-		return nil, nil
-	}
-	if base == "" {
-		base = t.Git.Branch
-	}
-	if base == "" {
-		return nil, errors.New("git.branch is not set and plan --repo does not know the remote's default branch")
-	}
-	return pullRequestFor(ctx, *t, base, rep, cfg.File, redact.String(t.Git.URL), false)
-}
-
-func writePlanJSON(w io.Writer, rep *cycle.Report, applied bool) error {
-	return encodeJSON(w, buildPlanReport(rep, applied))
-}
-
 // encodeJSON writes v indented, without escaping <, > and & (ranges such
 // as ">=1.0.0" stay readable).
 func encodeJSON(w io.Writer, v any) error {
@@ -373,6 +334,8 @@ func buildPlanReport(rep *cycle.Report, applied bool) PlanReport {
 		out.Problems = append(out.Problems, ProblemJSON{File: p.File, Line: p.Line, Policy: p.Policy, Message: p.Err.Error()})
 	}
 	out.Files = FileCountsJSON{Scanned: rep.FilesScanned, Changed: rep.FilesChanged}
+	out.Markers = len(rep.Markers)
+	out.Unreferenced = append([]string{}, rep.Unreferenced...)
 	if out.Files.Changed == nil {
 		out.Files.Changed = []string{}
 	}
@@ -400,10 +363,15 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, p.Repository, latest)
 	}
 	tw.Flush()
+	if len(rep.Unreferenced) > 0 {
+		fmt.Fprintf(&b, "Not asked (no marker names %s): %s\n", plural(len(rep.Unreferenced), "it", "them"), strings.Join(rep.Unreferenced, ", "))
+	}
 
 	b.WriteString("\n")
 	failed := rep.FailedPolicies()
 	switch {
+	case len(rep.Markers) == 0 && len(rep.Problems) == 0:
+		b.WriteString("No markers found: nothing to keep current, and no registry was asked. Mark the fields imagebump owns (see docs/markers.md), or check git.paths and --repo.\n")
 	case len(rep.Changes) == 0 && failed == 0:
 		b.WriteString("No changes: every marked field is current.\n")
 	case len(rep.Changes) == 0:

@@ -4,19 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/cycle"
-	"github.com/imagebump/imagebump/gitwriter"
-	"github.com/imagebump/imagebump/internal/redact"
 	"github.com/imagebump/imagebump/pullrequest"
-	"github.com/imagebump/imagebump/registry"
 )
 
 // RunOptions are the inputs of `imagebump run`.
@@ -32,6 +26,8 @@ type RunOptions struct {
 
 	// registry replaces the registry client in tests.
 	registry cycle.Registry
+	// pullRequests replaces the forge client in tests.
+	pullRequests func(config.Target) (pullrequest.Provider, error)
 }
 
 // NewCmdRun builds `imagebump run`.
@@ -108,7 +104,7 @@ func runRun(ctx context.Context, o *RunOptions, stdout io.Writer) error {
 	}
 	reg := o.registry
 	if reg == nil {
-		client, err := registry.New(cycle.RegistryOptions(cfg, o.global.logger))
+		client, err := cycle.NewRegistry(cfg, o.global.logger)
 		if err != nil {
 			return usageError(err)
 		}
@@ -118,8 +114,12 @@ func runRun(ctx context.Context, o *RunOptions, stdout io.Writer) error {
 	out := RunReport{Version: 1}
 	failed := false
 	for _, t := range targets {
-		s := runTarget(ctx, o, cfg, reg, t)
-		if s.Error != "" || (s.report != nil && s.report.Failed()) {
+		res, err := cycle.RunTarget(ctx, cycle.TargetOptions{
+			Config: cfg, Target: t, Registry: reg, Workdir: o.Workdir,
+			PullRequests: o.pullRequests, Logger: o.global.logger,
+		})
+		s := targetSummary(res, err)
+		if err != nil || res.Failed() {
 			failed = true
 		}
 		out.Targets = append(out.Targets, s)
@@ -161,131 +161,17 @@ func chooseTargets(cfg *config.Config, name string) ([]config.Target, error) {
 	return []config.Target{*t}, nil
 }
 
-// gitOptions turns a target's git settings into gitwriter options.
-func gitOptions(t config.Target, workdir string, o *globalOptions) gitwriter.Options {
-	g := t.Git
-	opts := gitwriter.Options{URL: g.URL, Branch: g.Branch, Workdir: workdir, Logger: o.logger.With("target", t.Name)}
-	if a := g.Auth; a != nil {
-		opts.Auth = gitwriter.Auth{
-			TokenFile:             a.TokenFile,
-			UsernameFile:          a.UsernameFile,
-			PasswordFile:          a.PasswordFile,
-			SSHKeyFile:            a.SSHKeyFile,
-			SSHKeyPassphraseFile:  a.SSHKeyPassphraseFile,
-			KnownHostsFile:        a.KnownHostsFile,
-			InsecureIgnoreHostKey: a.InsecureIgnoreHostKey,
-		}
-	}
-	return opts
-}
-
-// unsafeName matches what may not appear in a working copy's folder name.
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
-
-func runTarget(ctx context.Context, o *RunOptions, cfg *config.Config, reg cycle.Registry, t config.Target) TargetSummary {
-	s := TargetSummary{Target: t.Name, Repository: redact.String(t.Git.URL), Branch: t.Git.Branch,
-		Policies: []PolicyJSON{}, Changes: []ChangeJSON{}, Problems: []ProblemJSON{}}
-	if t.Push != nil {
-		s.PushBranch = t.Push.Branch
-	}
-	workdir := ""
-	if o.Workdir != "" {
-		workdir = filepath.Join(o.Workdir, unsafeName.ReplaceAllString(t.Name, "_"))
-		if err := os.MkdirAll(o.Workdir, 0o755); err != nil {
-			s.Error = err.Error()
-			return s
-		}
-		// Two runs sharing a working copy would reset it under each other:
-		// the second waits for the first.
-		unlock, err := lockWorkdir(ctx, workdir+".lock", o.global.logger)
-		if err != nil {
-			s.Error = fmt.Sprintf("target %s: %v", t.Name, err)
-			return s
-		}
-		defer unlock()
-	}
-	repo, err := gitwriter.Open(ctx, gitOptions(t, workdir, o.global))
-	if err != nil {
-		s.Error = fmt.Sprintf("target %s: %v", t.Name, err)
-		return s
-	}
-	defer repo.Close()
-	s.Branch = repo.Branch()
-
-	commit := gitwriter.Commit{AuthorName: config.DefaultAuthorName, AuthorEmail: config.DefaultAuthorEmail}
-	tmpl := cycle.DefaultMessageTemplate
-	if c := t.Commit; c != nil {
-		if c.Author.Name != "" {
-			commit.AuthorName = c.Author.Name
-		}
-		if c.Author.Email != "" {
-			commit.AuthorEmail = c.Author.Email
-		}
-		if c.MessageTemplate != "" {
-			tmpl = c.MessageTemplate
-		}
-		if c.SigningKeyFile != "" {
-			commit.Signer = &gitwriter.Signer{KeyFile: c.SigningKeyFile, PassphraseFile: c.SigningPassphraseFile}
-		}
-	}
-
-	var selection []cycle.PolicyResult
-	var last *cycle.Report
-	held := false
-	edit := func(ctx context.Context, dir string) ([]string, string, error) {
-		rep, err := cycle.Run(ctx, cycle.Options{
-			Config:    cfg,
-			Registry:  reg,
-			Root:      dir,
-			Paths:     t.Git.Paths,
-			Policies:  t.Selects,
-			Write:     true,
-			Selection: selection,
-			Logger:    o.global.logger.With("target", t.Name),
-		})
-		if err != nil {
-			return nil, "", err
-		}
-		selection, last = rep.Policies, rep
-		if len(rep.Changes) == 0 {
-			return nil, "", nil
-		}
-		if wantsPullRequest(t) && rep.FailedPolicies() > 0 {
-			// push.branch is rebuilt from scratch each cycle: rebuilt now,
-			// it would lose the failed policy's bumps, and the pull request
-			// would flip back and forth with each registry blip.
-			held = true
-			return nil, "", nil
-		}
-		msg, err := cycle.RenderTemplate("commit.messageTemplate in "+cfg.File, tmpl, cycle.NewMessageData(rep, s.Repository, t.Name))
-		if err != nil {
-			return nil, "", err
-		}
-		return rep.FilesChanged, msg, nil
-	}
-	res, err := repo.Update(ctx, gitwriter.Update{Commit: commit, PushBranch: s.PushBranch}, edit)
-	if last != nil {
-		s.report = last
-		fillReport(&s, last)
+// targetSummary renders a target's cycle as the JSON summary.
+func targetSummary(res *cycle.TargetResult, err error) TargetSummary {
+	s := TargetSummary{Target: res.Target, Repository: res.Repository, Branch: res.Branch, PushBranch: res.PushBranch,
+		Commit: res.Commit, Pushed: res.Pushed, Forced: res.Forced, Attempts: res.Attempts, Held: res.Held,
+		PullRequest: res.PullRequest, Policies: []PolicyJSON{}, Changes: []ChangeJSON{}, Problems: []ProblemJSON{}}
+	if res.Report != nil {
+		s.report = res.Report
+		fillReport(&s, res.Report)
 	}
 	if err != nil {
-		s.Error = fmt.Sprintf("target %s: %v", t.Name, err)
-		return s
-	}
-	s.Commit, s.Pushed, s.Forced, s.Attempts = res.Commit, res.Pushed, res.Forced, res.Attempts
-	if res.Branch != "" && s.PushBranch == "" {
-		s.Branch = res.Branch
-	}
-	s.Held = held
-	if wantsPullRequest(t) && last != nil && !held {
-		// Ensure writes only when the pull request must change, so a cycle
-		// with nothing new makes no write call to the forge.
-		pr, err := pullRequestFor(ctx, t, s.Branch, last, cfg.File, s.Repository, true)
-		if err != nil {
-			s.Error = fmt.Sprintf("target %s: %v", t.Name, err)
-			return s
-		}
-		s.PullRequest = pr
+		s.Error = err.Error()
 	}
 	return s
 }

@@ -6,9 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/imagebump/imagebump/cycle"
 	"github.com/spf13/cobra"
-
-	"github.com/imagebump/imagebump/setters"
 )
 
 // ValidateOptions are the inputs of `imagebump validate`.
@@ -62,13 +61,7 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 	if err != nil {
 		return usageError(err)
 	}
-	paths, _ := targetScope(t)
-	res, err := setters.Apply(ctx, setters.Options{
-		Root:   o.Repo,
-		Paths:  paths,
-		Known:  cfg.Has,
-		Logger: o.global.logger,
-	})
+	res, err := cycle.Validate(ctx, cfg, t, o.Repo, o.global.logger)
 	if err != nil {
 		return usageError(err)
 	}

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package commands
+package cycle
 
 import (
 	"context"

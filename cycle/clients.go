@@ -1,0 +1,146 @@
+package cycle
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"regexp"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/gitwriter"
+	"github.com/imagebump/imagebump/internal/secretfile"
+	"github.com/imagebump/imagebump/pullrequest"
+	"github.com/imagebump/imagebump/pullrequest/gitea"
+	"github.com/imagebump/imagebump/pullrequest/github"
+	"github.com/imagebump/imagebump/pullrequest/gitlab"
+	"github.com/imagebump/imagebump/registry"
+)
+
+// This file is the one place where the config becomes clients: the
+// registry client, a target's Git options and its pull-request provider.
+
+// RegistryOptions turns the config's `registries:` into registry client
+// options. A nil config gives the defaults: anonymous or Docker keychain auth,
+// verified TLS, no rate limit.
+func RegistryOptions(cfg *config.Config, logger *slog.Logger) registry.Options {
+	opts := registry.Options{Logger: logger}
+	if cfg == nil {
+		return opts
+	}
+	for _, r := range cfg.Registries {
+		h := registry.Host{
+			Host:        r.Host,
+			Insecure:    r.Insecure,
+			CAFile:      r.CAFile,
+			Concurrency: r.Concurrency,
+		}
+		if r.Auth != nil {
+			h.DockerConfig = r.Auth.DockerConfig
+			h.UsernameFile = r.Auth.UsernameFile
+			h.PasswordFile = r.Auth.PasswordFile
+			h.TokenFile = r.Auth.TokenFile
+		}
+		if r.RateLimit != nil {
+			h.RequestsPerSecond = r.RateLimit.RequestsPerSecond
+			h.Burst = r.RateLimit.Burst
+		}
+		opts.Hosts = append(opts.Hosts, h)
+	}
+	return opts
+}
+
+// NewRegistry builds the registry client the config describes.
+func NewRegistry(cfg *config.Config, logger *slog.Logger) (*registry.Client, error) {
+	return registry.New(RegistryOptions(cfg, logger))
+}
+
+// GitOptions turns a target's git settings into gitwriter options. workdir
+// is the working copy's folder; empty means a temporary clone.
+func GitOptions(t config.Target, workdir string, logger *slog.Logger) gitwriter.Options {
+	g := t.Git
+	opts := gitwriter.Options{URL: g.URL, Branch: g.Branch, Workdir: workdir, Logger: logger}
+	if a := g.Auth; a != nil {
+		opts.Auth = gitwriter.Auth{
+			TokenFile:             a.TokenFile,
+			UsernameFile:          a.UsernameFile,
+			PasswordFile:          a.PasswordFile,
+			SSHKeyFile:            a.SSHKeyFile,
+			SSHKeyPassphraseFile:  a.SSHKeyPassphraseFile,
+			KnownHostsFile:        a.KnownHostsFile,
+			InsecureIgnoreHostKey: a.InsecureIgnoreHostKey,
+		}
+	}
+	return opts
+}
+
+// unsafeName matches what may not appear in a working copy's folder name.
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// WorkdirFor returns the folder under parent that keeps target's working
+// copy between cycles, or "" when parent is "" (a temporary clone).
+func WorkdirFor(parent, target string) string {
+	if parent == "" {
+		return ""
+	}
+	return filepath.Join(parent, unsafeName.ReplaceAllString(target, "_"))
+}
+
+// WantsPullRequest reports whether a target opens pull requests: it has
+// push.pullRequest and pushes to its own branch.
+func WantsPullRequest(t config.Target) bool {
+	return t.Push != nil && t.Push.PullRequest != nil && t.Push.Branch != ""
+}
+
+// NewPullRequestProvider builds the forge adapter a target's
+// push.pullRequest names. The owner and repository come from git.url, the
+// API URL from apiURL or the provider's default for that host, the token
+// from pullRequest.tokenFile or else git.auth.tokenFile, read now.
+func NewPullRequestProvider(t config.Target) (pullrequest.Provider, error) {
+	if !WantsPullRequest(t) {
+		return nil, fmt.Errorf("target %s opens no pull requests (it needs push.branch and push.pullRequest)", t.Name)
+	}
+	pr := t.Push.PullRequest
+	_, ownerPath, err := pullrequest.ParseRepoURL(t.Git.URL)
+	if err != nil {
+		return nil, fmt.Errorf("pull requests for target %s: %w", t.Name, err)
+	}
+	api := pr.APIURL
+	if api == "" {
+		if api, err = pullrequest.DefaultAPIURL(pr.Provider, t.Git.URL); err != nil {
+			return nil, fmt.Errorf("pull requests for target %s: %w", t.Name, err)
+		}
+	}
+	tokenFile := pr.TokenFile
+	if tokenFile == "" && t.Git.Auth != nil {
+		tokenFile = t.Git.Auth.TokenFile
+	}
+	if tokenFile == "" {
+		return nil, fmt.Errorf("pull requests for target %s: no token: set push.pullRequest.tokenFile (or git.auth.tokenFile)", t.Name)
+	}
+	token, err := secretfile.Read(tokenFile)
+	switch {
+	case errors.Is(err, secretfile.ErrEmpty):
+		return nil, fmt.Errorf("pull requests for target %s: the token file %s is empty", t.Name, tokenFile)
+	case err != nil:
+		// The path is safe to show (the error names it); the content never is.
+		return nil, fmt.Errorf("pull requests for target %s: reading the token: %w", t.Name, err)
+	}
+	switch pr.Provider {
+	case "github":
+		owner, repo, err := pullrequest.OwnerRepo(ownerPath)
+		if err != nil {
+			return nil, err
+		}
+		return github.New(github.Options{APIURL: api, Token: token, Owner: owner, Repo: repo})
+	case "gitlab":
+		return gitlab.New(gitlab.Options{APIURL: api, Token: token, Project: ownerPath})
+	case "gitea":
+		owner, repo, err := pullrequest.OwnerRepo(ownerPath)
+		if err != nil {
+			return nil, err
+		}
+		return gitea.New(gitea.Options{APIURL: api, Token: token, Owner: owner, Repo: repo})
+	}
+	return nil, fmt.Errorf("pull requests for target %s: unknown provider %q: want github, gitlab or gitea", t.Name, pr.Provider)
+}

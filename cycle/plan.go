@@ -1,0 +1,125 @@
+package cycle
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/gitwriter"
+	"github.com/imagebump/imagebump/internal/redact"
+	"github.com/imagebump/imagebump/pullrequest"
+	"github.com/imagebump/imagebump/setters"
+)
+
+// PlanOptions configure Plan.
+type PlanOptions struct {
+	// Config holds the image policies; required.
+	Config *config.Config
+	// Target scopes the plan to its paths and policies, and is the
+	// repository cloned without Repo and whose pull request is previewed.
+	// Nil means every policy over the whole of Repo.
+	Target *config.Target
+	// Registry answers tag and digest queries; required.
+	Registry Registry
+	// Repo is a local checkout. Empty means a read-only clone of Target's
+	// repository in a temporary folder, removed when Plan returns.
+	Repo string
+	// Write applies the edits to Repo (imagebump apply); no Git operation
+	// and no pull request preview then.
+	Write bool
+	// OnEdit, when set, receives each changed file's bytes before and after.
+	OnEdit func(file string, before, after []byte)
+	// PullRequests builds the target's forge client for the preview. Nil
+	// means NewPullRequestProvider.
+	PullRequests func(config.Target) (pullrequest.Provider, error)
+	// Logger receives progress; nil discards.
+	Logger *slog.Logger
+}
+
+// PlanResult is what Plan found.
+type PlanResult struct {
+	// Report is the scan: policies, changes, problems.
+	Report *Report
+	// PullRequest is what a run would do to the target's pull request,
+	// when the target has push.pullRequest.
+	PullRequest *pullrequest.Result
+	// PullRequestErr says why the pull request could not be checked; it
+	// does not fail the plan.
+	PullRequestErr error
+}
+
+// ErrNeedTarget is returned by Plan when Repo is empty and no target names
+// a repository to clone.
+var ErrNeedTarget = errors.New("plan without a local checkout needs a target to clone")
+
+// Plan computes (or, with Write, makes) the edits a cycle would make, on a
+// local checkout or a read-only clone, and previews the pull request
+// read-only. Its error is for what stops the whole plan (a failed clone, a
+// bad checkout, a cancelled ctx).
+func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	t := opts.Target
+	root, base := opts.Repo, ""
+	if root == "" {
+		if t == nil || t.Git == nil || opts.Write {
+			return nil, ErrNeedTarget
+		}
+		clone, err := gitwriter.Open(ctx, GitOptions(*t, "", logger))
+		if err != nil {
+			return nil, err
+		}
+		defer clone.Close()
+		root, base = clone.Dir(), clone.Branch()
+	}
+	var paths []string
+	var selects func(string) bool
+	if t != nil {
+		if t.Git != nil {
+			paths = t.Git.Paths
+		}
+		selects = t.Selects
+	}
+	rep, err := Run(ctx, Options{
+		Config:   opts.Config,
+		Registry: opts.Registry,
+		Root:     root,
+		Paths:    paths,
+		Policies: selects,
+		Write:    opts.Write,
+		OnEdit:   opts.OnEdit,
+		Logger:   logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &PlanResult{Report: rep}
+	if opts.Write || t == nil || !WantsPullRequest(*t) {
+		return res, nil
+	}
+	if base == "" {
+		base = t.Git.Branch
+	}
+	if base == "" {
+		res.PullRequestErr = errors.New("git.branch is not set and plan --repo does not know the remote's default branch")
+		return res, nil
+	}
+	topts := TargetOptions{Config: opts.Config, Target: *t, PullRequests: opts.PullRequests}
+	res.PullRequest, res.PullRequestErr = pullRequestFor(ctx, topts, base, rep, redact.String(t.Git.URL), false)
+	return res, nil
+}
+
+// Validate finds the markers under root (the target's paths, when t is not
+// nil) and checks each against the config, offline: no registry is asked
+// and nothing is written. Unknown policies, malformed markers and unreadable
+// files are in the result's Problems.
+func Validate(ctx context.Context, cfg *config.Config, t *config.Target, root string, logger *slog.Logger) (*setters.Result, error) {
+	var paths []string
+	if t != nil && t.Git != nil {
+		paths = t.Git.Paths
+	}
+	return setters.Apply(ctx, setters.Options{Root: root, Paths: paths, Known: cfg.Has, Logger: logger})
+}

@@ -1,0 +1,267 @@
+package cycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/gitwriter"
+	"github.com/imagebump/imagebump/internal/redact"
+	"github.com/imagebump/imagebump/pullrequest"
+)
+
+// TargetOptions configure one target's cycle.
+type TargetOptions struct {
+	// Config holds the image policies; required.
+	Config *config.Config
+	// Target is the repository, branch, paths and policies; required.
+	Target config.Target
+	// Registry answers tag and digest queries; required.
+	Registry Registry
+	// Workdir is the parent folder of the working copies kept between
+	// cycles (one per target, see WorkdirFor). Empty means a temporary
+	// clone, removed when the cycle ends.
+	Workdir string
+	// PullRequests builds the target's forge client. Nil means
+	// NewPullRequestProvider.
+	PullRequests func(config.Target) (pullrequest.Provider, error)
+	// Logger receives progress; nil discards. RunTarget adds the target's
+	// name to it.
+	Logger *slog.Logger
+}
+
+// TargetResult is what one target's cycle did. Fields are zero for the
+// steps the cycle did not reach.
+type TargetResult struct {
+	// Target is the target's name.
+	Target string
+	// Repository is the Git URL, with credentials removed.
+	Repository string
+	// Branch is the tracked branch (the remote's default when git.branch
+	// is empty and the clone got that far).
+	Branch string
+	// PushBranch is imagebump's own branch, or "" when commits go to Branch.
+	PushBranch string
+	// Commit is the SHA of the commit made, or of the remote commit that
+	// already held the same edits.
+	Commit string
+	// Pushed is true when a commit was pushed.
+	Pushed bool
+	// Forced is true when PushBranch was force-pushed over an older commit.
+	Forced bool
+	// Attempts is how many times the edit ran (more than one after a push
+	// race).
+	Attempts int
+	// Held is true when push.branch and its pull request were left as they
+	// are because a policy failed: push.branch is rebuilt from scratch each
+	// cycle, so rebuilt now it would lose that policy's bumps, and the pull
+	// request would flip with each registry blip.
+	Held bool
+	// Report is the scan of the last attempt, or nil when the cycle failed
+	// before it.
+	Report *Report
+	// PullRequest is what happened to the target's pull request, when it
+	// has push.pullRequest and there was something to decide.
+	PullRequest *pullrequest.Result
+	// Started and Duration time the cycle.
+	Started  time.Time
+	Duration time.Duration
+}
+
+// Failed reports whether the cycle's scan reported a failed policy or a
+// problem; the error of RunTarget says whether the target itself failed.
+func (r *TargetResult) Failed() bool {
+	return r.Report != nil && r.Report.Failed()
+}
+
+// RunTarget runs one full cycle of a target: it opens (clones, or fetches
+// and resets) the working copy, selects the latest image of every policy
+// that the target's markers use, rewrites the markers, renders the commit
+// message, commits, pushes to the tracked branch or to push.branch, and
+// opens, updates or closes the pull request. A cycle with nothing new makes
+// no commit, no push and no write call to the forge.
+//
+// The result is never nil; it holds what was done up to a failure. The
+// error says why the target failed (clone, push, pull request); failed
+// policies and file problems are in the result's Report instead, and the
+// rest of the cycle goes on without them.
+func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
+	t := opts.Target
+	res := &TargetResult{Target: t.Name, Started: time.Now()}
+	defer func() { res.Duration = time.Since(res.Started) }()
+	if opts.Config == nil || opts.Registry == nil || t.Git == nil {
+		return res, errors.New("cycle: Config, Registry and Target.Git are required")
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	logger = logger.With("target", t.Name)
+	res.Repository, res.Branch = redact.String(t.Git.URL), t.Git.Branch
+	if t.Push != nil {
+		res.PushBranch = t.Push.Branch
+	}
+	fail := func(err error) (*TargetResult, error) {
+		return res, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+
+	workdir := WorkdirFor(opts.Workdir, t.Name)
+	if workdir != "" {
+		if err := os.MkdirAll(opts.Workdir, 0o755); err != nil {
+			return fail(fmt.Errorf("creating the working copy folder: %w", err))
+		}
+		// Two processes sharing a working copy would reset it under each
+		// other: the second waits for the first.
+		unlock, err := lockWorkdir(ctx, workdir+".lock", logger)
+		if err != nil {
+			return fail(err)
+		}
+		defer unlock()
+	}
+	repo, err := gitwriter.Open(ctx, GitOptions(t, workdir, logger))
+	if err != nil {
+		return fail(err)
+	}
+	defer repo.Close()
+	res.Branch = repo.Branch()
+
+	commit, tmpl := commitSettings(t)
+	var selection []PolicyResult
+	edit := func(ctx context.Context, dir string) ([]string, string, error) {
+		rep, err := Run(ctx, Options{
+			Config:    opts.Config,
+			Registry:  opts.Registry,
+			Root:      dir,
+			Paths:     t.Git.Paths,
+			Policies:  t.Selects,
+			Write:     true,
+			Selection: selection,
+			Logger:    logger,
+		})
+		if err != nil {
+			return nil, "", err
+		}
+		// A retry after a push race redoes the edit on the new head with
+		// the same picks: the registries are not asked again.
+		selection, res.Report = rep.Policies, rep
+		res.Held = false
+		if len(rep.Changes) == 0 {
+			return nil, "", nil
+		}
+		if WantsPullRequest(t) && rep.FailedPolicies() > 0 {
+			res.Held = true
+			return nil, "", nil
+		}
+		msg, err := RenderTemplate("commit.messageTemplate in "+opts.Config.File, tmpl, NewMessageData(rep, res.Repository, t.Name))
+		if err != nil {
+			return nil, "", err
+		}
+		return rep.FilesChanged, msg, nil
+	}
+	up, err := repo.Update(ctx, gitwriter.Update{Commit: commit, PushBranch: res.PushBranch}, edit)
+	if err != nil {
+		return fail(err)
+	}
+	res.Commit, res.Pushed, res.Forced, res.Attempts = up.Commit, up.Pushed, up.Forced, up.Attempts
+	if up.Branch != "" && res.PushBranch == "" {
+		res.Branch = up.Branch
+	}
+	if WantsPullRequest(t) && res.Report != nil && !res.Held {
+		pr, err := pullRequestFor(ctx, opts, res.Branch, res.Report, res.Repository, true)
+		if err != nil {
+			return fail(err)
+		}
+		res.PullRequest = pr
+	}
+	return res, nil
+}
+
+// commitSettings returns a target's commit author, signer and message
+// template, with the defaults filled in.
+func commitSettings(t config.Target) (gitwriter.Commit, string) {
+	commit := gitwriter.Commit{AuthorName: config.DefaultAuthorName, AuthorEmail: config.DefaultAuthorEmail}
+	tmpl := DefaultMessageTemplate
+	if c := t.Commit; c != nil {
+		if c.Author.Name != "" {
+			commit.AuthorName = c.Author.Name
+		}
+		if c.Author.Email != "" {
+			commit.AuthorEmail = c.Author.Email
+		}
+		if c.MessageTemplate != "" {
+			tmpl = c.MessageTemplate
+		}
+		if c.SigningKeyFile != "" {
+			commit.Signer = &gitwriter.Signer{KeyFile: c.SigningKeyFile, PassphraseFile: c.SigningPassphraseFile}
+		}
+	}
+	return commit, tmpl
+}
+
+// staleReason is the comment on a pull request imagebump closes because its
+// branch no longer proposes anything.
+const staleReason = "imagebump closes this pull request: the base branch already has these bumps, or their tags are gone, so its branch proposes nothing any more. A later bump opens a new pull request."
+
+// pullRequestFor opens or updates (write) or previews (plan) the target's
+// pull request for rep. When rep has no changes and every policy resolved,
+// the branch proposes nothing: an open pull request is closed (or, for
+// plan, would be). When a policy failed, nothing is decided: an empty
+// change list may only mean its registry was down.
+func pullRequestFor(ctx context.Context, opts TargetOptions, base string, rep *Report, repository string, write bool) (*pullrequest.Result, error) {
+	if len(rep.Changes) == 0 && rep.Failed() {
+		return nil, nil
+	}
+	newProvider := opts.PullRequests
+	if newProvider == nil {
+		newProvider = NewPullRequestProvider
+	}
+	t := opts.Target
+	p, err := newProvider(t)
+	if err != nil {
+		return nil, err
+	}
+	if len(rep.Changes) == 0 {
+		var res *pullrequest.Result
+		if write {
+			res, err = pullrequest.Close(ctx, p, t.Push.Branch, base, staleReason)
+		} else {
+			res, err = pullrequest.PlanClose(ctx, p, t.Push.Branch, base)
+		}
+		if err != nil || res.Outcome == pullrequest.None {
+			return nil, err
+		}
+		return res, nil
+	}
+	req, err := pullRequestRequest(t, base, rep, opts.Config.File, repository)
+	if err != nil {
+		return nil, err
+	}
+	if write {
+		return pullrequest.Ensure(ctx, p, req)
+	}
+	return pullrequest.Plan(ctx, p, req)
+}
+
+// pullRequestRequest describes the pull request a report's changes call
+// for.
+func pullRequestRequest(t config.Target, base string, rep *Report, cfgFile, repository string) (pullrequest.Request, error) {
+	pr := t.Push.PullRequest
+	tmpl := pr.Title
+	if tmpl == "" {
+		tmpl = DefaultTitleTemplate
+	}
+	title, err := RenderTemplate("push.pullRequest.title in "+cfgFile, tmpl, NewMessageData(rep, repository, t.Name))
+	if err != nil {
+		return pullrequest.Request{}, err
+	}
+	req := pullrequest.Request{Head: t.Push.Branch, Base: base, Title: strings.TrimSpace(title), Labels: pr.Labels}
+	for _, c := range rep.Changes {
+		req.Changes = append(req.Changes, pullrequest.Change{File: c.File, Line: c.Line, Policy: c.Policy, Old: c.Old, New: c.New})
+	}
+	return req, nil
+}

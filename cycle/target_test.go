@@ -1,0 +1,207 @@
+package cycle
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
+	"github.com/imagebump/imagebump/pullrequest"
+)
+
+const targetConfig = `
+images:
+  - {name: apps:web, repository: reg.example/web, policy: {semver: ">=1.0.0"}}
+  - {name: apps:api, repository: reg.example/api, policy: {semver: ">=1.0.0"}}
+  - {name: apps:unused, repository: reg.example/unused, policy: {semver: ">=1.0.0"}}
+git:
+  url: URL
+  branch: main
+commit:
+  author: {name: bot, email: bot@example.invalid}
+`
+
+var targetFiles = map[string]string{
+	"web.yaml": "image: reg.example/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\n",
+	"api.yaml": "tag: 1.0.0 # {\"$imagepolicy\": \"apps:api:tag\"}\n",
+}
+
+func targetSetup(t *testing.T, extra string) (*config.Config, string) {
+	t.Helper()
+	bare := testgit.NewBare(t, targetFiles)
+	text := strings.Replace(targetConfig, "URL", "file://"+bare, 1) + extra
+	cfg, err := config.Parse([]byte(text), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, bare
+}
+
+// TestRunTargetCommitsThenNothing runs two cycles of one target through
+// the library, without the command line: the first commits and pushes the
+// bumps, the second finds nothing new and pushes nothing. Only the
+// registries of policies that a marker names are asked.
+func TestRunTargetCommitsThenNothing(t *testing.T) {
+	cfg, bare := targetSetup(t, "")
+	reg := &fakeRegistry{tags: map[string][]string{
+		"reg.example/web": {"1.0.0", "1.2.0"},
+		"reg.example/api": {"1.0.0", "1.1.0"},
+	}}
+	opts := TargetOptions{Config: cfg, Target: cfg.Targets()[0], Registry: reg, Workdir: t.TempDir()}
+	res, err := RunTarget(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Pushed || len(res.Report.Changes) != 2 {
+		t.Fatalf("first cycle pushed=%v changes=%d, want a push of 2 changes", res.Pushed, len(res.Report.Changes))
+	}
+	if head := strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/main")); head != res.Commit {
+		t.Errorf("remote main is %s, the cycle reported %s", head, res.Commit)
+	}
+	if got, _ := testgit.ReadFile(t, bare, "main", "web.yaml"); !strings.Contains(got, "web:1.2.0 ") {
+		t.Errorf("pushed web.yaml = %q", got)
+	}
+	if slices.Contains(reg.scanned, "reg.example/unused") {
+		t.Errorf("the registry of a policy no marker names was asked: %v", reg.scanned)
+	}
+	if got := res.Report.Unreferenced; !slices.Equal(got, []string{"apps:unused"}) {
+		t.Errorf("Unreferenced = %v, want [apps:unused]", got)
+	}
+
+	res, err = RunTarget(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Pushed || len(res.Report.Changes) != 0 || res.Attempts != 1 {
+		t.Errorf("second cycle pushed=%v changes=%d attempts=%d, want nothing", res.Pushed, len(res.Report.Changes), res.Attempts)
+	}
+}
+
+// TestRunTargetNoMarkers checks that a target whose files hold no marker
+// asks no registry at all.
+func TestRunTargetNoMarkers(t *testing.T) {
+	bare := testgit.NewBare(t, map[string]string{"app.yaml": "image: reg.example/web:1.0.0\n"})
+	cfg, err := config.Parse([]byte(strings.Replace(targetConfig, "URL", "file://"+bare, 1)), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := &fakeRegistry{}
+	res, err := RunTarget(context.Background(), TargetOptions{Config: cfg, Target: cfg.Targets()[0], Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reg.scanned) != 0 {
+		t.Errorf("registries asked with no marker in the tree: %v", reg.scanned)
+	}
+	if len(res.Report.Markers) != 0 || res.Pushed || len(res.Report.Unreferenced) != 3 {
+		t.Errorf("markers=%d pushed=%v unreferenced=%v", len(res.Report.Markers), res.Pushed, res.Report.Unreferenced)
+	}
+}
+
+// recordingForge is a pull request provider in memory that records its
+// write calls.
+type recordingForge struct {
+	mu     sync.Mutex
+	prs    []pullrequest.PR
+	writes []string
+}
+
+func (f *recordingForge) Name() string { return "gitea" }
+
+func (f *recordingForge) List(context.Context, string, string) ([]pullrequest.PR, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.prs), nil
+}
+
+func (f *recordingForge) Create(_ context.Context, head, base, title, body string) (*pullrequest.PR, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes = append(f.writes, "create")
+	pr := pullrequest.PR{Number: len(f.prs) + 1, Head: head, Base: base, Title: title, Body: body, State: pullrequest.StateOpen, URL: "https://forge.invalid/pr"}
+	f.prs = append([]pullrequest.PR{pr}, f.prs...)
+	return &pr, nil
+}
+
+func (f *recordingForge) Update(_ context.Context, n int, title, body string) (*pullrequest.PR, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes = append(f.writes, "update")
+	for i := range f.prs {
+		if f.prs[i].Number == n {
+			f.prs[i].Title, f.prs[i].Body = title, body
+			pr := f.prs[i]
+			return &pr, nil
+		}
+	}
+	return nil, nil
+}
+
+func (f *recordingForge) AddLabels(context.Context, int, []string) error { return nil }
+func (f *recordingForge) Comment(context.Context, int, string) error     { return nil }
+func (f *recordingForge) Close(context.Context, int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes = append(f.writes, "close")
+	return nil
+}
+
+// TestRunTargetPullRequestHeldWhileAPolicyFails checks the push.branch
+// mode with a pull request: the first cycle opens it, a cycle with a failing
+// registry holds the branch and the pull request as they are, and a cycle
+// with nothing new makes no write call.
+func TestRunTargetPullRequestHeldWhileAPolicyFails(t *testing.T) {
+	bare := testgit.NewBare(t, targetFiles)
+	text := strings.Replace(targetConfig, "URL", "https://forge.invalid/acme/fleet.git", 1) +
+		"push:\n  branch: imagebump/main\n  pullRequest: {provider: gitea, tokenFile: /nonexistent}\n"
+	cfg, err := config.Parse([]byte(text), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A file:// remote has no forge, so the config names an https one; the
+	// cycle clones the local bare repository instead and the forge is faked.
+	target := cfg.Targets()[0]
+	g := *target.Git
+	g.URL = "file://" + bare
+	target.Git = &g
+	forge := &recordingForge{}
+	reg := &fakeRegistry{tags: map[string][]string{
+		"reg.example/web": {"1.2.0"},
+		"reg.example/api": {"1.1.0"},
+	}}
+	opts := TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: t.TempDir(),
+		PullRequests: func(config.Target) (pullrequest.Provider, error) { return forge, nil }}
+	res, err := RunTarget(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PullRequest == nil || res.PullRequest.Outcome != pullrequest.Opened || !res.Pushed {
+		t.Fatalf("first cycle: pushed=%v pull request %+v", res.Pushed, res.PullRequest)
+	}
+	branch := strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/imagebump/main"))
+
+	reg.fail = map[string]error{"reg.example/api": context.DeadlineExceeded}
+	res, err = RunTarget(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Held || res.Pushed || res.PullRequest != nil {
+		t.Errorf("cycle with a failing policy: held=%v pushed=%v pull request %+v", res.Held, res.Pushed, res.PullRequest)
+	}
+	if now := strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/imagebump/main")); now != branch {
+		t.Errorf("push.branch moved while a policy failed: %s -> %s", branch, now)
+	}
+
+	reg.fail = nil
+	writes := len(forge.writes)
+	res, err = RunTarget(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Pushed || res.PullRequest == nil || res.PullRequest.Outcome != pullrequest.Unchanged || len(forge.writes) != writes {
+		t.Errorf("cycle with nothing new: pushed=%v pull request %+v, forge writes %v", res.Pushed, res.PullRequest, forge.writes[writes:])
+	}
+}

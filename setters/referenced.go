@@ -1,0 +1,127 @@
+package setters
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+)
+
+// References counts the markers that name each policy.
+type References map[string]int
+
+// Referenced returns the policies that the markers under opts.Root (or
+// opts.Paths) name, without parsing YAML: it reads each candidate file that
+// holds "$imagepolicy", as Apply would, and reads the marker comments on its
+// lines. It walks the tree by Apply's rules (no symlinks out, nothing under
+// .git), so it sees the files Apply sees. The answer may name a policy that
+// Apply would not apply (a marker inside a block scalar, say), never the
+// reverse: it is for deciding which registries to ask before editing.
+//
+// Only Root, Paths, Workers and Logger are read from opts.
+func Referenced(ctx context.Context, opts Options) (References, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Root == "" {
+		return nil, errors.New("no repository root given")
+	}
+	root, err := filepath.EvalSymlinks(opts.Root)
+	if err != nil {
+		return nil, fmt.Errorf("resolving repository root: %w", err)
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return nil, fmt.Errorf("resolving repository root %s: %w", opts.Root, err)
+	}
+	if fi, err := os.Stat(root); err != nil {
+		return nil, fmt.Errorf("reading repository root: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("repository root %s is not a directory", opts.Root)
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	r := &run{opts: opts, log: log, root: root, res: &Result{}}
+	refs := References{}
+	var mu sync.Mutex
+	jobs := make(chan job, workers*4)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			var buf bytes.Buffer
+			local := References{}
+			for j := range jobs {
+				if ctx.Err() != nil {
+					continue // drain
+				}
+				if readFile(j.abs, &buf) != nil {
+					continue // Apply reports it
+				}
+				scanReferences(buf.Bytes(), local)
+			}
+			mu.Lock()
+			for p, n := range local {
+				refs[p] += n
+			}
+			mu.Unlock()
+		})
+	}
+	w := &walker{ctx: ctx, root: root, jobs: jobs, log: log, run: r}
+	paths := opts.Paths
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	for _, p := range paths {
+		if ctx.Err() != nil {
+			break
+		}
+		w.path(p)
+	}
+	close(jobs)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("scanning %s: %w", opts.Root, err)
+	}
+	return refs, nil
+}
+
+// scanReferences adds the policies named by well-formed marker comments in
+// src to refs.
+func scanReferences(src []byte, refs References) {
+	for len(src) > 0 {
+		i := bytes.Index(src, token)
+		if i < 0 {
+			return
+		}
+		start := bytes.LastIndexByte(src[:i], '\n') + 1
+		end := bytes.IndexByte(src[i:], '\n')
+		if end < 0 {
+			end = len(src)
+		} else {
+			end += i
+		}
+		line := src[start:end]
+		// The comment starts at one of the '#' before the token; try each
+		// from the left, as a '#' may sit inside a quoted value.
+		for off := 0; off < len(line); {
+			h := bytes.IndexByte(line[off:], '#')
+			if h < 0 {
+				break
+			}
+			h += off
+			if policy, _, ok, err := ParseMarker(string(line[h:])); ok && err == nil {
+				refs[policy]++
+				break
+			}
+			off = h + 1
+		}
+		src = src[end:]
+	}
+}

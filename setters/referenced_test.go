@@ -1,0 +1,69 @@
+package setters
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestReferencedCoversApply checks, on every golden case, that Referenced
+// names every policy whose markers Apply finds (the cycle asks registries
+// only for those), and counts them at least as often.
+func TestReferencedCoversApply(t *testing.T) {
+	cases, err := os.ReadDir(goldenDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if !c.IsDir() {
+			continue
+		}
+		t.Run(c.Name(), func(t *testing.T) {
+			root := filepath.Join(goldenDir, c.Name(), "input")
+			refs, err := Referenced(context.Background(), Options{Root: root})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Apply(context.Background(), Options{Root: root, Known: func(string) bool { return true }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := References{}
+			for _, m := range res.Markers {
+				want[m.Policy]++
+			}
+			for p, n := range want {
+				if refs[p] < n {
+					t.Errorf("Referenced counts %d markers of %s, Apply found %d", refs[p], p, n)
+				}
+			}
+		})
+	}
+}
+
+func TestScanReferences(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		src  string
+		want References
+	}{
+		{"image", "image: a:1 # {\"$imagepolicy\": \"ns:app\"}\n", References{"ns:app": 1}},
+		{"suffixes", "tag: 1 # {\"$imagepolicy\": \"ns:app:tag\"}\nname: a # {\"$imagepolicy\": \"ns:app:name\"}\n", References{"ns:app": 2}},
+		{"hash in a quoted value", "x: \"a#b\" # {\"$imagepolicy\": \"ns:b\"}", References{"ns:b": 1}},
+		{"crlf", "a: 1 # {\"$imagepolicy\": \"ns:c\"}\r\nb: 2 # {\"$imagepolicy\": \"ns:d\"}\r\n", References{"ns:c": 1, "ns:d": 1}},
+		{"malformed", "a: 1 # {\"$imagepolicy\": \"nonamespace\"}\n", References{}},
+		{"text after the marker", "a: 1 # {\"$imagepolicy\": \"ns:e\"} #note\n", References{}},
+		{"no comment", "a: \"$imagepolicy\"\n", References{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := References{}
+			scanReferences([]byte(tt.src), got)
+			if diff := cmp.Diff(got, tt.want); diff != "" {
+				t.Errorf("scanReferences (-got +want):\n%s", diff)
+			}
+		})
+	}
+}
