@@ -198,7 +198,8 @@ type Commit struct {
 	// Author is the commit's author and committer.
 	Author Author `yaml:"author"`
 	// MessageTemplate is a Go text/template for the commit message. Empty
-	// means the default message of the Git writer.
+	// means cycle.DefaultMessageTemplate: a subject naming the bumps, then a
+	// line per policy and its files.
 	MessageTemplate string `yaml:"messageTemplate"`
 	// SigningKeyFile holds an ASCII-armored OpenPGP private key; when set,
 	// commits are signed.
@@ -235,7 +236,7 @@ type PullRequest struct {
 	// TokenFile holds the API token. Empty means Git.Auth.TokenFile.
 	TokenFile string `yaml:"tokenFile" config:"secret"`
 	// Title is a Go text/template for the pull request's title. Empty means
-	// the default title of the Git writer.
+	// cycle.DefaultTitleTemplate.
 	Title string `yaml:"title"`
 	// Labels are added to the pull request.
 	Labels []string `yaml:"labels"`

@@ -106,6 +106,9 @@ func TestMain(m *testing.M) {
 	if file := os.Getenv(rssLauncherEnv); file != "" {
 		os.Exit(launch(file))
 	}
+	if os.Getenv(stubbornChildEnv) != "" {
+		stubbornChild()
+	}
 	flag.Parse()
 	code := m.Run()
 	if fix != nil {

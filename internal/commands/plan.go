@@ -17,6 +17,7 @@ import (
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/internal/unidiff"
 	"github.com/imagebump/imagebump/pullrequest"
 	"github.com/imagebump/imagebump/setters"
@@ -360,11 +361,11 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 		} else if p.Digest != "" {
 			latest += "@" + p.Digest
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, p.Repository, latest)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", printable.String(p.Name), printable.String(p.Repository), printable.String(latest))
 	}
 	tw.Flush()
 	if len(rep.Unreferenced) > 0 {
-		fmt.Fprintf(&b, "Not asked (no marker names %s): %s\n", plural(len(rep.Unreferenced), "it", "them"), strings.Join(rep.Unreferenced, ", "))
+		fmt.Fprintf(&b, "Not asked (no marker names %s): %s\n", plural(len(rep.Unreferenced), "it", "them"), printable.String(strings.Join(rep.Unreferenced, ", ")))
 	}
 
 	b.WriteString("\n")
@@ -380,7 +381,7 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "FILE:LINE\tPOLICY\tFROM\tTO")
 		for _, c := range rep.Changes {
-			fmt.Fprintf(tw, "%s:%d\t%s\t%s\t%s\n", c.File, c.Line, policyField(c.Policy, c.Field), c.Old, c.New)
+			fmt.Fprintf(tw, "%s:%d\t%s\t%s\t%s\n", printable.String(c.File), c.Line, printable.String(policyField(c.Policy, c.Field)), printable.String(c.Old), printable.String(c.New))
 		}
 		tw.Flush()
 	}
@@ -389,7 +390,7 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 	if len(problems) > 0 {
 		b.WriteString("\nProblems:\n")
 		for _, l := range problems {
-			b.WriteString("  " + l + "\n")
+			b.WriteString("  " + printable.String(l) + "\n")
 		}
 	}
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/spf13/cobra"
 )
 
@@ -61,7 +62,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	code := exitCode(err)
 	var silent silentExit
 	if err != nil && !errors.As(err, &silent) {
-		fmt.Fprintf(stderr, "error: %s\n", err)
+		fmt.Fprintf(stderr, "error: %s\n", printable.String(describe(ctx, err)))
 	}
 	return code
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/pullrequest"
 )
 
@@ -118,7 +119,7 @@ func runRun(ctx context.Context, o *RunOptions, stdout io.Writer) error {
 			Config: cfg, Target: t, Registry: reg, Workdir: o.Workdir,
 			PullRequests: o.pullRequests, Logger: o.global.logger,
 		})
-		s := targetSummary(res, err)
+		s := targetSummary(ctx, res, err)
 		if err != nil || res.Failed() {
 			failed = true
 		}
@@ -162,7 +163,7 @@ func chooseTargets(cfg *config.Config, name string) ([]config.Target, error) {
 }
 
 // targetSummary renders a target's cycle as the JSON summary.
-func targetSummary(res *cycle.TargetResult, err error) TargetSummary {
+func targetSummary(ctx context.Context, res *cycle.TargetResult, err error) TargetSummary {
 	s := TargetSummary{Target: res.Target, Repository: res.Repository, Branch: res.Branch, PushBranch: res.PushBranch,
 		Commit: res.Commit, Pushed: res.Pushed, Forced: res.Forced, Attempts: res.Attempts, Held: res.Held,
 		PullRequest: res.PullRequest, Policies: []PolicyJSON{}, Changes: []ChangeJSON{}, Problems: []ProblemJSON{}}
@@ -171,7 +172,7 @@ func targetSummary(res *cycle.TargetResult, err error) TargetSummary {
 		fillReport(&s, res.Report)
 	}
 	if err != nil {
-		s.Error = err.Error()
+		s.Error = describe(ctx, err)
 	}
 	return s
 }
@@ -201,11 +202,11 @@ func writeRunText(w io.Writer, rep RunReport) error {
 		}
 		switch {
 		case t.Error != "" && t.Pushed:
-			fmt.Fprintf(&b, "  pushed %s to %s, then FAILED: %s\n", shortSHA(t.Commit), pushTarget(t), t.Error)
+			fmt.Fprintf(&b, "  pushed %s to %s, then FAILED: %s\n", shortSHA(t.Commit), pushTarget(t), printable.String(t.Error))
 		case t.Error != "" && t.report != nil && len(t.report.Changes) > 0:
-			fmt.Fprintf(&b, "  FAILED, the edits above were made in the working copy but not pushed: %s\n", t.Error)
+			fmt.Fprintf(&b, "  FAILED, the edits above were made in the working copy but not pushed: %s\n", printable.String(t.Error))
 		case t.Error != "":
-			fmt.Fprintf(&b, "  FAILED: %s\n", t.Error)
+			fmt.Fprintf(&b, "  FAILED: %s\n", printable.String(t.Error))
 		case t.Pushed:
 			fmt.Fprintf(&b, "  committed %s and pushed it to %s\n", shortSHA(t.Commit), pushTarget(t))
 		case t.Held:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/policy"
 	"github.com/imagebump/imagebump/registry"
 )
@@ -212,12 +213,12 @@ func writeTags(w io.Writer, format string, rep TagsReport) error {
 		status[rep.Latest] = "LATEST"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "repository: %s\n", rep.Repository)
+	fmt.Fprintf(&b, "repository: %s\n", printable.String(rep.Repository))
 	if rep.Policy != "" {
-		fmt.Fprintf(&b, "policy:     %s\n", rep.Policy)
+		fmt.Fprintf(&b, "policy:     %s\n", printable.String(rep.Policy))
 	}
 	if rep.Rule != "" {
-		fmt.Fprintf(&b, "rule:       %s\n", rep.Rule)
+		fmt.Fprintf(&b, "rule:       %s\n", printable.String(rep.Rule))
 	}
 	fmt.Fprintf(&b, "tags:       %d\n\n", len(rep.Tags))
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
@@ -227,20 +228,20 @@ func writeTags(w io.Writer, format string, rep TagsReport) error {
 		if s == "" && rep.Rule == "" {
 			s = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\n", t, s)
+		fmt.Fprintf(tw, "%s\t%s\n", printable.String(t), s)
 	}
 	tw.Flush()
 	for _, w := range rep.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", w)
+		fmt.Fprintf(&b, "warning: %s\n", printable.String(w))
 	}
 	if rep.Summary != "" {
-		fmt.Fprintf(&b, "\n%s\n", rep.Summary)
+		fmt.Fprintf(&b, "\n%s\n", printable.String(rep.Summary))
 	}
 	if rep.Latest != "" {
-		fmt.Fprintf(&b, "latest: %s\n", rep.Latest)
+		fmt.Fprintf(&b, "latest: %s\n", printable.String(rep.Latest))
 	}
 	if rep.Digest != "" {
-		fmt.Fprintf(&b, "digest: %s\n", rep.Digest)
+		fmt.Fprintf(&b, "digest: %s\n", printable.String(rep.Digest))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/spf13/cobra"
 )
 
@@ -78,7 +79,7 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 		}
 	}
 	for _, p := range res.Problems {
-		fmt.Fprintf(&b, "error: %s\n", p.Error())
+		fmt.Fprintf(&b, "error: %s\n", printable.String(p.Error()))
 	}
 	if _, err := io.WriteString(stdout, b.String()); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Context is the number of unchanged lines shown around each change.
@@ -23,7 +24,8 @@ func Write(w io.Writer, path string, before, after []byte) error {
 	a, b := splitLines(before), splitLines(after)
 	ops := diff(a, b)
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "diff --git a/%s b/%s\n--- a/%s\n+++ b/%s\n", path, path, path, path)
+	from, to := QuotePath("a/"+path), QuotePath("b/"+path)
+	fmt.Fprintf(&buf, "diff --git %s %s\n--- %s\n+++ %s\n", from, to, from, to)
 	for _, h := range hunks(ops, len(a), len(b)) {
 		writeHunk(&buf, h, a, b)
 	}
@@ -263,4 +265,56 @@ func writeLine(buf *bytes.Buffer, prefix byte, line []byte) {
 	if len(line) == 0 || line[len(line)-1] != '\n' {
 		buf.WriteString("\n\\ No newline at end of file\n")
 	}
+}
+
+// QuotePath quotes a path for a diff header the way git does with
+// core.quotePath on (its default): a path holding a double quote, a
+// backslash, a control character or a byte of 0x80 and above is written
+// between double quotes, with C escapes (\n, \t, \", \\) and octal escapes
+// (\303) for the other bytes; any other path is written as it is. Quoted, a
+// file name holding a newline can neither break nor forge a hunk, and git
+// apply reads it back.
+func QuotePath(p string) string {
+	needs := false
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			needs = true
+			break
+		}
+	}
+	if !needs {
+		return p
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; c {
+		case '\a':
+			b.WriteString(`\a`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\v':
+			b.WriteString(`\v`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		default:
+			if c < 0x20 || c >= 0x7f {
+				fmt.Fprintf(&b, "\\%03o", c)
+			} else {
+				b.WriteByte(c)
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }

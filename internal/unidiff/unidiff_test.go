@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -139,4 +140,91 @@ func mutate(rng *rand.Rand, data []byte) []byte {
 		}
 	}
 	return bytes.Join(out, nil)
+}
+
+// TestGitApplyAcceptsHostileNames checks that paths git would quote (a
+// newline, quotes, a backslash, a tab, UTF-8, a crafted "+++" folder) come
+// out quoted, cannot forge a hunk, and that git apply edits exactly the
+// named file.
+func TestGitApplyAcceptsHostileNames(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is not installed: install the Debian package git, or run ./scripts/test.sh")
+	}
+	for _, name := range []string{
+		"plain.yaml",
+		"with space.yaml",
+		"new\nline.yaml",
+		"quote\"d.yaml",
+		"back\\slash.yaml",
+		"tab\there.yaml",
+		"caf\u00e9.yaml",
+		"dir\n+++ b/evil.yaml/x.yaml",
+		"esc\x1b[31mred.yaml",
+	} {
+		t.Run(strconv.Quote(name), func(t *testing.T) {
+			dir := t.TempDir()
+			git := func(args ...string) {
+				t.Helper()
+				cmd := exec.Command("git", args...)
+				cmd.Dir = dir
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+				}
+			}
+			git("init", "-q")
+			p := filepath.Join(dir, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			before, after := []byte("a: 1\nb: 2\n"), []byte("a: 1\nb: 3\n")
+			if err := os.WriteFile(p, before, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var patch bytes.Buffer
+			if err := Write(&patch, name, before, after); err != nil {
+				t.Fatal(err)
+			}
+			// Exactly three header lines and one hunk of four: a name cannot add
+			// lines.
+			if got := strings.Count(patch.String(), "\n"); got != 3+4 {
+				t.Fatalf("patch has %d lines, want 7:\n%s", got, patch.String())
+			}
+			pf := filepath.Join(t.TempDir(), "p.diff")
+			if err := os.WriteFile(pf, patch.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			git("apply", pf)
+			got, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, after) {
+				t.Errorf("git apply gave %q, want %q\npatch:\n%s", got, after, patch.String())
+			}
+		})
+	}
+}
+
+// FuzzQuotePath checks that a quoted path reads back as the path (Go's
+// unquoting follows the same C escapes), and that the result holds no
+// control character either way.
+func FuzzQuotePath(f *testing.F) {
+	for _, s := range []string{"a/b.yaml", "x\ny", "\"", "\\", "caf\u00e9", "\x00\x7f\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		q := QuotePath(p)
+		for i := 0; i < len(q); i++ {
+			if q[i] < 0x20 || q[i] == 0x7f {
+				t.Fatalf("QuotePath(%q) = %q holds a control character", p, q)
+			}
+		}
+		if q == p {
+			return
+		}
+		back, err := strconv.Unquote(q)
+		if err != nil || back != p {
+			t.Fatalf("QuotePath(%q) = %s, which reads back as %q (%v)", p, q, back, err)
+		}
+	})
 }

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/imagebump/imagebump/internal/commands"
+)
+
+// buildBinary builds imagebump into a temporary folder.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "imagebump")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// hangingRegistry accepts TCP connections and never answers.
+func hangingRegistry(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestSignals checks what a user sees when stopping imagebump: the first
+// SIGTERM ends the command with "interrupted by SIGTERM" (never "context
+// canceled"), and a second signal exits at once with code 130.
+func TestSignals(t *testing.T) {
+	bin := buildBinary(t)
+	host := hangingRegistry(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "imagebump.yaml")
+	if err := os.WriteFile(cfg, []byte("registries:\n  - {host: \""+host+"\", insecure: true}\nimages:\n  - {name: app, repository: "+host+"/app, policy: {semver: \">=1.0.0\"}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(dir, "repo")
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "app.yaml"), []byte("image: "+host+"/app:1.0.0 # {\"$imagepolicy\": \"default:app\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	start := func() (*exec.Cmd, *bytes.Buffer) {
+		cmd := exec.Command(bin, "plan", "-c", cfg, "--repo", repo)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond) // let it reach the hanging registry
+		return cmd, &stderr
+	}
+	exitCode := func(cmd *exec.Cmd) int {
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				return ee.ExitCode()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return 0
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Fatal("imagebump did not stop within 20s of the signal")
+			return -1
+		}
+	}
+
+	t.Run("one SIGTERM", func(t *testing.T) {
+		cmd, stderr := start()
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		code := exitCode(cmd)
+		out := stderr.String()
+		if code != 1 || !strings.Contains(out, "interrupted by SIGTERM") || strings.Contains(out, "context canceled") {
+			t.Errorf("exit %d, stderr:\n%s", code, out)
+		}
+	})
+	t.Run("two signals", func(t *testing.T) {
+		// A child that ignores its cancelled context: only the second
+		// signal can end it.
+		self, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(self, "-test.run=^$")
+		cmd.Env = append(os.Environ(), stubbornChildEnv+"=1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ready := make([]byte, 6)
+		if _, err := stdout.Read(ready); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		time.Sleep(200 * time.Millisecond)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if code := exitCode(cmd); code != 130 || !strings.Contains(stderr.String(), "second signal") {
+			t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
+		}
+	})
+}
+
+// stubbornChildEnv makes the test binary a process that sets up
+// SignalContext, says "ready\n" and then ignores its context.
+const stubbornChildEnv = "IMAGEBUMP_TEST_STUBBORN_CHILD"
+
+func stubbornChild() {
+	ctx, stop := commands.SignalContext(context.Background(), os.Stderr)
+	defer stop()
+	os.Stdout.WriteString("ready\n")
+	<-ctx.Done()
+	time.Sleep(time.Minute)
+	os.Exit(3)
+}

@@ -1,0 +1,59 @@
+package printable
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestString(t *testing.T) {
+	for _, tt := range []struct{ name, in, want string }{
+		{"plain", "ghcr.io/acme/app:1.2.3", "ghcr.io/acme/app:1.2.3"},
+		{"utf8", "café ✓", "café ✓"},
+		{"windows path", `C:\fleet\app.yaml`, `C:\fleet\app.yaml`},
+		{"newline forges a line", "1.2.3\nFAKE: all good", `1.2.3\nFAKE: all good`},
+		{"carriage return hides", "bad\rgood", `bad\rgood`},
+		{"tab breaks columns", "a\tb", `a\tb`},
+		{"terminal escape", "\x1b[31mred\x1b[0m", `\x1b[31mred\x1b[0m`},
+		{"bell and NUL", "\a\x00", `\x07\x00`},
+		{"DEL and C1", "\x7f\u009b", `\x7f\x9b`},
+		{"bidi override", "abc\u202edcba", `abc\u202edcba`},
+		{"invalid UTF-8", "a\xffb", `a\xffb`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := String(tt.in); got != tt.want {
+				t.Errorf("String(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestStringTruncates(t *testing.T) {
+	long := strings.Repeat("é", MaxLen) // 2 bytes each
+	got := String(long)
+	if !strings.HasSuffix(got, "…(512 more bytes)") || !utf8.ValidString(got) {
+		t.Errorf("String(%d bytes) = …%q", len(long), got[len(got)-40:])
+	}
+}
+
+// FuzzString checks that the output never holds a character a terminal
+// acts on, is valid UTF-8, and that clean input is returned as it is.
+func FuzzString(f *testing.F) {
+	for _, s := range []string{"", "a", "\x1b[2J", "x\ny", "\xff", "\u202e", strings.Repeat("x", 600)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := String(s)
+		if !utf8.ValidString(got) {
+			t.Fatalf("String(%q) = %q is not valid UTF-8", s, got)
+		}
+		for _, r := range got {
+			if unsafe(r) {
+				t.Fatalf("String(%q) = %q holds %U", s, got, r)
+			}
+		}
+		if len(s) <= MaxLen && clean(s) && got != s {
+			t.Fatalf("String(%q) = %q changed clean text", s, got)
+		}
+	})
+}
