@@ -10,12 +10,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // token is the text a file must contain to be parsed at all, as in Flux.
@@ -57,6 +59,10 @@ type Options struct {
 	// bytes (in a dry run too), after the file was written. Calls may come
 	// from any goroutine but never overlap. The slices must not be modified.
 	OnEdit func(file string, before, after []byte)
+	// MaxFileSize is the size in bytes above which a file is not parsed: a
+	// file that holds a marker is reported, one without is skipped. Zero
+	// means DefaultMaxFileSize; negative means no limit.
+	MaxFileSize int64
 	// Logger receives debug and warning messages. Nil means no logging.
 	Logger *slog.Logger
 }
@@ -159,21 +165,9 @@ func Apply(ctx context.Context, opts Options) (*Result, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if opts.Root == "" {
-		return nil, errors.New("no repository root given")
-	}
-	abs, err := filepath.Abs(opts.Root)
+	root, err := resolveRoot(opts.Root)
 	if err != nil {
-		return nil, fmt.Errorf("resolving repository root %s: %w", opts.Root, err)
-	}
-	root, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, fmt.Errorf("resolving repository root: %w", err)
-	}
-	if fi, err := os.Stat(root); err != nil {
-		return nil, fmt.Errorf("reading repository root: %w", err)
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("repository root %s is not a directory", opts.Root)
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("scanning %s: %w", opts.Root, err)
@@ -229,6 +223,32 @@ func Apply(ctx context.Context, opts Options) (*Result, error) {
 	return r.res, nil
 }
 
+// resolveRoot returns the real path of a repository root, refusing one that
+// is not a folder or lies inside a .git folder (imagebump never touches Git's
+// own files).
+func resolveRoot(dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("no repository root given")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("resolving repository root %s: %w", dir, err)
+	}
+	root, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("resolving repository root: %w", err)
+	}
+	if fi, err := os.Stat(root); err != nil {
+		return "", fmt.Errorf("reading repository root: %w", err)
+	} else if !fi.IsDir() {
+		return "", fmt.Errorf("repository root %s is not a directory", dir)
+	}
+	if slices.Contains(strings.Split(filepath.ToSlash(root), "/"), ".git") {
+		return "", fmt.Errorf("repository root %s is inside a .git folder, which imagebump never reads or writes: give the working tree instead (the folder that holds .git)", dir)
+	}
+	return root, nil
+}
+
 // run holds the state of one Apply call shared by its workers.
 type run struct {
 	opts Options
@@ -257,9 +277,16 @@ func (r *run) problem(p Problem) {
 // worker holds one file at a time. The walker already checked that the
 // file is regular, so there is no stat unless it changes.
 func (r *run) file(j job, buf *bytes.Buffer) {
-	err := readFile(j.abs, buf)
+	err := readFile(j.abs, buf, maxFileSize(r.opts))
 	r.scanned.Add(1)
-	if err != nil {
+	var tooLarge *TooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
+		if tooLarge.Marked {
+			r.problem(Problem{File: j.rel, Err: err})
+		}
+		return
+	case err != nil:
 		r.problem(Problem{File: j.rel, Err: fmt.Errorf("reading file: %w", err)})
 		return
 	}
@@ -504,6 +531,12 @@ func (w *walker) path(p string) {
 	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
+		// A Paths entry was asked for by name: one that leads outside the
+		// root is a problem, whatever its name, not a quiet "nothing here".
+		if target, err := filepath.EvalSymlinks(abs); err == nil && !w.inside(target) {
+			w.run.problem(Problem{File: display, Err: errOutside})
+			return
+		}
 		w.link(abs, candidate(fi.Name()))
 	case fi.IsDir():
 		w.dir(abs)
@@ -549,12 +582,42 @@ func (w *walker) dir(top string) {
 			if !w.linked[p] {
 				w.send(p)
 			}
+		case d.Type().IsRegular() && staleTemp(d.Name()):
+			w.removeStale(p, d)
 		}
 		return nil
 	})
 	if err != nil && w.ctx.Err() == nil {
 		w.run.problem(Problem{File: w.rel(top), Err: fmt.Errorf("walking folder: %w", err)})
 	}
+}
+
+// staleAge is how old a temporary file of imagebump's must be before a
+// later run removes it: a run stages its files for seconds, so an older one
+// was left by a run that was killed.
+const staleAge = 10 * time.Minute
+
+// staleTempRE matches the names writeTemp gives temporary files.
+var staleTempRE = regexp.MustCompile(`^\..+\.imagebump-[0-9]+$`)
+
+func staleTemp(name string) bool { return staleTempRE.MatchString(name) }
+
+// removeStale removes a temporary file left by a killed run, when Write is
+// set and it is old enough; a dry run only mentions it.
+func (w *walker) removeStale(p string, d fs.DirEntry) {
+	fi, err := d.Info()
+	if err != nil || time.Since(fi.ModTime()) < staleAge {
+		return
+	}
+	if !w.run.opts.Write {
+		w.log.Debug("found a temporary file left by a killed run; the next apply or run removes it", "file", w.rel(p))
+		return
+	}
+	if err := os.Remove(p); err != nil {
+		w.log.Warn("could not remove a temporary file left by a killed run", "file", w.rel(p), "error", err)
+		return
+	}
+	w.log.Info("removed a temporary file left by a killed run", "file", w.rel(p))
 }
 
 // link follows a symlink once if it stays inside the root and out of .git.
@@ -620,3 +683,14 @@ type pathError struct {
 
 func (e *pathError) Error() string { return e.op + ": " + e.err.Error() }
 func (e *pathError) Unwrap() error { return e.err }
+
+// maxFileSize returns the file size limit opts ask for.
+func maxFileSize(opts Options) int64 {
+	switch {
+	case opts.MaxFileSize == 0:
+		return DefaultMaxFileSize
+	case opts.MaxFileSize < 0:
+		return 0
+	}
+	return opts.MaxFileSize
+}

@@ -57,8 +57,14 @@ func stage(abs string, old, data []byte) (*staged, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is no longer a regular file", filepath.Base(abs))
 	}
+	own := ownerOf(fi)
+	if own.links > 1 {
+		// A rename would give this name a new file and leave the other
+		// names on the old one: the links would silently split.
+		return nil, fmt.Errorf("the file has %d hard links, and replacing it would split them; not rewritten (make it a single file, or a symlink)", own.links)
+	}
 	dir, base := filepath.Split(abs)
-	tmp, err := writeTemp(dir, base, fi.Mode(), data, syncEachFile)
+	tmp, err := writeTemp(dir, base, fi.Mode(), own, data, syncEachFile)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +108,7 @@ func (s *staged) check(buf *bytes.Buffer) error {
 	if fi.Size() != int64(s.size) {
 		return errChanged
 	}
-	if err := readFile(s.abs, buf); err != nil {
+	if err := readFile(s.abs, buf, -1); err != nil {
 		return err
 	}
 	if buf.Len() != s.size || sha256.Sum256(buf.Bytes()) != s.sum {

@@ -230,7 +230,7 @@ func TestSyncFallbacks(t *testing.T) {
 	if got := len(fsDirs(files)); got != 1 {
 		t.Errorf("fsDirs found %d file systems for one folder, want 1", got)
 	}
-	tmp, err := writeTemp(dir+string(filepath.Separator), "c.yaml", 0o640, []byte("c\n"), true)
+	tmp, err := writeTemp(dir+string(filepath.Separator), "c.yaml", 0o640, owner{uid: -1, gid: -1, links: 1}, []byte("c\n"), true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -123,6 +124,24 @@ type rewriter struct {
 // rewrite finds the markers in one file and computes its new bytes. file is
 // the name used in reports.
 func rewrite(file string, src []byte, e env) outcome {
+	out := rewriteLines(file, src, e)
+	if ix := newLineIndex(src); ix.odd {
+		// Lines reach users as an editor counts them.
+		for i := range out.markers {
+			out.markers[i].Line = ix.editorLine(out.markers[i].Line)
+		}
+		for i := range out.changes {
+			out.changes[i].Line = ix.editorLine(out.changes[i].Line)
+		}
+		for i := range out.problems {
+			out.problems[i].Line = ix.editorLine(out.problems[i].Line)
+		}
+	}
+	return out
+}
+
+// rewriteLines is rewrite with yaml.v3's line numbers.
+func rewriteLines(file string, src []byte, e env) outcome {
 	var out outcome
 	docs, err := parseDocs(src)
 	if err != nil {
@@ -130,6 +149,12 @@ func rewrite(file string, src []byte, e env) outcome {
 		line := 0
 		if errors.As(err, &se) {
 			line = se.Line
+			if line == 0 {
+				// yaml.v3 gives no line for bytes it refuses outright.
+				if l, what := badByte(src); l > 0 {
+					line, se.Msg = l, what+" ("+se.Msg+")"
+				}
+			}
 		}
 		out.problems = append(out.problems, Problem{File: file, Line: line, Err: err})
 		return out
@@ -374,4 +399,34 @@ func newValue(img Image, policy string, field Field) (string, error) {
 		return "", fmt.Errorf("policy %s resolved an unusable value: %w", policy, err)
 	}
 	return v, nil
+}
+
+// badByte finds the first byte YAML refuses in any position (a control
+// character other than tab and the line breaks, or invalid UTF-8) and
+// returns its line as yaml.v3 counts lines, with what it is; 0 when there
+// is none.
+func badByte(src []byte) (int, string) {
+	ix := newLineIndex(src)
+	for n := 1; n <= ix.lines(); n++ {
+		line := ix.line(n)
+		for i := 0; i < len(line); {
+			c := line[i]
+			if c < utf8.RuneSelf {
+				if c < 0x20 && c != '\t' || c == 0x7f {
+					if c == 0 {
+						return n, "a NUL byte"
+					}
+					return n, fmt.Sprintf("the control character 0x%02x", c)
+				}
+				i++
+				continue
+			}
+			r, size := utf8.DecodeRune(line[i:])
+			if r == utf8.RuneError && size == 1 {
+				return n, fmt.Sprintf("invalid UTF-8 (byte 0x%02x)", c)
+			}
+			i += size
+		}
+	}
+	return 0, ""
 }

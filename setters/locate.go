@@ -20,6 +20,9 @@ type lineIndex struct {
 	src    []byte
 	starts []int // offset of each line's first byte
 	ends   []int // offset of each line's break (or len(src))
+	// odd is set when a break other than LF or CRLF occurs: yaml.v3's line
+	// numbers then differ from an editor's.
+	odd bool
 }
 
 func newLineIndex(src []byte) *lineIndex {
@@ -31,6 +34,9 @@ func newLineIndex(src []byte) *lineIndex {
 			continue
 		}
 		ix.ends = append(ix.ends, i)
+		if src[i] != '\n' && n != 2 || n == 2 && src[i] != '\r' {
+			ix.odd = true
+		}
 		i += n
 		ix.starts = append(ix.starts, i)
 	}
@@ -56,6 +62,16 @@ func breakLen(b []byte) int {
 		return 3
 	}
 	return 0
+}
+
+// editorLine converts yaml.v3's 1-based line number to the one an editor
+// shows, which counts LF only: a lone CR, NEL, LINE SEPARATOR or PARAGRAPH
+// SEPARATOR starts no line there.
+func (ix *lineIndex) editorLine(n int) int {
+	if !ix.odd || n < 1 || n > len(ix.starts) {
+		return n
+	}
+	return bytes.Count(ix.src[:ix.starts[n-1]], []byte{'\n'}) + 1
 }
 
 // lines returns the number of lines.

@@ -7,14 +7,29 @@ import (
 	"os"
 )
 
-// readFile reads the file at path into buf.
-func readFile(path string, buf *bytes.Buffer) error {
+// readFile reads the regular file at path into buf, unless it is larger
+// than limit bytes; see the Unix version.
+func readFile(path string, buf *bytes.Buffer, limit int64) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return errNotRegular
+	}
 	buf.Reset()
+	if limit > 0 && fi.Size() > limit {
+		marked, err := scanForToken(f.Read)
+		if err != nil {
+			return err
+		}
+		return &TooLargeError{Size: fi.Size(), Limit: limit, Marked: marked}
+	}
 	_, err = buf.ReadFrom(f)
 	return err
 }

@@ -8,16 +8,21 @@ import (
 	"syscall"
 )
 
-// readFile reads the file at path into buf. On Unix it uses plain system
-// calls: os.Open would register every file with the runtime's poller and
-// make it non-blocking, which costs more than reading a small file.
+// readFile reads the regular file at path into buf, unless it is larger
+// than limit bytes: then buf is left empty and the error is a
+// *TooLargeError saying whether the file holds a marker (it is scanned in
+// small pieces for the token, never held whole).
+//
+// On Unix it uses plain system calls: os.Open would register every file
+// with the runtime's poller, which costs more than reading a small file.
 // O_NOFOLLOW makes a file swapped for a symlink after the walk fail instead
-// of being followed.
-func readFile(path string, buf *bytes.Buffer) error {
+// of being followed, and O_NONBLOCK keeps a file swapped for a FIFO from
+// blocking the open; fstat then refuses anything but a regular file.
+func readFile(path string, buf *bytes.Buffer, limit int64) error {
 	var fd int
 	var err error
 	for {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 		if !errors.Is(err, syscall.EINTR) {
 			break
 		}
@@ -26,20 +31,48 @@ func readFile(path string, buf *bytes.Buffer) error {
 		return &pathError{op: "open", err: err}
 	}
 	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := retry(func() error { return syscall.Fstat(fd, &st) }); err != nil {
+		return &pathError{op: "stat", err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return errNotRegular
+	}
 	buf.Reset()
+	read := func(b []byte) (int, error) {
+		for {
+			n, err := syscall.Read(fd, b)
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			if err != nil {
+				return 0, &pathError{op: "read", err: err}
+			}
+			return n, nil
+		}
+	}
+	if limit > 0 && st.Size > limit {
+		marked, err := scanForToken(read)
+		if err != nil {
+			return err
+		}
+		return &TooLargeError{Size: st.Size, Limit: limit, Marked: marked}
+	}
 	for {
 		buf.Grow(16 << 10)
 		b := buf.AvailableBuffer()
-		n, err := syscall.Read(fd, b[:cap(b)])
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
+		n, err := read(b[:cap(b)])
 		if err != nil {
-			return &pathError{op: "read", err: err}
+			return err
 		}
 		if n == 0 {
 			return nil
 		}
 		buf.Write(b[:n])
+		if limit > 0 && int64(buf.Len()) > limit {
+			// The file grew after fstat.
+			buf.Reset()
+			return &TooLargeError{Size: st.Size, Limit: limit, Marked: true}
+		}
 	}
 }

@@ -3,11 +3,8 @@ package setters
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 )
@@ -23,26 +20,15 @@ type References map[string]int
 // Apply would not apply (a marker inside a block scalar, say), never the
 // reverse: it is for deciding which registries to ask before editing.
 //
-// Only Root, Paths, Workers and Logger are read from opts.
+// Only Root, Paths, Workers, MaxFileSize and Logger are read from opts.
 func Referenced(ctx context.Context, opts Options) (References, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if opts.Root == "" {
-		return nil, errors.New("no repository root given")
-	}
-	root, err := filepath.EvalSymlinks(opts.Root)
+	root, err := resolveRoot(opts.Root)
 	if err != nil {
-		return nil, fmt.Errorf("resolving repository root: %w", err)
-	}
-	if root, err = filepath.Abs(root); err != nil {
-		return nil, fmt.Errorf("resolving repository root %s: %w", opts.Root, err)
-	}
-	if fi, err := os.Stat(root); err != nil {
-		return nil, fmt.Errorf("reading repository root: %w", err)
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("repository root %s is not a directory", opts.Root)
+		return nil, err
 	}
 	workers := opts.Workers
 	if workers <= 0 {
@@ -61,7 +47,7 @@ func Referenced(ctx context.Context, opts Options) (References, error) {
 				if ctx.Err() != nil {
 					continue // drain
 				}
-				if readFile(j.abs, &buf) != nil {
+				if readFile(j.abs, &buf, maxFileSize(opts)) != nil {
 					continue // Apply reports it
 				}
 				scanReferences(buf.Bytes(), local)

@@ -12,7 +12,7 @@ import (
 
 // writeTemp writes data to a new temporary file in dir, named after base,
 // with the given mode, syncs it if fsync is set, and returns its path.
-func writeTemp(dir, base string, mode fs.FileMode, data []byte, fsync bool) (path string, err error) {
+func writeTemp(dir, base string, mode fs.FileMode, _ owner, data []byte, fsync bool) (path string, err error) {
 	var f *os.File
 	for try := 0; ; try++ {
 		path = dir + "." + base + ".imagebump-" + strconv.FormatUint(uint64(rand.Uint32()), 10)
@@ -54,3 +54,6 @@ func writeTemp(dir, base string, mode fs.FileMode, data []byte, fsync bool) (pat
 // devOf returns 0: all files count as one file system where the device is
 // not known.
 func devOf(fs.FileInfo) uint64 { return 0 }
+
+// ownerOf knows no owners here: files keep whatever the system gives them.
+func ownerOf(fs.FileInfo) owner { return owner{uid: -1, gid: -1, links: 1} }

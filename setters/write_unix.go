@@ -4,6 +4,7 @@ package setters
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -12,10 +13,11 @@ import (
 )
 
 // writeTemp writes data to a new temporary file in dir, named after base,
-// with the given mode, syncs it if fsync is set, and returns its path. As
-// readFile does, it uses plain system calls, which cost less than an
-// os.File for a small file.
-func writeTemp(dir, base string, mode fs.FileMode, data []byte, fsync bool) (path string, err error) {
+// with the given mode and, where it differs from the process's, the given
+// owner; syncs it if fsync is set, and returns its path. As readFile does,
+// it uses plain system calls, which cost less than an os.File for a small
+// file.
+func writeTemp(dir, base string, mode fs.FileMode, own owner, data []byte, fsync bool) (path string, err error) {
 	perm := unixMode(mode)
 	var fd int
 	for try := 0; ; try++ {
@@ -50,6 +52,15 @@ func writeTemp(dir, base string, mode fs.FileMode, data []byte, fsync bool) (pat
 		}
 		data = data[n:]
 	}
+	// The replacement keeps the original's owner and group. Only root may
+	// give a file away; anyone else whose new file would not match is
+	// refused rather than change who owns the file.
+	if own.uid >= 0 && (own.uid != syscall.Geteuid() || own.gid != syscall.Getegid()) {
+		if err = retry(func() error { return syscall.Fchown(fd, own.uid, own.gid) }); err != nil {
+			return "", &pathError{op: fmt.Sprintf("keeping the owner %d:%d (imagebump runs as %d:%d)", own.uid, own.gid, syscall.Geteuid(), syscall.Getegid()), err: err}
+		}
+	}
+	// chown(2) clears set-id bits, so the mode comes after it.
 	// open(2) applies the umask, and not every system keeps set-id and
 	// sticky bits there, so one fchmod(2) sets the mode exactly: after the
 	// write, which would clear set-id bits. Reading the umask to skip it
@@ -94,6 +105,14 @@ func unixMode(m fs.FileMode) uint32 {
 		u |= syscall.S_ISVTX
 	}
 	return u
+}
+
+// ownerOf returns the owner, group and link count of the file fi describes.
+func ownerOf(fi fs.FileInfo) owner {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return owner{uid: int(st.Uid), gid: int(st.Gid), links: uint64(st.Nlink)}
+	}
+	return owner{uid: -1, gid: -1, links: 1}
 }
 
 // devOf returns the device of the file system fi lives on.
