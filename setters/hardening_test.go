@@ -210,7 +210,7 @@ func TestLinesCountAsEditorsDo(t *testing.T) {
 func TestRefusedBytesHaveALine(t *testing.T) {
 	for _, tt := range []struct {
 		name, src, want string
-		line           int
+		line            int
 	}{
 		{"NUL", hardenedMarker + "b: 2\nc: x\x00y\n", "a NUL byte", 3},
 		{"invalid UTF-8", hardenedMarker + "b: \xff\n", "invalid UTF-8 (byte 0xff)", 2},

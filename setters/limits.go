@@ -28,7 +28,6 @@ func (e *TooLargeError) Error() string {
 // errNotRegular reports a path that is not (or no longer) a regular file.
 var errNotRegular = errors.New("not a regular file; not read")
 
-
 // scanForToken reads a file through read in pieces and reports whether
 // the marker token appears, holding at most one piece at a time.
 func scanForToken(read func([]byte) (int, error)) (bool, error) {
