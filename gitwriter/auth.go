@@ -41,6 +41,22 @@ type Auth struct {
 	InsecureIgnoreHostKey bool
 }
 
+// describe says which credentials a remote of kind k is sent, naming files,
+// never their content.
+func (a Auth) describe(k kind) string {
+	switch {
+	case k == kindSSH && a.SSHKeyFile != "":
+		return "the SSH key in " + a.SSHKeyFile
+	case k == kindSSH:
+		return "no SSH key (git.auth.sshKeyFile is not set)"
+	case a.TokenFile != "":
+		return "the token in " + a.TokenFile + " as the password of user " + tokenUsername
+	case a.UsernameFile != "":
+		return "the user name in " + a.UsernameFile + " and the password in " + a.PasswordFile
+	}
+	return "no credentials (git.auth is not set)"
+}
+
 // tokenUsername is the basic auth username sent with a token.
 const tokenUsername = "x-access-token"
 

@@ -26,14 +26,21 @@ var ErrConflict = errors.New("remote branch kept moving")
 type AuthError struct {
 	// Remote is the remote URL with any credential removed.
 	Remote string
+	// Sent says which credentials were offered, by their files, never
+	// their content: "a token from /run/secrets/git-token", say.
+	Sent string
 	// Err is the underlying error.
 	Err error
 }
 
-// Error says that the credentials were refused; the error wrapping it
-// names the remote and the operation.
+// Error says what was sent and what to check; the error wrapping it names
+// the remote and the operation.
 func (e *AuthError) Error() string {
-	return "credentials refused or missing: " + e.Err.Error()
+	sent := e.Sent
+	if sent == "" {
+		sent = "no credentials"
+	}
+	return "credentials refused or missing: sent " + sent + "; check that the file holds a current credential with write access to this repository (GitHub: contents read and write; GitLab: write_repository; Gitea: repository write), that it has not expired, and that the URL is right: " + e.Err.Error()
 }
 
 // Unwrap returns the underlying error.
@@ -109,7 +116,7 @@ func (r *Repo) netError(ctx context.Context, op, branch string, err error) error
 	case errors.As(err, &hk):
 		return fmt.Errorf("%s %s: %w", op, r.remote, err)
 	case isAuthError(err):
-		return fmt.Errorf("%s %s (branch %q): %w", op, r.remote, branch, &AuthError{Remote: r.remote, Err: err})
+		return fmt.Errorf("%s %s (branch %q): %w", op, r.remote, branch, &AuthError{Remote: r.remote, Sent: r.opts.Auth.describe(r.kind), Err: err})
 	case isBranchMissing(err):
 		return fmt.Errorf("%s %s: remote has no branch %q: %w", op, r.remote, branch, ErrBranchNotFound)
 	case errors.Is(err, transport.ErrRepositoryNotFound):

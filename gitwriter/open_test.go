@@ -292,14 +292,14 @@ func TestOpenErrors(t *testing.T) {
 			opts: Options{URL: httpd.URL, Branch: "main", Auth: Auth{
 				UsernameFile: writeSecret(t, httpd.Username), PasswordFile: writeSecret(t, wrongPassword)}},
 			wantAuth: true,
-			wantIn:   []string{"127.0.0.1", "credentials refused", `branch "main"`},
+			wantIn:   []string{"127.0.0.1", "credentials refused", `branch "main"`, "sent the user name in ", "and the password in ", "write access"},
 			secrets:  []string{wrongPassword, httpd.Password},
 		},
 		{
 			name:     "no credentials",
 			opts:     Options{URL: httpd.URL, Branch: "main"},
 			wantAuth: true,
-			wantIn:   []string{"127.0.0.1"},
+			wantIn:   []string{"127.0.0.1", "sent no credentials (git.auth is not set)"},
 		},
 		{
 			name:   "missing token file",
