@@ -1054,3 +1054,18 @@ git:
 		t.Errorf("git token = %q, want env:GIT_TOKEN", got)
 	}
 }
+
+func TestGitURLWithTokenRefused(t *testing.T) {
+	for _, u := range []string{"https://ghp_secrettoken@github.com/acme/fleet.git", "http://user@git.example/fleet.git"} {
+		_, err := Parse([]byte("git:\n  url: "+u+"\n"), "imagebump.yaml")
+		if err == nil || !strings.Contains(err.Error(), "takes no credentials from URLs") {
+			t.Errorf("url %s: Parse = %v, want a refusal that explains", u, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "ghp_secrettoken") {
+			t.Errorf("the refusal repeats the token: %v", err)
+		}
+	}
+	if _, err := Parse([]byte("git:\n  url: ssh://git@github.com/acme/fleet.git\n  auth: {sshKeyFile: k, knownHostsFile: h}\n"), "imagebump.yaml"); err != nil {
+		t.Errorf("ssh://git@ URL refused: %v", err)
+	}
+}

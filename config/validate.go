@@ -437,6 +437,13 @@ func gitScheme(s string) (string, error) {
 	if _, hasPassword := u.User.Password(); hasPassword {
 		return "", errors.New("the URL holds a password; put credentials in auth (tokenFile, usernameFile and passwordFile)")
 	}
+	if u.User != nil && (u.Scheme == "https" || u.Scheme == "http") {
+		// https://TOKEN@host/... is a common way to pass a token. imagebump
+		// takes no credential from a URL (it would land in logs and in
+		// .git/config), and dropping it quietly would fail later as "auth
+		// required": say so now.
+		return "", errors.New("the URL holds a user name or token before '@'; imagebump takes no credentials from URLs: remove it and put the token in a file named by auth.tokenFile (or the user name in auth.usernameFile)")
+	}
 	switch u.Scheme {
 	case "https", "http", "ssh":
 		if u.Host == "" {
