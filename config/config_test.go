@@ -1069,3 +1069,19 @@ func TestGitURLWithTokenRefused(t *testing.T) {
 		t.Errorf("ssh://git@ URL refused: %v", err)
 	}
 }
+
+func TestUnquotedCronAndGlobGetAHint(t *testing.T) {
+	for _, tt := range []struct{ name, yaml, want string }{
+		{"cron", "schedule: */5 * * * *\n", `write "*/5 * * * *"`},
+		{"descriptor", "schedule: @every 5m\n", `write "@every 5m"`},
+		{"glob in a flow list", "targets:\n  - name: a\n    git: {url: https://x.example/a.git}\n    policies: [*]\n", `write "*"`},
+		{"glob in a block list", "targets:\n  - name: a\n    git: {url: https://x.example/a.git}\n    policies:\n      - *\n", `write "*"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), "imagebump.yaml")
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "must be quoted") {
+				t.Errorf("Parse = %v, want a hint containing %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -102,7 +102,33 @@ func (d *decoder) syntaxError(data []byte, err error) {
 		}
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
-	d.add(pos{line: line}, "", "invalid YAML: %s", msg)
+	d.add(pos{line: line}, "", "invalid YAML: %s%s", msg, quoteHint(data, line))
+}
+
+// unquotedRE finds a plain value starting with a character YAML reserves:
+// "*" starts an alias, "@" and "`" are reserved, "%" starts a directive.
+var unquotedRE = regexp.MustCompile("(?:^|:\\s+|-\\s+|[\\[,]\\s*)([*@`%][^\"']*)")
+
+// quoteHint returns a hint for the commonest cause of a YAML error in a
+// config: an unquoted cron expression ("*/5 * * * *", "@every 5m") or glob
+// ("apps:*") on the given line, or the line before (yaml.v3 often names the
+// next one). It returns "" when neither line has one.
+func quoteHint(data []byte, line int) string {
+	lines := bytes.Split(data, []byte("\n"))
+	for _, n := range []int{line, line - 1} {
+		if n < 1 || n > len(lines) {
+			continue
+		}
+		text := string(bytes.TrimRight(lines[n-1], "\r"))
+		if i := strings.Index(text, " #"); i >= 0 {
+			text = text[:i]
+		}
+		if m := unquotedRE.FindStringSubmatch(strings.TrimSpace(text)); m != nil {
+			v := strings.TrimSpace(m[1])
+			return fmt.Sprintf(" (line %d: a value starting with %q must be quoted, as YAML reserves that character: write \"%s\")", n, v[:1], strings.TrimRight(v, ",]"))
+		}
+	}
+	return ""
 }
 
 // fail reports that the value n at path cannot be decoded.
