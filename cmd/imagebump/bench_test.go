@@ -32,6 +32,7 @@ import (
 
 	"github.com/imagebump/imagebump/internal/commands"
 	"github.com/imagebump/imagebump/internal/testkit/treegen"
+	"github.com/imagebump/imagebump/report"
 )
 
 // The benchmarks in this file hold imagebump to issue 3's targets: over a
@@ -372,13 +373,13 @@ func checkGrep(b *testing.B, out string, st treegen.Stats) {
 
 // checkReport checks that a plan or apply found what treegen put in the
 // tree: every change, every broken file, every policy's latest tag.
-func checkReport(b *testing.B, out string, st treegen.Stats, applied bool) *commands.PlanReport {
+func checkReport(b *testing.B, out string, st treegen.Stats, applied bool) *report.Plan {
 	b.Helper()
 	data, err := os.ReadFile(out)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var rep commands.PlanReport
+	var rep report.Plan
 	if err := json.Unmarshal(data, &rep); err != nil {
 		b.Fatalf("reading the JSON report: %v\n%.500s", err, data)
 	}
@@ -452,7 +453,7 @@ func BenchmarkPlanVsGrep(b *testing.B) {
 					planMS = append(planMS, ms(p.elapsed))
 				}
 			}
-			report(b, "plan", target(n, planTarget), grepMS, planMS, rss, floor)
+			reportRatio(b, "plan", target(n, planTarget), grepMS, planMS, rss, floor)
 		})
 	}
 }
@@ -517,7 +518,7 @@ func BenchmarkApplyVsGrep(b *testing.B) {
 				}
 			}
 			t.restore(b, work)
-			report(b, "apply", target(n, applyTarget), grepMS, applyMS, rss, floor)
+			reportRatio(b, "apply", target(n, applyTarget), grepMS, applyMS, rss, floor)
 		})
 	}
 }
@@ -552,10 +553,10 @@ func (t *tree) restore(b *testing.B, work string) {
 	syscall.Sync()
 }
 
-// report reports the medians, their ratio and the peak memory, and says
+// reportRatio reports the medians, their ratio and the peak memory, and says
 // so when the ratio misses its target. The targets are for trees of
 // treegen.DefaultFiles files; for other sizes target is 0.
-func report(b *testing.B, verb string, target float64, grepMS, toolMS []float64, maxRSS, floor int64) {
+func reportRatio(b *testing.B, verb string, target float64, grepMS, toolMS []float64, maxRSS, floor int64) {
 	b.Helper()
 	g, t := median(grepMS), median(toolMS)
 	ratio := t / g

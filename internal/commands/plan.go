@@ -20,6 +20,7 @@ import (
 	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/internal/unidiff"
 	"github.com/imagebump/imagebump/pullrequest"
+	"github.com/imagebump/imagebump/report"
 	"github.com/imagebump/imagebump/setters"
 )
 
@@ -59,14 +60,15 @@ problem (unknown markers, failed policies, skipped files) with file:line.
 prints a unified diff that git apply accepts.
 
 --detailed-exitcode: exit 0 when nothing would change, 2 when something
-would, 1 on any error.`,
+would and nothing failed, 1 when something failed and nothing would change,
+3 when something would change and something failed.`,
 		Example: `  imagebump plan --repo .
   imagebump plan --repo . -o diff | git apply
   imagebump plan --repo . -o json --detailed-exitcode`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Output != "text" && o.Output != "json" && o.Output != "diff" {
-				return usageError(fmt.Errorf("-o %q: want text, json or diff", o.Output))
+			if o.Output != "text" && o.Output != "json" && o.Output != "diff" && o.Output != "markdown" {
+				return usageError(fmt.Errorf("-o %q: want text, json, diff or markdown", o.Output))
 			}
 			if runF != nil {
 				return runF(cmd.Context(), o, stdout)
@@ -75,8 +77,8 @@ would, 1 on any error.`,
 		},
 	}
 	addPlanFlags(cmd, o)
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text, json or diff")
-	cmd.Flags().BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "exit 0 for no change, 2 for changes, 1 for an error")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text, json, diff, or markdown (a table for a pull-request comment)")
+	cmd.Flags().BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "exit 0 for no change, 2 for changes, 1 for problems, 3 for changes and problems")
 	return cmd
 }
 
@@ -110,66 +112,6 @@ No commit, no push: for CI pipelines that commit themselves.`,
 func addPlanFlags(cmd *cobra.Command, o *PlanOptions) {
 	cmd.Flags().StringVar(&o.Repo, "repo", "", "local checkout to scan (plan without it clones the target's repository read-only into a temporary folder)")
 	cmd.Flags().StringVar(&o.Target, "target", "", "config target whose paths and policies apply (default: the only one, or all policies over the whole checkout)")
-}
-
-// PlanReport is the JSON document of `plan -o json` and `apply -o json`.
-// Its shape is stable: fields are only ever added.
-type PlanReport struct {
-	// Version is the schema version, 1.
-	Version  int            `json:"version"`
-	Applied  bool           `json:"applied"`
-	Policies []PolicyJSON   `json:"policies"`
-	Changes  []ChangeJSON   `json:"changes"`
-	Problems []ProblemJSON  `json:"problems"`
-	Files    FileCountsJSON `json:"files"`
-	// Markers counts the markers found; 0 means nothing to keep current.
-	Markers int `json:"markers"`
-	// Unreferenced names the policies that no marker names; their
-	// registries were not asked.
-	Unreferenced []string `json:"unreferenced"`
-	// PullRequest is what a run would do to the target's pull request
-	// (plan only, when the target has push.pullRequest).
-	PullRequest *pullrequest.Result `json:"pullRequest,omitempty"`
-	// PullRequestError says why the pull request could not be checked.
-	PullRequestError string `json:"pullRequestError,omitempty"`
-}
-
-// PolicyJSON is one policy's selection.
-type PolicyJSON struct {
-	Name       string `json:"name"`
-	Repository string `json:"repository"`
-	Latest     string `json:"latest"`
-	Digest     string `json:"digest,omitempty"`
-	Tags       int    `json:"tags"`
-	Candidates int    `json:"candidates"`
-	// Warnings explain tags the policy skipped (numerical policies and
-	// non-numbers).
-	Warnings []string `json:"warnings,omitempty"`
-	Error    string   `json:"error,omitempty"`
-}
-
-// ChangeJSON is one edit.
-type ChangeJSON struct {
-	File   string `json:"file"`
-	Line   int    `json:"line"`
-	Policy string `json:"policy"`
-	Field  string `json:"field"`
-	From   string `json:"from"`
-	To     string `json:"to"`
-}
-
-// ProblemJSON is one thing that could not be done.
-type ProblemJSON struct {
-	File    string `json:"file,omitempty"`
-	Line    int    `json:"line,omitempty"`
-	Policy  string `json:"policy,omitempty"`
-	Message string `json:"message"`
-}
-
-// FileCountsJSON counts the files looked at.
-type FileCountsJSON struct {
-	Scanned int      `json:"scanned"`
-	Changed []string `json:"changed"`
 }
 
 func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
@@ -234,12 +176,14 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 
 	switch o.Output {
 	case "json":
-		out := buildPlanReport(rep, o.Write)
+		out := report.NewPlan(rep, o.Write)
 		out.PullRequest = pr
 		if prErr != nil {
 			out.PullRequestError = prErr.Error()
 		}
 		err = encodeJSON(stdout, out)
+	case "markdown":
+		err = writePlanMarkdown(stdout, rep, pr, prErr)
 	case "diff":
 		files := make([]string, 0, len(diffs))
 		for f := range diffs {
@@ -267,10 +211,13 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	changes := len(rep.Changes) > 0
 	switch {
+	case o.DetailedExitcode && changes && rep.Failed():
+		return silentExit(ExitChangesAndProblems)
 	case rep.Failed():
 		return silentExit(ExitFailure)
-	case o.DetailedExitcode && len(rep.Changes) > 0:
+	case o.DetailedExitcode && changes:
 		return silentExit(ExitChanges)
 	}
 	return nil
@@ -313,41 +260,6 @@ func encodeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
-}
-
-// buildPlanReport turns a cycle report into the stable JSON shape.
-func buildPlanReport(rep *cycle.Report, applied bool) PlanReport {
-	out := PlanReport{Version: 1, Applied: applied, Policies: []PolicyJSON{}, Changes: []ChangeJSON{}, Problems: []ProblemJSON{}}
-	for _, p := range rep.Policies {
-		pj := PolicyJSON{Name: p.Name, Repository: p.Repository, Latest: p.Latest(), Digest: p.Digest,
-			Tags: p.Selection.Seen, Candidates: len(p.Selection.Candidates), Warnings: p.Selection.Warnings}
-		if p.Err != nil {
-			pj.Error = p.Err.Error()
-			// Failed policies are problems too, as in the text output.
-			out.Problems = append(out.Problems, ProblemJSON{Policy: p.Name, Message: p.Err.Error()})
-		}
-		out.Policies = append(out.Policies, pj)
-	}
-	for _, c := range rep.Changes {
-		out.Changes = append(out.Changes, ChangeJSON{File: c.File, Line: c.Line, Policy: c.Policy, Field: fieldName(c.Field), From: c.Old, To: c.New})
-	}
-	for _, p := range rep.Problems {
-		out.Problems = append(out.Problems, ProblemJSON{File: p.File, Line: p.Line, Policy: p.Policy, Message: p.Err.Error()})
-	}
-	out.Files = FileCountsJSON{Scanned: rep.FilesScanned, Changed: rep.FilesChanged}
-	out.Markers = len(rep.Markers)
-	out.Unreferenced = append([]string{}, rep.Unreferenced...)
-	if out.Files.Changed == nil {
-		out.Files.Changed = []string{}
-	}
-	return out
-}
-
-func fieldName(f setters.Field) string {
-	if f == setters.FieldImage {
-		return "image"
-	}
-	return string(f)
 }
 
 func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {

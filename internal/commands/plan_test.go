@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagebump/imagebump/internal/testkit/testregistry"
+	"github.com/imagebump/imagebump/report"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/plan")
@@ -97,7 +98,7 @@ func TestPlanApplyEndToEnd(t *testing.T) {
 		t.Fatalf("plan --detailed-exitcode with changes: exit %d, want 2", code)
 	}
 	checkGolden(t, "demo/plan.json", host, out)
-	var rep PlanReport
+	var rep report.Plan
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +211,7 @@ images:
 	if code != ExitFailure {
 		t.Errorf("plan --detailed-exitcode with errors: exit %d, want 1", code)
 	}
-	var rep PlanReport
+	var rep report.Plan
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -344,5 +345,53 @@ func gitApply(t *testing.T, dir, patch string) {
 	cmd.Stdin = strings.NewReader(patch)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("git apply: %v\n%s\npatch:\n%s", err, out, patch)
+	}
+}
+
+// TestPlanDetailedExitCodesAndMarkdown checks the four answers of
+// --detailed-exitcode and the Markdown table, whose cells must not let a
+// file name break out of its code span or its cell.
+func TestPlanDetailedExitCodesAndMarkdown(t *testing.T) {
+	host := startMemRegistry(t)
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "imagebump.yaml", "registries:\n  - {host: \""+host+"\", insecure: true}\nimages:\n  - {name: apps:web, repository: "+host+"/acme/web, policy: {semver: \">=1.0.0 <2\"}}\n")
+	marker := func(tag string) string {
+		return "image: " + host + "/acme/web:" + tag + " # {\"$imagepolicy\": \"apps:web\"}\n"
+	}
+	for _, tt := range []struct {
+		name  string
+		files map[string]string
+		want  int
+	}{
+		{"nothing", map[string]string{"a.yaml": marker("1.2.0")}, ExitOK},
+		{"changes", map[string]string{"a.yaml": marker("1.0.0")}, ExitChanges},
+		{"problems", map[string]string{"a.yaml": marker("1.2.0"), "b.yaml": "x: 1 # {\"$imagepolicy\": \"apps:nope\"}\n"}, ExitFailure},
+		{"changes and problems", map[string]string{"a.yaml": marker("1.0.0"), "b.yaml": "x: 1 # {\"$imagepolicy\": \"apps:nope\"}\n"}, ExitChangesAndProblems},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := t.TempDir()
+			for name, content := range tt.files {
+				writeFile(t, repo, name, content)
+			}
+			out, stderr, code := runMain(t, "plan", "-c", cfg, "--repo", repo, "--detailed-exitcode")
+			if code != tt.want {
+				t.Errorf("exit %d, want %d\n%s\n%s", code, tt.want, out, stderr)
+			}
+		})
+	}
+
+	repo := t.TempDir()
+	writeFile(t, repo, "a|b`c.yaml", marker("1.0.0"))
+	out, _, code := runMain(t, "plan", "-c", cfg, "--repo", repo, "-o", "markdown")
+	if code != 0 {
+		t.Fatalf("plan -o markdown: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{
+		"### imagebump plan: 1 change in 1 file, 0 problems",
+		"| ``a\\|b`c.yaml`` | 1 | `apps:web` | `" + host + "/acme/web:1.0.0` | `" + host + "/acme/web:1.2.0` |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, out)
+		}
 	}
 }

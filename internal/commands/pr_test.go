@@ -156,7 +156,8 @@ func TestRunHoldsPullRequestWhileAPolicyFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	broken := strings.Replace(string(data), "images:\n", "images:\n  - name: apps:gone\n    repository: "+host+"/acme/gone\n    policy: {semver: \">=1.0.0\"}\n", 1)
+	// apps:api's markers stay, its repository is gone: the policy fails.
+	broken := strings.Replace(string(data), host+"/acme/api\n", host+"/acme/gone\n", 1)
 	if err := os.WriteFile(cfg, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,12 @@ import (
 const (
 	ExitOK      = 0
 	ExitFailure = 1
-	ExitChanges = 2 // plan --detailed-exitcode only
-	ExitUsage   = 64
+	ExitChanges = 2 // plan --detailed-exitcode only: changes, no problem
+	// ExitChangesAndProblems is plan --detailed-exitcode's answer when
+	// there are changes and also problems, so CI can tell "bumps pending"
+	// (2) from "broken" (1, or 3 when bumps are pending too).
+	ExitChangesAndProblems = 3
+	ExitUsage              = 64
 )
 
 // exitError carries an exit code with the error that caused it.
@@ -123,13 +127,16 @@ bump as a commit or a pull request.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	// --version prints what `imagebump version` prints.
+	root.Version = Version()
+	root.SetVersionTemplate(versionReport().String())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	pf := root.PersistentFlags()
 	pf.StringVarP(&g.ConfigFile, "config", "c", "imagebump.yaml", "config file")
 	pf.StringVar(&g.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.StringVar(&g.LogFormat, "log-format", "text", "log format: text or json")
 
-	root.AddCommand(
+	commands := []*cobra.Command{
 		NewCmdVersion(stdout),
 		NewCmdTags(g, stdout, nil),
 		NewCmdPlan(g, stdout, nil),
@@ -137,7 +144,17 @@ bump as a commit or a pull request.`,
 		NewCmdValidate(g, stdout, nil),
 		NewCmdRun(g, stdout, nil),
 		NewCmdDemo(g, stdout),
-	)
+	}
+	for _, c := range commands {
+		// Names from the config complete where a command takes them.
+		if c.Flags().Lookup("target") != nil {
+			_ = c.RegisterFlagCompletionFunc("target", completeTargets(g))
+		}
+		if c.Name() == "tags" {
+			c.ValidArgsFunction = completePolicies(g)
+		}
+	}
+	root.AddCommand(commands...)
 	return root
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/imagebump/imagebump/cycle"
 	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/pullrequest"
+	"github.com/imagebump/imagebump/report"
 )
 
 // RunOptions are the inputs of `imagebump run`.
@@ -63,37 +64,6 @@ Exit 0 when every target succeeded, 1 when any policy, file or target failed
 	return cmd
 }
 
-// RunReport is the JSON document of `run -o json`.
-type RunReport struct {
-	Version int             `json:"version"`
-	Targets []TargetSummary `json:"targets"`
-}
-
-// TargetSummary is one target's cycle.
-type TargetSummary struct {
-	Target     string `json:"target"`
-	Repository string `json:"repository"`
-	Branch     string `json:"branch"`
-	PushBranch string `json:"pushBranch,omitempty"`
-	Commit     string `json:"commit,omitempty"`
-	Pushed     bool   `json:"pushed"`
-	Forced     bool   `json:"forced,omitempty"`
-	Attempts   int    `json:"attempts,omitempty"`
-	// Held is true when push.branch and its pull request were left as they
-	// are because a policy failed (a registry blip must not drop that
-	// policy's bumps from the pull request).
-	Held     bool          `json:"held,omitempty"`
-	Policies []PolicyJSON  `json:"policies"`
-	Changes  []ChangeJSON  `json:"changes"`
-	Problems []ProblemJSON `json:"problems"`
-	// PullRequest is what happened to the target's pull request, when it
-	// has push.pullRequest and something to propose.
-	PullRequest *pullrequest.Result `json:"pullRequest,omitempty"`
-	Error       string              `json:"error,omitempty"`
-
-	report *cycle.Report
-}
-
 func runRun(ctx context.Context, o *RunOptions, stdout io.Writer) error {
 	cfg, err := loadConfig(o.global)
 	if err != nil {
@@ -112,23 +82,28 @@ func runRun(ctx context.Context, o *RunOptions, stdout io.Writer) error {
 		reg = client
 	}
 
-	out := RunReport{Version: 1}
+	out := report.Run{Version: report.Version}
+	var results []*cycle.TargetResult
 	failed := false
 	for _, t := range targets {
 		res, err := cycle.RunTarget(ctx, cycle.TargetOptions{
 			Config: cfg, Target: t, Registry: reg, Workdir: o.Workdir,
 			PullRequests: o.pullRequests, Logger: o.global.logger,
 		})
-		s := targetSummary(ctx, res, err)
+		errText := ""
+		if err != nil {
+			errText = describe(ctx, err)
+		}
 		if err != nil || res.Failed() {
 			failed = true
 		}
-		out.Targets = append(out.Targets, s)
+		results = append(results, res)
+		out.Targets = append(out.Targets, report.NewTarget(res, errText))
 	}
 	if o.Output == "json" {
 		err = encodeJSON(stdout, out)
 	} else {
-		err = writeRunText(stdout, out)
+		err = writeRunText(stdout, out, results)
 	}
 	if err != nil {
 		return err
@@ -162,37 +137,16 @@ func chooseTargets(cfg *config.Config, name string) ([]config.Target, error) {
 	return []config.Target{*t}, nil
 }
 
-// targetSummary renders a target's cycle as the JSON summary.
-func targetSummary(ctx context.Context, res *cycle.TargetResult, err error) TargetSummary {
-	s := TargetSummary{Target: res.Target, Repository: res.Repository, Branch: res.Branch, PushBranch: res.PushBranch,
-		Commit: res.Commit, Pushed: res.Pushed, Forced: res.Forced, Attempts: res.Attempts, Held: res.Held,
-		PullRequest: res.PullRequest, Policies: []PolicyJSON{}, Changes: []ChangeJSON{}, Problems: []ProblemJSON{}}
-	if res.Report != nil {
-		s.report = res.Report
-		fillReport(&s, res.Report)
-	}
-	if err != nil {
-		s.Error = describe(ctx, err)
-	}
-	return s
-}
-
-// fillReport copies a cycle report into a summary's JSON fields.
-func fillReport(s *TargetSummary, rep *cycle.Report) {
-	plan := buildPlanReport(rep, true)
-	s.Policies, s.Changes, s.Problems = plan.Policies, plan.Changes, plan.Problems
-}
-
-func writeRunText(w io.Writer, rep RunReport) error {
+func writeRunText(w io.Writer, rep report.Run, results []*cycle.TargetResult) error {
 	var b strings.Builder
 	for i, t := range rep.Targets {
 		if i > 0 {
 			b.WriteString("\n")
 		}
 		fmt.Fprintf(&b, "target %s: %s (branch %s)\n", t.Target, t.Repository, t.Branch)
-		if t.report != nil {
+		if scan := results[i].Report; scan != nil {
 			var inner strings.Builder
-			_ = writePlanText(&inner, t.report, true)
+			_ = writePlanText(&inner, scan, true)
 			for _, line := range strings.Split(strings.TrimRight(inner.String(), "\n"), "\n") {
 				b.WriteString("  " + line + "\n")
 			}
@@ -203,7 +157,7 @@ func writeRunText(w io.Writer, rep RunReport) error {
 		switch {
 		case t.Error != "" && t.Pushed:
 			fmt.Fprintf(&b, "  pushed %s to %s, then FAILED: %s\n", shortSHA(t.Commit), pushTarget(t), printable.String(t.Error))
-		case t.Error != "" && t.report != nil && len(t.report.Changes) > 0:
+		case t.Error != "" && len(t.Changes) > 0:
 			fmt.Fprintf(&b, "  FAILED, the edits above were made in the working copy but not pushed: %s\n", printable.String(t.Error))
 		case t.Error != "":
 			fmt.Fprintf(&b, "  FAILED: %s\n", printable.String(t.Error))
@@ -220,7 +174,7 @@ func writeRunText(w io.Writer, rep RunReport) error {
 }
 
 // pushTarget names the branch a summary's commit went to.
-func pushTarget(t TargetSummary) string {
+func pushTarget(t report.Target) string {
 	if t.PushBranch == "" {
 		return t.Branch
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
+	"github.com/imagebump/imagebump/report"
 )
 
 // demoRepoFiles returns the demo's sample repository with REGISTRY replaced
@@ -45,9 +46,9 @@ func runConfig(t *testing.T, dir, host, gitYAML, extra string) string {
 	return writeFile(t, dir, "imagebump.yaml", cfg)
 }
 
-func decodeRun(t *testing.T, out string) RunReport {
+func decodeRun(t *testing.T, out string) report.Run {
 	t.Helper()
-	var rep RunReport
+	var rep report.Run
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("run output is not JSON: %v\n%s", err, out)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -36,6 +37,9 @@ type TagsOptions struct {
 	Digest        bool
 	Platform      string
 	Output        string
+	// Insecure allows plain HTTP to the repository's registry, as
+	// `insecure: true` in the config would.
+	Insecure bool
 }
 
 // NewCmdTags builds `imagebump tags`. runF replaces the run function in
@@ -77,6 +81,7 @@ from the flags; with no policy flag the tags are only listed.`,
 	f.BoolVar(&o.Digest, "digest", false, "also resolve the digest of the picked tag")
 	f.StringVar(&o.Platform, "platform", "", "resolve this platform's digest (os/arch[/variant]) instead of the index digest")
 	f.StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
+	f.BoolVar(&o.Insecure, "insecure", false, "allow plain HTTP to the registry (a local or test registry without TLS)")
 	cmd.MarkFlagsMutuallyExclusive("semver", "alphabetical", "numerical")
 	return cmd
 }
@@ -94,7 +99,10 @@ type TagsReport struct {
 	Latest     string   `json:"latest"`
 	Digest     string   `json:"digest,omitempty"`
 	Summary    string   `json:"summary,omitempty"`
-	Warnings   []string `json:"warnings,omitempty"`
+	// Note says what was made of the argument: a tag or digest given with
+	// the repository is dropped, as every tag is listed.
+	Note     string   `json:"note,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
@@ -116,11 +124,15 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 			platform = img.Platform
 		}
 	} else {
-		if _, err := name.NewRepository(o.Target); err != nil {
+		repo, dropped := splitReference(o.Target)
+		if _, err := name.NewRepository(repo); err != nil {
 			msg := fmt.Errorf("%q is neither a repository nor a policy in %s: %w", o.Target, configName(o.global, cfg), err)
 			return usageError(msg)
 		}
-		rep.Repository = o.Target
+		rep.Repository = repo
+		if dropped != "" {
+			rep.Note = fmt.Sprintf("%s was dropped: tags lists every tag of the repository %s", dropped, repo)
+		}
 	}
 	if o.SemVer != "" || o.Alphabetical != "" || o.Numerical != "" {
 		spec.SemVer, spec.Alphabetical, spec.Numerical = o.SemVer, o.Alphabetical, o.Numerical
@@ -145,7 +157,11 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 		rep.Rule = describeSpec(spec)
 	}
 
-	client, err := registry.New(cycle.RegistryOptions(cfg, o.global.logger))
+	ropts := cycle.RegistryOptions(cfg, o.global.logger)
+	if o.Insecure {
+		ropts = withInsecure(ropts, rep.Repository)
+	}
+	client, err := registry.New(ropts)
 	if err != nil {
 		return usageError(err)
 	}
@@ -213,6 +229,9 @@ func writeTags(w io.Writer, format string, rep TagsReport) error {
 		status[rep.Latest] = "LATEST"
 	}
 	var b strings.Builder
+	if rep.Note != "" {
+		fmt.Fprintf(&b, "note:       %s\n", printable.String(rep.Note))
+	}
 	fmt.Fprintf(&b, "repository: %s\n", printable.String(rep.Repository))
 	if rep.Policy != "" {
 		fmt.Fprintf(&b, "policy:     %s\n", printable.String(rep.Policy))
@@ -305,4 +324,44 @@ func configName(g *globalOptions, cfg *config.Config) string {
 		return "the config (none loaded)"
 	}
 	return g.ConfigFile
+}
+
+// splitReference takes a tag (:1.2) or digest (@sha256:...) off an image
+// reference and says what it took off, for a user who pasted the whole
+// reference.
+func splitReference(ref string) (repository, dropped string) {
+	repository = ref
+	if i := strings.Index(repository, "@"); i >= 0 {
+		repository, dropped = repository[:i], "the digest "+repository[i+1:]
+	}
+	if i := strings.LastIndex(repository, ":"); i > strings.LastIndex(repository, "/") {
+		tag := repository[i+1:]
+		repository = repository[:i]
+		if dropped == "" {
+			dropped = "the tag " + tag
+		} else {
+			dropped = "the tag " + tag + " and " + dropped
+		}
+	}
+	return repository, dropped
+}
+
+// withInsecure returns opts with plain HTTP allowed to repository's
+// registry.
+func withInsecure(opts registry.Options, repository string) registry.Options {
+	r, err := name.NewRepository(repository, name.Insecure)
+	if err != nil {
+		return opts
+	}
+	host := r.RegistryStr()
+	hosts := slices.Clone(opts.Hosts)
+	for i := range hosts {
+		if hosts[i].Host == host {
+			hosts[i].Insecure = true
+			opts.Hosts = hosts
+			return opts
+		}
+	}
+	opts.Hosts = append(hosts, registry.Host{Host: host, Insecure: true})
+	return opts
 }

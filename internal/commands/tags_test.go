@@ -174,3 +174,37 @@ images:
 		})
 	}
 }
+
+// TestTagsReferenceAndInsecure checks the two things a new user tries
+// first: pasting a whole image reference, and a plain-HTTP registry
+// without a config.
+func TestTagsReferenceAndInsecure(t *testing.T) {
+	host := startMemRegistry(t)
+	t.Chdir(t.TempDir()) // no imagebump.yaml here
+	for _, tt := range []struct {
+		name, ref, wantNote string
+	}{
+		{"tag", host + "/acme/web:1.0.0", "the tag 1.0.0 was dropped"},
+		{"digest", host + "/acme/web@sha256:" + strings.Repeat("ab", 32), "the digest sha256:"},
+		{"tag and digest", host + "/acme/web:1.0.0@sha256:" + strings.Repeat("ab", 32), "the tag 1.0.0 and the digest"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, stderr, code := runMain(t, "tags", tt.ref, "--insecure", "--semver", ">=1.0.0 <2", "-o", "json")
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+			}
+			var rep TagsReport
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if rep.Repository != host+"/acme/web" || rep.Latest != "1.2.0" || !strings.Contains(rep.Note, tt.wantNote) {
+				t.Errorf("repository %q latest %q note %q", rep.Repository, rep.Latest, rep.Note)
+			}
+		})
+	}
+	// Without --insecure, plain HTTP is refused, and the error says so.
+	_, stderr, code := runMain(t, "tags", host+"/acme/web")
+	if code != 1 || !strings.Contains(stderr, "insecure") {
+		t.Errorf("plain HTTP without --insecure: exit %d\n%s", code, stderr)
+	}
+}

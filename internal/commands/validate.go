@@ -2,12 +2,15 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/cycle"
 	"github.com/imagebump/imagebump/internal/printable"
+	"github.com/imagebump/imagebump/report"
 	"github.com/spf13/cobra"
 )
 
@@ -18,6 +21,8 @@ type ValidateOptions struct {
 	Repo string
 	// Target picks one of the config's targets (its paths).
 	Target string
+	// Output is text or json.
+	Output string
 }
 
 // NewCmdValidate builds `imagebump validate`.
@@ -34,6 +39,9 @@ that no marker uses are warned about. Exit 64 when anything is invalid.`,
   imagebump validate -c imagebump.yaml --repo .`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Output != "text" && o.Output != "json" {
+				return usageError(fmt.Errorf("-o %q: want text or json", o.Output))
+			}
 			if runF != nil {
 				return runF(cmd.Context(), o, stdout)
 			}
@@ -42,50 +50,114 @@ that no marker uses are warned about. Exit 64 when anything is invalid.`,
 	}
 	cmd.Flags().StringVar(&o.Repo, "repo", "", "local checkout whose markers are checked")
 	cmd.Flags().StringVar(&o.Target, "target", "", "config target whose paths apply")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
 	return cmd
 }
 
+// ValidateReport is the JSON document of `validate -o json`.
+type ValidateReport struct {
+	Version int    `json:"version"`
+	Config  string `json:"config"`
+	// Valid is false when the config or a marker is invalid (exit 64).
+	Valid      bool `json:"valid"`
+	Images     int  `json:"images"`
+	Registries int  `json:"registries"`
+	Targets    int  `json:"targets"`
+	// Repo, Markers, FilesWithMarkers and FilesScanned describe the
+	// checkout given with --repo; they are zero without it.
+	Repo             string           `json:"repo,omitempty"`
+	Markers          int              `json:"markers"`
+	FilesWithMarkers int              `json:"filesWithMarkers"`
+	FilesScanned     int              `json:"filesScanned"`
+	Warnings         []report.Problem `json:"warnings"`
+	Problems         []report.Problem `json:"problems"`
+}
+
 func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) error {
+	out := ValidateReport{Version: 1, Config: o.global.ConfigFile, Valid: true, Warnings: []report.Problem{}, Problems: []report.Problem{}}
 	cfg, err := loadConfig(o.global)
 	if err != nil {
-		return usageError(err)
+		if o.Output != "json" {
+			return usageError(err)
+		}
+		out.Valid = false
+		out.Problems = configProblems(err)
+		if err := encodeJSON(stdout, out); err != nil {
+			return err
+		}
+		return silentExit(ExitUsage)
 	}
+	out.Images, out.Registries, out.Targets = len(cfg.Images), len(cfg.Registries), len(cfg.Targets())
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: config is valid (%d %s, %d %s)\n", o.global.ConfigFile,
 		len(cfg.Images), plural(len(cfg.Images), "image policy", "image policies"),
 		len(cfg.Registries), plural(len(cfg.Registries), "registry", "registries"))
-	if o.Repo == "" {
-		_, err := io.WriteString(stdout, b.String())
-		return err
-	}
-	t, err := pickTarget(cfg, o.Target)
-	if err != nil {
-		return usageError(err)
-	}
-	res, err := cycle.Validate(ctx, cfg, t, o.Repo, o.global.logger)
-	if err != nil {
-		return usageError(err)
-	}
-	used := map[string]bool{}
-	for _, m := range res.Markers {
-		used[m.Policy] = true
-	}
-	fmt.Fprintf(&b, "%s: %d %s in %d of %d YAML files\n", o.Repo,
-		len(res.Markers), plural(len(res.Markers), "marker", "markers"), res.FilesWithMarkers, res.FilesScanned)
-	// Config order is file order, so the warnings come in line order.
-	for _, im := range cfg.Images {
-		if !used[im.Name] {
-			fmt.Fprintf(&b, "warning: %s:%d: policy %s is used by no marker under %s\n", cfg.File, im.Line, im.Name, o.Repo)
+	if o.Repo != "" {
+		t, err := pickTarget(cfg, o.Target)
+		if err != nil {
+			return usageError(err)
+		}
+		res, err := cycle.Validate(ctx, cfg, t, o.Repo, o.global.logger)
+		if err != nil {
+			return usageError(err)
+		}
+		out.Repo, out.Markers, out.FilesWithMarkers, out.FilesScanned = o.Repo, len(res.Markers), res.FilesWithMarkers, res.FilesScanned
+		used := map[string]bool{}
+		for _, m := range res.Markers {
+			used[m.Policy] = true
+		}
+		fmt.Fprintf(&b, "%s: %d %s in %d of %d YAML files\n", o.Repo,
+			len(res.Markers), plural(len(res.Markers), "marker", "markers"), res.FilesWithMarkers, res.FilesScanned)
+		// Config order is file order, so the warnings come in line order.
+		for _, im := range cfg.Images {
+			if !used[im.Name] {
+				msg := fmt.Sprintf("policy %s is used by no marker under %s", im.Name, o.Repo)
+				out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Line: im.Line, Policy: im.Name, Message: msg})
+				fmt.Fprintf(&b, "warning: %s:%d: %s\n", cfg.File, im.Line, msg)
+			}
+		}
+		for _, p := range res.Problems {
+			out.Problems = append(out.Problems, report.Problem{File: p.File, Line: p.Line, Policy: p.Policy, Message: p.Error()})
+			fmt.Fprintf(&b, "error: %s\n", printable.String(p.Error()))
 		}
 	}
-	for _, p := range res.Problems {
-		fmt.Fprintf(&b, "error: %s\n", printable.String(p.Error()))
+	out.Valid = len(out.Problems) == 0
+	if o.Output == "json" {
+		err = encodeJSON(stdout, out)
+	} else {
+		_, err = io.WriteString(stdout, b.String())
 	}
-	if _, err := io.WriteString(stdout, b.String()); err != nil {
+	if err != nil {
 		return err
 	}
-	if len(res.Problems) > 0 {
-		return usageError(fmt.Errorf("%d %s in the markers of %s", len(res.Problems), plural(len(res.Problems), "problem", "problems"), o.Repo))
+	if !out.Valid {
+		if o.Output == "json" {
+			return silentExit(ExitUsage)
+		}
+		return usageError(fmt.Errorf("%d %s in the markers of %s", len(out.Problems), plural(len(out.Problems), "problem", "problems"), o.Repo))
 	}
 	return nil
+}
+
+// configProblems turns a config's load error into problems with their
+// positions.
+func configProblems(err error) []report.Problem {
+	var out []report.Problem
+	var walk func(error)
+	walk = func(err error) {
+		if joined, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range joined.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			out = append(out, report.Problem{File: ce.File, Line: ce.Line, Column: ce.Column, Message: ce.Error()})
+			return
+		}
+		out = append(out, report.Problem{Message: err.Error()})
+	}
+	walk(err)
+	return out
 }

@@ -25,15 +25,40 @@ func Version() string {
 	return "devel"
 }
 
+// VersionReport is the JSON document of `version -o json`.
+type VersionReport struct {
+	Version string `json:"version"`
+	OS      string `json:"os"`
+	Arch    string `json:"arch"`
+	Go      string `json:"go"`
+}
+
+func versionReport() VersionReport {
+	return VersionReport{Version: Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, Go: runtime.Version()}
+}
+
+func (v VersionReport) String() string {
+	return fmt.Sprintf("imagebump %s %s/%s %s\n", v.Version, v.OS, v.Arch, v.Go)
+}
+
 // NewCmdVersion builds `imagebump version`.
 func NewCmdVersion(stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	output := "text"
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintf(stdout, "imagebump %s %s/%s %s\n", Version(), runtime.GOOS, runtime.GOARCH, runtime.Version())
-			return err
+			switch output {
+			case "json":
+				return encodeJSON(stdout, versionReport())
+			case "text":
+				_, err := io.WriteString(stdout, versionReport().String())
+				return err
+			}
+			return usageError(fmt.Errorf("-o %q: want text or json", output))
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
 }

@@ -1,0 +1,87 @@
+package commands
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/internal/printable"
+	"github.com/imagebump/imagebump/pullrequest"
+)
+
+// writePlanMarkdown renders a plan as GitHub-flavoured Markdown, ready to
+// post as a pull-request comment: a table of the changes, the problems,
+// and the policies. Every value from a registry or the repository goes
+// into a code span, so none of it is read as Markdown or HTML.
+func writePlanMarkdown(w io.Writer, rep *cycle.Report, pr *pullrequest.Result, prErr error) error {
+	var b strings.Builder
+	failed := len(problemLines(rep))
+	fmt.Fprintf(&b, "### imagebump plan: %d %s in %d %s, %d %s\n\n",
+		len(rep.Changes), plural(len(rep.Changes), "change", "changes"),
+		len(rep.FilesChanged), plural(len(rep.FilesChanged), "file", "files"),
+		failed, plural(failed, "problem", "problems"))
+	switch {
+	case len(rep.Markers) == 0 && len(rep.Problems) == 0:
+		b.WriteString("No markers found: nothing to keep current.\n")
+	case len(rep.Changes) == 0:
+		b.WriteString("No changes: every marked field is current.\n")
+	default:
+		b.WriteString("| File | Line | Policy | From | To |\n| --- | ---: | --- | --- | --- |\n")
+		for _, c := range rep.Changes {
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |\n", mdCode(c.File), c.Line, mdCode(policyField(c.Policy, c.Field)), mdCode(c.Old), mdCode(c.New))
+		}
+	}
+	if lines := problemLines(rep); len(lines) > 0 {
+		b.WriteString("\n**Problems**\n\n")
+		for _, l := range lines {
+			fmt.Fprintf(&b, "- %s\n", mdCode(l))
+		}
+	}
+	if len(rep.Policies) > 0 {
+		b.WriteString("\n<details><summary>Policies</summary>\n\n| Policy | Image | Latest |\n| --- | --- | --- |\n")
+		for _, p := range rep.Policies {
+			latest := mdCode(p.Latest())
+			if p.Err != nil {
+				latest = "failed"
+			} else if p.Digest != "" {
+				latest = mdCode(p.Latest() + "@" + p.Digest)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", mdCode(p.Name), mdCode(p.Repository), latest)
+		}
+		b.WriteString("\n</details>\n")
+	}
+	if pr != nil {
+		fmt.Fprintf(&b, "\nPull request: %s\n", mdCode(describePR(pr, true)))
+	}
+	if prErr != nil {
+		fmt.Fprintf(&b, "\nPull request: could not be checked: %s\n", mdCode(prErr.Error()))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// mdCode puts s in a Markdown code span usable in a table cell: control
+// characters escaped, the fence longer than any run of backticks inside,
+// and pipes escaped (GitHub splits cells on them even in code spans).
+func mdCode(s string) string {
+	s = printable.String(s)
+	if s == "" {
+		return ""
+	}
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	s = strings.ReplaceAll(s, "|", `\|`)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}

@@ -1,0 +1,184 @@
+// Package report defines imagebump's machine-readable output: the JSON
+// documents of `plan -o json`, `apply -o json`, `run -o json` and
+// `validate -o json`, and the per-target shapes that `serve` reuses in its
+// status API. Their shape is stable: fields are only ever added, and a
+// breaking change would bump Version. JSON Schemas of the documents ship in
+// this folder (PlanSchema, RunSchema), kept equal to these types by a test.
+package report
+
+import (
+	_ "embed"
+
+	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/pullrequest"
+	"github.com/imagebump/imagebump/setters"
+)
+
+// Version is the schema version of every document here.
+const Version = 1
+
+// Schemas of the documents (JSON Schema draft 2020-12).
+var (
+	//go:embed plan.schema.json
+	PlanSchema []byte
+	//go:embed run.schema.json
+	RunSchema []byte
+)
+
+// Plan is the document of `plan -o json` and `apply -o json`.
+type Plan struct {
+	// Version is the schema version, 1.
+	Version int `json:"version"`
+	// Applied is true for apply: the changes were written.
+	Applied  bool      `json:"applied"`
+	Policies []Policy  `json:"policies"`
+	Changes  []Change  `json:"changes"`
+	Problems []Problem `json:"problems"`
+	Files    Files     `json:"files"`
+	// Markers counts the markers found; 0 means nothing to keep current.
+	Markers int `json:"markers"`
+	// Unreferenced names the policies that no marker names; their
+	// registries were not asked.
+	Unreferenced []string `json:"unreferenced"`
+	// PullRequest is what a run would do to the target's pull request
+	// (plan only, when the target has push.pullRequest and something would
+	// happen).
+	PullRequest *pullrequest.Result `json:"pullRequest,omitempty"`
+	// PullRequestError says why the pull request could not be checked.
+	PullRequestError string `json:"pullRequestError,omitempty"`
+}
+
+// Policy is one policy's selection.
+type Policy struct {
+	Name       string `json:"name"`
+	Repository string `json:"repository"`
+	// Latest is the picked tag, "" when the policy failed.
+	Latest string `json:"latest"`
+	// Digest is pinned with the tag (digest: always or ifNotPresent).
+	Digest string `json:"digest,omitempty"`
+	// Tags is how many tags the registry listed; Excluded, Filtered and
+	// Skipped how many each step dropped; Candidates how many competed.
+	Tags       int `json:"tags"`
+	Excluded   int `json:"excluded"`
+	Filtered   int `json:"filtered"`
+	Skipped    int `json:"skipped"`
+	Candidates int `json:"candidates"`
+	// Warnings explain tags the policy skipped with a warning.
+	Warnings []string `json:"warnings,omitempty"`
+	// Error says why the policy has no result; its markers are left alone.
+	Error string `json:"error,omitempty"`
+}
+
+// Change is one edit.
+type Change struct {
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Policy string `json:"policy"`
+	Field  string `json:"field"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+}
+
+// Problem is one thing that could not be done. File and Line are set when
+// the problem has a place in a file (a marker, a file, a config key);
+// Policy when it concerns one policy.
+type Problem struct {
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
+	Policy  string `json:"policy,omitempty"`
+	Message string `json:"message"`
+}
+
+// Files counts the files looked at.
+type Files struct {
+	Scanned int      `json:"scanned"`
+	Changed []string `json:"changed"`
+}
+
+// Run is the document of `run -o json`.
+type Run struct {
+	Version int      `json:"version"`
+	Targets []Target `json:"targets"`
+}
+
+// Target is one target's cycle.
+type Target struct {
+	Target     string `json:"target"`
+	Repository string `json:"repository"`
+	Branch     string `json:"branch"`
+	PushBranch string `json:"pushBranch,omitempty"`
+	Commit     string `json:"commit,omitempty"`
+	Pushed     bool   `json:"pushed"`
+	Forced     bool   `json:"forced,omitempty"`
+	Attempts   int    `json:"attempts,omitempty"`
+	// Held is true when push.branch and its pull request were left as they
+	// are because a policy failed (a registry blip must not drop that
+	// policy's bumps from the pull request).
+	Held     bool      `json:"held,omitempty"`
+	Policies []Policy  `json:"policies"`
+	Changes  []Change  `json:"changes"`
+	Problems []Problem `json:"problems"`
+	// PullRequest is what happened to the target's pull request, when it
+	// has push.pullRequest and something to propose.
+	PullRequest *pullrequest.Result `json:"pullRequest,omitempty"`
+	// Error says why the target failed.
+	Error string `json:"error,omitempty"`
+}
+
+// NewPlan renders a cycle report; applied says whether its edits were
+// written.
+func NewPlan(rep *cycle.Report, applied bool) Plan {
+	out := Plan{Version: Version, Applied: applied}
+	out.Policies, out.Changes, out.Problems = scan(rep)
+	out.Files = Files{Scanned: rep.FilesScanned, Changed: append([]string{}, rep.FilesChanged...)}
+	out.Markers = len(rep.Markers)
+	out.Unreferenced = append([]string{}, rep.Unreferenced...)
+	return out
+}
+
+// NewTarget renders a target's cycle; errText is the target's error, ""
+// when it succeeded.
+func NewTarget(res *cycle.TargetResult, errText string) Target {
+	t := Target{Target: res.Target, Repository: res.Repository, Branch: res.Branch, PushBranch: res.PushBranch,
+		Commit: res.Commit, Pushed: res.Pushed, Forced: res.Forced, Attempts: res.Attempts, Held: res.Held,
+		PullRequest: res.PullRequest, Error: errText,
+		Policies: []Policy{}, Changes: []Change{}, Problems: []Problem{}}
+	if res.Report != nil {
+		t.Policies, t.Changes, t.Problems = scan(res.Report)
+	}
+	return t
+}
+
+// scan renders a report's policies, changes and problems; failed policies
+// are problems too, as in the text output.
+func scan(rep *cycle.Report) ([]Policy, []Change, []Problem) {
+	policies, changes, problems := []Policy{}, []Change{}, []Problem{}
+	for _, p := range rep.Policies {
+		s := p.Selection
+		pj := Policy{Name: p.Name, Repository: p.Repository, Latest: p.Latest(), Digest: p.Digest,
+			Tags: s.Seen, Excluded: len(s.Excluded), Filtered: len(s.Filtered), Skipped: len(s.Skipped),
+			Candidates: len(s.Candidates), Warnings: s.Warnings}
+		if p.Err != nil {
+			pj.Error = p.Err.Error()
+			problems = append(problems, Problem{Policy: p.Name, Message: p.Err.Error()})
+		}
+		policies = append(policies, pj)
+	}
+	for _, c := range rep.Changes {
+		changes = append(changes, Change{File: c.File, Line: c.Line, Policy: c.Policy, Field: FieldName(c.Field), From: c.Old, To: c.New})
+	}
+	for _, p := range rep.Problems {
+		problems = append(problems, Problem{File: p.File, Line: p.Line, Policy: p.Policy, Message: p.Error()})
+	}
+	return policies, changes, problems
+}
+
+// FieldName names a marker's field as the documents do: image, tag, name
+// or digest.
+func FieldName(f setters.Field) string {
+	if f == setters.FieldImage {
+		return "image"
+	}
+	return string(f)
+}
