@@ -54,7 +54,10 @@ func LoadSecrets(path string) (*Secrets, error) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("%s: a secrets mapping is NAMESPACE/NAME: {KEY: FILE or env:VARIABLE}: %w", path, err)
 	}
-	dir := filepath.Dir(path)
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("reading the secrets mapping: %w", err)
+	}
 	for _, name := range sortedKeys(m) {
 		if ns, n, ok := strings.Cut(name, "/"); !ok || ns == "" || n == "" || strings.Contains(n, "/") {
 			return nil, fmt.Errorf("%s: %q: name a Secret NAMESPACE/NAME", path, name)
