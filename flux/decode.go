@@ -67,6 +67,29 @@ func (s *source) scalar(path string) *kyaml.Node {
 	return v
 }
 
+// str returns the string scalar at path, or "".
+func (s *source) str(path string) string {
+	if v := s.scalar(path); v != nil {
+		return v.Value
+	}
+	return ""
+}
+
+// labels returns metadata.labels, string values only.
+func (s *source) labels() map[string]string {
+	_, m := lookup(s.node.YNode(), "metadata.labels")
+	if m == nil || m.Kind != kyaml.MappingNode {
+		return nil
+	}
+	out := map[string]string{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if v := deref(m.Content[i+1]); v != nil && v.Kind == kyaml.ScalarNode {
+			out[m.Content[i].Value] = v.Value
+		}
+	}
+	return out
+}
+
 // lookup returns the key node and value node of the field at path (for a
 // path ending in an index, the item node twice), nils when absent.
 func lookup(n *kyaml.Node, path string) (key, value *kyaml.Node) {

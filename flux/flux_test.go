@@ -16,6 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/internal/fluxmsg"
+	"github.com/imagebump/imagebump/internal/msgtemplate"
 	"github.com/imagebump/imagebump/policy"
 )
 
@@ -579,5 +581,52 @@ func TestLoadCancelled(t *testing.T) {
 	cancel()
 	if _, err := Load(ctx, []string{fleet}, LoadOptions{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
+	}
+}
+
+// TestFleetMessage renders the apps automation's template for a bump of
+// the fleet's minio, build and web images, as Flux would write it: file
+// names relative to update.path, objects in text/template's key order
+// (apiVersion, kind, name, namespace).
+func TestFleetMessage(t *testing.T) {
+	c := fleetNative(t).Config
+	var apps config.Target
+	for _, tg := range c.Targets() {
+		if tg.Name == "apps" {
+			apps = tg
+		}
+	}
+	data := msgtemplate.Data{
+		Changes: []msgtemplate.Change{
+			{File: "apps/build/cronjob.yaml", Line: 14, Policy: "apps:build", Field: "image", Old: "registry.fleet.test/acme/build:1041", New: "registry.fleet.test/acme/build:1042"},
+			{File: "apps/minio/statefulset.yaml", Line: 11, Policy: "apps:minio", Field: "image", Old: "registry.fleet.test/minio/minio:RELEASE.2024-01-31T20-20-33Z", New: "registry.fleet.test/minio/minio:RELEASE.2024-02-09T21-25-16Z"},
+			{File: "apps/web/release.yaml", Line: 17, Policy: "apps:web", Field: "tag", Old: "2.1.0", New: "2.1.3"},
+		},
+	}
+	got, err := fluxmsg.Render(MessageInput(apps, data, os.DirFS(fleet)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `Automated image update for prod
+
+Automation name: apps/apps
+
+Files:
+- build/cronjob.yaml
+- minio/statefulset.yaml
+- web/release.yaml
+Objects:
+- StatefulSet minio
+  Changes:
+    - registry.fleet.test/minio/minio:RELEASE.2024-01-31T20-20-33Z -> registry.fleet.test/minio/minio:RELEASE.2024-02-09T21-25-16Z
+- CronJob nightly
+  Changes:
+    - registry.fleet.test/acme/build:1041 -> registry.fleet.test/acme/build:1042
+- HelmRelease web
+  Changes:
+    - 2.1.0 -> 2.1.3
+`
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("message (-got +want):\n%s", diff)
 	}
 }

@@ -208,12 +208,7 @@ func (l *loader) file(name string, explicit bool) error {
 		return nil
 	}
 	for _, d := range docs {
-		rdr := &kio.ByteReader{
-			Reader:                strings.NewReader(d.Text),
-			OmitReaderAnnotations: true,
-			DisableUnwrapping:     len(docs) > 1,
-		}
-		nodes, err := rdr.Read()
+		nodes, err := readDoc(d, len(docs) > 1)
 		if err != nil {
 			if !mentionsFlux {
 				l.log.Debug("skipping a document that is not YAML", "file", name, "line", d.Line, "error", err)
@@ -229,10 +224,30 @@ func (l *loader) file(name string, explicit bool) error {
 			continue
 		}
 		for _, n := range nodes {
+			if y := n.YNode(); y == nil || y.Kind != kyaml.MappingNode || len(y.Content)%2 != 0 {
+				continue // not an object
+			}
 			l.object(&source{node: n, doc: d, obj: Object{File: name, Line: d.FileLine(n.YNode().Line)}})
 		}
 	}
 	return nil
+}
+
+// readDoc parses one document with kyaml. kyaml has panicked on odd
+// input (a flow sequence followed by a scalar): a bad file must be an
+// error, never a crash.
+func readDoc(d yamlstream.Doc, noUnwrap bool) (nodes []*kyaml.RNode, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			nodes, err = nil, fmt.Errorf("kyaml failed on this document: %v", r)
+		}
+	}()
+	rdr := &kio.ByteReader{
+		Reader:                strings.NewReader(d.Text),
+		OmitReaderAnnotations: true,
+		DisableUnwrapping:     noUnwrap,
+	}
+	return rdr.Read()
 }
 
 // build reads the objects of a kustomization, built with kustomize.
@@ -258,20 +273,22 @@ func (l *loader) build(dir, kfile string) error {
 			return nil
 		}
 		for _, d := range docs {
-			n, err := kyaml.Parse(d.Text)
-			if err != nil || n.YNode() == nil || n.YNode().Kind != kyaml.MappingNode {
+			nodes, err := readDoc(d, true)
+			if err != nil || len(nodes) != 1 {
 				continue
 			}
-			key := n.GetKind() + " " + n.GetName()
+			src := &source{node: nodes[0]}
+			key := src.str("kind") + " " + src.str("metadata.name")
 			if _, dup := origins[key]; !dup {
-				origins[key] = Object{File: p, Line: d.FileLine(n.YNode().Line)}
+				origins[key] = Object{File: p, Line: d.FileLine(nodes[0].YNode().Line)}
 			}
 		}
 		return nil
 	})
 	for _, n := range rm.ToRNodeSlice() {
 		obj := Object{File: kfile, Line: 1, Kustomization: kfile}
-		if o, ok := origins[n.GetKind()+" "+n.GetName()]; ok {
+		src := &source{node: n}
+		if o, ok := origins[src.str("kind")+" "+src.str("metadata.name")]; ok {
 			obj.File, obj.Line = o.File, o.Line
 		}
 		l.object(&source{node: n, obj: obj, built: true})
@@ -293,22 +310,23 @@ func unbuildable(dir string) string {
 		if err != nil {
 			return nil
 		}
-		n, err := kyaml.Parse(string(data))
-		if err != nil {
+		nodes, err := readDoc(yamlstream.Doc{Text: string(data), Line: 1}, true)
+		if err != nil || len(nodes) != 1 {
 			return nil
 		}
+		k := &source{node: nodes[0]}
 		for _, f := range []string{"helmCharts", "helmChartInflationGenerator"} {
-			if n.Field(f) != nil {
+			if k.has(f) {
 				why = fmt.Sprintf("%s uses %s, which needs helm", p, f)
 				return nil
 			}
 		}
 		for _, f := range []string{"resources", "bases", "components"} {
-			list := n.Field(f)
-			if list == nil || list.Value.YNode().Kind != kyaml.SequenceNode {
+			_, list := lookup(k.node.YNode(), f)
+			if list == nil || list.Kind != kyaml.SequenceNode {
 				continue
 			}
-			for _, it := range list.Value.YNode().Content {
+			for _, it := range list.Content {
 				r := it.Value
 				if strings.Contains(r, "://") || strings.HasPrefix(r, "github.com/") || strings.HasPrefix(r, "git@") || strings.HasPrefix(r, "gitlab.com/") {
 					why = fmt.Sprintf("%s names the remote resource %q, which is not fetched", p, r)
@@ -337,15 +355,14 @@ var ignoredKinds = map[string]string{
 // object takes one node read: a Flux object of a kind imagebump reads is
 // decoded, another Flux object listed as ignored, anything else skipped.
 func (l *loader) object(s *source) {
-	n := s.node
-	apiVersion, kind := n.GetApiVersion(), n.GetKind()
+	apiVersion, kind := s.str("apiVersion"), s.str("kind")
 	group, _, _ := strings.Cut(apiVersion, "/")
 	if !strings.HasSuffix(group, fluxDomain) {
 		return
 	}
 	s.obj.APIVersion, s.obj.Kind = apiVersion, kind
-	s.obj.Name = n.GetName()
-	s.obj.Namespace = n.GetNamespace()
+	s.obj.Name = s.str("metadata.name")
+	s.obj.Namespace = s.str("metadata.namespace")
 	known := (group == groupImage && (kind == KindImageRepository || kind == KindImagePolicy || kind == KindImageUpdateAutomation)) ||
 		(group == groupSource && kind == KindGitRepository)
 	if s.obj.Namespace == "" {
@@ -381,7 +398,7 @@ func (l *loader) object(s *source) {
 	}
 	l.set.Report.Objects = append(l.set.Report.Objects, s.obj)
 	noteFields(s, &l.p)
-	labels := n.GetLabels()
+	labels := s.labels()
 	switch kind {
 	case KindImageRepository:
 		l.set.Repositories = append(l.set.Repositories, &ImageRepository{Object: s.obj, Labels: labels, Spec: d.repo.Spec, src: s})

@@ -57,7 +57,7 @@ func objectSpans(data []byte) []span {
 	}
 	var out []span
 	for _, d := range docs {
-		n, err := kyaml.Parse(d.Text)
+		n, err := parse(d.Text)
 		if err != nil || n.YNode() == nil || n.YNode().Kind != kyaml.MappingNode {
 			out = append(out, span{line: d.Line})
 			continue
@@ -77,9 +77,18 @@ func objectSpans(data []byte) []span {
 	return out
 }
 
+func parse(text string) (n *kyaml.RNode, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			n, err = nil, fmt.Errorf("kyaml failed: %v", r)
+		}
+	}()
+	return kyaml.Parse(text)
+}
+
 func listItems(n *kyaml.RNode) []*kyaml.RNode {
-	kind := n.GetKind()
-	if kind != "List" && kind != "ResourceList" {
+	kind := n.Field("kind")
+	if kind == nil || (kind.Value.YNode().Value != "List" && kind.Value.YNode().Value != "ResourceList") {
 		return nil
 	}
 	items := n.Field("items")
@@ -93,7 +102,14 @@ func listItems(n *kyaml.RNode) []*kyaml.RNode {
 	return out
 }
 
-func identify(n *kyaml.RNode) ObjectIdentifier {
+func identify(n *kyaml.RNode) (id ObjectIdentifier) {
+	// kyaml panics on some malformed metadata (a list): such a document
+	// names no object.
+	defer func() {
+		if recover() != nil {
+			id = ObjectIdentifier{}
+		}
+	}()
 	if n.YNode().Kind != kyaml.MappingNode {
 		return ObjectIdentifier{}
 	}
