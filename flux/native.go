@@ -171,7 +171,7 @@ func (m *mapper) index() {
 	}
 }
 
-// refName lists the names of objects of a kind for a "did you mean".
+// refHint suggests the closest object name (NAMESPACE/NAME) to want.
 func refHint[T any](want string, objs map[string]T) string {
 	names := make([]string, 0, len(objs))
 	for k := range objs {
