@@ -123,6 +123,11 @@ type Image struct {
 	// Exclude holds RE2 patterns of tags to drop, in addition to the
 	// defaults of package policy.
 	Exclude []string `yaml:"exclude"`
+	// ExcludeReplacesDefaults makes Exclude replace the default exclusions
+	// instead of adding to them, as a Flux ImageRepository's exclusionList
+	// does. Images made from Flux objects set it when the exclusionList is
+	// given.
+	ExcludeReplacesDefaults bool `yaml:"excludeReplacesDefaults"`
 	// Digest says when the digest of the latest tag is resolved and pinned.
 	// It defaults to never.
 	Digest policy.DigestMode `yaml:"digest" enum:"always,ifNotPresent,never"`
@@ -206,6 +211,38 @@ type Commit struct {
 	SigningKeyFile string `yaml:"signingKeyFile" config:"secret"`
 	// SigningPassphraseFile holds the passphrase of SigningKeyFile, if any.
 	SigningPassphraseFile string `yaml:"signingPassphraseFile" config:"secret"`
+	// FluxMessage, when set, makes the commit message Flux's: a template
+	// written for an ImageUpdateAutomation, over Flux's template data. It
+	// excludes MessageTemplate.
+	FluxMessage *FluxMessage `yaml:"fluxMessage"`
+}
+
+// FluxMessage is a commit message template written for Flux's
+// ImageUpdateAutomation, rendered as Flux renders it (package
+// internal/fluxmsg).
+type FluxMessage struct {
+	// Automation is the ImageUpdateAutomation's NAMESPACE/NAME, given to the
+	// template as .AutomationObject.
+	Automation string `yaml:"automation"`
+	// APIVersion is the automation's apiVersion, which decides the data:
+	// image.toolkit.fluxcd.io/v1 (the default) or
+	// image.toolkit.fluxcd.io/v1beta2, whose templates may still use
+	// .Updated and .Changed.ImageResult.
+	APIVersion string `yaml:"apiVersion" enum:"image.toolkit.fluxcd.io/v1,image.toolkit.fluxcd.io/v1beta2"`
+	// Template is the automation's messageTemplate. Empty means Flux's
+	// default message.
+	Template string `yaml:"template"`
+	// Values are the automation's messageTemplateValues, given to the
+	// template as .Values.
+	Values []TemplateValue `yaml:"values"`
+}
+
+// TemplateValue is one entry of FluxMessage.Values.
+type TemplateValue struct {
+	// Name is the key the template reads: {{ .Values.NAME }}.
+	Name string `yaml:"name"`
+	// Value is its value.
+	Value string `yaml:"value"`
 }
 
 // Author is a commit author. Load fills an empty Name with
@@ -221,6 +258,14 @@ type Author struct {
 type Push struct {
 	// Branch is the branch to push to. Empty means Git.Branch.
 	Branch string `yaml:"branch"`
+	// Refspec, when set, is pushed too, after Branch, as Flux's
+	// git.push.refspec is: SRC:DST, such as refs/heads/auto:refs/for/main
+	// for Gerrit or AGit. It takes no '+' and no empty source.
+	Refspec string `yaml:"refspec"`
+	// Options are Git push options sent with every push, KEY=VALUE or
+	// KEY, as Flux's git.push.options (GitLab's merge_request.create,
+	// AGit's topic).
+	Options []string `yaml:"options"`
 	// PullRequest, when set, opens or updates one pull request from Branch
 	// to Git.Branch.
 	PullRequest *PullRequest `yaml:"pullRequest"`
@@ -373,6 +418,7 @@ func (im *Image) Spec() policy.Spec {
 		s.FilterExtract = im.FilterTags.Extract
 	}
 	s.Exclude = append([]string(nil), im.Exclude...)
+	s.ExcludeReplacesDefaults = im.ExcludeReplacesDefaults
 	s.Digest = im.Digest
 	return s
 }

@@ -28,6 +28,10 @@ type Spec struct {
 	FilterExtract string
 	// Exclude holds RE2 patterns of tags to drop, in addition to the defaults.
 	Exclude []string
+	// ExcludeReplacesDefaults makes Exclude replace DefaultExclusions
+	// rather than add to them, as a Flux ImageRepository's exclusionList
+	// does.
+	ExcludeReplacesDefaults bool
 	// Digest is the digest reflection mode: "", "never", "always" or "ifNotPresent".
 	Digest DigestMode
 }
@@ -195,7 +199,7 @@ func (p *Policy) Select(tags []string) Result {
 // excludes reports whether an exclusion pattern, default or configured,
 // matches tag.
 func (p *Policy) excludes(tag string) bool {
-	if excludedByDefault(tag) {
+	if !p.spec.ExcludeReplacesDefaults && excludedByDefault(tag) {
 		return true
 	}
 	for _, re := range p.exclude {

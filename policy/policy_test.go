@@ -272,6 +272,18 @@ func TestSelectFilterAndExclude(t *testing.T) {
 			want: result(5, "z.signed", []string{"sha256-abc.sig", "sha256-abc.att", "sha256-abc.sbom"}, nil, nil, []string{"a", "z.signed"}),
 		},
 		{
+			name: "exclusions replace the defaults, as Flux's exclusionList",
+			spec: policy.Spec{Alphabetical: "asc", Exclude: []string{`^latest$`}, ExcludeReplacesDefaults: true},
+			tags: []string{"sha256-abc.sig", "latest", "a"},
+			want: result(3, "sha256-abc.sig", []string{"latest"}, nil, nil, []string{"sha256-abc.sig", "a"}),
+		},
+		{
+			name: "no exclusions at all",
+			spec: policy.Spec{Alphabetical: "asc", ExcludeReplacesDefaults: true},
+			tags: []string{"a", "x.att"},
+			want: result(2, "x.att", nil, nil, nil, []string{"a", "x.att"}),
+		},
+		{
 			name: "exclusions run before the filter",
 			spec: policy.Spec{SemVer: ">=1", FilterPattern: `^v`, Exclude: []string{`-debug$`}},
 			tags: []string{"v1.0.0", "v2.0.0-debug", "2.0.0", "v1.0.0.sig"},

@@ -1,0 +1,632 @@
+package flux
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/internal/fluxmsg"
+	"github.com/imagebump/imagebump/internal/msgtemplate"
+	"github.com/imagebump/imagebump/policy"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+const fleet = "../testdata/flux"
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test ./flux -update)", err)
+	}
+	if diff := cmp.Diff(string(got), string(want)); diff != "" {
+		t.Errorf("%s (-got +want):\n%s", p, diff)
+	}
+}
+
+func loadFleet(t *testing.T, opts LoadOptions) *Set {
+	t.Helper()
+	set, err := Load(context.Background(), []string{fleet + "/clusters"}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+func fleetNative(t *testing.T) *Native {
+	t.Helper()
+	sec, err := LoadSecrets(fleet + "/secrets.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := loadFleet(t, LoadOptions{}).Native(NativeOptions{Secrets: sec, File: "imagebump.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestFleet reads the sample fleet and checks the native config and the
+// report against golden files.
+func TestFleet(t *testing.T) {
+	n := fleetNative(t)
+	golden(t, "fleet.imagebump.yaml", n.YAML)
+	var b bytes.Buffer
+	if err := n.Report.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "fleet.report.txt", b.Bytes())
+}
+
+func TestFleetMapping(t *testing.T) {
+	c := fleetNative(t).Config
+	image := func(name string) *config.Image {
+		im, ok := c.Image(name)
+		if !ok {
+			t.Fatalf("no image %s", name)
+		}
+		return im
+	}
+	tests := []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"semver policy", image("flux-system:podinfo").Rule, config.Rule{SemVer: ">=6.0.0 <7.0.0"}},
+		{"timestamp policy with extract", *image("apps:minio").FilterTags, config.FilterTags{Pattern: `^RELEASE\.(?P<timestamp>.*)Z$`, Extract: "$timestamp"}},
+		{"exclusionList replaces the defaults", image("apps:minio").Spec().ExcludeReplacesDefaults, true},
+		{"no exclusionList keeps imagebump's defaults", image("flux-system:podinfo").Spec().ExcludeReplacesDefaults, false},
+		{"numerical rule from the kustomize patch", image("apps:build").Rule, config.Rule{Numerical: "asc"}},
+		{"digest reflection", image("apps:web").Digest, policy.DigestIfNotPresent},
+		{"registry per host", c.Registries, []config.Registry{{Host: "registry.fleet.test", Insecure: true, Auth: &config.RegistryAuth{DockerConfig: mustAbs(t, fleet+"/secrets/docker-config.json")}, Line: 3}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.got, tt.want); diff != "" {
+				t.Errorf("(-got +want):\n%s", diff)
+			}
+		})
+	}
+	targets := c.Targets()
+	if len(targets) != 2 {
+		t.Fatalf("targets = %d, want 2", len(targets))
+	}
+	apps := targets[0]
+	if diff := cmp.Diff(*apps.Push, config.Push{Branch: "image-updates", Refspec: "refs/heads/image-updates:refs/for/main", Options: []string{"merge_request.create", "topic=image-updates"}}); diff != "" {
+		t.Errorf("push (-got +want):\n%s", diff)
+	}
+	if !apps.Selects("apps:minio") || apps.Selects("flux-system:podinfo") {
+		t.Errorf("target apps selects %v: want the apps namespace only", apps.Policies)
+	}
+	fm := apps.Commit.FluxMessage
+	if fm == nil || fm.Automation != "apps/apps" || !strings.Contains(fm.Template, ".Changed.FileChanges") || !slices.Equal(fm.Values, []config.TemplateValue{{Name: "cluster", Value: "prod"}}) {
+		t.Errorf("flux message = %+v", fm)
+	}
+	if got := targets[1].Git.Paths; !slices.Equal(got, []string{"apps/podinfo"}) {
+		t.Errorf("flux-system paths = %q", got)
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestKustomizePatch checks that the ImagePolicy's rule is read after the
+// kustomization's patch, and as written without the build.
+func TestKustomizePatch(t *testing.T) {
+	for _, tt := range []struct {
+		opts LoadOptions
+		want bool // numerical, from the patch
+	}{{LoadOptions{}, true}, {LoadOptions{NoKustomize: true}, false}} {
+		set := loadFleet(t, tt.opts)
+		for _, p := range set.Policies {
+			if p.Name != "build" {
+				continue
+			}
+			if got := p.Spec.Policy.Numerical != nil; got != tt.want {
+				t.Errorf("NoKustomize=%v: numerical = %v, want %v", tt.opts.NoKustomize, got, tt.want)
+			}
+			if built := p.Kustomization != ""; built != tt.want {
+				t.Errorf("NoKustomize=%v: Kustomization = %q", tt.opts.NoKustomize, p.Kustomization)
+			}
+			if !strings.HasSuffix(p.File, "image-policies.yaml") || p.Line != 19 {
+				t.Errorf("position = %s, want image-policies.yaml:19", p.Pos())
+			}
+		}
+	}
+}
+
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const repoYAML = `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata:
+  name: app
+  namespace: apps
+spec:
+  image: ghcr.io/acme/app
+`
+
+// TestStrictDecoding checks that what Flux's API refuses is an error with
+// file, line and field.
+func TestStrictDecoding(t *testing.T) {
+	tests := []struct {
+		name, text, want string
+	}{
+		{"typo in spec", "# head\n" + repoYAML + "  exclusionLst: [a]\n",
+			`f.yaml:9: ImageRepository apps/app: spec.exclusionLst: unknown field "exclusionLst" (did you mean "exclusionList"?) in image.toolkit.fluxcd.io/v1 ImageRepository`},
+		{"typo deep in the second document", "kind: ConfigMap\napiVersion: v1\n---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: app, namespace: apps}\nspec:\n  imageRepositoryRef: {name: app}\n  policy:\n    semver:\n      rnage: 1.x\n",
+			`f.yaml:11: ImagePolicy apps/app: spec.policy.semver.rnage: unknown field "rnage" (did you mean "range"?) in image.toolkit.fluxcd.io/v1 ImagePolicy`},
+		{"wrong type", repoYAML + "  insecure: \"yes\"\n",
+			`f.yaml:8: ImageRepository apps/app: spec.insecure: expected a boolean (true or false), got string`},
+		{"bad duration", repoYAML + "  interval: 5 minutes\n",
+			`f.yaml:8: ImageRepository apps/app: spec.interval: "5 minutes" is not a duration such as 5m, 1h or 30s`},
+		{"duplicate key", repoYAML + "  image: ghcr.io/acme/other\n",
+			`f.yaml:8: ImageRepository apps/app: invalid YAML`},
+		{"old API version", strings.Replace(repoYAML, "/v1\n", "/v1beta1\n", 1),
+			`f.yaml:1: ImageRepository apps/app: apiVersion: imagebump reads ImageRepository in its current version (v1) and the previous beta (v1beta2), not image.toolkit.fluxcd.io/v1beta1: upgrade the manifest`},
+		{"unknown metadata field", strings.Replace(repoYAML, "  namespace: apps\n", "  namespace: apps\n  lables: {a: b}\n", 1),
+			`f.yaml:6: ImageRepository apps/app: metadata.lables: unknown field "lables" (did you mean "labels"?)`},
+		{"defined twice", repoYAML + "---\n" + repoYAML,
+			`f.yaml:9: ImageRepository apps/app: defined twice (first at f.yaml:1)`},
+		{"bad YAML", repoYAML + "  insecure: [\n",
+			`f.yaml:`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "f.yaml", tt.text)
+			_, err := Load(context.Background(), []string{dir}, LoadOptions{})
+			if err == nil {
+				t.Fatal("Load succeeded")
+			}
+			got := strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), "")
+			if !strings.HasPrefix(got, tt.want) {
+				t.Errorf("error:\n got %s\nwant %s", got, tt.want)
+			}
+			var fe *Error
+			if !errors.As(err, &fe) {
+				t.Errorf("error %T is no *Error", err)
+			}
+		})
+	}
+}
+
+// TestSkipsOtherObjects checks that the fleet's own manifests, broken or
+// not, are none of the loader's business, and other Flux kinds are
+// listed as ignored.
+func TestSkipsOtherObjects(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "chart/templates/deploy.yaml", "{{ if .Values.x }}\nkind: Deployment\n{{ end }}\n")
+	writeFile(t, dir, "app.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\nspec: {whatever: 1}\n")
+	writeFile(t, dir, "sync.yaml", "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\nspec: {anything: goes}\n")
+	writeFile(t, dir, ".git/config.yaml", "apiVersion: image.toolkit.fluxcd.io/v1\nkind: Broken\n")
+	set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Report.Objects) != 0 || len(set.Report.Ignored) != 1 || set.Report.Ignored[0].Object.Ref() != "Kustomization flux-system/apps" {
+		t.Errorf("report = %+v", set.Report)
+	}
+}
+
+// TestEveryFieldHasARule walks the spec of every API type read and checks
+// that each field is mapped or has a note: nothing is dropped without a
+// word.
+func TestEveryFieldHasARule(t *testing.T) {
+	for _, kind := range []string{KindImageRepository, KindImagePolicy, KindImageUpdateAutomation, KindGitRepository} {
+		group := groupImage
+		if kind == KindGitRepository {
+			group = groupSource
+		}
+		for _, v := range []string{"v1", "v1beta2"} {
+			spec, _ := reflect.TypeOf(typeFor(group+"/"+v, kind)).Elem().FieldByName("Spec")
+			var walk func(typ reflect.Type, path string)
+			walk = func(typ reflect.Type, path string) {
+				if _, ok := fieldRules[kind][path]; ok {
+					return
+				}
+				if typ = derefType(typ); typ.Kind() != reflect.Struct {
+					t.Errorf("%s %s: %s has no rule in fieldRules", kind, v, path)
+					return
+				}
+				for name, ft := range jsonFields(typ) {
+					walk(ft, path+"."+name)
+				}
+			}
+			walk(spec.Type, "spec")
+		}
+	}
+}
+
+// TestIgnoredFieldsAreReported writes every field with a note and checks
+// each gets one, at its line.
+func TestIgnoredFieldsAreReported(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "f.yaml", `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: app, namespace: apps}
+spec:
+  image: ghcr.io/acme/app
+  interval: 5m
+  timeout: 1m
+  proxySecretRef: {name: proxy}
+  serviceAccountName: puller
+  accessFrom: {namespaceSelectors: [{matchLabels: {a: b}}]}
+---
+apiVersion: source.toolkit.fluxcd.io/v1beta2
+kind: GitRepository
+metadata: {name: repo, namespace: apps}
+spec:
+  url: https://git.example.com/fleet.git
+  interval: 1m
+  gitImplementation: go-git
+  ignore: "/*"
+  recurseSubmodules: true
+  suspend: true
+  verify: {mode: head, secretRef: {name: keys}}
+  include: [{repository: {name: other}}]
+  accessFrom: {namespaceSelectors: []}
+  timeout: 1m
+status: {}
+`)
+	set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range set.Report.Notes {
+		got = append(got, n.Object.Kind+" "+n.Field+":"+itoa(n.Line))
+	}
+	want := []string{
+		"ImageRepository spec.accessFrom:10", "ImageRepository spec.interval:6", "ImageRepository spec.proxySecretRef:8",
+		"ImageRepository spec.serviceAccountName:9", "ImageRepository spec.timeout:7",
+		"GitRepository spec.accessFrom:24", "GitRepository spec.gitImplementation:18", "GitRepository spec.ignore:19",
+		"GitRepository spec.include:23", "GitRepository spec.interval:17", "GitRepository spec.recurseSubmodules:20",
+		"GitRepository spec.suspend:21", "GitRepository spec.timeout:25", "GitRepository spec.verify:22",
+		"GitRepository status:26",
+	}
+	if diff := cmp.Diff(got, want, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("notes (-got +want):\n%s", diff)
+	}
+}
+
+// TestMappingErrors checks what Native refuses, with the Flux position.
+func TestMappingErrors(t *testing.T) {
+	policy := func(extra string) string {
+		return `---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: app, namespace: apps}
+spec:
+  imageRepositoryRef: {name: app}
+  policy: {semver: {range: ">=1"}}
+` + extra
+	}
+	auto := func(extra string) string {
+		return `---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: fleet, namespace: apps}
+spec: {url: "https://git.example.com/fleet.git", interval: 1m, ref: {branch: main}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageUpdateAutomation
+metadata: {name: auto, namespace: apps}
+spec:
+  interval: 5m
+  sourceRef: {kind: GitRepository, name: fleet}
+  git:
+    commit:
+      author: {email: bot@example.com}
+` + extra
+	}
+	tests := []struct {
+		name, text, want string
+	}{
+		{"repository in another namespace", strings.Replace(repoYAML, "apps", "flux-system", 1) + policy(""),
+			`f.yaml:13: ImagePolicy apps/app: spec.imageRepositoryRef: ImageRepository apps/app is not among the objects read (did you mean "flux-system/app"? the namespace defaults to the referring object's)`},
+		{"tag in image", strings.Replace(repoYAML, "acme/app", "acme/app:1.0", 1) + policy(""),
+			`f.yaml:7: ImageRepository apps/app: spec.image: "ghcr.io/acme/app:1.0" is not an image repository without tag or digest`},
+		{"bad range", repoYAML + strings.Replace(policy(""), ">=1", "not a range", 1),
+			`f.yaml:14: ImagePolicy apps/app: spec.policy.semver.range: invalid semver range "not a range"`},
+		{"two rules", repoYAML + strings.Replace(policy(""), "{semver: {range: \">=1\"}}", "{semver: {range: \">=1\"}, numerical: {}}", 1),
+			`f.yaml:14: ImagePolicy apps/app: spec.policy: set exactly one of semver, alphabetical, numerical (found 2)`},
+		{"extract without pattern", repoYAML + policy("  filterTags: {extract: $v}\n"),
+			`f.yaml:15: ImagePolicy apps/app: spec.filterTags.extract: extract needs a pattern`},
+		{"checkout on a tag", repoYAML + policy("") + auto("    checkout: {ref: {tag: v1}}\n"),
+			`f.yaml:30: ImageUpdateAutomation apps/auto: spec.git.checkout.ref: imagebump commits on a branch`},
+		{"ssh signing", repoYAML + policy("") + auto("      signingKey: {type: ssh, secretRef: {name: k}}\n"),
+			`f.yaml:30: ImageUpdateAutomation apps/auto: spec.git.commit.signingKey.type: "ssh" signing is not supported yet`},
+		{"removed template field", repoYAML + policy("") + auto("      messageTemplate: '{{ range .Updated.Images }}{{ . }}{{ end }}'\n"),
+			`f.yaml:30: ImageUpdateAutomation apps/auto: spec.git.commit.messageTemplate: invalid template: the template uses '.Updated', which Flux removed`},
+		{"missing source", repoYAML + policy("") + strings.Replace(auto(""), "name: fleet}\n  git", "name: flet}\n  git", 1),
+			`f.yaml:26: ImageUpdateAutomation apps/auto: spec.sourceRef: GitRepository apps/flet is not among the objects read (did you mean "apps/fleet"?)`},
+		{"ssh without secret", repoYAML + policy("") + strings.Replace(auto(""), "https://git.example.com", "ssh://git@git.example.com", 1),
+			`f.yaml:19: GitRepository apps/fleet: spec.url: an ssh URL needs a secretRef with identity and known_hosts`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "f.yaml", tt.text)
+			set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = set.Native(NativeOptions{})
+			if err == nil {
+				t.Fatal("Native succeeded")
+			}
+			got := strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), "")
+			if !strings.HasPrefix(got, tt.want) {
+				t.Errorf("error:\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRegistryCredentialConflict(t *testing.T) {
+	dir := t.TempDir()
+	pair := func(name, secret string) string {
+		return `---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: ` + name + `, namespace: apps}
+spec: {image: ghcr.io/acme/` + name + `, secretRef: {name: ` + secret + `}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: ` + name + `, namespace: apps}
+spec: {imageRepositoryRef: {name: ` + name + `}, policy: {alphabetical: {}}}
+`
+	}
+	writeFile(t, dir, "f.yaml", pair("app", "a")+pair("other", "b"))
+	set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := &Secrets{Keys: map[string]map[string]string{"apps/a": {".dockerconfigjson": "/a.json"}, "apps/b": {".dockerconfigjson": "/b.json"}}}
+	_, err = set.Native(NativeOptions{Secrets: sec})
+	want := "f.yaml:15: ImageRepository apps/other: spec.secretRef: ImageRepository apps/app"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "imagebump has one set per registry host") {
+		t.Errorf("err = %v, want a conflict at %s", err, want)
+	}
+	sec.Keys["apps/b"][".dockerconfigjson"] = "/a.json"
+	n, err := set.Native(NativeOptions{Secrets: sec})
+	if err != nil {
+		t.Fatalf("one file for both Secrets: %v", err)
+	}
+	if got := n.Config.Registries[0].Auth.DockerConfig; got != "/a.json" {
+		t.Errorf("dockerConfig = %q", got)
+	}
+}
+
+// TestRoundTripFleet turns the fleet into a native config, that into Flux
+// objects, reads them back and compares the native configs.
+func TestRoundTripFleet(t *testing.T) {
+	first := fleetNative(t)
+	second := roundTrip(t, first.Config)
+	if diff := cmp.Diff(normalize(second), normalize(first.Config), ignoreUnexported); diff != "" {
+		t.Errorf("native -> Flux -> native (-got +want):\n%s", diff)
+	}
+	// And once more: Flux objects written from the second read give the
+	// same text.
+	e1, err := Export(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2, err := Export(roundTrip(t, second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(e2.YAML), string(e1.YAML)); diff != "" {
+		t.Errorf("export is not stable (-got +want):\n%s", diff)
+	}
+}
+
+// TestRoundTripNative goes the other way: a native config, to Flux, back.
+func TestRoundTripNative(t *testing.T) {
+	c, err := config.Load("testdata/native.imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Export(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "native.flux.yaml", e.YAML)
+	var notes []string
+	for _, n := range e.Notes {
+		notes = append(notes, n.Level.String()+": "+n.Object.Kind+" "+n.Object.Name+": "+n.Msg)
+	}
+	if diff := cmp.Diff(notes, []string{
+		"warning: target prod: Flux opens no pull requests: commits go to push.branch only (a refspec such as refs/heads/BRANCH:refs/for/MAIN opens one on Gitea or Gerrit, push options merge_request.create on GitLab)",
+		"info: target tools: applies policies of namespaces apps, tools: a Flux automation applies its own namespace's, so each gets one",
+	}); diff != "" {
+		t.Errorf("notes (-got +want):\n%s", diff)
+	}
+	back := roundTrip(t, c)
+	want := normalize(c)
+	for i := range want.TargetList {
+		tg := &want.TargetList[i]
+		tg.Push.PullRequest = nil // noted: Flux has none
+		if tg.Commit.FluxMessage == nil {
+			// A Flux automation commits with Flux's message.
+			c := *tg.Commit
+			c.FluxMessage = &config.FluxMessage{Automation: "apps/" + tg.Name}
+			tg.Commit = &c
+		}
+	}
+	// A target applying two namespaces' policies comes back as two.
+	tools := want.TargetList[1]
+	tools.Name, tools.Policies = "apps-tools", []string{"apps:worker"}
+	tools.Commit = &config.Commit{Author: tools.Commit.Author, FluxMessage: &config.FluxMessage{Automation: "apps/tools", APIVersion: tools.Commit.FluxMessage.APIVersion, Template: tools.Commit.FluxMessage.Template}}
+	want.TargetList[1].Name, want.TargetList[1].Policies = "tools-tools", []string{"tools:*"}
+	want.TargetList = []config.Target{want.TargetList[0], tools, want.TargetList[1]}
+	if diff := cmp.Diff(normalize(back), want, ignoreUnexported); diff != "" {
+		t.Errorf("native -> Flux -> native (-got +want):\n%s", diff)
+	}
+}
+
+var ignoreUnexported = cmpopts.IgnoreUnexported(config.Config{}, config.Image{})
+
+func roundTrip(t *testing.T, c *config.Config) *config.Config {
+	t.Helper()
+	e, err := Export(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFile(t, dir, "flux.yaml", string(e.YAML))
+	set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+	if err != nil {
+		t.Fatalf("reading the exported objects: %v\n%s", err, e.YAML)
+	}
+	n, err := set.Native(NativeOptions{Secrets: e.Secrets, File: c.File})
+	if err != nil {
+		t.Fatalf("mapping the exported objects: %v\n%s", err, e.YAML)
+	}
+	return n.Config
+}
+
+// normalize makes configs comparable: positions out, and an exclusion
+// list equal to the defaults that replaces them is the defaults.
+func normalize(c *config.Config) *config.Config {
+	out := *c
+	out.File = ""
+	out.Images = slices.Clone(c.Images)
+	for i := range out.Images {
+		im := &out.Images[i]
+		im.Line = 0
+		if im.ExcludeReplacesDefaults && len(im.Exclude) >= 3 && slices.Equal(im.Exclude[:3], policy.DefaultExclusions()) {
+			im.Exclude = im.Exclude[3:]
+			im.ExcludeReplacesDefaults = false
+		}
+		if len(im.Exclude) == 0 {
+			im.Exclude = nil
+		}
+	}
+	slices.SortFunc(out.Images, func(a, b config.Image) int { return strings.Compare(a.Name, b.Name) })
+	out.Registries = slices.Clone(c.Registries)
+	for i := range out.Registries {
+		out.Registries[i].Line = 0
+	}
+	out.TargetList = slices.Clone(c.Targets())
+	out.Git, out.Commit, out.Push, out.Schedule = nil, nil, nil, ""
+	for i := range out.TargetList {
+		tg := &out.TargetList[i]
+		tg.Line = 0
+		if tg.Push != nil {
+			p := *tg.Push
+			tg.Push = &p
+		}
+	}
+	return &out
+}
+
+func TestSuggestPolicy(t *testing.T) {
+	known := []string{"flux-system:podinfo", "apps:podinfo", "apps:minio", "default:web"}
+	tests := []struct{ name, want string }{
+		{"default:podinfo", `did you mean one of "apps:podinfo", "flux-system:podinfo"? A policy's namespace is part of its name`},
+		{"podinfo", `did you mean one of "apps:podinfo", "flux-system:podinfo"? A policy's namespace is part of its name`},
+		{"apps:minoi", `did you mean "apps:minio"?`},
+		{"staging:minio", `did you mean "apps:minio"? A policy's namespace is part of its name`},
+		{"apps:something-else", ""},
+		{"wbe", `did you mean "default:web"?`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SuggestPolicy(tt.name, known); got != tt.want {
+				t.Errorf("SuggestPolicy(%q) = %q, want %q", tt.name, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Load(ctx, []string{fleet}, LoadOptions{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+}
+
+// TestFleetMessage renders the apps automation's template for a bump of
+// the fleet's minio, build and web images, as Flux would write it: file
+// names relative to update.path, objects in text/template's key order
+// (apiVersion, kind, name, namespace).
+func TestFleetMessage(t *testing.T) {
+	c := fleetNative(t).Config
+	var apps config.Target
+	for _, tg := range c.Targets() {
+		if tg.Name == "apps" {
+			apps = tg
+		}
+	}
+	data := msgtemplate.Data{
+		Changes: []msgtemplate.Change{
+			{File: "apps/build/cronjob.yaml", Line: 14, Policy: "apps:build", Field: "image", Old: "registry.fleet.test/acme/build:1041", New: "registry.fleet.test/acme/build:1042"},
+			{File: "apps/minio/statefulset.yaml", Line: 11, Policy: "apps:minio", Field: "image", Old: "registry.fleet.test/minio/minio:RELEASE.2024-01-31T20-20-33Z", New: "registry.fleet.test/minio/minio:RELEASE.2024-02-09T21-25-16Z"},
+			{File: "apps/web/release.yaml", Line: 17, Policy: "apps:web", Field: "tag", Old: "2.1.0", New: "2.1.3"},
+		},
+	}
+	got, err := fluxmsg.Render(MessageInput(apps, data, os.DirFS(fleet)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `Automated image update for prod
+
+Automation name: apps/apps
+
+Files:
+- build/cronjob.yaml
+- minio/statefulset.yaml
+- web/release.yaml
+Objects:
+- StatefulSet minio
+  Changes:
+    - registry.fleet.test/minio/minio:RELEASE.2024-01-31T20-20-33Z -> registry.fleet.test/minio/minio:RELEASE.2024-02-09T21-25-16Z
+- CronJob nightly
+  Changes:
+    - registry.fleet.test/acme/build:1041 -> registry.fleet.test/acme/build:1042
+- HelmRelease web
+  Changes:
+    - 2.1.0 -> 2.1.3
+`
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("message (-got +want):\n%s", diff)
+	}
+}

@@ -1,0 +1,422 @@
+package flux
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	automationv1 "github.com/fluxcd/image-automation-controller/api/v1"
+	reflectorv1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/imagebump/imagebump/internal/yamlstream"
+)
+
+// DefaultNamespace is the namespace of an object whose manifest has none,
+// as kubectl would apply it.
+const DefaultNamespace = "default"
+
+// LoadOptions configures Load. The zero value is ready to use.
+type LoadOptions struct {
+	// NoKustomize reads the files of a folder holding a kustomization as
+	// they are written, instead of building the kustomization first.
+	NoKustomize bool
+	// Logger receives debug messages about files skipped. Nil discards.
+	Logger *slog.Logger
+}
+
+// ImageRepository is a Flux ImageRepository, in the current API version.
+type ImageRepository struct {
+	Object
+	Labels map[string]string
+	Spec   reflectorv1.ImageRepositorySpec
+	src    *source
+}
+
+// ImagePolicy is a Flux ImagePolicy, in the current API version.
+type ImagePolicy struct {
+	Object
+	Labels map[string]string
+	Spec   reflectorv1.ImagePolicySpec
+	src    *source
+}
+
+// ImageUpdateAutomation is a Flux ImageUpdateAutomation, in the current API
+// version.
+type ImageUpdateAutomation struct {
+	Object
+	Labels map[string]string
+	Spec   automationv1.ImageUpdateAutomationSpec
+	src    *source
+}
+
+// GitRepository is a Flux GitRepository, in the current API version.
+type GitRepository struct {
+	Object
+	Labels map[string]string
+	Spec   sourcev1.GitRepositorySpec
+	src    *source
+}
+
+// Set holds the Flux objects Load read.
+type Set struct {
+	Repositories    []*ImageRepository
+	Policies        []*ImagePolicy
+	Automations     []*ImageUpdateAutomation
+	GitRepositories []*GitRepository
+	// Report lists the objects read, the Flux objects ignored and the notes
+	// of the reading (Native adds its own).
+	Report Report
+}
+
+// Load reads the Flux objects in paths: files (with one or more YAML
+// documents, or a List) and folders, searched recursively for *.yaml and
+// *.yml files. A folder holding a kustomization (kustomization.yaml,
+// kustomization.yml or Kustomization) is built with kustomize first, as
+// Flux's kustomize-controller would, and its objects are read from the
+// result; its files are not read one by one.
+//
+// Each ImageRepository, ImagePolicy, ImageUpdateAutomation (current
+// version v1 and previous beta v1beta2 of image.toolkit.fluxcd.io) and
+// GitRepository (source.toolkit.fluxcd.io v1, v1beta2) is decoded strictly
+// into Flux's own API type: an unknown or duplicate field, a value of the
+// wrong type, an unread API version is an *Error with file, line and
+// field. Objects of other Flux kinds are listed in Report.Ignored; other
+// objects (the fleet's own manifests) are skipped without a word, as are
+// files that are not YAML, unless they mention toolkit.fluxcd.io.
+//
+// Errors are *Error values joined, ordered by file and line; Load returns
+// every problem found at once.
+func Load(ctx context.Context, paths []string, opts LoadOptions) (*Set, error) {
+	l := &loader{opts: opts, log: opts.Logger, set: &Set{}}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading Flux objects: %w", err)
+		}
+		if info.IsDir() {
+			if err := l.dir(ctx, p); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := l.file(p, true); err != nil {
+			return nil, err
+		}
+	}
+	l.p.sortNotes()
+	l.set.Report.Notes = l.p.notes
+	if err := l.p.err(); err != nil {
+		return nil, err
+	}
+	return l.set, nil
+}
+
+type loader struct {
+	opts LoadOptions
+	log  *slog.Logger
+	set  *Set
+	p    problems
+	seen map[string]Object // Kind ns/name of each object read
+}
+
+func isKustomization(name string) bool {
+	return name == "kustomization.yaml" || name == "kustomization.yml" || name == "Kustomization"
+}
+
+// kustomizationIn returns the kustomization file of dir, or "".
+func kustomizationIn(dir string) string {
+	for _, n := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
+			return filepath.Join(dir, n)
+		}
+	}
+	return ""
+}
+
+// dir reads a folder: built when it holds a kustomization, else file by
+// file and folder by folder.
+func (l *loader) dir(ctx context.Context, dir string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if k := kustomizationIn(dir); k != "" && !l.opts.NoKustomize {
+		if why := unbuildable(dir); why != "" {
+			l.p.note(Warning, Object{File: k, Line: 1}, "", 1, "not built with kustomize (%s): its files are read as written, so patches are not applied", why)
+		} else {
+			return l.build(dir, k)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("reading Flux objects: %w", err)
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		switch {
+		case strings.HasPrefix(e.Name(), "."):
+			// .git and other hidden folders and files are not manifests.
+		case e.IsDir():
+			if err := l.dir(ctx, p); err != nil {
+				return err
+			}
+		case e.Type()&fs.ModeSymlink != 0:
+			l.log.Debug("skipping symbolic link", "file", p)
+		case isKustomization(e.Name()):
+			// Read as written when not built: it holds no Flux object.
+		case strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml"):
+			if err := l.file(p, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// file reads the objects of one file. explicit is true for a file named
+// by the caller, whose YAML errors are always reported.
+func (l *loader) file(name string, explicit bool) error {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return fmt.Errorf("reading Flux objects: %w", err)
+	}
+	// A file that does not mention Flux holds none of its objects: a
+	// chart template or a broken manifest there is none of our business.
+	mentionsFlux := bytes.Contains(data, []byte(fluxDomain))
+	if !mentionsFlux && !explicit {
+		return nil
+	}
+	docs, err := yamlstream.Split(data)
+	if err != nil {
+		l.p.fail(Object{File: name, Line: 1}, "", 1, err, "invalid YAML stream")
+		return nil
+	}
+	for _, d := range docs {
+		nodes, err := readDoc(d, len(docs) > 1)
+		if err != nil {
+			if !mentionsFlux {
+				l.log.Debug("skipping a document that is not YAML", "file", name, "line", d.Line, "error", err)
+				continue
+			}
+			line := d.Line
+			if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+				var n int
+				fmt.Sscan(m[1], &n)
+				line = d.FileLine(n)
+			}
+			l.p.fail(Object{File: name, Line: line}, "", line, nil, "invalid YAML: %s", strings.TrimPrefix(err.Error(), "MalformedYAMLError: "))
+			continue
+		}
+		for _, n := range nodes {
+			if y := n.YNode(); y == nil || y.Kind != kyaml.MappingNode || len(y.Content)%2 != 0 {
+				continue // not an object
+			}
+			l.object(&source{node: n, doc: d, obj: Object{File: name, Line: d.FileLine(n.YNode().Line)}})
+		}
+	}
+	return nil
+}
+
+// readDoc parses one document with kyaml. kyaml has panicked on odd
+// input (a flow sequence followed by a scalar): a bad file must be an
+// error, never a crash.
+func readDoc(d yamlstream.Doc, noUnwrap bool) (nodes []*kyaml.RNode, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			nodes, err = nil, fmt.Errorf("kyaml failed on this document: %v", r)
+		}
+	}()
+	rdr := &kio.ByteReader{
+		Reader:                strings.NewReader(d.Text),
+		OmitReaderAnnotations: true,
+		DisableUnwrapping:     noUnwrap,
+	}
+	return rdr.Read()
+}
+
+// build reads the objects of a kustomization, built with kustomize.
+func (l *loader) build(dir, kfile string) error {
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	rm, err := k.Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		l.p.fail(Object{File: kfile, Line: 1}, "", 1, err, "kustomize build failed (read the folder as written with LoadOptions.NoKustomize)")
+		return nil
+	}
+	// Find where each object was written before the build, to point at it.
+	origins := map[string]Object{}
+	_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(data, []byte(fluxDomain)) {
+			return nil
+		}
+		docs, err := yamlstream.Split(data)
+		if err != nil {
+			return nil
+		}
+		for _, d := range docs {
+			nodes, err := readDoc(d, true)
+			if err != nil || len(nodes) != 1 {
+				continue
+			}
+			src := &source{node: nodes[0]}
+			key := src.str("kind") + " " + src.str("metadata.name")
+			if _, dup := origins[key]; !dup {
+				origins[key] = Object{File: p, Line: d.FileLine(nodes[0].YNode().Line)}
+			}
+		}
+		return nil
+	})
+	for _, n := range rm.ToRNodeSlice() {
+		obj := Object{File: kfile, Line: 1, Kustomization: kfile}
+		src := &source{node: n}
+		if o, ok := origins[src.str("kind")+" "+src.str("metadata.name")]; ok {
+			obj.File, obj.Line = o.File, o.Line
+		}
+		l.object(&source{node: n, obj: obj, built: true})
+	}
+	return nil
+}
+
+// unbuildable says why the kustomization of dir (or one below it) cannot
+// be built here: a remote resource, which kustomize would fetch by
+// running git, or a Helm chart, which needs helm. It returns "" when it
+// can be built.
+func unbuildable(dir string) string {
+	why := ""
+	_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || !isKustomization(e.Name()) || why != "" {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		nodes, err := readDoc(yamlstream.Doc{Text: string(data), Line: 1}, true)
+		if err != nil || len(nodes) != 1 {
+			return nil
+		}
+		k := &source{node: nodes[0]}
+		for _, f := range []string{"helmCharts", "helmChartInflationGenerator"} {
+			if k.has(f) {
+				why = fmt.Sprintf("%s uses %s, which needs helm", p, f)
+				return nil
+			}
+		}
+		for _, f := range []string{"resources", "bases", "components"} {
+			_, list := lookup(k.node.YNode(), f)
+			if list == nil || list.Kind != kyaml.SequenceNode {
+				continue
+			}
+			for _, it := range list.Content {
+				r := it.Value
+				if strings.Contains(r, "://") || strings.HasPrefix(r, "github.com/") || strings.HasPrefix(r, "git@") || strings.HasPrefix(r, "gitlab.com/") {
+					why = fmt.Sprintf("%s names the remote resource %q, which is not fetched", p, r)
+					return nil
+				}
+			}
+		}
+		return nil
+	})
+	return why
+}
+
+// ignoredKinds says why imagebump has no use for other Flux kinds.
+var ignoredKinds = map[string]string{
+	"Kustomization":  "applies manifests to a cluster; imagebump only edits Git",
+	"HelmRelease":    "installs a chart in a cluster; imagebump only edits Git (markers in its values work)",
+	"Receiver":       "a cluster webhook; `imagebump serve` has its own webhooks",
+	"Alert":          "cluster notifications; imagebump logs and exposes metrics",
+	"Provider":       "cluster notifications; imagebump logs and exposes metrics",
+	"OCIRepository":  "a source for the cluster; imagebump reads GitRepository only",
+	"HelmRepository": "a source for the cluster; imagebump reads GitRepository only",
+	"HelmChart":      "a source for the cluster; imagebump reads GitRepository only",
+	"Bucket":         "a source for the cluster; imagebump reads GitRepository only",
+}
+
+// object takes one node read: a Flux object of a kind imagebump reads is
+// decoded, another Flux object listed as ignored, anything else skipped.
+func (l *loader) object(s *source) {
+	apiVersion, kind := s.str("apiVersion"), s.str("kind")
+	group, _, _ := strings.Cut(apiVersion, "/")
+	if !strings.HasSuffix(group, fluxDomain) {
+		return
+	}
+	s.obj.APIVersion, s.obj.Kind = apiVersion, kind
+	s.obj.Name = s.str("metadata.name")
+	s.obj.Namespace = s.str("metadata.namespace")
+	known := (group == groupImage && (kind == KindImageRepository || kind == KindImagePolicy || kind == KindImageUpdateAutomation)) ||
+		(group == groupSource && kind == KindGitRepository)
+	if s.obj.Namespace == "" {
+		s.obj.Namespace = DefaultNamespace
+		if known {
+			l.p.note(Info, s.obj, "metadata.namespace", s.obj.Line, "not set: read in namespace %q, as kubectl applies it (a Flux Kustomization's targetNamespace would change it)", DefaultNamespace)
+		}
+	}
+	if !known {
+		why := ignoredKinds[kind]
+		if why == "" {
+			why = "not part of image automation"
+		}
+		l.set.Report.Ignored = append(l.set.Report.Ignored, Ignored{Object: s.obj, Reason: why})
+		return
+	}
+	if s.obj.Name == "" {
+		l.p.fail(s.obj, "metadata.name", s.obj.Line, nil, "missing")
+		return
+	}
+	key := s.obj.Ref()
+	if l.seen == nil {
+		l.seen = map[string]Object{}
+	}
+	if first, dup := l.seen[key]; dup {
+		l.p.fail(s.obj, "", s.obj.Line, nil, "defined twice (first at %s)", first.Pos())
+		return
+	}
+	l.seen[key] = s.obj
+	d, ok := decode(s, &l.p)
+	if !ok {
+		return
+	}
+	l.set.Report.Objects = append(l.set.Report.Objects, s.obj)
+	noteFields(s, &l.p)
+	labels := s.labels()
+	switch kind {
+	case KindImageRepository:
+		l.set.Repositories = append(l.set.Repositories, &ImageRepository{Object: s.obj, Labels: labels, Spec: d.repo.Spec, src: s})
+	case KindImagePolicy:
+		l.set.Policies = append(l.set.Policies, &ImagePolicy{Object: s.obj, Labels: labels, Spec: d.pol.Spec, src: s})
+	case KindImageUpdateAutomation:
+		l.set.Automations = append(l.set.Automations, &ImageUpdateAutomation{Object: s.obj, Labels: labels, Spec: d.auto.Spec, src: s})
+	case KindGitRepository:
+		l.set.GitRepositories = append(l.set.GitRepositories, &GitRepository{Object: s.obj, Labels: labels, Spec: d.git.Spec, src: s})
+	}
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

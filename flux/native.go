@@ -1,0 +1,755 @@
+package flux
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	reflectorv1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/google/go-containerregistry/pkg/name"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/internal/fluxmsg"
+	"github.com/imagebump/imagebump/internal/secretfile"
+	"github.com/imagebump/imagebump/policy"
+)
+
+// NativeOptions configures Set.Native.
+type NativeOptions struct {
+	// Secrets says where the Secrets the objects name are. Nil maps none:
+	// registries use the default Docker keychain and Git goes without
+	// credentials, each with a warning.
+	Secrets *Secrets
+	// File names the native config in its errors, and its folder is the
+	// base of relative file paths. Empty means "imagebump.flux.yaml" in
+	// the working directory.
+	File string
+}
+
+// Native is the imagebump config equivalent to a Set of Flux objects.
+type Native struct {
+	// Config is the config, loaded from YAML as imagebump.yaml is.
+	Config *config.Config
+	// YAML is its text: what `imagebump flux export` writes. Comments name
+	// the Flux object each entry comes from.
+	YAML []byte
+	// Policies maps each image name (NAMESPACE:NAME) to its ImagePolicy.
+	Policies map[string]Object
+	// Targets maps each target name to its ImageUpdateAutomation.
+	Targets map[string]Object
+	// Report is the Set's report with the notes of the mapping added.
+	Report Report
+}
+
+// Native maps the Flux objects to imagebump's model, with Flux's semantics
+// where they differ from the native config's:
+//
+//   - each ImagePolicy is an image named NAMESPACE:NAME, which markers must
+//     name with that namespace; its ImageRepository's exclusionList, when
+//     given, replaces the default exclusions (excludeReplacesDefaults);
+//   - each ImageUpdateAutomation is a target that applies the policies of
+//     its namespace its policySelector selects, on its GitRepository's
+//     branch (or git.checkout's), under update.path, pushing to
+//     git.push.branch, then git.push.refspec, with git.push.options; its
+//     messageTemplate is rendered as Flux renders it (commit.fluxMessage);
+//   - registry settings (credentials, insecure, CA) come from the
+//     ImageRepositories, host by host, and Secrets from opts.Secrets.
+//
+// What imagebump cannot honour is a note in Report, or, when it would
+// change the bumps or their safety, an *Error with the Flux object's file
+// and line. Errors are joined.
+func (s *Set) Native(opts NativeOptions) (*Native, error) {
+	m := &mapper{set: s, opts: opts, n: &Native{Policies: map[string]Object{}, Targets: map[string]Object{}}}
+	if m.opts.File == "" {
+		m.opts.File = "imagebump.flux.yaml"
+	}
+	m.index()
+	m.images()
+	m.targets()
+	m.p.sortNotes()
+	report := s.Report
+	report.Notes = append(append([]Note(nil), s.Report.Notes...), m.p.notes...)
+	m.n.Report = report
+	if err := m.p.err(); err != nil {
+		return nil, err
+	}
+	m.cfg.File = m.opts.File
+	text, err := emit(&m.cfg, m.comments)
+	if err != nil {
+		return nil, fmt.Errorf("writing the native config: %w", err)
+	}
+	c, err := config.Parse(text, m.opts.File)
+	if err != nil {
+		return nil, m.configError(err, m.sources)
+	}
+	m.n.Config, m.n.YAML = c, text
+	return m.n, nil
+}
+
+// configError maps the native config's errors back to the Flux objects
+// the entries came from.
+func (m *mapper) configError(err error, sources map[string]Object) error {
+	var out []error
+	for _, e := range unjoin(err) {
+		var ce *config.Error
+		if !errors.As(e, &ce) {
+			out = append(out, e)
+			continue
+		}
+		o, ok := sourceOf(ce.Path, sources)
+		if !ok {
+			out = append(out, fmt.Errorf("the native config made from the Flux objects is invalid: %s: %s", ce.Path, ce.Msg))
+			continue
+		}
+		out = append(out, &Error{Object: o, Line: o.Line, Msg: fmt.Sprintf("the native config made from it is invalid at %s: %s", ce.Path, ce.Msg), Err: ce.Err})
+	}
+	return errors.Join(out...)
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// sourceOf returns the object of the closest entry above path.
+func sourceOf(p string, sources map[string]Object) (Object, bool) {
+	for {
+		if o, ok := sources[p]; ok {
+			return o, true
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			return Object{}, false
+		}
+		p = p[:i]
+	}
+}
+
+type mapper struct {
+	set      *Set
+	opts     NativeOptions
+	n        *Native
+	p        problems
+	cfg      config.Config
+	comments map[string]string // config path → comment naming its source
+	sources  map[string]Object
+	repos    map[string]*ImageRepository // ns/name
+	gits     map[string]*GitRepository   // ns/name
+	hosts    map[string]*hostSettings
+	// byNamespace lists the image names (NAMESPACE:NAME) of each namespace.
+	byNamespace map[string][]*ImagePolicy
+}
+
+// hostSettings are a registry's settings, and the repository that set
+// each first.
+type hostSettings struct {
+	reg                            config.Registry
+	authFrom, insecureFrom, caFrom *ImageRepository
+}
+
+func (m *mapper) index() {
+	m.comments = map[string]string{}
+	m.sources = map[string]Object{}
+	m.repos = map[string]*ImageRepository{}
+	m.gits = map[string]*GitRepository{}
+	m.hosts = map[string]*hostSettings{}
+	m.byNamespace = map[string][]*ImagePolicy{}
+	for _, r := range m.set.Repositories {
+		m.repos[r.Namespace+"/"+r.Name] = r
+	}
+	for _, g := range m.set.GitRepositories {
+		m.gits[g.Namespace+"/"+g.Name] = g
+	}
+}
+
+// refHint suggests the closest object name (NAMESPACE/NAME) to want.
+func refHint[T any](want string, objs map[string]T) string {
+	names := make([]string, 0, len(objs))
+	for k := range objs {
+		names = append(names, strings.Replace(k, "/", ":", 1))
+	}
+	hint := SuggestPolicy(strings.Replace(want, "/", ":", 1), names)
+	return strings.ReplaceAll(strings.ReplaceAll(hint, ":", "/"), "A policy's namespace is part of its name", "the namespace defaults to the referring object's")
+}
+
+func (m *mapper) images() {
+	for _, pol := range m.set.Policies {
+		im, ok := m.image(pol)
+		if !ok {
+			continue
+		}
+		i := len(m.cfg.Images)
+		m.cfg.Images = append(m.cfg.Images, im)
+		m.comments[fmt.Sprintf("images[%d]", i)] = "from " + pol.String()
+		m.sources[fmt.Sprintf("images[%d]", i)] = pol.Object
+		m.n.Policies[im.Name] = pol.Object
+		m.byNamespace[pol.Namespace] = append(m.byNamespace[pol.Namespace], pol)
+	}
+	for _, h := range sortedKeys(m.hosts) {
+		i := len(m.cfg.Registries)
+		m.cfg.Registries = append(m.cfg.Registries, m.hosts[h].reg)
+		var from []string
+		for _, r := range []*ImageRepository{m.hosts[h].authFrom, m.hosts[h].insecureFrom, m.hosts[h].caFrom} {
+			if r != nil && !contains(from, r.String()) {
+				from = append(from, r.String())
+			}
+		}
+		m.comments[fmt.Sprintf("registries[%d]", i)] = "from " + strings.Join(from, ", ")
+		for _, r := range []*ImageRepository{m.hosts[h].authFrom, m.hosts[h].insecureFrom, m.hosts[h].caFrom} {
+			if r != nil {
+				m.sources[fmt.Sprintf("registries[%d]", i)] = r.Object
+				break
+			}
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// image maps an ImagePolicy and its ImageRepository.
+func (m *mapper) image(pol *ImagePolicy) (config.Image, bool) {
+	src := pol.src
+	spec := pol.Spec
+	im := config.Image{Name: pol.Namespace + ":" + pol.Name}
+	ref := spec.ImageRepositoryRef
+	ns := ref.Namespace
+	if ns == "" {
+		ns = pol.Namespace
+	}
+	repo := m.repos[ns+"/"+ref.Name]
+	if repo == nil {
+		msg := fmt.Sprintf("ImageRepository %s/%s is not among the objects read", ns, ref.Name)
+		if h := refHint(ns+"/"+ref.Name, m.repos); h != "" {
+			msg += " (" + h + ")"
+		}
+		m.p.fail(pol.Object, "spec.imageRepositoryRef", src.line("spec.imageRepositoryRef"), nil, "%s", msg)
+		return im, false
+	}
+	if pol.Spec.Suspend || repo.Spec.Suspend {
+		what := pol.Object
+		if !pol.Spec.Suspend {
+			what = repo.Object
+		}
+		m.p.note(Warning, pol.Object, "spec.suspend", src.line("spec.suspend"),
+			"suspended (%s): left out, so imagebump does not move its markers; a marker naming it is reported as naming an unknown policy", what.Ref())
+		return im, false
+	}
+	ok := true
+	im.Repository = repo.Spec.Image
+	r, err := name.NewRepository(repo.Spec.Image)
+	switch {
+	case repo.Spec.Image == "":
+		m.p.fail(repo.Object, "spec.image", repo.src.line("spec"), nil, "missing")
+		return im, false
+	case err != nil || strings.Contains(repo.Spec.Image, "@") || strings.Contains(path.Base(repo.Spec.Image), ":"):
+		m.p.fail(repo.Object, "spec.image", repo.src.line("spec.image"), err, "%q is not an image repository without tag or digest", repo.Spec.Image)
+		return im, false
+	}
+	m.registry(repo, r.RegistryStr())
+
+	kinds := 0
+	if p := spec.Policy.SemVer; p != nil {
+		kinds++
+		im.Rule.SemVer = p.Range
+		if _, err := semver.NewConstraint(p.Range); err != nil {
+			m.p.fail(pol.Object, "spec.policy.semver.range", src.line("spec.policy.semver.range"), err, "invalid semver range %q", p.Range)
+			ok = false
+		}
+	}
+	if p := spec.Policy.Alphabetical; p != nil {
+		kinds++
+		im.Rule.Alphabetical = orDefault(p.Order, "asc")
+	}
+	if p := spec.Policy.Numerical; p != nil {
+		kinds++
+		im.Rule.Numerical = orDefault(p.Order, "asc")
+	}
+	for _, order := range []string{im.Rule.Alphabetical, im.Rule.Numerical} {
+		if order != "" && order != "asc" && order != "desc" {
+			m.p.fail(pol.Object, "spec.policy", src.line("spec.policy"), nil, "order %q is not asc or desc", order)
+			ok = false
+		}
+	}
+	if kinds != 1 {
+		m.p.fail(pol.Object, "spec.policy", src.line("spec.policy"), nil, "set exactly one of semver, alphabetical, numerical (found %d)", kinds)
+		ok = false
+	}
+	if f := spec.FilterTags; f != nil && (f.Pattern != "" || f.Extract != "") {
+		if f.Pattern == "" {
+			m.p.fail(pol.Object, "spec.filterTags.extract", src.line("spec.filterTags.extract"), nil, "extract needs a pattern (imagebump refuses what Flux would expand against an empty match)")
+			ok = false
+		} else if _, err := regexp.Compile(f.Pattern); err != nil {
+			m.p.fail(pol.Object, "spec.filterTags.pattern", src.line("spec.filterTags.pattern"), err, "invalid pattern")
+			ok = false
+		}
+		im.FilterTags = &config.FilterTags{Pattern: f.Pattern, Extract: f.Extract}
+	}
+	if len(repo.Spec.ExclusionList) > 0 {
+		im.Exclude = append([]string(nil), repo.Spec.ExclusionList...)
+		im.ExcludeReplacesDefaults = true
+		for i, e := range im.Exclude {
+			if _, err := regexp.Compile(e); err != nil {
+				f := fmt.Sprintf("spec.exclusionList[%d]", i)
+				m.p.fail(repo.Object, f, repo.src.line(f), err, "invalid pattern")
+				ok = false
+			}
+		}
+	}
+	switch spec.DigestReflectionPolicy {
+	case "", reflectorv1.ReflectNever:
+	case reflectorv1.ReflectAlways:
+		im.Digest = policy.DigestAlways
+	case reflectorv1.ReflectIfNotPresent:
+		im.Digest = policy.DigestIfNotPresent
+	default:
+		m.p.fail(pol.Object, "spec.digestReflectionPolicy", src.line("spec.digestReflectionPolicy"), nil, "%q is not Always, IfNotPresent or Never", spec.DigestReflectionPolicy)
+		ok = false
+	}
+	return im, ok
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// registry merges an ImageRepository's registry settings into its host's.
+func (m *mapper) registry(repo *ImageRepository, host string) {
+	h := m.hosts[host]
+	if h == nil {
+		h = &hostSettings{reg: config.Registry{Host: host}}
+		m.hosts[host] = h
+	}
+	src := repo.src
+	switch p := repo.Spec.Provider; p {
+	case "", "generic":
+	default:
+		m.p.note(Warning, repo.Object, "spec.provider", src.line("spec.provider"),
+			"provider %q needs cloud authentication, which imagebump does not have yet: it uses the default Docker keychain, so configure the credential helper for %s there (docker-credential-ecr-login, -acr-env, -gcr), or give a secretRef", p, host)
+	}
+	if repo.Spec.Insecure {
+		if h.insecureFrom == nil {
+			h.insecureFrom = repo
+		}
+		h.reg.Insecure = true
+	} else if h.insecureFrom != nil {
+		m.p.note(Warning, repo.Object, "spec.insecure", src.line("spec"),
+			"%s allows plain HTTP to %s: imagebump's settings are per host, so this repository is reached the same way", h.insecureFrom.Ref(), host)
+	}
+	if ref := repo.Spec.SecretRef; ref != nil {
+		keys, assumed := m.opts.Secrets.secretKeys(repo.Namespace, ref.Name, []string{".dockerconfigjson"})
+		f := keys[".dockerconfigjson"]
+		switch {
+		case keys == nil:
+			m.p.note(Warning, repo.Object, "spec.secretRef", src.line("spec.secretRef"),
+				"Secret %s/%s is not mapped: %s is read with the default Docker keychain; map the Secret's .dockerconfigjson to a file (see docs/flux.md)", repo.Namespace, ref.Name, host)
+		case f == "":
+			m.p.fail(repo.Object, "spec.secretRef", src.line("spec.secretRef"), nil,
+				"Secret %s/%s has no .dockerconfigjson key (it has %s): an ImageRepository's Secret is a Docker config", repo.Namespace, ref.Name, keyList(keys))
+		case secretfile.IsEnv(f):
+			m.p.fail(repo.Object, "spec.secretRef", src.line("spec.secretRef"), nil,
+				"Secret %s/%s: .dockerconfigjson must map to a file, not %s", repo.Namespace, ref.Name, f)
+		case h.reg.Auth != nil && h.reg.Auth.DockerConfig != f:
+			m.p.fail(repo.Object, "spec.secretRef", src.line("spec.secretRef"), nil,
+				"%s holds other credentials for %s (%s): imagebump has one set per registry host; map both Secrets to one Docker config holding the auths both need", h.authFrom, host, h.reg.Auth.DockerConfig)
+		default:
+			if h.reg.Auth == nil {
+				h.reg.Auth = &config.RegistryAuth{DockerConfig: f}
+				h.authFrom = repo
+			}
+			if assumed {
+				m.p.note(Info, repo.Object, "spec.secretRef", src.line("spec.secretRef"), "Secret %s/%s: its folder does not exist; the config names %s, to create", repo.Namespace, ref.Name, f)
+			}
+		}
+	}
+	if ref := repo.Spec.CertSecretRef; ref != nil {
+		keys, _ := m.opts.Secrets.secretKeys(repo.Namespace, ref.Name, []string{"ca.crt"})
+		ca := keys["ca.crt"]
+		if ca == "" {
+			ca = keys["caFile"]
+		}
+		switch {
+		case keys == nil:
+			m.p.note(Warning, repo.Object, "spec.certSecretRef", src.line("spec.certSecretRef"),
+				"Secret %s/%s is not mapped: %s is trusted with the system's CAs only; map its ca.crt", repo.Namespace, ref.Name, host)
+		case ca != "" && secretfile.IsEnv(ca):
+			m.p.fail(repo.Object, "spec.certSecretRef", src.line("spec.certSecretRef"), nil, "Secret %s/%s: ca.crt must map to a file, not %s", repo.Namespace, ref.Name, ca)
+		case ca != "" && h.reg.CAFile != "" && h.reg.CAFile != ca:
+			m.p.fail(repo.Object, "spec.certSecretRef", src.line("spec.certSecretRef"), nil, "%s trusts another CA for %s: imagebump has one per registry host", h.caFrom, host)
+		case ca != "":
+			h.reg.CAFile, h.caFrom = ca, repo
+		}
+		if keys["tls.crt"] != "" || keys["tls.key"] != "" {
+			m.p.note(Warning, repo.Object, "spec.certSecretRef", src.line("spec.certSecretRef"),
+				"Secret %s/%s holds a client certificate (tls.crt, tls.key), which imagebump does not present: a registry that requires it will refuse imagebump", repo.Namespace, ref.Name)
+		}
+	}
+}
+
+func (m *mapper) targets() {
+	used := map[string]bool{}
+	for _, a := range m.set.Automations {
+		used[targetName(a, m.set.Automations)] = true
+		t, ok := m.target(a)
+		if !ok {
+			continue
+		}
+		i := len(m.cfg.TargetList)
+		m.cfg.TargetList = append(m.cfg.TargetList, t)
+		m.comments[fmt.Sprintf("targets[%d]", i)] = "from " + a.String()
+		m.sources[fmt.Sprintf("targets[%d]", i)] = a.Object
+		m.n.Targets[t.Name] = a.Object
+	}
+	// Say which policies no automation applies, as Flux would leave their
+	// markers alone.
+	automated := map[string]bool{}
+	for _, a := range m.set.Automations {
+		if !a.Spec.Suspend {
+			automated[a.Namespace] = true
+		}
+	}
+	for _, ns := range sortedKeys(m.byNamespace) {
+		if automated[ns] {
+			continue
+		}
+		for _, pol := range m.byNamespace[ns] {
+			m.p.note(Info, pol.Object, "", pol.Line, "no ImageUpdateAutomation in namespace %s applies it: its markers are checked but not moved, as in Flux", ns)
+		}
+	}
+	for _, g := range m.set.GitRepositories {
+		referenced := false
+		for _, a := range m.set.Automations {
+			if sourceKey(a) == g.Namespace+"/"+g.Name {
+				referenced = true
+			}
+		}
+		if !referenced {
+			m.p.note(Info, g.Object, "", g.Line, "no ImageUpdateAutomation uses it: nothing to do")
+		}
+	}
+}
+
+func sourceKey(a *ImageUpdateAutomation) string {
+	ns := a.Spec.SourceRef.Namespace
+	if ns == "" {
+		ns = a.Namespace
+	}
+	return ns + "/" + a.Spec.SourceRef.Name
+}
+
+var labelUnsafe = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// targetName is the automation's name when it is a valid target name
+// unique among the automations, else NAMESPACE-NAME.
+func targetName(a *ImageUpdateAutomation, all []*ImageUpdateAutomation) string {
+	clean := func(s string) string {
+		s = strings.Trim(labelUnsafe.ReplaceAllString(strings.ToLower(s), "-"), "-")
+		if len(s) > 63 {
+			s = strings.TrimRight(s[:63], "-")
+		}
+		return s
+	}
+	unique := true
+	for _, b := range all {
+		if b != a && b.Name == a.Name {
+			unique = false
+		}
+	}
+	if n := clean(a.Name); unique && n == a.Name {
+		return n
+	}
+	return clean(a.Namespace + "-" + a.Name)
+}
+
+// target maps an ImageUpdateAutomation and its GitRepository.
+func (m *mapper) target(a *ImageUpdateAutomation) (config.Target, bool) {
+	src := a.src
+	spec := a.Spec
+	t := config.Target{Name: targetName(a, m.set.Automations)}
+	if t.Name != a.Name {
+		m.p.note(Info, a.Object, "metadata.name", src.line("metadata.name"), "its target is named %q (target names are unique lowercase labels)", t.Name)
+	}
+	if spec.Suspend {
+		m.p.note(Warning, a.Object, "spec.suspend", src.line("spec.suspend"), "suspended: no target is made for it, so its policies' markers are not moved")
+		return t, false
+	}
+	if spec.SourceRef.Kind != "" && spec.SourceRef.Kind != KindGitRepository {
+		m.p.fail(a.Object, "spec.sourceRef.kind", src.line("spec.sourceRef.kind"), nil, "%q: only GitRepository sources are supported (as in Flux)", spec.SourceRef.Kind)
+		return t, false
+	}
+	g := m.gits[sourceKey(a)]
+	if g == nil {
+		msg := fmt.Sprintf("GitRepository %s is not among the objects read", sourceKey(a))
+		if h := refHint(sourceKey(a), m.gits); h != "" {
+			msg += " (" + h + ")"
+		}
+		m.p.fail(a.Object, "spec.sourceRef", src.line("spec.sourceRef"), nil, "%s", msg)
+		return t, false
+	}
+	if spec.GitSpec == nil {
+		m.p.fail(a.Object, "spec.git", src.line("spec"), nil, "missing: it says how to commit (Flux refuses the automation too)")
+		return t, false
+	}
+	gitCfg, ok := m.git(a, g)
+	if !ok {
+		return t, false
+	}
+	t.Git = gitCfg
+	if u := spec.Update; u != nil {
+		if u.Strategy != "" && u.Strategy != "Setters" {
+			m.p.fail(a.Object, "spec.update.strategy", src.line("spec.update.strategy"), nil, "%q: only Setters is supported (as in Flux)", u.Strategy)
+			return t, false
+		}
+		p := path.Clean("/" + u.Path)[1:]
+		if p != "" {
+			t.Git.Paths = []string{p}
+		}
+	}
+	t.Schedule = spec.Interval.Duration.String()
+	if v := src.scalar("spec.interval"); v != nil {
+		t.Schedule = v.Value
+	}
+	policies, ok := m.selectPolicies(a)
+	if !ok {
+		return t, false
+	}
+	t.Policies = policies
+	commit, ok := m.commit(a)
+	if !ok {
+		return t, false
+	}
+	t.Commit = commit
+	t.Push = m.push(a, t.Git.Branch)
+	return t, true
+}
+
+// git maps the GitRepository and the automation's checkout.
+func (m *mapper) git(a *ImageUpdateAutomation, g *GitRepository) (*config.Git, bool) {
+	out := &config.Git{URL: g.Spec.URL}
+	u, err := url.Parse(g.Spec.URL)
+	if err != nil || u.Scheme == "" {
+		m.p.fail(g.Object, "spec.url", g.src.line("spec.url"), nil, "not a URL (Flux takes http://, https:// or ssh://)")
+		return nil, false
+	}
+	// The branch: the automation's checkout, else the GitRepository's ref.
+	ref, owner, field := g.Spec.Reference, g.Object, "spec.ref"
+	refSrc := g.src
+	if co := a.Spec.GitSpec.Checkout; co != nil {
+		r := co.Reference
+		ref, owner, field, refSrc = &r, a.Object, "spec.git.checkout.ref", a.src
+	}
+	if ref != nil {
+		switch {
+		case ref.Commit != "" || ref.SemVer != "" || ref.Tag != "":
+			m.p.fail(owner, field, refSrc.line(field), nil, "imagebump commits on a branch: give a branch, not a tag, semver or commit")
+			return nil, false
+		case ref.Name != "":
+			b, ok := strings.CutPrefix(ref.Name, "refs/heads/")
+			if !ok {
+				m.p.fail(owner, field+".name", refSrc.line(field+".name"), nil, "%q is not a branch (refs/heads/...): imagebump commits on a branch", ref.Name)
+				return nil, false
+			}
+			out.Branch = b
+		default:
+			out.Branch = ref.Branch
+		}
+	}
+	if out.Branch == "" {
+		m.p.note(Warning, a.Object, "spec.git.checkout", a.src.line("spec.git"), "no branch given (Flux's automation fails without one): imagebump uses the remote's default branch")
+	}
+	switch p := g.Spec.Provider; p {
+	case "", "generic":
+	default:
+		m.p.note(Warning, g.Object, "spec.provider", g.src.line("spec.provider"),
+			"provider %q needs cloud or app authentication, which imagebump does not have yet: map a token in secretRef's Secret (bearerToken or username and password)", p)
+	}
+	if g.Spec.SecretRef == nil {
+		if u.Scheme == "ssh" {
+			m.p.fail(g.Object, "spec.url", g.src.line("spec.url"), nil, "an ssh URL needs a secretRef with identity and known_hosts")
+			return nil, false
+		}
+		return out, true
+	}
+	return out, m.gitAuth(g, u.Scheme, out)
+}
+
+// gitAuth maps a GitRepository's Secret.
+func (m *mapper) gitAuth(g *GitRepository, scheme string, out *config.Git) bool {
+	name := g.Spec.SecretRef.Name
+	line := g.src.line("spec.secretRef")
+	assume := []string{"username", "password"}
+	if scheme == "ssh" {
+		assume = []string{"identity", "known_hosts"}
+	}
+	keys, assumed := m.opts.Secrets.secretKeys(g.Namespace, name, assume)
+	if keys == nil {
+		if scheme == "ssh" {
+			m.p.fail(g.Object, "spec.secretRef", line, nil, "Secret %s/%s is not mapped, and an ssh URL needs its identity and known_hosts: map them (see docs/flux.md)", g.Namespace, name)
+			return false
+		}
+		m.p.note(Warning, g.Object, "spec.secretRef", line, "Secret %s/%s is not mapped: Git is used without credentials; map its keys (see docs/flux.md)", g.Namespace, name)
+		return true
+	}
+	if assumed {
+		m.p.note(Info, g.Object, "spec.secretRef", line, "Secret %s/%s: its folder does not exist; the config names its %s files, to create", g.Namespace, name, strings.Join(assume, " and "))
+	}
+	auth := &config.GitAuth{}
+	if scheme == "ssh" {
+		auth.SSHKeyFile = keys["identity"]
+		auth.SSHKeyPassphraseFile = keys["password"]
+		auth.KnownHostsFile = keys["known_hosts"]
+		switch {
+		case auth.SSHKeyFile == "":
+			m.p.fail(g.Object, "spec.secretRef", line, nil, "Secret %s/%s has no identity key (it has %s): an ssh URL needs one", g.Namespace, name, keyList(keys))
+			return false
+		case auth.KnownHostsFile == "":
+			m.p.fail(g.Object, "spec.secretRef", line, nil, "Secret %s/%s has no known_hosts key (it has %s): imagebump checks the host key, as Flux does", g.Namespace, name, keyList(keys))
+			return false
+		case secretfile.IsEnv(auth.KnownHostsFile):
+			m.p.fail(g.Object, "spec.secretRef", line, nil, "Secret %s/%s: known_hosts must map to a file, not %s", g.Namespace, name, auth.KnownHostsFile)
+			return false
+		}
+	} else {
+		switch {
+		case keys["bearerToken"] != "":
+			auth.TokenFile = keys["bearerToken"]
+		case keys["username"] != "" && keys["password"] != "":
+			auth.UsernameFile, auth.PasswordFile = keys["username"], keys["password"]
+		case keys["password"] != "":
+			// Flux sends basic auth with an empty user; a token as
+			// password works with the forges.
+			auth.TokenFile = keys["password"]
+			m.p.note(Info, g.Object, "spec.secretRef", line, "Secret %s/%s has a password and no username: it is used as a token", g.Namespace, name)
+		default:
+			m.p.fail(g.Object, "spec.secretRef", line, nil, "Secret %s/%s has neither bearerToken nor username and password (it has %s)", g.Namespace, name, keyList(keys))
+			return false
+		}
+	}
+	for _, k := range []string{"ca.crt", "caFile", "tls.crt", "tls.key"} {
+		if keys[k] != "" {
+			m.p.note(Warning, g.Object, "spec.secretRef", line, "Secret %s/%s: key %s is not used: imagebump has no custom CA or client certificate for Git yet (the system's CAs are trusted)", g.Namespace, name, k)
+		}
+	}
+	out.Auth = auth
+	return true
+}
+
+// selectPolicies returns the target's policy globs: every policy of the
+// automation's namespace, or those its policySelector selects.
+func (m *mapper) selectPolicies(a *ImageUpdateAutomation) ([]string, bool) {
+	sel := a.Spec.PolicySelector
+	if sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
+		return []string{a.Namespace + ":*"}, true
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		m.p.fail(a.Object, "spec.policySelector", a.src.line("spec.policySelector"), err, "invalid selector")
+		return nil, false
+	}
+	var names []string
+	for _, pol := range m.byNamespace[a.Namespace] {
+		if s.Matches(labels.Set(pol.Labels)) {
+			names = append(names, pol.Namespace+":"+pol.Name)
+		}
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		m.p.note(Warning, a.Object, "spec.policySelector", a.src.line("spec.policySelector"), "selects no ImagePolicy of namespace %s: no target is made for it", a.Namespace)
+		return nil, false
+	}
+	m.p.note(Info, a.Object, "spec.policySelector", a.src.line("spec.policySelector"), "selects %s now; the target lists them by name", strings.Join(names, ", "))
+	return names, true
+}
+
+// commit maps git.commit.
+func (m *mapper) commit(a *ImageUpdateAutomation) (*config.Commit, bool) {
+	c := a.Spec.GitSpec.Commit
+	src := a.src
+	out := &config.Commit{Author: config.Author{Name: c.Author.Name, Email: c.Author.Email}}
+	if c.Author.Name == "" {
+		m.p.note(Info, a.Object, "spec.git.commit.author.name", src.line("spec.git.commit.author"), "not set: commits are authored as %q", config.DefaultAuthorName)
+	}
+	ok := true
+	if sk := c.SigningKey; sk != nil {
+		line := src.line("spec.git.commit.signingKey")
+		switch sk.Type {
+		case "", "gpg":
+			keys, _ := m.opts.Secrets.secretKeys(a.Namespace, sk.SecretRef.Name, []string{"git.asc"})
+			switch {
+			case keys == nil:
+				m.p.fail(a.Object, "spec.git.commit.signingKey", line, nil, "Secret %s/%s is not mapped: map its git.asc (and passphrase), or imagebump would commit unsigned", a.Namespace, sk.SecretRef.Name)
+				ok = false
+			case keys["git.asc"] == "":
+				m.p.fail(a.Object, "spec.git.commit.signingKey", line, nil, "Secret %s/%s has no git.asc key (it has %s)", a.Namespace, sk.SecretRef.Name, keyList(keys))
+				ok = false
+			default:
+				out.SigningKeyFile, out.SigningPassphraseFile = keys["git.asc"], keys["passphrase"]
+			}
+		default:
+			m.p.fail(a.Object, "spec.git.commit.signingKey.type", src.line("spec.git.commit.signingKey.type"), nil, "%q signing is not supported yet: imagebump signs with OpenPGP keys (type gpg)", sk.Type)
+			ok = false
+		}
+	}
+	fm := &config.FluxMessage{Automation: a.Namespace + "/" + a.Name, APIVersion: a.APIVersion, Template: c.MessageTemplate}
+	if fm.APIVersion == fluxmsg.APIVersionV1 {
+		fm.APIVersion = "" // the default
+	}
+	if err := fluxmsg.Check(a.APIVersion, c.MessageTemplate); err != nil {
+		m.p.fail(a.Object, "spec.git.commit.messageTemplate", src.line("spec.git.commit.messageTemplate"), err, "invalid template")
+		ok = false
+	}
+	if c.MessageTemplate == "" {
+		m.p.note(Info, a.Object, "spec.git.commit.messageTemplate", src.line("spec.git.commit"), "not set: commits keep Flux's message %q; drop commit.fluxMessage from an exported config for imagebump's, which lists the bumps", fluxmsg.DefaultTemplate)
+	}
+	for _, k := range sortedKeys(c.MessageTemplateValues) {
+		v := c.MessageTemplateValues[k]
+		if v == "" {
+			m.p.note(Warning, a.Object, "spec.git.commit.messageTemplateValues."+k, src.line("spec.git.commit.messageTemplateValues."+k), "empty: left out, so {{ .Values.%s }} prints <no value>", k)
+			continue
+		}
+		fm.Values = append(fm.Values, config.TemplateValue{Name: k, Value: v})
+	}
+	out.FluxMessage = fm
+	return out, ok
+}
+
+// push maps git.push.
+func (m *mapper) push(a *ImageUpdateAutomation, branch string) *config.Push {
+	p := a.Spec.GitSpec.Push
+	if p == nil {
+		return nil
+	}
+	out := &config.Push{Refspec: p.Refspec}
+	if p.Branch != branch {
+		out.Branch = p.Branch
+	}
+	for _, k := range sortedKeys(p.Options) {
+		if v := p.Options[k]; v != "" {
+			out.Options = append(out.Options, k+"="+v)
+		} else {
+			out.Options = append(out.Options, k)
+		}
+	}
+	if out.Branch == "" && out.Refspec == "" && len(out.Options) == 0 {
+		return nil
+	}
+	return out
+}
