@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/imagebump/imagebump/internal/fluxshape"
 	"gopkg.in/yaml.v3"
 )
 
@@ -212,6 +213,8 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			hint := ""
 			if n.Kind == yaml.ScalarNode {
 				hint = " (quote it)"
+			} else if h := fluxshape.ForValue(path, n); h != "" {
+				hint = " (" + h + ")"
 			}
 			d.fail(n, path, "expected a string, got %s%s", kindName(n), hint)
 			return
@@ -339,6 +342,8 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 			msg := fmt.Sprintf("unknown key %q", key)
 			if _, ok := fields[key+"File"]; ok {
 				msg += fmt.Sprintf(" (secrets are never inline: put it in a file and give its path in %q)", key+"File")
+			} else if h := fluxshape.ForKey(path, key, p.value); h != "" {
+				msg += " (" + h + ")"
 			} else if s := suggest(key, fields); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/imagebump/imagebump/internal/fluxmsg"
 	"github.com/imagebump/imagebump/internal/msgtemplate"
 	"github.com/imagebump/imagebump/internal/secretfile"
 	"github.com/imagebump/imagebump/policy"
@@ -571,6 +572,24 @@ func (v *validator) commit(c *Commit, p string) {
 	if c.MessageTemplate != "" {
 		v.template(c.MessageTemplate, p+".messageTemplate")
 	}
+	if fm := c.FluxMessage; fm != nil && v.good(p+".fluxMessage") {
+		fp := p + ".fluxMessage"
+		if c.MessageTemplate != "" {
+			v.add(v.keyAt(fp), fp, "excludes messageTemplate: a commit message is either imagebump's template or Flux's")
+		}
+		if ns, name, ok := strings.Cut(fm.Automation, "/"); fm.Automation != "" && (!ok || ns == "" || name == "" || strings.Contains(name, "/")) {
+			v.add(v.at(fp+".automation"), fp+".automation", "%q is not NAMESPACE/NAME (the ImageUpdateAutomation the template was written for)", fm.Automation)
+		}
+		apiVersion := fm.APIVersion
+		if apiVersion == "" {
+			apiVersion = fluxmsg.APIVersionV1
+		}
+		if fm.Template != "" {
+			if err := fluxmsg.Check(apiVersion, fm.Template); err != nil {
+				v.wrap(v.at(fp+".template"), fp+".template", err, "invalid Flux template")
+			}
+		}
+	}
 	if v.has(p+".signingPassphraseFile") && !v.has(p+".signingKeyFile") {
 		v.add(v.keyAt(p+".signingPassphraseFile"), p, "signingPassphraseFile needs signingKeyFile")
 	}
@@ -588,6 +607,21 @@ func (v *validator) push(push *Push, g *Git, p string) {
 	if push.Branch != "" {
 		if err := checkBranch(push.Branch); err != nil {
 			v.add(v.at(p+".branch"), p+".branch", "%v", err)
+		}
+	}
+	if rs := push.Refspec; rs != "" {
+		src, dst, ok := strings.Cut(rs, ":")
+		switch {
+		case strings.HasPrefix(rs, "+"):
+			v.add(v.at(p+".refspec"), p+".refspec", "%q forces the push; imagebump never force-pushes a refspec (remove the +)", rs)
+		case !ok || src == "" || dst == "" || strings.Contains(dst, ":"):
+			v.add(v.at(p+".refspec"), p+".refspec", "%q is not SRC:DST, such as refs/heads/auto:refs/for/main", rs)
+		}
+	}
+	for i, o := range push.Options {
+		op := fmt.Sprintf("%s.options[%d]", p, i)
+		if k, _, _ := strings.Cut(o, "="); strings.TrimSpace(k) == "" || strings.ContainsAny(o, "\n\r\x00") {
+			v.add(v.at(op), op, "%q is not a push option: write KEY or KEY=VALUE, such as merge_request.create", o)
 		}
 	}
 	pr := push.PullRequest

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/flux"
 	"github.com/imagebump/imagebump/gitwriter"
+	"github.com/imagebump/imagebump/internal/fluxmsg"
 	"github.com/imagebump/imagebump/internal/redact"
 	"github.com/imagebump/imagebump/pullrequest"
 )
@@ -157,13 +159,17 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 			res.Held = true
 			return nil, "", nil
 		}
-		msg, err := RenderTemplate("commit.messageTemplate in "+opts.Config.File, tmpl, NewMessageData(rep, res.Repository, t.Name))
+		msg, err := commitMessage(opts.Config.File, t, tmpl, NewMessageData(rep, res.Repository, t.Name), dir)
 		if err != nil {
 			return nil, "", err
 		}
 		return rep.FilesChanged, msg, nil
 	}
-	up, err := repo.Update(ctx, gitwriter.Update{Commit: commit, PushBranch: res.PushBranch}, edit)
+	update := gitwriter.Update{Commit: commit, PushBranch: res.PushBranch}
+	if t.Push != nil {
+		update.Refspec, update.Options = t.Push.Refspec, t.Push.Options
+	}
+	up, err := repo.Update(ctx, update, edit)
 	if err != nil {
 		return fail(err)
 	}
@@ -201,6 +207,28 @@ func commitSettings(t config.Target) (gitwriter.Commit, string) {
 		}
 	}
 	return commit, tmpl
+}
+
+// commitMessage renders the commit message of a cycle's changes: the
+// target's template over imagebump's data, or, for a target whose
+// commit.fluxMessage holds a template written for Flux, that template over
+// Flux's data, committed exactly as rendered (Flux does not trim it). dir is
+// the working copy after the edits; Flux's data names the Kubernetes
+// objects each change is in, read from there.
+func commitMessage(cfgFile string, t config.Target, tmpl string, data MessageData, dir string) (string, error) {
+	if t.Commit == nil || t.Commit.FluxMessage == nil {
+		return RenderTemplate("commit.messageTemplate in "+cfgFile, tmpl, data)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return "", fmt.Errorf("reading the working copy for the Flux message template: %w", err)
+	}
+	defer root.Close()
+	msg, err := fluxmsg.Render(flux.MessageInput(t, data, root.FS()))
+	if err != nil {
+		return "", fmt.Errorf("commit.fluxMessage.template in %s: %w", cfgFile, err)
+	}
+	return msg, nil
 }
 
 // staleReason is the comment on a pull request imagebump closes because its

@@ -89,6 +89,8 @@ type Repo struct {
 
 	secrets []string // secrets read so far, scrubbed from error text
 
+	pushOptions map[string]string // Update.Options, sent with every push
+
 	beforePush func() // a test hook, run just before each push
 }
 

@@ -74,6 +74,18 @@ type Update struct {
 	PushBranch string
 	// MaxAttempts bounds the push attempts. Zero means DefaultMaxAttempts.
 	MaxAttempts int
+	// Refspec, when set, pushes the new commit with a refspec too, as
+	// Flux's git.push.refspec: SRC:DST, where SRC names the new commit
+	// (HEAD, or the pushed branch) and DST is any ref, such as
+	// refs/for/main for Gerrit or AGit. With PushBranch it is pushed after
+	// the branch; without, it is the only push (the tracked branch is not
+	// pushed, so a review system sees the change first). It is never
+	// forced; a remote answering "no new changes" (Gerrit, for the same
+	// commit content) counts as pushed.
+	Refspec string
+	// Options are Git push options sent with every push: KEY=VALUE, or KEY
+	// (sent as KEY=), as Flux's git.push.options.
+	Options []string
 }
 
 // Result is what Update did.
@@ -119,6 +131,14 @@ func (r *Repo) Update(ctx context.Context, u Update, edit Edit) (*Result, error)
 	target := r.branch
 	if u.PushBranch != "" {
 		target = u.PushBranch
+	}
+	r.pushOptions = nil
+	for _, o := range u.Options {
+		if r.pushOptions == nil {
+			r.pushOptions = map[string]string{}
+		}
+		k, v, _ := strings.Cut(o, "=")
+		r.pushOptions[k] = v
 	}
 	log := r.log.With("push_branch", target)
 	var lastErr error
@@ -207,11 +227,20 @@ func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit 
 		return nil, false, err
 	}
 	res = &Result{Commit: commit.String(), Branch: target, Changed: changed}
-	if u.PushBranch == "" {
+	switch {
+	case u.PushBranch == "" && u.Refspec != "":
+		err = r.pushRefspec(ctx, commit, u.Refspec, target)
+		res.Pushed = err == nil
+	case u.PushBranch == "":
 		race, err = r.pushTracked(ctx, base, commit)
 		res.Pushed = err == nil
-	} else {
+	default:
 		race, err = r.pushOwn(ctx, base, commit, u.PushBranch, res)
+		if err == nil && res.Pushed && u.Refspec != "" {
+			if err = r.pushRefspec(ctx, commit, u.Refspec, target); err != nil {
+				err = fmt.Errorf("the commit %s is on %s branch %q, but %w", shortHash(commit), r.remote, target, err)
+			}
+		}
 	}
 	if err != nil {
 		return nil, race, err
@@ -480,6 +509,41 @@ func (r *Repo) lsBranch(ctx context.Context, remote *git.Remote, branch string) 
 	return plumbing.ZeroHash, nil
 }
 
+// refspecRef holds the commit that a refspec push sends, whatever source
+// the refspec names.
+const refspecRef = plumbing.ReferenceName("refs/imagebump/refspec")
+
+// pushRefspec pushes commit with the user's refspec SRC:DST. SRC must name
+// the commit just made (HEAD or the pushed branch); it is sent from a ref of
+// imagebump's own, so the local branches need not point there.
+func (r *Repo) pushRefspec(ctx context.Context, commit plumbing.Hash, refspec, pushed string) error {
+	src, dst, _ := strings.Cut(refspec, ":")
+	switch strings.TrimPrefix(src, "refs/heads/") {
+	case "HEAD", "@", pushed, r.branch:
+	default:
+		return fmt.Errorf("push.refspec %q: the source must name the commit imagebump made (HEAD or branch %q)", refspec, pushed)
+	}
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(refspecRef, commit)); err != nil {
+		return fmt.Errorf("preparing the refspec push: %w", err)
+	}
+	spec := config.RefSpec(string(refspecRef) + ":" + dst)
+	if err := spec.Validate(); err != nil {
+		return fmt.Errorf("push.refspec %q: %w", refspec, err)
+	}
+	err := r.push(ctx, dst, spec, nil)
+	if err != nil && strings.Contains(err.Error(), "no new changes") {
+		// Gerrit refuses a second push of the same change: it has it.
+		r.log.Info("the remote already has this change", "refspec", refspec)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pushing refspec %q: %w", refspec, err)
+	}
+	return nil
+}
+
+func shortHash(h plumbing.Hash) string { return h.String()[:12] }
+
 // push sends one refspec. lease, when set, allows a forced update over the
 // lease's commit only.
 func (r *Repo) push(ctx context.Context, branch string, spec config.RefSpec, lease *git.ForceWithLease) error {
@@ -494,6 +558,7 @@ func (r *Repo) push(ctx context.Context, branch string, spec config.RefSpec, lea
 			Auth:           o.auth,
 			ProxyOptions:   o.proxy,
 			ForceWithLease: lease,
+			Options:        r.pushOptions,
 		})
 	})
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {

@@ -1,0 +1,90 @@
+package gitwriter
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
+)
+
+// recordPushOptions makes the bare repository advertise push options and
+// record, in a file, the options each push carried (as a pre-receive hook
+// sees them).
+func recordPushOptions(t *testing.T, bare string) string {
+	t.Helper()
+	testgit.Git(t, bare, "config", "receive.advertisePushOptions", "true")
+	log := filepath.Join(t.TempDir(), "options.log")
+	hook := "#!/bin/sh\ni=0\nwhile [ \"$i\" -lt \"${GIT_PUSH_OPTION_COUNT:-0}\" ]; do eval \"echo \\$GIT_PUSH_OPTION_$i\" >> " + log + "; i=$((i+1)); done\necho --- >> " + log + "\n"
+	if err := os.WriteFile(filepath.Join(bare, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return log
+}
+
+// TestUpdateRefspecAndOptions pushes as Flux's git.push.refspec and
+// git.push.options do, over the real git http-backend: with a push branch
+// both the branch and the refspec; with the refspec alone only the
+// refspec, leaving the tracked branch to review.
+func TestUpdateRefspecAndOptions(t *testing.T) {
+	edit := setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)
+	for _, tt := range []struct {
+		name       string
+		pushBranch string
+		refspec    string
+		wantRefs   []string // refs that must hold the new commit
+	}{
+		{"branch and refspec", "auto", "refs/heads/auto:refs/for/main", []string{"refs/heads/auto", "refs/for/main"}},
+		{"refspec alone", "", "HEAD:refs/for/main", []string{"refs/for/main"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bare, s, auth := httpRemote(t)
+			log := recordPushOptions(t, bare)
+			mainBefore := mainSHA(t, bare)
+			r := mustOpen(t, Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: t.TempDir()})
+			res, err := r.Update(t.Context(), Update{Commit: author, PushBranch: tt.pushBranch, Refspec: tt.refspec,
+				Options: []string{"topic=bump-app", "merge_request.create"}}, edit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refs := testgit.Refs(t, bare)
+			for _, ref := range tt.wantRefs {
+				if refs[ref] != res.Commit {
+					t.Errorf("%s = %q, want the new commit %s", ref, refs[ref], res.Commit)
+				}
+			}
+			if got := mainSHA(t, bare); got != mainBefore {
+				t.Errorf("main moved to %s; a refspec push must leave it for review", got)
+			}
+			data, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pushes := strings.Split(strings.TrimSuffix(string(data), "---\n"), "---\n")
+			if len(pushes) != len(tt.wantRefs) {
+				t.Fatalf("%d pushes, want %d:\n%s", len(pushes), len(tt.wantRefs), data)
+			}
+			for _, p := range pushes {
+				// go-git sends options from a map, as Flux does: in no set
+				// order.
+				got := strings.Fields(p)
+				slices.Sort(got)
+				if !slices.Equal(got, []string{"merge_request.create=", "topic=bump-app"}) {
+					t.Errorf("push options = %q, want topic=bump-app and merge_request.create=", p)
+				}
+			}
+		})
+	}
+}
+
+func TestUpdateRefspecSourceMustBeTheCommit(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
+	edit := setFiles(map[string]string{"a.yaml": "a: 2\n"}, "Bump", nil)
+	_, err := r.Update(t.Context(), Update{Commit: author, Refspec: "refs/heads/other:refs/for/main"}, edit)
+	if err == nil || !strings.Contains(err.Error(), "the source must name the commit imagebump made") {
+		t.Errorf("Update = %v, want a refusal of the source", err)
+	}
+}
