@@ -49,6 +49,9 @@ type Config struct {
 	// top-level Git, Commit, Push and Schedule. Use Targets to get the
 	// targets whichever form the file uses.
 	TargetList []Target `yaml:"targets"`
+	// Flux, when set, reads Flux's image automation objects as more image
+	// policies and targets (as --flux does).
+	Flux *FluxSource `yaml:"flux"`
 
 	// File is the config's file name, as given to Load or Parse.
 	File string `yaml:"-"`
@@ -57,6 +60,19 @@ type Config struct {
 	images map[string]int
 	// topGitLine is the line of the top-level git key.
 	topGitLine int
+}
+
+// FluxSource says where Flux objects are read from.
+type FluxSource struct {
+	// Paths are files or folders of Flux objects (ImageRepository,
+	// ImagePolicy, ImageUpdateAutomation, GitRepository), relative to the
+	// config file: when imagebump.yaml sits in the cluster repository,
+	// folders of that repository, such as clusters/prod/flux-system.
+	Paths []string `yaml:"paths" config:"path"`
+	// Secrets is a file mapping the Secrets the objects name to files or
+	// environment variables, or a folder holding them as mounted Secrets
+	// (NAMESPACE/NAME/KEY); see docs/flux.md.
+	Secrets string `yaml:"secrets" config:"path"`
 }
 
 // Registry holds the settings of one registry host.

@@ -1085,3 +1085,45 @@ func TestUnquotedCronAndGlobGetAHint(t *testing.T) {
 		})
 	}
 }
+
+func TestMerge(t *testing.T) {
+	parse := func(name, text string) *Config {
+		t.Helper()
+		c, err := Parse([]byte(text), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	native := parse("imagebump.yaml", `
+registries: [{host: ghcr.io, insecure: false}]
+images: [{name: apps:web, repository: ghcr.io/acme/web, policy: {semver: ">=1.0.0"}}]
+git: {url: "https://git.example/fleet.git"}
+`)
+	fromFlux := parse("flux", `
+registries: [{host: ghcr.io, insecure: false}]
+images: [{name: flux-system:podinfo, repository: ghcr.io/acme/podinfo, policy: {semver: ">=1.0.0"}}]
+targets: [{name: flux-system-auto, git: {url: "https://git.example/fleet.git"}, policies: ["flux-system:*"]}]
+`)
+	c, err := Merge(native, fromFlux)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Has("apps:web") || !c.Has("flux-system:podinfo") || len(c.Registries) != 1 {
+		t.Errorf("merged: images %v, registries %d", c.Images, len(c.Registries))
+	}
+	var names []string
+	for _, tg := range c.Targets() {
+		names = append(names, tg.Name)
+	}
+	if diff := cmp.Diff(names, []string{"default", "flux-system-auto"}); diff != "" {
+		t.Errorf("targets (-got +want):\n%s", diff)
+	}
+	if _, err := Merge(native, native); err == nil || !strings.Contains(err.Error(), "image policy default:web") && !strings.Contains(err.Error(), "apps:web is in both") {
+		t.Errorf("Merge of a config with itself = %v, want duplicate errors", err)
+	}
+	conflict := parse("flux", "registries: [{host: ghcr.io, insecure: true}]\n")
+	if _, err := Merge(native, conflict); err == nil || !strings.Contains(err.Error(), "registry ghcr.io is set in imagebump.yaml and, differently, in flux") {
+		t.Errorf("Merge of conflicting registries = %v", err)
+	}
+}

@@ -685,6 +685,14 @@ func resolvePaths(v reflect.Value, dir string) {
 				}
 				continue
 			}
+			if f.path && fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.String {
+				for i := range fv.Len() {
+					if p := fv.Index(i).String(); p != "" && !filepath.IsAbs(p) {
+						fv.Index(i).SetString(filepath.Join(dir, p))
+					}
+				}
+				continue
+			}
 			resolvePaths(fv, dir)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/flux"
 	"github.com/imagebump/imagebump/policy"
 	"github.com/imagebump/imagebump/registry"
 	"github.com/imagebump/imagebump/setters"
@@ -192,6 +193,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	hintUnknown(opts.Config, res.Problems)
 	return &Report{
 		Policies:     results,
 		Unreferenced: unreferenced,
@@ -355,4 +357,23 @@ func selectImages(ctx context.Context, reg Registry, images []*config.Image, cur
 		}
 	}
 	return results
+}
+
+// hintUnknown adds to each marker naming an unknown policy the name it
+// most likely meant: the same name in another namespace (a Flux policy
+// lives in its object's namespace), or the closest name.
+func hintUnknown(cfg *config.Config, problems []setters.Problem) {
+	var names []string
+	for _, p := range problems {
+		var up *setters.UnknownPolicyError
+		if !errors.As(p.Err, &up) || up.Hint != "" {
+			continue
+		}
+		if names == nil {
+			for _, im := range cfg.Images {
+				names = append(names, im.Name)
+			}
+		}
+		up.Hint = flux.SuggestPolicy(up.Policy, names)
+	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/registry"
+	"github.com/imagebump/imagebump/setters"
 )
 
 // fakeRegistry serves fixed tag lists and digests and counts the calls.
@@ -246,4 +247,45 @@ func TestSplitReference(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUnknownPolicyHint checks that a marker naming a policy in the wrong
+// namespace, the commonest slip when moving from Flux, gets the name meant.
+func TestUnknownPolicyHint(t *testing.T) {
+	cfg, root := setup(t, `
+images:
+  - {name: flux-system:podinfo, repository: reg.example/podinfo, policy: {semver: ">=1.0.0"}}
+`, map[string]string{"app.yaml": "image: reg.example/podinfo:1.0.0 # {\"$imagepolicy\": \"default:podinfo\"}\n"})
+	for _, run := range []func() ([]string, error){
+		func() ([]string, error) {
+			rep, err := Run(context.Background(), Options{Config: cfg, Registry: &fakeRegistry{}, Root: root})
+			if err != nil {
+				return nil, err
+			}
+			return problemTexts(rep.Problems), nil
+		},
+		func() ([]string, error) {
+			res, err := Validate(context.Background(), cfg, nil, root, nil)
+			if err != nil {
+				return nil, err
+			}
+			return problemTexts(res.Problems), nil
+		},
+	} {
+		got, err := run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || !strings.Contains(got[0], `did you mean "flux-system:podinfo"?`) {
+			t.Errorf("problems = %q, want a hint naming flux-system:podinfo", got)
+		}
+	}
+}
+
+func problemTexts(ps []setters.Problem) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Error())
+	}
+	return out
 }

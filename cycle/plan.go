@@ -121,5 +121,10 @@ func Validate(ctx context.Context, cfg *config.Config, t *config.Target, root st
 	if t != nil && t.Git != nil {
 		paths = t.Git.Paths
 	}
-	return setters.Apply(ctx, setters.Options{Root: root, Paths: paths, Known: cfg.Has, Logger: logger})
+	res, err := setters.Apply(ctx, setters.Options{Root: root, Paths: paths, Known: cfg.Has, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	hintUnknown(cfg, res.Problems)
+	return res, nil
 }

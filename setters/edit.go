@@ -50,11 +50,18 @@ var (
 type UnknownPolicyError struct {
 	// Policy is the reference the marker names ("ns:name").
 	Policy string
+	// Hint, when set, suggests the policy meant (the caller knows the
+	// names; setters does not).
+	Hint string
 }
 
 // Error implements error.
 func (e *UnknownPolicyError) Error() string {
-	return "unknown policy " + e.Policy + ": no image policy of that name is configured"
+	msg := "unknown policy " + e.Policy + ": no image policy of that name is configured"
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
+	return msg
 }
 
 // SyntaxError reports a file that is not valid YAML. Such files are skipped.

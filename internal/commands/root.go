@@ -53,9 +53,14 @@ func (e silentExit) Error() string { return fmt.Sprintf("exit status %d", int(e)
 type globalOptions struct {
 	ConfigFile string
 	configSet  bool
-	LogLevel   string
-	LogFormat  string
-	logger     *slog.Logger
+	// Flux are files or folders of Flux objects read with the config.
+	Flux []string
+	// FluxSecrets maps the Secrets the Flux objects name (docs/flux.md).
+	FluxSecrets string
+	LogLevel    string
+	LogFormat   string
+	logger      *slog.Logger
+	stderr      io.Writer
 }
 
 // Main runs imagebump with args and returns the process exit code.
@@ -106,7 +111,7 @@ func isCobraUsageError(err error) bool {
 
 // NewCmdRoot builds the imagebump command tree.
 func NewCmdRoot(stdout, stderr io.Writer) *cobra.Command {
-	g := &globalOptions{}
+	g := &globalOptions{stderr: stderr}
 	root := &cobra.Command{
 		Use:   "imagebump",
 		Short: "Keep the image references in a Git repository current with what registries publish",
@@ -133,6 +138,8 @@ bump as a commit or a pull request.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	pf := root.PersistentFlags()
 	pf.StringVarP(&g.ConfigFile, "config", "c", "imagebump.yaml", "config file")
+	pf.StringArrayVar(&g.Flux, "flux", nil, "file or folder of Flux image automation objects to read as policies and targets, with or without imagebump.yaml (repeatable); -c DIR does the same")
+	pf.StringVar(&g.FluxSecrets, "flux-secrets", "", "file mapping the Secrets that Flux objects name to files or env:VAR, or a folder of mounted Secrets (NAMESPACE/NAME/KEY)")
 	pf.StringVar(&g.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.StringVar(&g.LogFormat, "log-format", "text", "log format: text or json")
 
@@ -144,6 +151,7 @@ bump as a commit or a pull request.`,
 		NewCmdValidate(g, stdout, nil),
 		NewCmdRun(g, stdout, nil),
 		NewCmdDemo(g, stdout),
+		NewCmdFlux(g, stdout),
 	}
 	for _, c := range commands {
 		// Names from the config complete where a command takes them.

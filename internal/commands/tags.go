@@ -289,29 +289,6 @@ func describeSpec(s policy.Spec) string {
 	return strings.Join(parts, ", ")
 }
 
-// loadConfigIfAny loads the config named by -c, or ./imagebump.yaml when it
-// exists. Without -c and without that file it returns nil: commands such as
-// `tags` work without a config.
-func loadConfigIfAny(g *globalOptions) (*config.Config, error) {
-	if !g.configSet && !fileExists(g.ConfigFile) {
-		return nil, nil
-	}
-	cfg, err := config.Load(g.ConfigFile)
-	if err != nil {
-		return nil, usageError(err)
-	}
-	return cfg, nil
-}
-
-// loadConfig loads the config that -c names (./imagebump.yaml by default).
-// A missing default file gets an error that says how to name another.
-func loadConfig(g *globalOptions) (*config.Config, error) {
-	if !g.configSet && !fileExists(g.ConfigFile) {
-		return nil, fmt.Errorf("no config: %s does not exist in the current directory; pass -c FILE (docs/config.md describes the file)", g.ConfigFile)
-	}
-	return config.Load(g.ConfigFile)
-}
-
 func lookupImage(cfg *config.Config, name string) (*config.Image, bool) {
 	if cfg == nil {
 		return nil, false

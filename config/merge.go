@@ -1,0 +1,65 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Merge returns a config with the registries, images and targets of a and
+// b together, as when imagebump.yaml is read with Flux objects (--flux).
+// Neither is changed. A name given in both (an image, a target) or a
+// registry host given in both with different settings is an error naming
+// both files: one source must own it. The result's targets are all in
+// TargetList; its File is a's.
+func Merge(a, b *Config) (*Config, error) {
+	c := &Config{File: a.File, images: map[string]int{}}
+	var errs []error
+
+	hosts := map[string]Registry{}
+	for _, src := range []*Config{a, b} {
+		for _, r := range src.Registries {
+			if prev, ok := hosts[r.Host]; ok {
+				if !sameRegistry(prev, r) {
+					errs = append(errs, fmt.Errorf("registry %s is set in %s and, differently, in %s: keep one", r.Host, a.File, b.File))
+				}
+				continue
+			}
+			hosts[r.Host] = r
+			c.Registries = append(c.Registries, r)
+		}
+	}
+	for _, src := range []*Config{a, b} {
+		for _, im := range src.Images {
+			if _, dup := c.images[im.Name]; dup {
+				errs = append(errs, fmt.Errorf("image policy %s is in both %s and %s: keep one", im.Name, a.File, b.File))
+				continue
+			}
+			c.images[im.Name] = len(c.Images)
+			c.Images = append(c.Images, im)
+		}
+	}
+	names := map[string]bool{}
+	for _, src := range []*Config{a, b} {
+		for _, t := range src.Targets() {
+			if names[t.Name] {
+				errs = append(errs, fmt.Errorf("target %s is in both %s and %s: rename one", t.Name, a.File, b.File))
+				continue
+			}
+			names[t.Name] = true
+			c.TargetList = append(c.TargetList, t)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// sameRegistry reports whether two registry entries say the same.
+func sameRegistry(a, b Registry) bool {
+	a.Line, b.Line = 0, 0
+	eqAuth := (a.Auth == nil && b.Auth == nil) || (a.Auth != nil && b.Auth != nil && *a.Auth == *b.Auth)
+	eqRate := (a.RateLimit == nil && b.RateLimit == nil) || (a.RateLimit != nil && b.RateLimit != nil && *a.RateLimit == *b.RateLimit)
+	a.Auth, b.Auth, a.RateLimit, b.RateLimit = nil, nil, nil, nil
+	return eqAuth && eqRate && a == b
+}

@@ -1,0 +1,127 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/flux"
+)
+
+// loadConfigIfAny loads the config named by -c, or ./imagebump.yaml when it
+// exists. Without -c and without that file it returns nil: commands such as
+// `tags` work without a config.
+func loadConfigIfAny(g *globalOptions) (*config.Config, error) {
+	if !g.configSet && !fileExists(g.ConfigFile) && len(g.Flux) == 0 {
+		return nil, nil
+	}
+	cfg, err := loadConfig(g)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	return cfg, nil
+}
+
+// loadConfig loads the config: imagebump.yaml (-c, ./imagebump.yaml by
+// default), Flux objects (-c naming a folder or a file of Flux objects,
+// --flux, or the config's flux.paths), or both, merged. A missing default
+// file gets an error that says how to name another. The Flux objects read
+// and what imagebump does differently with them are written to stderr.
+func loadConfig(g *globalOptions) (*config.Config, error) {
+	fluxPaths := append([]string(nil), g.Flux...)
+	secrets := g.FluxSecrets
+	var native *config.Config
+	switch {
+	case g.configSet && isFluxSource(g.ConfigFile):
+		fluxPaths = append([]string{g.ConfigFile}, fluxPaths...)
+	case !g.configSet && !fileExists(g.ConfigFile) && len(fluxPaths) > 0:
+		// --flux alone: no imagebump.yaml needed.
+	case !g.configSet && !fileExists(g.ConfigFile):
+		return nil, fmt.Errorf("no config: %s does not exist in the current directory; pass -c FILE (docs/config.md describes the file), or -c DIR / --flux DIR for Flux objects", g.ConfigFile)
+	default:
+		cfg, err := config.Load(g.ConfigFile)
+		if err != nil {
+			return nil, err
+		}
+		native = cfg
+		if cfg.Flux != nil {
+			fluxPaths = append(fluxPaths, cfg.Flux.Paths...)
+			if secrets == "" {
+				secrets = cfg.Flux.Secrets
+			}
+		}
+	}
+	if len(fluxPaths) == 0 {
+		return native, nil
+	}
+	fromFlux, err := loadFlux(context.Background(), g, fluxPaths, secrets)
+	if err != nil {
+		return nil, err
+	}
+	if native == nil {
+		return fromFlux, nil
+	}
+	return config.Merge(native, fromFlux)
+}
+
+// loadFlux reads Flux objects and returns them as a native config, writing
+// the report of what was read to stderr.
+func loadFlux(ctx context.Context, g *globalOptions, paths []string, secretsPath string) (*config.Config, error) {
+	set, err := flux.Load(ctx, paths, flux.LoadOptions{Logger: g.logger})
+	if err != nil {
+		return nil, err
+	}
+	var secrets *flux.Secrets
+	if secretsPath != "" {
+		if st, err := os.Stat(secretsPath); err == nil && st.IsDir() {
+			secrets = &flux.Secrets{Dir: secretsPath}
+		} else if secrets, err = flux.LoadSecrets(secretsPath); err != nil {
+			return nil, err
+		}
+	}
+	native, err := set.Native(flux.NativeOptions{Secrets: secrets, File: paths[0]})
+	if err != nil {
+		return nil, err
+	}
+	if g.stderr != nil {
+		var b bytes.Buffer
+		if err := native.Report.WriteText(&b); err == nil && b.Len() > 0 {
+			g.stderr.Write(b.Bytes())
+		}
+	}
+	if len(native.Config.Images) == 0 && len(native.Config.Targets()) == 0 {
+		return nil, errors.New("no ImagePolicy and no ImageUpdateAutomation found in " + fmt.Sprint(paths))
+	}
+	return native.Config, nil
+}
+
+// isFluxSource reports whether path is a folder, or a file whose documents
+// have apiVersion keys (Kubernetes objects): a native config has none.
+func isFluxSource(path string) bool {
+	st, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	if st.IsDir() {
+		return true
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || !bytes.Contains(data, []byte("apiVersion")) {
+		return false
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc map[string]any
+		if err := dec.Decode(&doc); err != nil {
+			return false
+		}
+		if _, ok := doc["apiVersion"]; ok {
+			return true
+		}
+	}
+}

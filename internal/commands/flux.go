@@ -1,0 +1,163 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/spf13/cobra"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/flux"
+)
+
+// FluxExportOptions are the inputs of `imagebump flux export`.
+type FluxExportOptions struct {
+	global *globalOptions
+	// Paths are files or folders of Flux objects.
+	Paths []string
+	// Secrets maps the Secrets the objects name (file or folder).
+	Secrets string
+	// NoKustomize reads folders as written, without building their
+	// kustomization.
+	NoKustomize bool
+}
+
+// NewCmdFlux builds `imagebump flux` and its subcommands.
+func NewCmdFlux(g *globalOptions, stdout io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "flux",
+		Short: "Move between Flux image automation objects and imagebump.yaml",
+		Long: `imagebump reads Flux's ImageRepository, ImagePolicy, ImageUpdateAutomation
+and GitRepository objects as they are (-c DIR, --flux DIR, or flux.paths in
+imagebump.yaml). These commands convert, for a move in either direction:
+
+  flux export     Flux objects -> an equivalent imagebump.yaml (out of the controllers)
+  flux generate   imagebump.yaml -> Flux objects (into the controllers)
+
+See docs/flux.md for the field-by-field migration guide.`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(newCmdFluxExport(g, stdout), newCmdFluxGenerate(g, stdout))
+	return cmd
+}
+
+func newCmdFluxExport(g *globalOptions, stdout io.Writer) *cobra.Command {
+	o := &FluxExportOptions{global: g}
+	cmd := &cobra.Command{
+		Use:   "export PATH...",
+		Short: "Write Flux image automation objects as an equivalent imagebump.yaml",
+		Long: `Read the Flux objects in the files and folders given (a folder with a
+kustomization is built first, so patched policies are read as Flux sees
+them) and print the equivalent imagebump.yaml on stdout. Comments name the
+object each entry comes from. What imagebump does differently with a field is
+listed on stderr, object by object, with its file and line: nothing is
+dropped silently.`,
+		Example: `  imagebump flux export clusters/prod --flux-secrets secrets.yaml > imagebump.yaml
+  imagebump validate -c imagebump.yaml`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Paths = args
+			if o.Secrets == "" {
+				o.Secrets = g.FluxSecrets
+			}
+			return runFluxExport(cmd.Context(), o, stdout)
+		},
+	}
+	cmd.Flags().StringVar(&o.Secrets, "secrets", "", "file mapping the objects' Secrets to files or env:VAR, or a folder of mounted Secrets (same as --flux-secrets)")
+	cmd.Flags().BoolVar(&o.NoKustomize, "no-kustomize", false, "read folders as written, without building their kustomization")
+	return cmd
+}
+
+func runFluxExport(ctx context.Context, o *FluxExportOptions, stdout io.Writer) error {
+	set, err := flux.Load(ctx, o.Paths, flux.LoadOptions{NoKustomize: o.NoKustomize, Logger: o.global.logger})
+	if err != nil {
+		return usageError(err)
+	}
+	var secrets *flux.Secrets
+	if o.Secrets != "" {
+		if st, err := os.Stat(o.Secrets); err == nil && st.IsDir() {
+			secrets = &flux.Secrets{Dir: o.Secrets}
+		} else if secrets, err = flux.LoadSecrets(o.Secrets); err != nil {
+			return usageError(err)
+		}
+	}
+	native, err := set.Native(flux.NativeOptions{Secrets: secrets, File: "imagebump.yaml"})
+	if err != nil {
+		return usageError(err)
+	}
+	if err := native.Report.WriteText(o.global.stderr); err != nil {
+		return err
+	}
+	_, err = stdout.Write(native.YAML)
+	return err
+}
+
+func newCmdFluxGenerate(g *globalOptions, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "generate",
+		Short: "Write imagebump.yaml as Flux image automation objects",
+		Long: `Print the config's image policies, registries and targets as Flux objects
+(ImageRepository, ImagePolicy, ImageUpdateAutomation, GitRepository) on
+stdout. The Secrets to create are listed on stderr with the files they come
+from, and so is every setting Flux cannot express (pull requests, cron
+schedules, minimum age, signature verification, platform digests, rate
+limits, imagebump's own message templates).`,
+		Example: `  imagebump flux generate -c imagebump.yaml > flux-image-automation.yaml`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(g)
+			if err != nil {
+				return usageError(err)
+			}
+			return runFluxGenerate(cfg, g.stderr, stdout)
+		},
+	}
+}
+
+func runFluxGenerate(cfg *config.Config, stderr, stdout io.Writer) error {
+	out, err := flux.Export(cfg)
+	if err != nil {
+		return usageError(err)
+	}
+	var b bytes.Buffer
+	if out.Secrets != nil && len(out.Secrets.Keys) > 0 {
+		b.WriteString("Secrets to create (kubectl create secret generic NAME -n NAMESPACE --from-file=KEY=FILE):\n")
+		names := make([]string, 0, len(out.Secrets.Keys))
+		for n := range out.Secrets.Keys {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			keys := out.Secrets.Keys[n]
+			ks := make([]string, 0, len(keys))
+			for k := range keys {
+				ks = append(ks, k)
+			}
+			sort.Strings(ks)
+			for _, k := range ks {
+				fmt.Fprintf(&b, "  %s %s=%s\n", n, k, keys[k])
+			}
+		}
+	}
+	if len(out.Notes) > 0 {
+		fmt.Fprintf(&b, "Not expressible in Flux: %d\n", len(out.Notes))
+		for _, n := range out.Notes {
+			fmt.Fprintf(&b, "  %s\n", n)
+		}
+	}
+	if stderr != nil {
+		if _, err := stderr.Write(b.Bytes()); err != nil {
+			return err
+		}
+	}
+	if len(out.YAML) == 0 {
+		return failure(errors.New("the config has no image policy or target to write as Flux objects"))
+	}
+	_, err = stdout.Write(out.YAML)
+	return err
+}
