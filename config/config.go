@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"time"
 	"os"
 	"path"
 	"path/filepath"
@@ -152,11 +153,50 @@ type Image struct {
 	// index. Empty pins the index digest. It is an imagebump extension,
 	// absent from Flux.
 	Platform string `yaml:"platform"`
+	// Hold, when set and active, keeps the policy's markers where they are
+	// (during an incident, say) while the policy is still selected and
+	// reported. `imagebump hold` and `imagebump release` write and remove
+	// it.
+	Hold *Hold `yaml:"hold"`
 
 	// Line is the line of the image's entry in the config file.
 	Line int `yaml:"-"`
 
 	policy *policy.Policy
+}
+
+// Hold keeps a policy's markers still.
+type Hold struct {
+	// Reason says why, for the people who read plans, logs and pull
+	// requests; it is required.
+	Reason string `yaml:"reason"`
+	// Until, when set, ends the hold at that time (RFC 3339, such as
+	// 2026-12-24T00:00:00Z, or a date, 2026-12-24, meaning its midnight
+	// UTC): the markers move again on the first cycle after it. Empty holds
+	// until released.
+	Until string `yaml:"until"`
+
+	until time.Time
+}
+
+// UntilTime returns when the hold ends, or the zero time when it does not.
+func (h *Hold) UntilTime() time.Time { return h.until }
+
+// Active reports whether the hold keeps the markers still at now.
+func (h *Hold) Active(now time.Time) bool {
+	return h != nil && (h.until.IsZero() || now.Before(h.until))
+}
+
+// ParseHoldTime reads a hold's until: RFC 3339, or a date meaning its
+// midnight UTC.
+func ParseHoldTime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time: write RFC 3339 (2026-12-24T00:00:00Z) or a date (2026-12-24)", s)
 }
 
 // Rule is an image policy's selection rule. Exactly one field is set.

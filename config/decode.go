@@ -209,7 +209,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		}
 		v.Set(s)
 	case reflect.String:
-		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		// hold.until is the one time-valued key: YAML reads an unquoted
+		// 2026-12-24T00:00:00Z as a timestamp, and the text is what counts.
+		isTime := strings.HasSuffix(path, ".hold.until") && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!timestamp"
+		if !isTime && (n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str") {
 			hint := ""
 			if n.Kind == yaml.ScalarNode {
 				hint = " (quote it)"

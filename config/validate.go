@@ -280,6 +280,17 @@ func (v *validator) images() {
 				v.add(v.at(p+".platform"), p+".platform", "%v", err)
 			}
 		}
+		if h := im.Hold; h != nil && v.good(p+".hold") {
+			hp := p + ".hold"
+			v.require(hp, "reason")
+			if h.Until != "" {
+				t, err := ParseHoldTime(h.Until)
+				if err != nil {
+					v.add(v.at(hp+".until"), hp+".until", "%v", err)
+				}
+				h.until = t
+			}
+		}
 		if v.hasErrorsUnder(p) {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/flux"
@@ -45,6 +46,8 @@ type Options struct {
 	Concurrency int
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
+	// Now is the time holds are checked against; nil means time.Now.
+	Now func() time.Time
 	// Selection, when set, is a previous run's policy results: the
 	// registries are not asked again. Write-back uses it to redo the same
 	// edits on a newer head after a push race.
@@ -64,6 +67,9 @@ type PolicyResult struct {
 	// Err is why the policy has no result (registry failure, no tag
 	// matches); its markers are left as they are.
 	Err error
+	// Held is the policy's hold when it is active: the pick is reported
+	// but the markers are left as they are.
+	Held *config.Hold
 }
 
 // Latest is the tag the policy picked, or "".
@@ -175,8 +181,20 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 
+	now := time.Now()
+	if opts.Now != nil {
+		now = opts.Now()
+	}
 	selected := make(map[string]setters.Image, len(results))
-	for _, r := range results {
+	for i := range results {
+		r := &results[i]
+		if im, ok := opts.Config.Image(r.Name); ok && im.Hold.Active(now) {
+			// A held policy's markers stay put: it is known to the
+			// setters, but has no image to write.
+			r.Held = im.Hold
+			continue
+		}
+		r.Held = nil
 		if r.Err == nil {
 			selected[r.Name] = setters.Image{Repository: r.Repository, Tag: r.Selection.Latest, Digest: r.Digest}
 		}

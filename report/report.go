@@ -8,6 +8,7 @@ package report
 
 import (
 	_ "embed"
+	"time"
 
 	"github.com/imagebump/imagebump/cycle"
 	"github.com/imagebump/imagebump/pullrequest"
@@ -67,6 +68,17 @@ type Policy struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Error says why the policy has no result; its markers are left alone.
 	Error string `json:"error,omitempty"`
+	// Held is the policy's active hold: Latest is what it would pick, but
+	// its markers stay where they are.
+	Held *Hold `json:"held,omitempty"`
+}
+
+// Hold is an active hold on a policy.
+type Hold struct {
+	Reason string `json:"reason"`
+	// Until is when the hold ends (RFC 3339), absent when it lasts until
+	// released.
+	Until string `json:"until,omitempty"`
 }
 
 // Change is one edit.
@@ -162,6 +174,12 @@ func scan(rep *cycle.Report) ([]Policy, []Change, []Problem) {
 		if p.Err != nil {
 			pj.Error = p.Err.Error()
 			problems = append(problems, Problem{Policy: p.Name, Message: p.Err.Error()})
+		}
+		if h := p.Held; h != nil {
+			pj.Held = &Hold{Reason: h.Reason}
+			if u := h.UntilTime(); !u.IsZero() {
+				pj.Held.Until = u.UTC().Format(time.RFC3339)
+			}
 		}
 		policies = append(policies, pj)
 	}

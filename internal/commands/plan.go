@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -273,9 +274,21 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 		} else if p.Digest != "" {
 			latest += "@" + p.Digest
 		}
+		if p.Held != nil {
+			latest += " (held)"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", printable.String(p.Name), printable.String(p.Repository), printable.String(latest))
 	}
 	tw.Flush()
+	for _, p := range rep.Policies {
+		if h := p.Held; h != nil {
+			until := "until released (imagebump release " + p.Name + ")"
+			if u := h.UntilTime(); !u.IsZero() {
+				until = "until " + u.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(&b, "Held: %s stays where it is, %s: %s\n", printable.String(p.Name), until, printable.String(h.Reason))
+		}
+	}
 	if len(rep.Unreferenced) > 0 {
 		fmt.Fprintf(&b, "Not asked (no marker names %s): %s\n", plural(len(rep.Unreferenced), "it", "them"), printable.String(strings.Join(rep.Unreferenced, ", ")))
 	}

@@ -152,6 +152,8 @@ bump as a commit or a pull request.`,
 		NewCmdRun(g, stdout, nil),
 		NewCmdDemo(g, stdout),
 		NewCmdFlux(g, stdout),
+		NewCmdHold(g, stdout),
+		NewCmdRelease(g, stdout),
 	}
 	for _, c := range commands {
 		// Names from the config complete where a command takes them.

@@ -1,0 +1,129 @@
+package commands
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/imagebump/imagebump/config"
+)
+
+// HoldOptions are the inputs of `imagebump hold` and `imagebump release`.
+type HoldOptions struct {
+	global *globalOptions
+	// Policy is the image policy to hold or release.
+	Policy string
+	// Reason and Until describe the hold.
+	Reason, Until string
+	// Release removes the hold instead.
+	Release bool
+}
+
+// NewCmdHold builds `imagebump hold`.
+func NewCmdHold(g *globalOptions, stdout io.Writer) *cobra.Command {
+	o := &HoldOptions{global: g}
+	cmd := &cobra.Command{
+		Use:   "hold POLICY --reason TEXT [--until TIME]",
+		Short: "Hold a policy still (an incident, a freeze), as an edit of the config",
+		Long: `Add hold: {reason, until} to the policy's entry in the config file, changing
+only those bytes: comments, quoting and order stay, so the hold is a small
+commit to review like any other change. While held, the policy is still
+selected and reported (plan shows what it would pick), but its markers stay
+where they are. --until (RFC 3339, or a date meaning its midnight UTC) ends the
+hold by itself; without it, the hold lasts until imagebump release.`,
+		Example: `  imagebump hold apps:web --reason "incident 42" --until 2026-12-24T00:00:00Z
+  git commit -am "Hold apps:web during incident 42"`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completePolicies(g),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Policy = args[0]
+			if o.Reason == "" {
+				return usageError(errors.New("--reason is required: a hold says why, for whoever reads the plan or the pull request"))
+			}
+			return runHold(o, stdout)
+		},
+	}
+	cmd.Flags().StringVar(&o.Reason, "reason", "", "why the policy is held (required)")
+	cmd.Flags().StringVar(&o.Until, "until", "", "when the hold ends: RFC 3339 (2026-12-24T00:00:00Z) or a date (2026-12-24)")
+	return cmd
+}
+
+// NewCmdRelease builds `imagebump release`.
+func NewCmdRelease(g *globalOptions, stdout io.Writer) *cobra.Command {
+	o := &HoldOptions{global: g, Release: true}
+	return &cobra.Command{
+		Use:               "release POLICY",
+		Short:             "Release a held policy, as an edit of the config",
+		Long:              `Remove the policy's hold from the config file, changing only those bytes.`,
+		Example:           `  imagebump release apps:web && git commit -am "Release apps:web"`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completePolicies(g),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Policy = args[0]
+			return runHold(o, stdout)
+		},
+	}
+}
+
+func runHold(o *HoldOptions, stdout io.Writer) error {
+	file := o.global.ConfigFile
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return usageError(fmt.Errorf("reading the config: %w", err))
+	}
+	var out []byte
+	if o.Release {
+		out, err = config.ClearHold(data, file, o.Policy)
+	} else {
+		out, err = config.SetHold(data, file, o.Policy, config.Hold{Reason: o.Reason, Until: o.Until})
+	}
+	switch {
+	case errors.Is(err, config.ErrNotHeld):
+		_, err = fmt.Fprintf(stdout, "%s: %s is not held; nothing to release\n", file, config.NormalizeName(o.Policy))
+		return err
+	case err != nil:
+		return usageError(err)
+	}
+	if err := replaceFile(file, out); err != nil {
+		return failure(err)
+	}
+	verb := "held"
+	if o.Release {
+		verb = "released"
+	}
+	_, err = fmt.Fprintf(stdout, "%s: %s %s; commit the file for the targets that read it\n", file, verb, config.NormalizeName(o.Policy))
+	return err
+}
+
+// replaceFile writes data over path atomically, keeping its mode.
+func replaceFile(path string, data []byte) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".imagebump-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
