@@ -103,9 +103,10 @@ func (k *call) fail(ctx context.Context, attempts int, err error) *Error {
 	}
 	if k.repoCx != nil && k.repoCx.Err() != nil && k.outer.Err() == nil {
 		// The repository's own deadline passed, not the caller's.
+		// What the operation was doing at that moment only repeats it.
 		var le *limitError
 		if cause := context.Cause(k.repoCx); errors.As(cause, &le) {
-			err = &limitError{setting: le.setting, msg: le.msg, err: err}
+			err = le
 		}
 		ctx = k.outer
 	}

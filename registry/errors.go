@@ -339,17 +339,9 @@ func (e *timeoutError) Unwrap() error { return e.err }
 type limitError struct {
 	setting string
 	msg     string
-	err     error // what the operation was doing when the deadline came, or nil
 }
 
-func (e *limitError) Error() string {
-	if e.err == nil {
-		return e.msg
-	}
-	return fmt.Sprintf("%s: %v", e.msg, e.err)
-}
-
-func (e *limitError) Unwrap() error { return e.err }
+func (e *limitError) Error() string { return e.msg }
 
 // realmError refuses to send credentials over plain HTTP to a token realm
 // (or any URL) on another host than the registry's.

@@ -36,8 +36,8 @@ const (
 	// Healthy lists Options.Tags and serves an image manifest (with a
 	// valid digest) for each.
 	Healthy Mode = "healthy"
-	// EndlessLink sends, with every page of tags, a Link header naming a
-	// next page never seen before, holding new tags: it never ends.
+	// EndlessLink sends, with every page of ten tags, a Link header naming
+	// a next page never seen before, holding new tags: it never ends.
 	EndlessLink Mode = "endless-link"
 	// NoLink sends full pages (as many tags as asked for with n) of new
 	// tags and never a Link header, whatever "last" says: it never ends.
@@ -354,9 +354,8 @@ func (s *Server) tags(w http.ResponseWriter, r *http.Request, mode Mode, repo st
 		writeTags(w, repo, append(ValidTags(), BadTags()...))
 	case EndlessLink:
 		page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-		n := pageSize(r)
-		w.Header().Set("Link", fmt.Sprintf(`</v2/%s/tags/list?n=%d&page=%d>; rel="next"`, repo, n, page+1))
-		writeTags(w, repo, pageTags("e", page, n))
+		w.Header().Set("Link", fmt.Sprintf(`</v2/%s/tags/list?n=%d&page=%d>; rel="next"`, repo, pageSize(r), page+1))
+		writeTags(w, repo, pageTags("e", page, 10))
 	case NoLink:
 		// The page after "last": ignoring nothing, never ending.
 		page := 0
