@@ -49,7 +49,8 @@ const (
 	SlowDrip Mode = "slow-drip"
 	// HugeErrorBody answers 403 with an Options.ErrorBodySize body that
 	// echoes the request's Authorization header and the password it
-	// carries, again and again.
+	// carries (the server's own password for a bearer token), again and
+	// again.
 	HugeErrorBody Mode = "huge-error"
 	// InvalidTags lists BadTags() next to ValidTags().
 	InvalidTags Mode = "invalid-tags"
@@ -422,7 +423,13 @@ func writeTags(w http.ResponseWriter, repo string, tags []string) {
 // request carried, as a badly written proxy or registry might.
 func (s *Server) hugeError(w http.ResponseWriter, r *http.Request) {
 	auth := r.Header.Get("Authorization")
-	line := fmt.Sprintf("denied: you sent Authorization: %s (user %s, password %s)\n", auth, s.Username, s.Password)
+	user, pass, ok := r.BasicAuth()
+	if !ok {
+		// A bearer token carries no password: echo the one the realm
+		// knows, as a server that logs its own config might.
+		user, pass = s.Username, s.Password
+	}
+	line := fmt.Sprintf("denied: you sent Authorization: %s (user %s, password %s)\n", auth, user, pass)
 	w.Header().Set("Content-Type", "text/plain")
 	w.WriteHeader(http.StatusForbidden)
 	for written := 0; written < s.opts.ErrorBodySize; written += len(line) {
