@@ -303,17 +303,23 @@ func writeSecret(t *testing.T, name, value string) string {
 	return p
 }
 
-// TestErrorBodiesAreCleaned has the registry answer with a 4 MiB body that
+// TestErrorBodiesAreCleaned has the registry answer with a large body that
 // echoes the Authorization header and the password, under basic and bearer
-// auth: neither the error text nor the log may hold any credential, and the
-// error stays short.
+// auth: neither the error text, nor any error in its chain, nor the log may
+// hold any credential, and the error stays short.
 func TestErrorBodiesAreCleaned(t *testing.T) {
 	for _, auth := range []struct {
 		name string
 		mode hostile.Auth
-	}{{"basic", hostile.AuthBasic}, {"bearer", hostile.AuthBearer}} {
+		size int
+	}{
+		{"basic", hostile.AuthBasic, 4 << 20},
+		{"bearer", hostile.AuthBearer, 4 << 20},
+		{"basic, a body ggcr reads whole", hostile.AuthBasic, 8 << 10},
+		{"bearer, a body ggcr reads whole", hostile.AuthBearer, 8 << 10},
+	} {
 		t.Run(auth.name, func(t *testing.T) {
-			s := hostile.Start(t, hostile.Options{Auth: auth.mode})
+			s := hostile.Start(t, hostile.Options{Auth: auth.mode, ErrorBodySize: auth.size})
 			var logs logBuffer
 			c := newClient(t, Options{Logger: newLogger(&logs), Hosts: []Host{{
 				Host: s.Host, Insecure: true,
