@@ -38,9 +38,9 @@ type call struct {
 	fresh bool // s was built by this call, not taken from the cache
 
 	// outer is the caller's context; the call runs in a child of it that
-	// ends at the host's RepositoryTimeout (see begin).
-	outer  context.Context
-	repoCx context.Context
+	// ends at the host's RepositoryTimeout (see Cycle.start).
+	outer   context.Context
+	repoCtx context.Context
 }
 
 // start begins an operation on repository in the Cycle. It returns the
@@ -72,7 +72,7 @@ func (y *Cycle) start(ctx context.Context, op, repository, tag, platform string)
 		setting: "repositoryTimeout",
 		msg:     fmt.Sprintf("gave up after the repository timeout of %v", k.h.repoTimeout),
 	})
-	k.repoCx = rctx
+	k.repoCtx = rctx
 	return k, withBreaker(rctx, k.b), cancel, nil
 }
 
@@ -101,11 +101,11 @@ func (k *call) fail(ctx context.Context, attempts int, err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	if k.repoCx != nil && k.repoCx.Err() != nil && k.outer.Err() == nil {
+	if k.repoCtx != nil && k.repoCtx.Err() != nil && k.outer.Err() == nil {
 		// The repository's own deadline passed, not the caller's.
 		// What the operation was doing at that moment only repeats it.
 		var le *limitError
-		if cause := context.Cause(k.repoCx); errors.As(cause, &le) {
+		if cause := context.Cause(k.repoCtx); errors.As(cause, &le) {
 			err = le
 		}
 		ctx = k.outer
