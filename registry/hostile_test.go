@@ -27,7 +27,7 @@ import (
 // repositories must all be listed, and every repository of a down host
 // must say why.
 func TestDownHostsFailFast(t *testing.T) {
-	const timeout = time.Second
+	const timeout = 2 * time.Second
 	refused := hostile.Refused(t)
 	blackhole := hostile.Blackhole(t)
 	healthy := hostile.Start(t, hostile.Options{})

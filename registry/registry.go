@@ -120,12 +120,14 @@ type Options struct {
 
 	// Timeout bounds each HTTP request, from sending it to reading the
 	// last byte of its body; waiting for a rate limit or a concurrency
-	// slot does not count. Zero: DefaultTimeout (30s).
+	// slot does not count. Host.Timeout overrides it for one host. Zero:
+	// DefaultTimeout (30s).
 	Timeout time.Duration
 
 	// MaxRetries is how many times a failed request is retried: on HTTP
 	// 429, on 5xx other than 501, on timeouts, on connection errors and on
-	// truncated bodies. Zero: DefaultMaxRetries (4). Negative: no retries.
+	// truncated bodies. Host.MaxRetries overrides it for one host. Zero:
+	// DefaultMaxRetries (4). NoRetries (or any negative number): none.
 	MaxRetries int
 
 	// Backoff is the base of the exponential backoff between retries, with
