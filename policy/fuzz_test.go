@@ -42,7 +42,7 @@ func FuzzSelect(f *testing.F) {
 		if res.Seen != len(tags) {
 			t.Fatalf("Seen = %d, want %d", res.Seen, len(tags))
 		}
-		all := slices.Concat(res.Excluded, res.Filtered, res.Skipped, res.Candidates)
+		all := slices.Concat(res.Invalid, res.Excluded, res.Filtered, res.Skipped, res.Candidates)
 		slices.Sort(all)
 		sorted := slices.Sorted(slices.Values(tags))
 		if !slices.Equal(all, sorted) {
@@ -53,6 +53,16 @@ func FuzzSelect(f *testing.F) {
 		}
 		if res.Latest != "" && !slices.Contains(res.Candidates, res.Latest) {
 			t.Fatalf("Latest %q is not a candidate: %q", res.Latest, res.Candidates)
+		}
+		for _, c := range res.Candidates {
+			if !ValidTag(c) {
+				t.Fatalf("candidate %q is not a valid tag", c)
+			}
+		}
+		for _, c := range res.Invalid {
+			if ValidTag(c) {
+				t.Fatalf("valid tag %q set aside as invalid", c)
+			}
 		}
 		for _, c := range res.Candidates[:min(len(res.Candidates), 50)] {
 			for _, pair := range [][]string{{c, res.Latest}, {res.Latest, c}} {

@@ -6,7 +6,7 @@ package policy
 // (see wins), so the answer never depends on the order of values.
 type Policer interface {
 	// Latest returns the latest of values, or ErrNoMatch when none
-	// qualifies.
+	// qualifies. Values that are not valid OCI tags never qualify.
 	Latest(values []string) (string, error)
 }
 
@@ -46,11 +46,12 @@ func wins(c int, tag, bestTag string) bool {
 	return c > 0 || (c == 0 && tag > bestTag)
 }
 
-// latestOf implements Policer.Latest for k. An empty value is never picked.
+// latestOf implements Policer.Latest for k. A value that is not a valid
+// OCI tag (ValidTag), the empty string included, is never picked.
 func latestOf(k kind, values []string) (string, error) {
 	r := k.newRanker()
 	for _, v := range values {
-		if v != "" {
+		if ValidTag(v) {
 			r.offer(v, v)
 		}
 	}

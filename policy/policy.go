@@ -4,6 +4,7 @@
 package policy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -44,6 +45,9 @@ type Policy struct {
 	exclude []*regexp.Regexp // Spec.Exclude; the defaults are checked apart
 	filter  *regexp.Regexp   // nil: every tag passes
 	extract template         // zero: a tag's value is the tag
+	// checkEvery is how many tags SelectContext handles between two looks
+	// at its ctx: fewer when each tag costs more patterns.
+	checkEvery int
 }
 
 // New validates spec and compiles it into a Policy. The error, when spec is
@@ -79,6 +83,16 @@ func New(spec Spec) (*Policy, error) {
 	}
 	spec.Exclude = slices.Clone(spec.Exclude)
 	p.spec = spec
+	p.checkEvery = max(1, 256/(1+len(p.exclude)))
+	for _, pattern := range spec.Exclude {
+		if len(pattern) > 256 {
+			// A large pattern may cost more per tag than many small ones.
+			p.checkEvery = 1
+		}
+	}
+	if len(spec.FilterPattern) > 256 {
+		p.checkEvery = 1
+	}
 	return p, nil
 }
 
@@ -125,12 +139,17 @@ func DefaultExclusions() []string {
 var ErrNoMatch = errors.New("no tag matches")
 
 // Result is the outcome of a selection, with the reasons behind it. Each
-// tag given lands in exactly one of Excluded, Filtered, Skipped and
-// Candidates, in the order the tags were given; Latest and the counts do
+// tag given lands in exactly one of Invalid, Excluded, Filtered, Skipped
+// and Candidates, in the order the tags were given; Latest and the counts do
 // not depend on that order.
 type Result struct {
 	// Seen is the number of tags given.
 	Seen int `json:"seen"`
+	// Invalid are the tags that do not match the OCI tag grammar (see
+	// ValidTag), such as "${VAR}" or "a b": they are never candidates, and
+	// a warning names them. They are what the registry sent, so whoever
+	// prints them must escape control characters.
+	Invalid []string `json:"invalid"`
 	// Excluded are the tags dropped by an exclusion pattern.
 	Excluded []string `json:"excluded"`
 	// Filtered are the tags dropped by the filter pattern.
@@ -146,21 +165,39 @@ type Result struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// Select picks the latest tag from tags. Exclusions run first, then the
-// filter pattern and extract template, then the policy kind. Candidates
-// that order the same go to the byte-wise greater tag, so the pick does not
-// depend on the order of tags. An empty string is not a tag and is skipped.
-//
-// Select parses each tag once and keeps only the best so far, so its cost
-// grows linearly with len(tags).
+// Select is SelectContext without cancellation: it always runs to the end.
 func (p *Policy) Select(tags []string) Result {
-	res := Result{Seen: len(tags), Excluded: []string{}, Filtered: []string{}, Skipped: []string{}, Candidates: []string{}}
+	res, _ := p.SelectContext(context.Background(), tags)
+	return res
+}
+
+// SelectContext picks the latest tag from tags. Tags that are not valid OCI
+// tags (ValidTag) are set aside first, with a warning; then exclusions run,
+// then the filter pattern and extract template, then the policy kind.
+// Candidates that order the same go to the byte-wise greater tag, so the
+// pick does not depend on the order of tags.
+//
+// It parses each tag once and keeps only the best so far, so its cost grows
+// linearly with len(tags) (and with the number of exclusion patterns). It
+// checks ctx between tags: once ctx is done it stops and returns a zero
+// Result and context.Cause(ctx), so that a long tag list or a costly set of
+// patterns never outlives the cycle that asked.
+func (p *Policy) SelectContext(ctx context.Context, tags []string) (Result, error) {
+	res := Result{Seen: len(tags), Invalid: []string{}, Excluded: []string{}, Filtered: []string{}, Skipped: []string{}, Candidates: []string{}}
 	r := p.kind.newRanker()
 	var buf []byte
 	var notNumber, notFinite []string
-	for _, tag := range tags {
-		if tag == "" {
-			res.Skipped = append(res.Skipped, tag)
+	done := ctx.Done()
+	for i, tag := range tags {
+		if done != nil && i%p.checkEvery == 0 {
+			select {
+			case <-done:
+				return Result{}, context.Cause(ctx)
+			default:
+			}
+		}
+		if !ValidTag(tag) {
+			res.Invalid = append(res.Invalid, tag)
 			continue
 		}
 		if p.excludes(tag) {
@@ -187,13 +224,16 @@ func (p *Policy) Select(tags []string) Result {
 		res.Skipped = append(res.Skipped, tag)
 	}
 	res.Latest, _ = r.latest()
+	if len(res.Invalid) > 0 {
+		res.Warnings = append(res.Warnings, invalidWarning(res.Invalid))
+	}
 	if len(notNumber) > 0 {
 		res.Warnings = append(res.Warnings, skipWarning(notNumber, "not a number"))
 	}
 	if len(notFinite) > 0 {
 		res.Warnings = append(res.Warnings, skipWarning(notFinite, "not a finite number"))
 	}
-	return res
+	return res, nil
 }
 
 // excludes reports whether an exclusion pattern, default or configured,
@@ -223,8 +263,38 @@ func (p *Policy) value(tag string, buf *[]byte) (string, bool) {
 	return p.extract.expand(p.filter, tag, m, buf), true
 }
 
-// maxListed caps how many tags a warning names.
-const maxListed = 5
+// maxListed caps how many tags a warning names, and maxShown how many
+// bytes of each it shows.
+const (
+	maxListed = 5
+	maxShown  = 48
+)
+
+// invalidWarning names the first few tags that are not valid OCI tags,
+// quoted with Go's escapes (so a control character shows as \x1b) and cut
+// to maxShown bytes.
+func invalidWarning(tags []string) string {
+	var b strings.Builder
+	what := "is not a valid OCI tag"
+	if len(tags) != 1 {
+		what = "are not valid OCI tags"
+	}
+	fmt.Fprintf(&b, "skipped %s that %s ([A-Za-z0-9_][A-Za-z0-9._-]{0,127}): ", count(len(tags), "tag"), what)
+	for i, tag := range tags[:min(len(tags), maxListed)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if len(tag) > maxShown {
+			fmt.Fprintf(&b, "%q... (%d bytes)", tag[:maxShown], len(tag))
+		} else {
+			fmt.Fprintf(&b, "%q", tag)
+		}
+	}
+	if len(tags) > maxListed {
+		fmt.Fprintf(&b, " and %d more", len(tags)-maxListed)
+	}
+	return b.String()
+}
 
 // skipWarning explains why tags were skipped, naming the first few.
 func skipWarning(tags []string, why string) string {
@@ -244,14 +314,19 @@ func skipWarning(tags []string, why string) string {
 
 // Summary explains the result in one line, such as
 // "picked 5.3.12 from 4 tags (0 excluded, 0 filtered, 3 skipped)" or
-// "no tag matches: 12 tags seen, 3 excluded, 9 filtered, 0 skipped".
+// "no tag matches: 12 tags seen, 3 excluded, 9 filtered, 0 skipped". When
+// some tags were invalid, ", N invalid" follows the skipped count.
 func (r Result) Summary() string {
-	if r.Latest == "" {
-		return fmt.Sprintf("%v: %s seen, %d excluded, %d filtered, %d skipped",
-			ErrNoMatch, count(r.Seen, "tag"), len(r.Excluded), len(r.Filtered), len(r.Skipped))
+	invalid := ""
+	if len(r.Invalid) > 0 {
+		invalid = fmt.Sprintf(", %d invalid", len(r.Invalid))
 	}
-	return fmt.Sprintf("picked %s from %s (%d excluded, %d filtered, %d skipped)",
-		r.Latest, count(r.Seen, "tag"), len(r.Excluded), len(r.Filtered), len(r.Skipped))
+	if r.Latest == "" {
+		return fmt.Sprintf("%v: %s seen, %d excluded, %d filtered, %d skipped%s",
+			ErrNoMatch, count(r.Seen, "tag"), len(r.Excluded), len(r.Filtered), len(r.Skipped), invalid)
+	}
+	return fmt.Sprintf("picked %s from %s (%d excluded, %d filtered, %d skipped%s)",
+		r.Latest, count(r.Seen, "tag"), len(r.Excluded), len(r.Filtered), len(r.Skipped), invalid)
 }
 
 // count writes n and noun, plural unless n is 1.

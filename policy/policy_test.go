@@ -30,13 +30,19 @@ func result(seen int, latest string, excluded, filtered, skipped, candidates []s
 		return s
 	}
 	r := policy.Result{
-		Seen: seen, Latest: latest,
+		Seen: seen, Latest: latest, Invalid: []string{},
 		Excluded: orEmpty(excluded), Filtered: orEmpty(filtered),
 		Skipped: orEmpty(skipped), Candidates: orEmpty(candidates),
 	}
 	if len(warnings) > 0 {
 		r.Warnings = warnings
 	}
+	return r
+}
+
+// withInvalid sets the Invalid list of r.
+func withInvalid(r policy.Result, invalid ...string) policy.Result {
+	r.Invalid = invalid
 	return r
 }
 
@@ -113,10 +119,10 @@ func TestSelectSemVer(t *testing.T) {
 			want: result(2, "v1.0.0", nil, nil, nil, []string{"v1.0.0", "1.0.0"}),
 		},
 		{
-			name: "tie on build metadata 1.0.0+a vs 1.0.0+b",
-			spec: policy.Spec{SemVer: "1.0.0"},
-			tags: []string{"1.0.0+b", "1.0.0+a"},
-			want: result(2, "1.0.0+b", nil, nil, nil, []string{"1.0.0+b", "1.0.0+a"}),
+			name: "tie on build metadata 1.0.0+a vs 1.0.0+b, extracted",
+			spec: policy.Spec{SemVer: "1.0.0", FilterPattern: `^(.*)_(.*)$`, FilterExtract: "$1+$2"},
+			tags: []string{"1.0.0_b", "1.0.0_a"},
+			want: result(2, "1.0.0_b", nil, nil, nil, []string{"1.0.0_b", "1.0.0_a"}),
 		},
 		{
 			name: "nothing in range",
@@ -131,10 +137,18 @@ func TestSelectSemVer(t *testing.T) {
 			want: result(0, "", nil, nil, nil, nil),
 		},
 		{
-			name: "empty string is skipped",
+			name: "empty string is invalid",
 			spec: policy.Spec{SemVer: ">=1"},
 			tags: []string{"", "1.0.0"},
-			want: result(2, "1.0.0", nil, nil, []string{""}, []string{"1.0.0"}),
+			want: withInvalid(result(2, "1.0.0", nil, nil, nil, []string{"1.0.0"},
+				`skipped 1 tag that is not a valid OCI tag ([A-Za-z0-9_][A-Za-z0-9._-]{0,127}): ""`), ""),
+		},
+		{
+			name: "build metadata is not a tag",
+			spec: policy.Spec{SemVer: ">=1"},
+			tags: []string{"1.0.0+b", "1.0.0"},
+			want: withInvalid(result(2, "1.0.0", nil, nil, nil, []string{"1.0.0"},
+				`skipped 1 tag that is not a valid OCI tag ([A-Za-z0-9_][A-Za-z0-9._-]{0,127}): "1.0.0+b"`), "1.0.0+b"),
 		},
 	})
 }
@@ -199,16 +213,16 @@ func TestSelectNumerical(t *testing.T) {
 		{
 			name: "desc: the lowest wins",
 			spec: policy.Spec{Numerical: "desc"},
-			tags: []string{"9", "10", "-3", "2.5"},
-			want: result(4, "-3", nil, nil, nil, []string{"9", "10", "-3", "2.5"}),
+			tags: []string{"9", "10", "0.5", "2.5"},
+			want: result(4, "0.5", nil, nil, nil, []string{"9", "10", "0.5", "2.5"}),
 		},
 		{
 			name: "latest and NaN are skipped with warnings",
 			spec: policy.Spec{Numerical: "asc"},
-			tags: []string{"latest", "3", "NaN", "main", "+Inf", "1e400", "7"},
-			want: result(7, "7", nil, nil, []string{"latest", "NaN", "main", "+Inf", "1e400"}, []string{"3", "7"},
+			tags: []string{"latest", "3", "NaN", "main", "Inf", "1e400", "7"},
+			want: result(7, "7", nil, nil, []string{"latest", "NaN", "main", "Inf", "1e400"}, []string{"3", "7"},
 				`numerical: skipped 2 tags whose value is not a number: "latest", "main"`,
-				`numerical: skipped 3 tags whose value is not a finite number: "NaN", "+Inf", "1e400"`),
+				`numerical: skipped 3 tags whose value is not a finite number: "NaN", "Inf", "1e400"`),
 		},
 		{
 			name: "only non-numbers: no match",
@@ -308,10 +322,10 @@ func TestSelectShuffled(t *testing.T) {
 		want string
 	}{
 		{"semver v1.0.0 vs 1.0.0", policy.Spec{SemVer: ">=1"}, []string{"1.0.0", "v1.0.0", "0.9.0", "latest"}, "v1.0.0"},
-		{"semver build metadata", policy.Spec{SemVer: ">=1"}, []string{"1.0.0+a", "1.0.0+c", "1.0.0+b", "1.0.0"}, "1.0.0+c"},
+		{"semver build metadata", policy.Spec{SemVer: ">=1", FilterPattern: `^([^_]*)(?:_(.*))?$`, FilterExtract: "$1+$2"}, []string{"1.0.0_a", "1.0.0_c", "1.0.0_b", "1.0.0_"}, "1.0.0_c"},
 		{"semver leading zeros", policy.Spec{SemVer: ">=1"}, []string{"2025.1.7", "2025.01.07", "v2025.1.07"}, "v2025.1.07"},
 		{"numerical 1 vs 1.0 vs 1e0", policy.Spec{Numerical: "asc"}, []string{"1", "1.0", "1e0", "0.5"}, "1e0"},
-		{"numerical desc 0 vs -0", policy.Spec{Numerical: "desc"}, []string{"0", "-0", "0.0", "3"}, "0.0"},
+		{"numerical desc 0 vs 00 vs 0.0", policy.Spec{Numerical: "desc"}, []string{"0", "00", "0.0", "3"}, "00"},
 		{"alphabetical extract collision", policy.Spec{Alphabetical: "asc", FilterPattern: `-(\d+)$`, FilterExtract: "$1"}, []string{"a-5", "c-5", "b-5", "a-4"}, "c-5"},
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -452,7 +466,7 @@ func TestResultJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"seen":1,"excluded":[],"filtered":[],"skipped":[],"candidates":["1.0.0"],"latest":"1.0.0"}`
+	want := `{"seen":1,"invalid":[],"excluded":[],"filtered":[],"skipped":[],"candidates":["1.0.0"],"latest":"1.0.0"}`
 	if got := string(b); got != want {
 		t.Errorf("JSON = %s, want %s", got, want)
 	}
@@ -495,7 +509,9 @@ func TestPolicerLatest(t *testing.T) {
 		{"alphabetical ignores empty", mustAlpha("desc"), []string{"b", ""}, "b", nil},
 		{"alphabetical only empty", mustAlpha("asc"), []string{""}, "", policy.ErrNoMatch},
 		{"numerical asc", mustNum("asc"), []string{"1", "latest", "20", "3"}, "20", nil},
-		{"numerical desc", mustNum("desc"), []string{"1", "latest", "20", "-3"}, "-3", nil},
+		{"numerical desc", mustNum("desc"), []string{"1", "latest", "20", "0.5"}, "0.5", nil},
+		{"numerical never picks an invalid tag", mustNum("desc"), []string{"1", "-3"}, "1", nil},
+		{"alphabetical never picks an invalid tag", mustAlpha("asc"), []string{"a", "{{ .X }}", "${VAR}"}, "a", nil},
 		{"numerical none", mustNum("asc"), []string{"NaN", "x"}, "", policy.ErrNoMatch},
 	}
 	for _, tt := range tests {

@@ -1,9 +1,9 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"os"
 
 	"github.com/docker/cli/cli/config"
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -89,12 +89,11 @@ var _ authn.Keychain = dockerConfigKeychain{}
 
 // Resolve implements authn.Keychain. The file is read at each call.
 func (k dockerConfigKeychain) Resolve(target authn.Resource) (authn.Authenticator, error) {
-	f, err := os.Open(k.path)
+	b, err := secretfile.ReadFile(k.path, secretfile.MaxSize)
 	if err != nil {
 		return nil, &credentialError{key: "dockerConfig", path: k.path, err: err}
 	}
-	defer f.Close()
-	cf, err := config.LoadFromReader(f)
+	cf, err := config.LoadFromReader(bytes.NewReader(b))
 	if err != nil {
 		// The decoder's message may quote part of the file: leave it out.
 		return nil, &credentialError{key: "dockerConfig", path: k.path, err: errors.New("not a valid docker config.json")}

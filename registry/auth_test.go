@@ -96,7 +96,7 @@ func TestSecretFiles(t *testing.T) {
 		{name: "missing token file", hc: Host{TokenFile: missing}, wantKind: KindAuth,
 			wantText: "cannot read the secret file " + missing + ": no such file or directory", wantSuffix: "; check registries[].auth.tokenFile for " + host, noTraffic: true},
 		{name: "unreadable password file", hc: Host{UsernameFile: user, PasswordFile: dir}, wantKind: KindAuth,
-			wantText: "cannot read the secret file " + dir + ": is a directory", wantSuffix: "; check registries[].auth.passwordFile for " + host, noTraffic: true},
+			wantText: "cannot read the secret file " + dir + ": not a regular file (a directory)", wantSuffix: "; check registries[].auth.passwordFile for " + host, noTraffic: true},
 		{name: "empty password file", hc: Host{UsernameFile: user, PasswordFile: empty}, wantKind: KindAuth,
 			wantText: "cannot read the secret file " + empty + ": file is empty", wantSuffix: "; check registries[].auth.passwordFile for " + host, noTraffic: true},
 		{name: "missing docker config", hc: Host{DockerConfig: missing}, wantKind: KindAuth,

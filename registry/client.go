@@ -2,16 +2,20 @@ package registry
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/imagebump/imagebump/internal/redact"
 	"github.com/imagebump/imagebump/internal/retry"
 )
 
@@ -27,33 +31,49 @@ type session struct {
 type call struct {
 	c     *Client
 	h     *host
+	b     *breaker // the host's, in the call's Cycle
 	repo  name.Repository
 	tmpl  Error // Op, Repository, Tag, Platform and Host, copied into errors
 	s     *session
 	fresh bool // s was built by this call, not taken from the cache
+
+	// outer is the caller's context; the call runs in a child of it that
+	// ends at the host's RepositoryTimeout (see Cycle.start).
+	outer   context.Context
+	repoCtx context.Context
 }
 
-func (c *Client) start(ctx context.Context, op, repository, tag, platform string) (*call, error) {
-	k := &call{c: c, tmpl: Error{Op: op, Repository: repository, Tag: tag, Platform: platform}}
+// start begins an operation on repository in the Cycle. It returns the
+// context the operation runs in, bounded by the host's RepositoryTimeout,
+// and the function that releases it.
+func (y *Cycle) start(ctx context.Context, op, repository, tag, platform string) (*call, context.Context, context.CancelFunc, error) {
+	c := y.c
+	k := &call{c: c, tmpl: Error{Op: op, Repository: repository, Tag: tag, Platform: platform, secrets: c.secrets}, outer: ctx}
 	if err := ctx.Err(); err != nil {
-		return nil, k.fail(ctx, 0, err)
+		return nil, nil, nil, k.fail(ctx, 0, err)
 	}
 	repo, err := parseRepository(repository)
 	if err != nil {
-		return nil, k.fail(ctx, 0, err)
+		return nil, nil, nil, k.fail(ctx, 0, err)
 	}
 	k.h = c.hostFor(repo.RegistryStr())
+	k.b = y.breaker(k.h)
 	k.tmpl.Host = repo.RegistryStr()
 	k.tmpl.authKey = authKey(k.h.cfg)
 	if k.h.cfg.Insecure {
 		reg, err := name.NewRegistry(repo.RegistryStr(), name.Insecure)
 		if err != nil {
-			return nil, k.fail(ctx, 0, &invalidError{msg: err.Error()})
+			return nil, nil, nil, k.fail(ctx, 0, &invalidError{msg: err.Error()})
 		}
 		repo.Registry = reg
 	}
 	k.repo = repo
-	return k, nil
+	rctx, cancel := context.WithTimeoutCause(ctx, k.h.repoTimeout, &limitError{
+		setting: "repositoryTimeout",
+		msg:     fmt.Sprintf("gave up after the repository timeout of %v", k.h.repoTimeout),
+	})
+	k.repoCtx = rctx
+	return k, withBreaker(rctx, k.b), cancel, nil
 }
 
 // parseRepository parses a repository name without tag or digest; a name
@@ -81,6 +101,15 @@ func (k *call) fail(ctx context.Context, attempts int, err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
+	if k.repoCtx != nil && k.repoCtx.Err() != nil && k.outer.Err() == nil {
+		// The repository's own deadline passed, not the caller's.
+		// What the operation was doing at that moment only repeats it.
+		var le *limitError
+		if cause := context.Cause(k.repoCtx); errors.As(cause, &le) {
+			err = le
+		}
+		ctx = k.outer
+	}
 	v := classify(ctx, err)
 	e = new(Error)
 	*e = k.tmpl
@@ -100,7 +129,7 @@ func (k *call) session(ctx context.Context) (*session, error) {
 	sl := v.(*slot[*session])
 	var attempts int
 	s, built, err := sl.get(ctx, func() (*session, error) {
-		s, n, err := k.c.newSession(ctx, k.h, k.repo)
+		s, n, err := k.c.newSession(ctx, k.h, k.b, k.repo)
 		attempts = n
 		return s, err
 	})
@@ -130,7 +159,7 @@ func (k *call) do(ctx context.Context, what string, fn func(ctx context.Context,
 		if err != nil {
 			return err
 		}
-		attempts, err := k.c.retry(ctx, k.h, what, func(ctx context.Context) error {
+		attempts, err := k.c.retry(ctx, k.h, k.b, what, func(ctx context.Context) error {
 			return fn(ctx, s)
 		})
 		if err == nil {
@@ -146,20 +175,35 @@ func (k *call) do(ctx context.Context, what string, fn func(ctx context.Context,
 }
 
 // retry calls fn until it succeeds, fails in a way a retry cannot help, or
-// has been retried maxRetries times. It returns how many times fn ran.
-func (c *Client) retry(ctx context.Context, h *host, what string, fn func(context.Context) error) (int, error) {
+// has been retried the host's MaxRetries times. It returns how many times
+// fn ran. A request that gets no answer is retried only as long as b, the
+// host's breaker in the cycle, allows; once the host is held down, fn is
+// not called at all and the error is b's.
+func (c *Client) retry(ctx context.Context, h *host, b *breaker, what string, fn func(context.Context) error) (int, error) {
 	for n := 1; ; n++ {
+		if err := b.check(); err != nil {
+			return n - 1, err
+		}
+		sent := time.Now()
 		err := fn(ctx)
 		if err == nil {
 			return n, nil
 		}
 		v := classify(ctx, err)
-		if !v.retry || n > c.maxRetries {
+		if !v.retry {
 			return n, err
 		}
 		delay := h.rt.pauseLeft()
 		if delay <= 0 {
 			delay = retry.Backoff(n, c.backoff, c.maxBackoff)
+		}
+		last := n > h.maxRetries
+		var na *noAnswerError
+		if errors.As(err, &na) && !b.missed(sent, delay, last, err) {
+			return n, err
+		}
+		if last {
+			return n, err
 		}
 		c.log.Info("retrying registry request", "host", h.name, "request", what, "attempt", n, "kind", v.kind.String(), "status", v.status, "delay", delay)
 		if err := retry.Sleep(ctx, delay); err != nil {
@@ -170,7 +214,7 @@ func (c *Client) retry(ctx context.Context, h *host, what string, fn func(contex
 
 // newSession pings the registry (once per host), gets a bearer token for
 // the repository if the registry wants one, and returns the transport.
-func (c *Client) newSession(ctx context.Context, h *host, repo name.Repository) (*session, int, error) {
+func (c *Client) newSession(ctx context.Context, h *host, b *breaker, repo name.Repository) (*session, int, error) {
 	auth, err := c.authenticator(ctx, h, repo)
 	if err != nil {
 		return nil, 0, err
@@ -181,17 +225,21 @@ func (c *Client) newSession(ctx context.Context, h *host, repo name.Repository) 
 	if err != nil {
 		return nil, 0, err
 	}
-	ch, n, err := c.challenge(ctx, h, repo.Registry)
+	c.remember(repo.Name(), cfg)
+	ch, n, err := c.challenge(ctx, h, b, repo.Registry)
 	if err != nil {
 		return nil, n, err
 	}
 	tok := &transport.Token{}
 	if strings.EqualFold(ch.Scheme, "bearer") {
+		if err := c.checkRealm(h, ch); err != nil {
+			return nil, n, err
+		}
 		if cfg.RegistryToken != "" {
 			tok.Token = cfg.RegistryToken
 		} else {
 			scopes := []string{repo.Scope(transport.PullScope)}
-			n, err = c.retry(ctx, h, "token", func(ctx context.Context) error {
+			n, err = c.retry(ctx, h, b, "token", func(ctx context.Context) error {
 				t, err := transport.Exchange(ctx, repo.Registry, auth, h.rt, scopes, ch)
 				if err != nil {
 					return err
@@ -205,6 +253,8 @@ func (c *Client) newSession(ctx context.Context, h *host, repo name.Repository) 
 			if tok.Token == "" {
 				tok.Token = tok.AccessToken
 			}
+			c.secrets.Set(repo.Name()+" token", tok.Token)
+			c.secrets.Set(repo.Name()+" refresh token", tok.RefreshToken)
 		}
 	}
 	rt, err := transport.FromToken(repo.Registry, auth, h.rt, ch, tok)
@@ -224,7 +274,7 @@ func (c *Client) newSession(ctx context.Context, h *host, repo name.Repository) 
 
 // challenge returns the registry's authentication challenge, pinging it
 // the first time.
-func (c *Client) challenge(ctx context.Context, h *host, reg name.Registry) (*transport.Challenge, int, error) {
+func (c *Client) challenge(ctx context.Context, h *host, b *breaker, reg name.Registry) (*transport.Challenge, int, error) {
 	h.challengeMu.Lock()
 	sl, ok := h.challenges[reg.RegistryStr()]
 	if !ok {
@@ -235,7 +285,7 @@ func (c *Client) challenge(ctx context.Context, h *host, reg name.Registry) (*tr
 	var attempts int
 	ch, _, err := sl.get(ctx, func() (*transport.Challenge, error) {
 		var ch *transport.Challenge
-		n, err := c.retry(ctx, h, "ping", func(ctx context.Context) error {
+		n, err := c.retry(ctx, h, b, "ping", func(ctx context.Context) error {
 			var err error
 			ch, err = transport.Ping(ctx, reg, h.rt)
 			return err
@@ -279,4 +329,35 @@ func (s *session) fetch(ctx context.Context, method, url string, accept []string
 		return resp, nil, &badResponseError{what: fmt.Sprintf("response body larger than %d bytes", limit)}
 	}
 	return resp, body, nil
+}
+
+// remember records the secrets of the credentials cfg, read for
+// repository, so that no server can echo them into an error.
+func (c *Client) remember(repository string, cfg *authn.AuthConfig) {
+	c.secrets.Set(repository+" password", cfg.Password)
+	c.secrets.Set(repository+" auth", cfg.Auth)
+	c.secrets.Set(repository+" identity token", cfg.IdentityToken)
+	c.secrets.Set(repository+" registry token", cfg.RegistryToken)
+	basic := ""
+	if cfg.Username != "" && cfg.Password != "" {
+		basic = base64.StdEncoding.EncodeToString([]byte(cfg.Username + ":" + cfg.Password))
+	}
+	c.secrets.Set(repository+" basic", basic)
+}
+
+// checkRealm refuses a bearer challenge whose token realm is plain HTTP on
+// another host, unless that host is itself configured insecure: the
+// credentials would cross the network in clear to a host the user never
+// allowed plain HTTP for. ggcr allows such a realm for any insecure
+// registry.
+func (c *Client) checkRealm(h *host, ch *transport.Challenge) error {
+	realm := ch.Parameters["realm"]
+	u, err := url.Parse(realm)
+	if err != nil || u.Scheme != "http" {
+		return nil // ggcr checks the rest
+	}
+	if sameHostname(u.Host, h.name) || c.insecureHost(u.Host) {
+		return nil
+	}
+	return &realmError{realm: redact.URL(u), host: h.name}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -30,6 +31,12 @@ var manifestAccept = []string{
 	string(types.DockerManifestSchema2),
 }
 
+// Digest returns the digest ("sha256:...") of repository:tag. It runs in
+// a Cycle of its own; see Cycle.Digest.
+func (c *Client) Digest(ctx context.Context, repository, tag, platform string) (string, error) {
+	return c.Cycle().Digest(ctx, repository, tag, platform)
+}
+
 // Digest returns the digest ("sha256:...") of repository:tag.
 //
 // With platform "", it is the digest of what the tag points at: for a
@@ -45,12 +52,18 @@ var manifestAccept = []string{
 // "arm64" and "arm64/v8" are the same platform. A platform the image lacks
 // is a KindNotFound error naming the platforms it has.
 //
+// Every digest a registry sends is checked before use (see checkDigest):
+// a malformed one is a KindBadResponse error, never returned nor put in a
+// URL. The whole resolution is bounded by the host's RepositoryTimeout.
+//
 // Errors are *Error with Op OpResolveDigest.
-func (c *Client) Digest(ctx context.Context, repository, tag, platform string) (string, error) {
-	k, err := c.start(ctx, OpResolveDigest, repository, tag, platform)
+func (y *Cycle) Digest(ctx context.Context, repository, tag, platform string) (string, error) {
+	c := y.c
+	k, ctx, cancel, err := y.start(ctx, OpResolveDigest, repository, tag, platform)
 	if err != nil {
 		return "", err
 	}
+	defer cancel()
 	if _, err := name.NewTag(k.repo.Name()+":"+tag, name.StrictValidation); err != nil || tag == "" {
 		return "", k.fail(ctx, 0, &invalidError{msg: fmt.Sprintf("tag %q is not a valid tag", tag)})
 	}
@@ -123,12 +136,18 @@ func (c *Client) Digest(ctx context.Context, repository, tag, platform string) (
 		return digest, nil
 	case index:
 		d, err := pickPlatform(m.Manifests, *want)
+		if err == nil {
+			err = checkDigest("the index entry for "+want.String(), d)
+		}
 		if err != nil {
 			return "", k.fail(ctx, 1, err)
 		}
 		return d, nil
 	default:
-		have, err := c.imagePlatform(ctx, k, s.base+"/blobs/"+m.Config.Digest.String())
+		if err := checkDigest("the image's config", m.Config.Digest); err != nil {
+			return "", k.fail(ctx, 1, err)
+		}
+		have, err := c.imagePlatform(ctx, k, s.base+"/blobs/"+m.Config.Digest)
 		if err != nil {
 			return "", err
 		}
@@ -160,10 +179,18 @@ func headFallback(kind Kind) bool {
 }
 
 // manifest holds the fields of an image manifest or index that Digest uses.
+// Digests are decoded as strings and checked by checkDigest when used, so
+// that the error says which one is malformed.
 type manifest struct {
-	MediaType string          `json:"mediaType"`
-	Manifests []v1.Descriptor `json:"manifests"`
-	Config    *v1.Descriptor  `json:"config"`
+	MediaType string       `json:"mediaType"`
+	Manifests []descriptor `json:"manifests"`
+	Config    *descriptor  `json:"config"`
+}
+
+// descriptor is the part of an OCI descriptor Digest uses.
+type descriptor struct {
+	Digest   string       `json:"digest"`
+	Platform *v1.Platform `json:"platform,omitempty"`
 }
 
 func isIndex(mediaType string) bool {
@@ -200,8 +227,42 @@ func sha256Digest(b []byte) string {
 
 // validDigest reports whether d is a well-formed digest worth returning.
 func validDigest(d string) bool {
-	h, err := v1.NewHash(d)
-	return err == nil && h.Algorithm == "sha256"
+	return checkDigest("", d) == nil && strings.HasPrefix(d, "sha256:")
+}
+
+// digestAlgorithm and digestEncoded are the grammar of a digest in the OCI
+// image specification: algorithm ":" encoded.
+var (
+	digestAlgorithm = regexp.MustCompile(`^[a-z0-9]+(?:[.+_-][a-z0-9]+)*$`)
+	digestEncoded   = regexp.MustCompile(`^[a-zA-Z0-9=_-]+$`)
+)
+
+// digestHexLen is the length of the hex encoding of each algorithm a
+// registry may use.
+var digestHexLen = map[string]int{"sha256": 64, "sha512": 128}
+
+// checkDigest checks a digest a registry sent, for what (such as "the
+// image's config"), before it is used or returned: it must follow the
+// algorithm:encoded grammar, name sha256 or sha512, and hold exactly as
+// many lowercase hex digits as that algorithm makes.
+func checkDigest(what, d string) error {
+	alg, enc, ok := strings.Cut(d, ":")
+	var why string
+	switch {
+	case !ok || !digestAlgorithm.MatchString(alg) || !digestEncoded.MatchString(enc):
+		why = "not algorithm:encoded"
+	case digestHexLen[alg] == 0:
+		why = fmt.Sprintf("algorithm %q is not sha256 or sha512", alg)
+	case len(enc) != digestHexLen[alg] || strings.Trim(enc, "0123456789abcdef") != "":
+		why = fmt.Sprintf("a %s digest is %d lowercase hex digits", alg, digestHexLen[alg])
+	default:
+		return nil
+	}
+	shown := d
+	if len(shown) > 80 {
+		shown = shown[:80] + "..."
+	}
+	return &badResponseError{what: fmt.Sprintf("malformed digest %q for %s: %s", shown, what, why)}
 }
 
 // parsePlatform parses "os/arch[/variant][:osversion]".
@@ -267,8 +328,8 @@ func platformMatches(want, have v1.Platform) bool {
 // pickPlatform returns the digest of the index entry for want. Of several
 // matches, it prefers the architecture's default variant, then the first
 // listed, so that the choice never depends on anything but the index.
-func pickPlatform(descs []v1.Descriptor, want v1.Platform) (string, error) {
-	var matches []v1.Descriptor
+func pickPlatform(descs []descriptor, want v1.Platform) (string, error) {
+	var matches []descriptor
 	for _, d := range descs {
 		if d.Platform != nil && platformMatches(want, *d.Platform) {
 			matches = append(matches, d)
@@ -291,8 +352,8 @@ func pickPlatform(descs []v1.Descriptor, want v1.Platform) (string, error) {
 	want = normalizePlatform(want)
 	for _, d := range matches {
 		if variantOf(normalizePlatform(*d.Platform)) == variantOf(want) {
-			return d.Digest.String(), nil
+			return d.Digest, nil
 		}
 	}
-	return matches[0].Digest.String(), nil
+	return matches[0].Digest, nil
 }

@@ -10,8 +10,11 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
@@ -36,6 +39,7 @@ const (
 	KindCanceled         // ctx was canceled
 	KindTLS              // certificate not trusted, TLS handshake failed, plain HTTP refused
 	KindInvalid          // the repository, tag or platform given is malformed
+	KindLimit            // the repository went past MaxPages, MaxTags or RepositoryTimeout
 )
 
 var kindNames = map[Kind]string{
@@ -50,6 +54,7 @@ var kindNames = map[Kind]string{
 	KindCanceled:    "canceled",
 	KindTLS:         "tls",
 	KindInvalid:     "invalid",
+	KindLimit:       "limit",
 }
 
 // String returns the kind in lowercase words, such as "rate limited".
@@ -86,6 +91,9 @@ type Error struct {
 	// credentials ("usernameFile", "tokenFile", "dockerConfig"), or "" for
 	// Options.Keychain, where docker login is the way to add them.
 	authKey string
+
+	// secrets are the Client's, removed from the text of Err.
+	secrets *redact.Secrets
 }
 
 // maxCauseLen bounds how much of the underlying error's text Error repeats:
@@ -114,7 +122,7 @@ func (e *Error) Error() string {
 	var cred *credentialError
 	if e.Kind == KindAuth && errors.As(e.Err, &cred) {
 		// No request was sent: the file, not the registry, is the news.
-		b.WriteString(cutCause(cred.Error()))
+		b.WriteString(e.cutCause(cred.Error()))
 	} else {
 		b.WriteString(e.summary())
 		if e.Status != 0 {
@@ -125,7 +133,7 @@ func (e *Error) Error() string {
 		}
 		if e.Err != nil {
 			b.WriteString(": ")
-			b.WriteString(cutCause(e.Err.Error()))
+			b.WriteString(e.cutCause(e.Err.Error()))
 		}
 	}
 	if h := e.hint(); h != "" {
@@ -135,13 +143,26 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// cutCause redacts an underlying error's text and bounds its length.
-func cutCause(s string) string {
-	s = redact.Text(s)
+// cutCause redacts an underlying error's text (URL credentials and every
+// secret the Client holds) and bounds its length. Registry text is quoted
+// as Go would quote it, less the quotes, so that no control character
+// (a terminal escape, a forged line) leaves this package.
+func (e *Error) cutCause(s string) string {
+	s = e.secrets.Text(s)
 	if len(s) > maxCauseLen {
-		s = s[:maxCauseLen] + "..."
+		s = strings.ToValidUTF8(s[:maxCauseLen], "") + "..."
 	}
-	return s
+	return escapeControl(s)
+}
+
+// escapeControl replaces control characters and invalid UTF-8 in s with
+// Go escapes such as \n and \x1b.
+func escapeControl(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == utf8.RuneError || (r >= 0x80 && r < 0xa0) }) {
+		return s
+	}
+	q := strconv.QuoteToGraphic(s)
+	return strings.ReplaceAll(q[1:len(q)-1], `\"`, `"`)
 }
 
 func (e *Error) summary() string {
@@ -170,6 +191,8 @@ func (e *Error) summary() string {
 		return "insecure or failed connection to " + h
 	case KindInvalid:
 		return "invalid request"
+	case KindLimit:
+		return "too much from " + h
 	default:
 		return "failed at " + h
 	}
@@ -209,13 +232,21 @@ func (e *Error) hint() string {
 		return fmt.Sprintf("%s is failing on its side; try again later", h)
 	case KindBadResponse:
 		return fmt.Sprintf("%s sent something that is not a registry API answer; check that it is an OCI registry (and any proxy in between)", h)
+	case KindLimit:
+		var le *limitError
+		if errors.As(e.Err, &le) {
+			return fmt.Sprintf("raise registries[].%s for %s if the repository really is that large or slow; a registry that never stops listing is broken", le.setting, h)
+		}
 	case KindTLS:
 		var (
 			unknownCA x509.UnknownAuthorityError
 			recordErr tls.RecordHeaderError
 			plain     *plainHTTPError
+			realm     *realmError
 		)
 		switch {
+		case errors.As(e.Err, &realm):
+			return fmt.Sprintf("serve the token realm over HTTPS, or add {host: %s, insecure: true} under registries: if plain HTTP to it is intended", realm.realmHost())
 		case errors.As(e.Err, &unknownCA):
 			return fmt.Sprintf("set registries[].caFile for %s", h)
 		case errors.As(e.Err, &plain), errors.As(e.Err, &recordErr):
@@ -303,6 +334,33 @@ func (e *timeoutError) Error() string {
 
 func (e *timeoutError) Unwrap() error { return e.err }
 
+// limitError reports a repository that went past one of the host's caps
+// (MaxPages, MaxTags, RepositoryTimeout). setting is its config key.
+type limitError struct {
+	setting string
+	msg     string
+}
+
+func (e *limitError) Error() string { return e.msg }
+
+// realmError refuses to send credentials over plain HTTP to a token realm
+// (or any URL) on another host than the registry's.
+type realmError struct {
+	realm string // redacted URL
+	host  string // the registry
+}
+
+func (e *realmError) Error() string {
+	return fmt.Sprintf("refusing to send credentials over plain HTTP to %s, which is not on %s: only the registry's own host is allowed plain HTTP by insecure", e.realm, e.host)
+}
+
+func (e *realmError) realmHost() string {
+	if u, err := url.Parse(e.realm); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return e.realm
+}
+
 // plainHTTPError refuses a plain HTTP request to a host not marked insecure.
 type plainHTTPError struct{ host string }
 
@@ -351,7 +409,15 @@ func classify(parent context.Context, err error) verdict {
 		alertErr  tls.AlertError
 		echErr    *tls.ECHRejectionError
 	)
+	var (
+		limit *limitError
+		realm *realmError
+	)
 	switch {
+	case errors.As(err, &limit):
+		return verdict{kind: KindLimit}
+	case errors.As(err, &realm):
+		return verdict{kind: KindTLS}
 	case errors.As(err, &credErr):
 		return verdict{kind: KindAuth}
 	case errors.As(err, &invalid):

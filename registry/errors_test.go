@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/imagebump/imagebump/internal/redact"
 	"github.com/imagebump/imagebump/internal/secretfile"
 )
 
@@ -139,7 +140,7 @@ func TestKindString(t *testing.T) {
 	want := map[Kind]string{
 		KindAuth: "auth", KindNotFound: "not found", KindRateLimited: "rate limited", KindNetwork: "network",
 		KindTimeout: "timeout", KindServer: "server", KindBadResponse: "bad response", KindCanceled: "canceled",
-		KindTLS: "tls", KindInvalid: "invalid", KindUnknown: "unknown", Kind(99): "kind(99)",
+		KindTLS: "tls", KindInvalid: "invalid", KindLimit: "limit", KindUnknown: "unknown", Kind(99): "kind(99)",
 	}
 	for k, w := range want {
 		if got := k.String(); got != w {
@@ -228,5 +229,43 @@ func TestNoCredentialsInErrors(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "REDACTED") {
 		t.Errorf("error %q does not show the redacted URL", err)
+	}
+}
+
+// TestErrorTextIsInert checks the last line of defence of Error's text:
+// secrets the Client holds are removed, control characters a server sent
+// are escaped, and the cause is cut short.
+func TestErrorTextIsInert(t *testing.T) {
+	secrets := &redact.Secrets{}
+	secrets.Set("password", "hunter22")
+	tests := []struct {
+		name  string
+		cause string
+		want  string
+	}{
+		{name: "secret", cause: "bad password hunter22", want: "bad password REDACTED"},
+		{name: "terminal escape", cause: "\x1b[2J\x1b[31mowned", want: `\x1b[2J\x1b[31mowned`},
+		{name: "forged line", cause: "x\nlevel=ERROR msg=forged", want: `x\nlevel=ERROR msg=forged`},
+		{name: "invalid UTF-8", cause: "a\xffb", want: `a\xffb`},
+		{name: "quotes kept", cause: `Get "https://h.io/": EOF`, want: `Get "https://h.io/": EOF`},
+		{name: "long", cause: strings.Repeat("é", 400), want: strings.Repeat("é", 300) + "..."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindBadResponse, Err: errors.New(tt.cause), secrets: secrets}
+			got := e.Error()
+			want := "list tags for r.io/a: bad response from r.io: " + tt.want + "; r.io sent something that is not a registry API answer; check that it is an OCI registry (and any proxy in between)"
+			if got != want {
+				t.Errorf("Error() =\n%q\nwant\n%q", got, want)
+			}
+		})
+	}
+}
+
+func TestKindLimitText(t *testing.T) {
+	e := &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindLimit, Err: &limitError{setting: "maxPages", msg: "still listing after 3 pages (30 tags) and the registry announces more"}}
+	want := "list tags for r.io/a: too much from r.io: still listing after 3 pages (30 tags) and the registry announces more; raise registries[].maxPages for r.io if the repository really is that large or slow; a registry that never stops listing is broken"
+	if got := e.Error(); got != want {
+		t.Errorf("Error() =\n%q\nwant\n%q", got, want)
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -65,4 +67,34 @@ func Example() {
 	// digest matches: true
 	// acme/app: 2 tags
 	// acme/gone: not found
+}
+
+// ExampleClient_Cycle shows a long-running process: one Client for its
+// whole life, one Cycle per cycle. A host that stops answering fails the
+// rest of its cycle at once; the next cycle tries it again.
+func ExampleClient_Cycle() {
+	// A port where nothing listens.
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	down := l.Addr().String()
+	l.Close()
+
+	c, err := registry.New(registry.Options{
+		Hosts:    []registry.Host{{Host: down, Insecure: true, Timeout: time.Second, MaxRetries: registry.NoRetries}},
+		Keychain: authn.NewMultiKeychain(),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for cycle := 1; cycle <= 2; cycle++ {
+		y := c.Cycle()
+		for _, r := range y.Scan(context.Background(), []string{down + "/acme/a", down + "/acme/b"}, 1) {
+			held := strings.Contains(r.Err.Error(), "stopped answering earlier in this cycle")
+			fmt.Printf("cycle %d, %s: %v, held down: %v\n", cycle, strings.TrimPrefix(r.Repository, down+"/"), registry.KindOf(r.Err), held)
+		}
+	}
+	// Output:
+	// cycle 1, acme/a: network, held down: false
+	// cycle 1, acme/b: network, held down: true
+	// cycle 2, acme/a: network, held down: false
+	// cycle 2, acme/b: network, held down: true
 }

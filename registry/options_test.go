@@ -40,6 +40,9 @@ func TestNewValidates(t *testing.T) {
 		{name: "negative durations", opts: Options{Timeout: -1, Backoff: -1, MaxBackoff: -1}, wantErr: []string{"timeout -1ns is negative", "backoff -1ns is negative", "max backoff -1ns is negative"}},
 		{name: "backoff above cap", opts: Options{Backoff: time.Minute, MaxBackoff: time.Second}, wantErr: []string{"backoff 1m0s is greater than max backoff 1s"}},
 		{name: "negative page size", opts: Options{PageSize: -1}, wantErr: []string{"page size -1 is negative"}},
+		{name: "per-host limits", opts: Options{Hosts: []Host{{Host: "a.io", Timeout: time.Second, MaxRetries: NoRetries, MaxPages: 10, MaxTags: 100, RepositoryTimeout: time.Minute}}}},
+		{name: "negative host limits", opts: Options{Hosts: []Host{{Host: "a.io", Timeout: -1, MaxPages: -1, MaxTags: -2, RepositoryTimeout: -3}}}, wantErr: []string{"timeout -1ns is negative", "maxPages -1 is negative", "maxTags -2 is negative", "repositoryTimeout -3ns is negative"}},
+		{name: "negative client limits", opts: Options{MaxPages: -1, MaxTags: -1, RepositoryTimeout: -1}, wantErr: []string{"maxPages -1 is negative", "maxTags -1 is negative", "repositoryTimeout -1ns is negative"}},
 		{name: "all problems at once", opts: Options{PageSize: -1, Hosts: []Host{{Host: "a.io", UsernameFile: "/u"}, {}}}, wantErr: []string{"page size", "hosts[0] (a.io): usernameFile", "hosts[1]: host is empty"}},
 	}
 	for _, tt := range tests {
@@ -105,3 +108,39 @@ func TestDockerHubAliases(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestHostSettings checks how a host's settings fall back: Host, then
+// Options, then the package defaults.
+func TestHostSettings(t *testing.T) {
+	c, err := New(Options{Timeout: 7 * time.Second, MaxRetries: 2, MaxTags: 99, Hosts: []Host{
+		{Host: "a.io", Timeout: time.Second, MaxRetries: 9, MaxPages: 3, MaxTags: 4, RepositoryTimeout: time.Minute},
+		{Host: "b.io", MaxRetries: NoRetries},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type settings struct {
+		Timeout, RepoTimeout       time.Duration
+		Retries, MaxPages, MaxTags int
+	}
+	of := func(name string) settings {
+		h := c.hostFor(name)
+		if h.rt.timeout != h.timeout {
+			t.Errorf("%s: transport timeout %v, host timeout %v", name, h.rt.timeout, h.timeout)
+		}
+		return settings{h.timeout, h.repoTimeout, h.maxRetries, h.maxPages, h.maxTags}
+	}
+	tests := []struct {
+		host string
+		want settings
+	}{
+		{"a.io", settings{time.Second, time.Minute, 9, 3, 4}},
+		{"b.io", settings{7 * time.Second, DefaultRepositoryTimeout, 0, DefaultMaxPages, 99}},
+		{"unconfigured.io", settings{7 * time.Second, DefaultRepositoryTimeout, 2, DefaultMaxPages, 99}},
+	}
+	for _, tt := range tests {
+		if got := of(tt.host); got != tt.want {
+			t.Errorf("%s: settings %+v, want %+v", tt.host, got, tt.want)
+		}
+	}
+}

@@ -7,26 +7,38 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/imagebump/imagebump/internal/redact"
+	"github.com/imagebump/imagebump/internal/secretfile"
 )
 
 // Defaults for the zero values of Options and Host.
 const (
-	DefaultTimeout         = 30 * time.Second
-	DefaultMaxRetries      = 4
-	DefaultBackoff         = 500 * time.Millisecond
-	DefaultMaxBackoff      = 30 * time.Second
-	DefaultPageSize        = 1000
-	DefaultConcurrency     = 4 // requests in flight to one host
-	DefaultScanConcurrency = 4 // repositories listed at once by Scan
-	DefaultUserAgent       = "imagebump"
+	DefaultTimeout           = 30 * time.Second
+	DefaultMaxRetries        = 4
+	DefaultBackoff           = 500 * time.Millisecond
+	DefaultMaxBackoff        = 30 * time.Second
+	DefaultPageSize          = 1000
+	DefaultMaxPages          = 1000    // tag list pages per repository
+	DefaultMaxTags           = 500_000 // tags per repository
+	DefaultRepositoryTimeout = 5 * time.Minute
+	DefaultConcurrency       = 4 // requests in flight to one host
+	DefaultScanConcurrency   = 4 // repositories listed at once by Scan
+	DefaultUserAgent         = "imagebump"
 )
+
+// NoRetries, as a MaxRetries, turns retries off; zero means the default.
+const NoRetries = -1
+
+// maxTagLen is the longest tag the OCI distribution specification allows;
+// a repository's tag list may hold at most MaxTags times as many bytes.
+const maxTagLen = 128
 
 // Host holds the settings for one registry host. Hosts without an entry get
 // the defaults: credentials from Options.Keychain, TLS verified against the
@@ -73,6 +85,32 @@ type Host struct {
 	// counted from sending a request until its body is closed. Zero:
 	// DefaultConcurrency (4).
 	Concurrency int
+
+	// Timeout bounds each HTTP request to this host, as Options.Timeout
+	// does for every host. It is also how long a host that does not answer
+	// is given, per Cycle, before it is held down (see the package doc).
+	// Zero: Options.Timeout.
+	Timeout time.Duration
+
+	// MaxRetries is how many times a failed request to this host is
+	// retried (see Options.MaxRetries). Zero: Options.MaxRetries;
+	// NoRetries (or any negative number): none.
+	MaxRetries int
+
+	// MaxPages caps the tag list pages fetched for one repository, and
+	// MaxTags the tags listed: a listing that goes past either fails with
+	// KindLimit, so that a registry paginating forever cannot hang a
+	// cycle. The tag list may also hold at most MaxTags*128 bytes (128 is
+	// the longest valid tag). Zero: Options.MaxPages and Options.MaxTags.
+	MaxPages int
+	MaxTags  int
+
+	// RepositoryTimeout bounds one operation on one repository of this
+	// host: listing all its tags, or resolving one digest, retries and
+	// waits for the host's rate limit and concurrency slots included.
+	// Past it, the operation fails with KindLimit. Zero:
+	// Options.RepositoryTimeout.
+	RepositoryTimeout time.Duration
 }
 
 // Options configures a Client. The zero value is ready to use.
@@ -82,12 +120,14 @@ type Options struct {
 
 	// Timeout bounds each HTTP request, from sending it to reading the
 	// last byte of its body; waiting for a rate limit or a concurrency
-	// slot does not count. Zero: DefaultTimeout (30s).
+	// slot does not count. Host.Timeout overrides it for one host. Zero:
+	// DefaultTimeout (30s).
 	Timeout time.Duration
 
 	// MaxRetries is how many times a failed request is retried: on HTTP
 	// 429, on 5xx other than 501, on timeouts, on connection errors and on
-	// truncated bodies. Zero: DefaultMaxRetries (4). Negative: no retries.
+	// truncated bodies. Host.MaxRetries overrides it for one host. Zero:
+	// DefaultMaxRetries (4). NoRetries (or any negative number): none.
 	MaxRetries int
 
 	// Backoff is the base of the exponential backoff between retries, with
@@ -101,6 +141,14 @@ type Options struct {
 	// PageSize is the number of tags asked for per page with "?n=".
 	// Zero: DefaultPageSize (1000).
 	PageSize int
+
+	// MaxPages, MaxTags and RepositoryTimeout are the defaults of the
+	// Host settings of the same names, for every host. Zero:
+	// DefaultMaxPages (1000), DefaultMaxTags (500,000) and
+	// DefaultRepositoryTimeout (5m).
+	MaxPages          int
+	MaxTags           int
+	RepositoryTimeout time.Duration
 
 	// Transport is the base HTTP transport. Zero: a clone of
 	// http.DefaultTransport, which honours HTTPS_PROXY and NO_PROXY. A
@@ -123,17 +171,25 @@ type Options struct {
 // Client lists tags and resolves digests. It is safe for concurrent use.
 // It caches, per host, the registry's authentication challenge and, per
 // repository, the authenticated transport (with its bearer token); create a
-// new Client to start afresh.
+// new Client to start afresh. A long-running process keeps one Client and
+// makes one Cycle per cycle (see Cycle).
 type Client struct {
-	timeout    time.Duration
-	maxRetries int
-	backoff    time.Duration
-	maxBackoff time.Duration
-	pageSize   int
-	base       http.RoundTripper
-	keychain   authn.Keychain
-	log        *slog.Logger
-	userAgent  string
+	timeout     time.Duration
+	maxRetries  int
+	backoff     time.Duration
+	maxBackoff  time.Duration
+	pageSize    int
+	maxPages    int
+	maxTags     int
+	repoTimeout time.Duration
+	base        http.RoundTripper
+	keychain    authn.Keychain
+	log         *slog.Logger
+	userAgent   string
+
+	// secrets holds every credential and token the Client has read or
+	// been given, to be removed from what servers send back.
+	secrets *redact.Secrets
 
 	mu    sync.Mutex
 	hosts map[string]*host // by canonical host name
@@ -155,17 +211,22 @@ func New(opts Options) (*Client, error) {
 	if opts.PageSize < 0 {
 		errs = append(errs, fmt.Errorf("page size %d is negative", opts.PageSize))
 	}
+	errs = append(errs, checkLimits(opts.MaxPages, opts.MaxTags, opts.RepositoryTimeout)...)
 	c := &Client{
-		timeout:    orDefault(opts.Timeout, DefaultTimeout),
-		maxRetries: opts.MaxRetries,
-		backoff:    orDefault(opts.Backoff, DefaultBackoff),
-		maxBackoff: orDefault(opts.MaxBackoff, DefaultMaxBackoff),
-		pageSize:   orDefault(opts.PageSize, DefaultPageSize),
-		base:       opts.Transport,
-		keychain:   opts.Keychain,
-		log:        opts.Logger,
-		userAgent:  orDefault(opts.UserAgent, DefaultUserAgent),
-		hosts:      map[string]*host{},
+		timeout:     orDefault(opts.Timeout, DefaultTimeout),
+		maxRetries:  opts.MaxRetries,
+		backoff:     orDefault(opts.Backoff, DefaultBackoff),
+		maxBackoff:  orDefault(opts.MaxBackoff, DefaultMaxBackoff),
+		pageSize:    orDefault(opts.PageSize, DefaultPageSize),
+		maxPages:    orDefault(opts.MaxPages, DefaultMaxPages),
+		maxTags:     orDefault(opts.MaxTags, DefaultMaxTags),
+		repoTimeout: orDefault(opts.RepositoryTimeout, DefaultRepositoryTimeout),
+		base:        opts.Transport,
+		keychain:    opts.Keychain,
+		log:         opts.Logger,
+		userAgent:   orDefault(opts.UserAgent, DefaultUserAgent),
+		secrets:     &redact.Secrets{},
+		hosts:       map[string]*host{},
 	}
 	switch {
 	case opts.MaxRetries == 0:
@@ -206,6 +267,21 @@ func New(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("invalid registry options: %w", err)
 	}
 	return c, nil
+}
+
+// checkLimits reports negative caps, for Options and for a Host.
+func checkLimits(maxPages, maxTags int, repoTimeout time.Duration) []error {
+	var errs []error
+	if maxPages < 0 {
+		errs = append(errs, fmt.Errorf("maxPages %d is negative", maxPages))
+	}
+	if maxTags < 0 {
+		errs = append(errs, fmt.Errorf("maxTags %d is negative", maxTags))
+	}
+	if repoTimeout < 0 {
+		errs = append(errs, fmt.Errorf("repositoryTimeout %v is negative", repoTimeout))
+	}
+	return errs
 }
 
 func orDefault[T comparable](v, def T) T {
@@ -279,6 +355,10 @@ func (c *Client) newHost(key string, hc Host) (*host, error) {
 	if hc.Concurrency < 0 {
 		errs = append(errs, fmt.Errorf("concurrency %d is negative", hc.Concurrency))
 	}
+	if hc.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("timeout %v is negative", hc.Timeout))
+	}
+	errs = append(errs, checkLimits(hc.MaxPages, hc.MaxTags, hc.RepositoryTimeout)...)
 	rt := c.base
 	if hc.CAFile != "" {
 		var err error
@@ -299,7 +379,7 @@ func withCAFile(base http.RoundTripper, path string) (http.RoundTripper, error) 
 	if !ok {
 		return nil, fmt.Errorf("caFile %s needs Options.Transport to be an *http.Transport, not %T", path, base)
 	}
-	pem, err := os.ReadFile(path)
+	pem, err := secretfile.ReadFile(path, secretfile.MaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading caFile: %w", err)
 	}
@@ -316,6 +396,14 @@ func withCAFile(base http.RoundTripper, path string) (http.RoundTripper, error) 
 	}
 	t.TLSClientConfig.RootCAs = pool
 	return t, nil
+}
+
+// insecureHost reports whether hostport is configured with Insecure.
+func (c *Client) insecureHost(hostport string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.hosts[hostKey(hostport)]
+	return ok && h.cfg.Insecure
 }
 
 // hostFor returns the state of the host serving registry reg, creating it

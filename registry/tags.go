@@ -19,24 +19,37 @@ const maxTagsPage = 32 << 20
 
 // Tags returns every tag of repository, such as "ghcr.io/acme/app" (a
 // name without a registry is on Docker Hub), in the order the registry
-// lists them, without duplicates.
+// lists them, without duplicates. It runs in a Cycle of its own; see
+// Cycle.Tags.
+func (c *Client) Tags(ctx context.Context, repository string) ([]string, error) {
+	return c.Cycle().Tags(ctx, repository)
+}
+
+// Tags returns every tag of repository, such as "ghcr.io/acme/app" (a
+// name without a registry is on Docker Hub), in the order the registry
+// lists them, without duplicates. The tags are what the registry sent,
+// unchecked: package policy sets aside those that are not valid tags.
 //
 // It asks for Options.PageSize tags per page and follows the pages the
 // registry announces in Link headers (RFC 8288, relative or absolute). A Link
 // header that cannot be parsed, that points to another host or scheme, that
 // repeats a page already fetched, or whose page holds only tags already
 // listed ends the listing with a logged warning and the tags gathered so
-// far: never a loop. A registry that fills a page without ever sending a
-// Link header is asked for the next page with "last", as the distribution
-// spec allows.
+// far. A registry that fills a page without ever sending a Link header is
+// asked for the next page with "last", as the distribution spec allows.
 //
-// A page that fails after its retries fails the whole listing: a partial
-// list never comes with an error. Errors are *Error with Op OpListTags.
-func (c *Client) Tags(ctx context.Context, repository string) ([]string, error) {
-	k, err := c.start(ctx, OpListTags, repository, "", "")
+// A registry that keeps announcing new pages meets the host's caps: past
+// MaxPages pages, MaxTags tags (or MaxTags*128 bytes of tags) or its
+// RepositoryTimeout, the listing fails with KindLimit. A page that fails
+// after its retries fails the whole listing: a partial list never comes
+// with an error. Errors are *Error with Op OpListTags.
+func (y *Cycle) Tags(ctx context.Context, repository string) ([]string, error) {
+	c := y.c
+	k, ctx, cancel, err := y.start(ctx, OpListTags, repository, "", "")
 	if err != nil {
 		return nil, err
 	}
+	defer cancel()
 	s, err := k.session(ctx)
 	if err != nil {
 		return nil, err
@@ -48,7 +61,14 @@ func (c *Client) Tags(ctx context.Context, repository string) ([]string, error) 
 	next := fmt.Sprintf("%s/tags/list?n=%d", s.base, c.pageSize)
 	viaLink := false // whether next came from a Link header
 	sawLink := false // whether the registry paginates with Link headers
+	size := 0        // bytes of tags listed
 	for page := 1; ; page++ {
+		if page > k.h.maxPages {
+			return nil, k.fail(ctx, 0, &limitError{
+				setting: "maxPages",
+				msg:     fmt.Sprintf("still listing after %d pages (%d tags) and the registry announces more", k.h.maxPages, len(tags)),
+			})
+		}
 		fetched[next] = true
 		var (
 			list    tagList
@@ -76,8 +96,15 @@ func (c *Client) Tags(ctx context.Context, repository string) ([]string, error) 
 			if !seen[t] {
 				seen[t] = true
 				tags = append(tags, t)
+				size += len(t)
 				added++
 			}
+		}
+		if len(tags) > k.h.maxTags || size > k.h.maxTags*maxTagLen {
+			return nil, k.fail(ctx, 0, &limitError{
+				setting: "maxTags",
+				msg:     fmt.Sprintf("the registry listed more than %d tags (or %d bytes of tags) after %d pages", k.h.maxTags, k.h.maxTags*maxTagLen, page),
+			})
 		}
 		if page > 1 && added == 0 {
 			// A registry ignoring "last" repeats the full page it sent;
@@ -91,12 +118,12 @@ func (c *Client) Tags(ctx context.Context, repository string) ([]string, error) 
 			u, err := nextPage(pageURL, link)
 			switch {
 			case err != nil:
-				log.Warn("ignoring unusable Link header; the tag list may be incomplete", "reason", err.Error(), "link", redact.Text(link), "tags", len(tags))
+				log.Warn("ignoring unusable Link header; the tag list may be incomplete", "reason", c.secrets.Text(err.Error()), "link", c.secrets.Text(link), "tags", len(tags))
 				return tags, nil
 			case u == "":
 				return tags, nil
 			case fetched[u]:
-				log.Warn("Link header repeats a page already fetched; stopping pagination", "link", redact.String(u), "tags", len(tags))
+				log.Warn("Link header repeats a page already fetched; stopping pagination", "link", c.secrets.Text(redact.String(u)), "tags", len(tags))
 				return tags, nil
 			}
 			next, viaLink, sawLink = u, true, true

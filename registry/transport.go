@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +27,13 @@ type host struct {
 	auth     authn.Authenticator // nil: resolved from the keychain per repository
 	rt       *hostTransport
 	sessions sync.Map // repository name -> *slot[*session]
+
+	// The host's settings, with the Client's defaults filled in.
+	timeout     time.Duration
+	maxRetries  int
+	maxPages    int
+	maxTags     int
+	repoTimeout time.Duration
 
 	challengeMu sync.Mutex
 	challenges  map[string]*slot[*transport.Challenge] // by registry string
@@ -62,43 +71,62 @@ func (s *slot[T]) get(ctx context.Context, build func() (T, error)) (value T, bu
 
 func (c *Client) buildHost(key string, hc Host, base http.RoundTripper) *host {
 	concurrency := orDefault(hc.Concurrency, DefaultConcurrency)
+	h := &host{
+		name:        key,
+		cfg:         hc,
+		auth:        configuredAuth(hc),
+		challenges:  map[string]*slot[*transport.Challenge]{},
+		timeout:     orDefault(hc.Timeout, c.timeout),
+		maxRetries:  c.maxRetries,
+		maxPages:    orDefault(hc.MaxPages, c.maxPages),
+		maxTags:     orDefault(hc.MaxTags, c.maxTags),
+		repoTimeout: orDefault(hc.RepositoryTimeout, c.repoTimeout),
+	}
+	switch {
+	case hc.MaxRetries > 0:
+		h.maxRetries = hc.MaxRetries
+	case hc.MaxRetries < 0:
+		h.maxRetries = 0
+	}
 	t := &hostTransport{
-		host:      key,
-		inner:     base,
-		insecure:  hc.Insecure,
-		timeout:   c.timeout,
-		maxPause:  c.maxBackoff,
-		userAgent: c.userAgent,
-		sem:       make(chan struct{}, concurrency),
-		log:       c.log,
+		host:         key,
+		inner:        base,
+		insecure:     hc.Insecure,
+		insecureHost: c.insecureHost,
+		timeout:      h.timeout,
+		maxPause:     c.maxBackoff,
+		userAgent:    c.userAgent,
+		sem:          make(chan struct{}, concurrency),
+		secrets:      c.secrets,
+		log:          c.log,
 	}
 	if hc.RequestsPerSecond > 0 {
 		t.limiter = rate.NewLimiter(rate.Limit(hc.RequestsPerSecond), max(hc.Burst, 1))
 	}
-	return &host{
-		name:       key,
-		cfg:        hc,
-		auth:       configuredAuth(hc),
-		rt:         t,
-		challenges: map[string]*slot[*transport.Challenge]{},
-	}
+	h.rt = t
+	return h
 }
 
 // hostTransport carries every request to one host, whoever sends it (this
 // package, or ggcr's ping and token exchange). It refuses plain HTTP unless
-// the host is insecure, waits out a Retry-After the host sent, takes a
-// concurrency slot, waits for the rate limiter, and bounds the request and
-// the reading of its body with the per-request timeout.
+// the host is insecure, and plain HTTP carrying credentials to any other
+// host unless that host is insecure too; it waits out a Retry-After the
+// host sent, takes a concurrency slot, waits for the rate limiter, and
+// bounds the request and the reading of its body with the per-request
+// timeout. It tells the request's Cycle whether the host answered, and it
+// cleans error bodies of every secret before anyone reads them.
 type hostTransport struct {
-	host      string
-	inner     http.RoundTripper
-	insecure  bool
-	timeout   time.Duration
-	maxPause  time.Duration
-	userAgent string
-	sem       chan struct{}
-	limiter   *rate.Limiter
-	log       *slog.Logger
+	host         string
+	inner        http.RoundTripper
+	insecure     bool
+	insecureHost func(hostport string) bool
+	timeout      time.Duration
+	maxPause     time.Duration
+	userAgent    string
+	sem          chan struct{}
+	limiter      *rate.Limiter
+	secrets      *redact.Secrets
+	log          *slog.Logger
 
 	mu         sync.Mutex
 	pauseUntil time.Time
@@ -118,6 +146,11 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if req.URL.Scheme == "http" && !t.insecure {
 		return refuse(&plainHTTPError{host: req.URL.Host})
+	}
+	if req.URL.Scheme == "http" && carriesCredentials(req) && !sameHostname(req.URL.Host, t.host) && !t.insecureHost(req.URL.Host) {
+		// A token realm or a redirect on another host: the registry being
+		// insecure says nothing about that host.
+		return refuse(&realmError{realm: redact.URL(req.URL), host: t.host})
 	}
 	ctx := req.Context()
 	// Another 429 may extend the pause while this request waits.
@@ -157,10 +190,16 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		<-t.sem
 		t.log.Debug("registry request failed", "method", req.Method, "url", redact.URL(req.URL), "duration", time.Since(start))
 		if timedOut {
-			return nil, &timeoutError{err: err}
+			err = &timeoutError{err: err}
+		}
+		if ctx.Err() == nil {
+			if k := classify(ctx, err).kind; k == KindNetwork || k == KindTimeout {
+				return nil, &noAnswerError{err: err}
+			}
 		}
 		return nil, err
 	}
+	breakerFrom(ctx).answered()
 	t.log.Debug("registry request", "method", req.Method, "url", redact.URL(req.URL), "status", resp.StatusCode, "duration", time.Since(start))
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		if d, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
@@ -176,7 +215,49 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			<-t.sem
 		},
 	}
+	if resp.StatusCode >= 400 && req.Method != http.MethodHead {
+		t.cleanErrorBody(resp, out.Header.Get("Authorization"))
+	}
 	return resp, nil
+}
+
+// maxErrorBody bounds how much of an error response is read: its text only
+// ever reaches an error message. ggcr reads no more either.
+const maxErrorBody = 64 << 10
+
+// cleanErrorBody replaces an error response's body with its first
+// maxErrorBody bytes, less every secret the Client holds and those of the
+// Authorization header the request carried: some servers and proxies echo
+// the request, headers included. The rest of the body is never read: the
+// connection is closed instead.
+func (t *hostTransport) cleanErrorBody(resp *http.Response, authorization string) {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	clean := t.secrets.Strip(string(b), redact.AuthorizationSecrets(authorization)...)
+	resp.Body = io.NopCloser(strings.NewReader(clean))
+	resp.ContentLength = int64(len(clean))
+	resp.Header.Del("Content-Length")
+}
+
+// carriesCredentials reports whether req holds credentials: an
+// Authorization header, or a body (the OAuth2 token request POSTs the
+// password as a form).
+func carriesCredentials(req *http.Request) bool {
+	return req.Header.Get("Authorization") != "" || (req.Body != nil && req.Body != http.NoBody)
+}
+
+// sameHostname reports whether two host[:port] strings name the same host,
+// whatever their ports: a registry's token service on another port of the
+// same machine is reached over the same network path as the registry.
+func sameHostname(a, b string) bool {
+	return strings.EqualFold(hostname(a), hostname(b))
+}
+
+func hostname(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.Trim(hostport, "[]")
 }
 
 // pause holds back every request to the host for d, as a Retry-After asks.

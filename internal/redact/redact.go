@@ -1,5 +1,7 @@
 // Package redact removes credentials from URLs and from text that may contain
-// URLs, so that errors and logs can name a URL without leaking a secret.
+// URLs, so that errors and logs can name a URL without leaking a secret, and
+// (with Secrets) removes known secret values from any text a server sends
+// back, such as an error body echoing the Authorization header.
 package redact
 
 import (

@@ -3,15 +3,33 @@
 // reference is written env:NAME: the two ways imagebump's config references
 // secrets. Files are read at each use, so a mounted Kubernetes Secret or a
 // rotated file is picked up without a restart.
+//
+// A secret file must be a regular file (symbolic links to one, as
+// Kubernetes mounts them, are fine) of at most MaxSize bytes. It is opened
+// without blocking, so a FIFO, a socket or a device named by mistake or by
+// malice is refused at once instead of hanging the process; this is why no
+// read here needs a context.
 package secretfile
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
 )
+
+// MaxSize bounds a secret file: tokens, passwords, SSH and OpenPGP keys
+// and Docker configs are far smaller.
+const MaxSize = 1 << 20
+
+// ErrNotRegular is returned for a path that is not a regular file (a
+// FIFO, socket, device or directory).
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLarge is returned for a file larger than the limit read.
+var ErrTooLarge = errors.New("file is too large")
 
 // ErrEmpty is returned for a secret that holds nothing but a line ending.
 var ErrEmpty = errors.New("file is empty")
@@ -56,7 +74,7 @@ func Read(ref string) (string, error) {
 // format is their own (an SSH or OpenPGP private key).
 func ReadBytes(ref string) ([]byte, error) {
 	if !IsEnv(ref) {
-		return os.ReadFile(ref)
+		return ReadFile(ref, MaxSize)
 	}
 	if err := CheckRef(ref); err != nil {
 		return nil, err
@@ -67,4 +85,56 @@ func ReadBytes(ref string) ([]byte, error) {
 		return nil, fmt.Errorf("environment variable %s is not set", name)
 	}
 	return []byte(v), nil
+}
+
+// ReadFile returns the content of the regular file at path, opened
+// without blocking, or an error wrapping ErrNotRegular for anything else,
+// or ErrTooLarge when it holds more than limit bytes. Its errors name the
+// path, never the content. Other readers of files that hold secrets or
+// come from the config (a Docker config, a CA bundle) use it too.
+func ReadFile(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, openFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// Stat the open file, not the path: the path may have been replaced
+	// between the two.
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, fileType(st.Mode()))}
+	}
+	if st.Size() > limit {
+		return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, st.Size(), limit)}
+	}
+	// The size may change while reading: read one byte past the limit
+	// to notice.
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, &os.PathError{Op: "read", Path: path, Err: err}
+	}
+	if int64(len(b)) > limit {
+		return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)}
+	}
+	return b, nil
+}
+
+// fileType names the kind of a file that is not regular.
+func fileType(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.String()
 }

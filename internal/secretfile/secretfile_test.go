@@ -80,3 +80,64 @@ func TestReadEnv(t *testing.T) {
 		})
 	}
 }
+
+func TestReadRefusesWhatIsNotARegularFile(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, make([]byte, MaxSize+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, "target")
+	if err := os.WriteFile(target, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		path    string
+		wantErr error
+		wantMsg string
+	}{
+		{name: "directory", path: dir, wantErr: ErrNotRegular, wantMsg: "a directory"},
+		{name: "too large", path: big, wantErr: ErrTooLarge},
+		{name: "symlink to a regular file", path: link},
+	}
+	if _, err := os.Stat("/dev/null"); err == nil {
+		tests = append(tests, struct {
+			name    string
+			path    string
+			wantErr error
+			wantMsg string
+		}{name: "character device", path: "/dev/null", wantErr: ErrNotRegular, wantMsg: "a character device"})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Read(tt.path)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Read(%s) = %q, %v; want %v", tt.path, got, err, tt.wantErr)
+			}
+			if err != nil && (!strings.Contains(err.Error(), tt.path) || !strings.Contains(err.Error(), tt.wantMsg)) {
+				t.Errorf("error %q does not name %s and %q", err, tt.path, tt.wantMsg)
+			}
+			if err == nil && got != "s3cret" {
+				t.Errorf("Read = %q, want s3cret", got)
+			}
+		})
+	}
+}
+
+func TestReadFileLimit(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte("12345"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile(p, 4); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("ReadFile with limit 4 of 5 bytes: %v, want ErrTooLarge", err)
+	}
+	if b, err := ReadFile(p, 5); err != nil || string(b) != "12345" {
+		t.Errorf("ReadFile with limit 5 = %q, %v", b, err)
+	}
+}

@@ -1,0 +1,144 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Cycle is one pass of a Client over its registries: the repositories a
+// cycle (a plan, a run, one tick of serve) lists and resolves. It has the
+// Client's methods and shares its caches (challenges, tokens, rate limits),
+// and it adds one thing: it remembers, per host, whether the host has
+// stopped answering, so that a host that is down costs the cycle about one
+// timeout, not one timeout per repository and retry.
+//
+// Make one with Client.Cycle at the start of each cycle and drop it at the
+// end; the next cycle's Cycle tries every host afresh. The Client's own
+// Tags, Digest and Scan each run in a Cycle of their own. A Cycle is safe
+// for concurrent use.
+type Cycle struct {
+	c *Client
+
+	mu       sync.Mutex
+	breakers map[*host]*breaker
+}
+
+// Cycle returns a new Cycle of c.
+func (c *Client) Cycle() *Cycle {
+	return &Cycle{c: c, breakers: map[*host]*breaker{}}
+}
+
+func (y *Cycle) breaker(h *host) *breaker {
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	b, ok := y.breakers[h]
+	if !ok {
+		b = &breaker{host: h.name, budget: h.timeout}
+		y.breakers[h] = b
+	}
+	return b
+}
+
+// breaker is what a Cycle knows about one host: whether it has answered
+// any request in the cycle, since when it has not been answering, and,
+// once it is held down, the error every request to it now fails with.
+//
+// A request that gets no answer (connection refused, reset or
+// unreachable, name not found, no response within the timeout) is
+// retried, with backoff, only while the host's first unanswered request
+// of the cycle was sent less than one timeout ago, and within MaxRetries.
+// After that the host is held down for the rest of the cycle. A host that
+// has answered earlier in the cycle is not judged on one slow request: its
+// requests get all their retries, and it is held down only once one of
+// them has used them all. Errors that come with an answer (HTTP statuses,
+// bad bodies, TLS refusals) never hold a host down.
+type breaker struct {
+	host   string
+	budget time.Duration // the host's timeout
+
+	mu        sync.Mutex
+	alive     bool      // the host answered a request in this cycle
+	firstMiss time.Time // when the first unanswered request was sent; zero: none pending
+	down      error     // set: every request fails with it
+}
+
+// check returns the error requests to a host held down fail with, or nil.
+func (b *breaker) check() error {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.down
+}
+
+// answered records that the host answered a request.
+func (b *breaker) answered() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.alive = true
+	b.firstMiss = time.Time{}
+}
+
+// missed records that a request sent at sent got no answer, and reports
+// whether it may be retried after delay; last says the request has no
+// retries left. When it may not, the host is held down with err, unless
+// another request already did that.
+func (b *breaker) missed(sent time.Time, delay time.Duration, last bool, err error) bool {
+	if b == nil {
+		return !last
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.down != nil {
+		return false
+	}
+	if b.firstMiss.IsZero() || sent.Before(b.firstMiss) {
+		b.firstMiss = sent
+	}
+	outOfTime := !b.alive && time.Since(b.firstMiss)+delay >= b.budget
+	if !last && !outOfTime {
+		return true
+	}
+	b.down = &hostDownError{host: b.host, err: err}
+	return false
+}
+
+// hostDownError is what requests to a host held down fail with: the error
+// that put it down, unsent.
+type hostDownError struct {
+	host string
+	err  error
+}
+
+func (e *hostDownError) Error() string {
+	return fmt.Sprintf("not tried: %s stopped answering earlier in this cycle: %v", e.host, e.err)
+}
+
+func (e *hostDownError) Unwrap() error { return e.err }
+
+// noAnswerError marks a request that got no response at all: the
+// connection failed or no response came within the timeout.
+type noAnswerError struct{ err error }
+
+func (e *noAnswerError) Error() string { return e.err.Error() }
+func (e *noAnswerError) Unwrap() error { return e.err }
+
+type breakerKey struct{}
+
+// withBreaker returns ctx carrying b, for the host's transport to report
+// answers to.
+func withBreaker(ctx context.Context, b *breaker) context.Context {
+	return context.WithValue(ctx, breakerKey{}, b)
+}
+
+// breakerFrom returns the breaker ctx carries, or nil.
+func breakerFrom(ctx context.Context) *breaker {
+	b, _ := ctx.Value(breakerKey{}).(*breaker)
+	return b
+}
