@@ -2,11 +2,11 @@ package config
 
 import (
 	"fmt"
-	"time"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/imagebump/imagebump/policy"
 )
