@@ -95,6 +95,23 @@ type Registry struct {
 	// Concurrency is the number of requests in flight at once to this
 	// registry. Zero means the registry package's default.
 	Concurrency int `yaml:"concurrency"`
+	// Timeout bounds each request to this registry; a registry that does
+	// not answer within it is held down for the rest of the cycle. Zero
+	// means registry.DefaultTimeout (30s).
+	Timeout time.Duration `yaml:"timeout"`
+	// Retries is how many times a failed request is retried (429, 5xx,
+	// timeouts, connection errors). Nil means registry.DefaultMaxRetries
+	// (4); 0 turns retries off.
+	Retries *int `yaml:"retries"`
+	// MaxPages and MaxTags cap one repository's tag listing; past either,
+	// that repository fails and the others go on. Zero means
+	// registry.DefaultMaxPages (1000) and registry.DefaultMaxTags (500000).
+	MaxPages int `yaml:"maxPages"`
+	MaxTags  int `yaml:"maxTags"`
+	// RepositoryTimeout bounds all the work on one repository (its listing,
+	// or one digest, retries and waits included). Zero means
+	// registry.DefaultRepositoryTimeout (5m).
+	RepositoryTimeout time.Duration `yaml:"repositoryTimeout"`
 
 	// Line is the line of the registry's entry in the config file.
 	Line int `yaml:"-"`

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/imagebump/imagebump/internal/fluxshape"
 	"gopkg.in/yaml.v3"
@@ -166,6 +167,16 @@ func kindName(n *yaml.Node) string {
 	}
 }
 
+var durationType = reflect.TypeFor[time.Duration]()
+
+// describeScalar names a node for an error: a scalar's text, or its kind.
+func describeScalar(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		return strconv.Quote(n.Value)
+	}
+	return kindName(n)
+}
+
 // decode decodes n into v, a value of one of the config types, at path.
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if d.tooBig {
@@ -187,6 +198,19 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		d.fail(n, path, "no value (give one, or remove the key)")
+		return
+	}
+	if v.Type() == durationType {
+		// Durations are written as Go durations: 30s, 5m, 72h.
+		dur, err := time.ParseDuration(n.Value)
+		switch {
+		case n.Kind != yaml.ScalarNode || err != nil:
+			d.fail(n, path, "expected a duration such as 30s, 5m or 72h, got %s", describeScalar(n))
+		case dur <= 0:
+			d.fail(n, path, "expected a positive duration, got %s", n.Value)
+		default:
+			v.SetInt(int64(dur))
+		}
 		return
 	}
 	switch v.Kind() {

@@ -60,6 +60,7 @@ func sameRegistry(a, b Registry) bool {
 	a.Line, b.Line = 0, 0
 	eqAuth := (a.Auth == nil && b.Auth == nil) || (a.Auth != nil && b.Auth != nil && *a.Auth == *b.Auth)
 	eqRate := (a.RateLimit == nil && b.RateLimit == nil) || (a.RateLimit != nil && b.RateLimit != nil && *a.RateLimit == *b.RateLimit)
-	a.Auth, b.Auth, a.RateLimit, b.RateLimit = nil, nil, nil, nil
-	return eqAuth && eqRate && a == b
+	eqRetries := (a.Retries == nil && b.Retries == nil) || (a.Retries != nil && b.Retries != nil && *a.Retries == *b.Retries)
+	a.Auth, b.Auth, a.RateLimit, b.RateLimit, a.Retries, b.Retries = nil, nil, nil, nil, nil, nil
+	return eqAuth && eqRate && eqRetries && a == b
 }

@@ -124,6 +124,14 @@ func (v *validator) registries() {
 				v.add(v.at(rp+".burst"), rp+".burst", "must be at least 1, got %d", r.RateLimit.Burst)
 			}
 		}
+		for key, n := range map[string]int{"maxPages": r.MaxPages, "maxTags": r.MaxTags} {
+			if v.has(p+"."+key) && v.good(p+"."+key) && n < 1 {
+				v.add(v.at(p+"."+key), p+"."+key, "must be at least 1, got %d", n)
+			}
+		}
+		if r.Retries != nil && *r.Retries < 0 {
+			v.add(v.at(p+".retries"), p+".retries", "must be 0 or more, got %d", *r.Retries)
+		}
 		if v.good(p+".concurrency") && r.Concurrency < 1 {
 			v.add(v.at(p+".concurrency"), p+".concurrency", "must be at least 1, got %d", r.Concurrency)
 		}

@@ -30,10 +30,20 @@ func RegistryOptions(cfg *config.Config, logger *slog.Logger) registry.Options {
 	}
 	for _, r := range cfg.Registries {
 		h := registry.Host{
-			Host:        r.Host,
-			Insecure:    r.Insecure,
-			CAFile:      r.CAFile,
-			Concurrency: r.Concurrency,
+			Host:              r.Host,
+			Insecure:          r.Insecure,
+			CAFile:            r.CAFile,
+			Concurrency:       r.Concurrency,
+			Timeout:           r.Timeout,
+			MaxPages:          r.MaxPages,
+			MaxTags:           r.MaxTags,
+			RepositoryTimeout: r.RepositoryTimeout,
+		}
+		if r.Retries != nil {
+			h.MaxRetries = *r.Retries
+			if *r.Retries == 0 {
+				h.MaxRetries = registry.NoRetries
+			}
 		}
 		if r.Auth != nil {
 			h.DockerConfig = r.Auth.DockerConfig

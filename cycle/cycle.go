@@ -23,7 +23,28 @@ type Registry interface {
 	Digest(ctx context.Context, repository, tag, platform string) (string, error)
 }
 
-var _ Registry = (*registry.Client)(nil)
+var (
+	_ Registry = (*registry.Client)(nil)
+	_ Registry = (*registry.Cycle)(nil)
+)
+
+// cycler is a registry client that can start a cycle: a view that
+// remembers, for one cycle, which hosts stopped answering, so that a host
+// that is down costs the cycle one timeout rather than one per repository.
+type cycler interface {
+	Cycle() *registry.Cycle
+}
+
+var _ cycler = (*registry.Client)(nil)
+
+// perCycle returns the view of reg for one cycle, or reg itself when it
+// has no such view (a fake, or a view already).
+func perCycle(reg Registry) Registry {
+	if c, ok := reg.(cycler); ok {
+		return c.Cycle()
+	}
+	return reg
+}
 
 // Options configure one scan of a checkout.
 type Options struct {
@@ -333,7 +354,11 @@ func selectImages(ctx context.Context, reg Registry, images []*config.Image, cur
 			results[i].Err = fmt.Errorf("policy %s: %w", im.Name, scan.Err)
 			continue
 		}
-		sel := im.Policy().Select(scan.Tags)
+		sel, err := im.Policy().SelectContext(ctx, scan.Tags)
+		if err != nil {
+			results[i].Err = fmt.Errorf("policy %s: selecting among %d tags of %s: %w", im.Name, len(scan.Tags), im.Repository, err)
+			continue
+		}
 		results[i].Selection = sel
 		for _, w := range sel.Warnings {
 			logger.Warn(w, "policy", im.Name, "repository", im.Repository)

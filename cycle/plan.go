@@ -85,7 +85,7 @@ func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
 	}
 	rep, err := Run(ctx, Options{
 		Config:   opts.Config,
-		Registry: opts.Registry,
+		Registry: perCycle(opts.Registry),
 		Root:     root,
 		Paths:    paths,
 		Policies: selects,

@@ -132,12 +132,13 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 	defer repo.Close()
 	res.Branch = repo.Branch()
 
+	reg := perCycle(opts.Registry)
 	commit, tmpl := commitSettings(t)
 	var selection []PolicyResult
 	edit := func(ctx context.Context, dir string) ([]string, string, error) {
 		rep, err := Run(ctx, Options{
 			Config:    opts.Config,
-			Registry:  opts.Registry,
+			Registry:  reg,
 			Root:      dir,
 			Paths:     t.Git.Paths,
 			Policies:  t.Selects,

@@ -130,7 +130,7 @@ func (r *Repo) authMethod() (transport.AuthMethod, error) {
 			if err != nil {
 				return nil, err
 			}
-			r.noteSecret(token)
+			r.noteSecret("token", token)
 			return &githttp.BasicAuth{Username: tokenUsername, Password: token}, nil
 		case a.UsernameFile != "":
 			user, err := readSecret("username file", a.UsernameFile)
@@ -141,7 +141,7 @@ func (r *Repo) authMethod() (transport.AuthMethod, error) {
 			if err != nil {
 				return nil, err
 			}
-			r.noteSecret(pass)
+			r.noteSecret("password", pass)
 			return &githttp.BasicAuth{Username: user, Password: pass}, nil
 		}
 		return nil, nil
@@ -195,7 +195,7 @@ func (r *Repo) sshAuth() (*sshAuth, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.noteSecret(pass)
+		r.noteSecret("ssh key passphrase", pass)
 		signer, err = ssh.ParsePrivateKeyWithPassphrase(key, []byte(pass))
 		if err != nil {
 			return nil, fmt.Errorf("decrypting ssh key file %s with the passphrase file: %w", a.SSHKeyFile, err)

@@ -9,8 +9,6 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-
-	"github.com/imagebump/imagebump/internal/redact"
 )
 
 // ErrBranchNotFound is wrapped by the error of Open and Update when the
@@ -74,35 +72,6 @@ func (e *HostKeyError) Error() string {
 // Unwrap returns the underlying error.
 func (e *HostKeyError) Unwrap() error { return e.Err }
 
-// redactedError hides URLs' credentials in an error's text while keeping
-// the error chain for errors.Is and errors.As.
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }
-
-// redactErr returns err with any URL in its text redacted, and every
-// secret in secrets replaced, as a last line of defence: the transports
-// should never echo one.
-func redactErr(err error, secrets ...string) error {
-	if err == nil {
-		return nil
-	}
-	msg := redact.Text(err.Error())
-	for _, s := range secrets {
-		if s != "" {
-			msg = strings.ReplaceAll(msg, s, redact.Placeholder)
-		}
-	}
-	if msg == err.Error() {
-		return err
-	}
-	return &redactedError{msg: msg, err: err}
-}
-
 // netError turns an error of a network operation (op, such as "cloning")
 // on the remote into one that names the remote (redacted) and the branch,
 // with a type callers can branch on where it matters.
@@ -110,7 +79,7 @@ func (r *Repo) netError(ctx context.Context, op, branch string, err error) error
 	if err == nil {
 		return nil
 	}
-	err = redactErr(err, r.secrets...)
+	err = r.secrets.Error(err)
 	var hk *HostKeyError
 	switch {
 	case errors.As(err, &hk):

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -87,7 +86,7 @@ type Repo struct {
 	head  plumbing.Hash // the tracked branch's remote head as last fetched
 	dirty bool          // the worktree may differ from head
 
-	secrets []string // secrets read so far, scrubbed from error text
+	secrets redact.Secrets // secrets read so far, scrubbed from error text
 
 	pushOptions map[string]string // Update.Options, sent with every push
 
@@ -239,12 +238,11 @@ func (r *Repo) Close() error {
 	return nil
 }
 
-// noteSecret remembers a secret just read, so that error text can be
-// scrubbed of it should a transport ever echo it.
-func (r *Repo) noteSecret(s string) {
-	if !slices.Contains(r.secrets, s) {
-		r.secrets = append(r.secrets, s)
-	}
+// noteSecret remembers a secret just read, under a name for what it is (a
+// rotated secret replaces the old), so that error text can be scrubbed of
+// it, in the forms a server may echo it in, should a transport ever do so.
+func (r *Repo) noteSecret(name, s string) {
+	r.secrets.Set(name, s)
 }
 
 // withTimeout bounds one network operation.

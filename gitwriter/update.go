@@ -118,7 +118,7 @@ func (r *Repo) Update(ctx context.Context, u Update, edit Edit) (*Result, error)
 	}
 	var key *openpgp.Entity
 	if u.Commit.Signer != nil {
-		k, err := loadSigningKey(*u.Commit.Signer, r.noteSecret)
+		k, err := loadSigningKey(*u.Commit.Signer, func(pass string) { r.noteSecret("signing key passphrase", pass) })
 		if err != nil {
 			return nil, err
 		}

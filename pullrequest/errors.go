@@ -3,6 +3,7 @@ package pullrequest
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/imagebump/imagebump/internal/redact"
@@ -111,10 +112,11 @@ func (s *scrubbed) Unwrap() error { return s.err }
 // "REDACTED", for adapters to clean a forge's message before it goes into an
 // Error. Empty secrets are ignored.
 func Scrub(s string, secrets ...string) string {
-	for _, sec := range secrets {
-		if sec != "" {
-			s = strings.ReplaceAll(s, sec, redact.Placeholder)
-		}
+	// One place removes secrets for registries, Git and forges alike,
+	// in the forms servers echo them in (URL-encoded, JSON, base64).
+	var set redact.Secrets
+	for i, sec := range secrets {
+		set.Set(strconv.Itoa(i), sec)
 	}
-	return s
+	return set.Text(s)
 }

@@ -57,12 +57,14 @@ type Policy struct {
 	Latest string `json:"latest"`
 	// Digest is pinned with the tag (digest: always or ifNotPresent).
 	Digest string `json:"digest,omitempty"`
-	// Tags is how many tags the registry listed; Excluded, Filtered and
-	// Skipped how many each step dropped; Candidates how many competed.
+	// Tags is how many tags the registry listed; Invalid, Excluded,
+	// Filtered and Skipped how many each step dropped; Candidates how many
+	// competed.
 	Tags       int `json:"tags"`
 	Excluded   int `json:"excluded"`
 	Filtered   int `json:"filtered"`
 	Skipped    int `json:"skipped"`
+	Invalid    int `json:"invalid"`
 	Candidates int `json:"candidates"`
 	// Warnings explain tags the policy skipped with a warning.
 	Warnings []string `json:"warnings,omitempty"`
@@ -169,7 +171,7 @@ func scan(rep *cycle.Report) ([]Policy, []Change, []Problem) {
 	for _, p := range rep.Policies {
 		s := p.Selection
 		pj := Policy{Name: p.Name, Repository: p.Repository, Latest: p.Latest(), Digest: p.Digest,
-			Tags: s.Seen, Excluded: len(s.Excluded), Filtered: len(s.Filtered), Skipped: len(s.Skipped),
+			Tags: s.Seen, Excluded: len(s.Excluded), Filtered: len(s.Filtered), Skipped: len(s.Skipped), Invalid: len(s.Invalid),
 			Candidates: len(s.Candidates), Warnings: s.Warnings}
 		if p.Err != nil {
 			pj.Error = p.Err.Error()

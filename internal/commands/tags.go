@@ -95,6 +95,9 @@ type TagsReport struct {
 	Excluded   []string `json:"excluded"`
 	Filtered   []string `json:"filtered"`
 	Skipped    []string `json:"skipped"`
+	// Invalid are the tags that break the OCI tag grammar; they are never
+	// picked, whatever the policy.
+	Invalid    []string `json:"invalid"`
 	Candidates []string `json:"candidates"`
 	Latest     string   `json:"latest"`
 	Digest     string   `json:"digest,omitempty"`
@@ -173,8 +176,11 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 	rep.Tags = tags
 
 	if pol != nil {
-		res := pol.Select(tags)
-		rep.Excluded, rep.Filtered, rep.Skipped = res.Excluded, res.Filtered, res.Skipped
+		res, err := pol.SelectContext(ctx, tags)
+		if err != nil {
+			return failure(err)
+		}
+		rep.Excluded, rep.Filtered, rep.Skipped, rep.Invalid = res.Excluded, res.Filtered, res.Skipped, res.Invalid
 		rep.Candidates, rep.Latest, rep.Warnings = res.Candidates, res.Latest, res.Warnings
 		rep.Summary = res.Summary()
 	}
@@ -205,7 +211,7 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 
 func writeTags(w io.Writer, format string, rep TagsReport) error {
 	if format == "json" {
-		for _, s := range []*[]string{&rep.Tags, &rep.Excluded, &rep.Filtered, &rep.Skipped, &rep.Candidates} {
+		for _, s := range []*[]string{&rep.Tags, &rep.Excluded, &rep.Filtered, &rep.Skipped, &rep.Invalid, &rep.Candidates} {
 			if *s == nil {
 				*s = []string{}
 			}
@@ -221,6 +227,9 @@ func writeTags(w io.Writer, format string, rep TagsReport) error {
 	}
 	for _, t := range rep.Skipped {
 		status[t] = "skipped"
+	}
+	for _, t := range rep.Invalid {
+		status[t] = "invalid (not an OCI tag; never picked)"
 	}
 	for _, t := range rep.Candidates {
 		status[t] = "candidate"
