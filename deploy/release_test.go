@@ -14,12 +14,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
 )
 
 // goReleaser holds the keys of .goreleaser.yaml this repository uses;
-// decoding it strictly makes a misspelt or misplaced key an error. (The
-// full schema check is `goreleaser check`, which CI's release job runs as
-// part of `goreleaser release`.)
+// decoding it strictly makes a misspelt or misplaced key an error, and the
+// fields are checked for what the release must publish. GoReleaser's own
+// schema check is TestGoReleaserCheck.
 type goReleaser struct {
 	Version     int    `yaml:"version"`
 	ProjectName string `yaml:"project_name"`
@@ -515,4 +517,20 @@ func ignoredBy(patterns []string, rel string) string {
 		}
 	}
 	return ""
+}
+
+// TestGoReleaserCheck runs GoReleaser's own validation of .goreleaser.yaml
+// (its full schema and deprecations), with the GoReleaser that
+// ./scripts/test.sh builds into the tool cache (IMAGEBUMP_GORELEASER).
+func TestGoReleaserCheck(t *testing.T) {
+	bin := os.Getenv("IMAGEBUMP_GORELEASER")
+	if bin == "" {
+		bin = testgit.RequireProgram(t, "goreleaser", "(none: ./scripts/test.sh builds GoReleaser v2.15.1 and sets IMAGEBUMP_GORELEASER)")
+	}
+	cmd := exec.Command(bin, "check")
+	cmd.Dir = repoRoot
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "1 configuration file(s) validated") {
+		t.Errorf("goreleaser check: %v\n%s", err, out)
+	}
 }
