@@ -1,3 +1,4 @@
+# syntax=docker/dockerfile:1
 # imagebump's container image, built from source: one static binary on
 # distroless "static" (CA certificates, tzdata, /etc/passwd with the nonroot
 # user 65532, no shell, no package manager). No git either: gitwriter serves

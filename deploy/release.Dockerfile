@@ -1,3 +1,4 @@
+# syntax=docker/dockerfile:1
 # The release image: GoReleaser (dockers_v2 in .goreleaser.yaml) builds it
 # for linux/amd64 and linux/arm64 from the static binaries it has already
 # built, which it places in the build context as $TARGETPLATFORM/imagebump.
