@@ -40,6 +40,11 @@
 // not in the known_hosts file (or a different one) a *HostKeyError, and a
 // missing branch an error wrapping ErrBranchNotFound.
 //
-// The file:// transport of go-git runs git-upload-pack and git-receive-pack
-// from PATH; http(s) and ssh need no git installation.
+// No transport needs a git installation. file:// remotes are served in
+// process (go-git's own file transport would run git-upload-pack and
+// git-receive-pack): importing gitwriter installs that transport for the
+// whole process. It fetches with the same depth and shallow boundary as
+// git, refuses a ref update when the ref moved since it was read, refuses
+// to move the checked-out branch of a non-bare remote, and runs no
+// server-side hooks.
 package gitwriter

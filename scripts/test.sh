@@ -12,6 +12,9 @@
 #   - Gitea 1.26.0, built once from its module (scripts/build-gitea.sh), for
 #     the pull-request tests.
 #   - gnupg (git verify-commit of signed commits) and gcc (cgo for Gitea).
+#   - systemd (systemd-analyze rates and verifies the units in deploy/vm).
+#   - GoReleaser v2.15.1, built once with `go install` into the tool cache,
+#     for `goreleaser check` of .goreleaser.yaml.
 # The tool cache lives outside the clone so later runs reuse it:
 #   ${IMAGEBUMP_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/imagebump-tools}
 set -euo pipefail
@@ -30,6 +33,7 @@ command -v htpasswd >/dev/null 2>&1 || pkgs+=(apache2-utils)
 command -v git >/dev/null 2>&1 || pkgs+=(git)
 command -v gpg >/dev/null 2>&1 || pkgs+=(gnupg)
 command -v gcc >/dev/null 2>&1 || pkgs+=(gcc libc6-dev)
+command -v systemd-analyze >/dev/null 2>&1 || pkgs+=(systemd)
 if [ "${#pkgs[@]}" -gt 0 ]; then
 	sudo=""
 	[ "$(id -u)" = 0 ] || sudo=sudo
@@ -44,6 +48,14 @@ if [ ! -x "$tools/bin/registry" ]; then
 	(cd / && GOBIN="$tools/bin" GOFLAGS=-buildvcs=false go install github.com/distribution/distribution/v3/cmd/registry@v3.1.2)
 fi
 export IMAGEBUMP_REGISTRY_V3="$tools/bin/registry"
+
+# GoReleaser, for `goreleaser check` of .goreleaser.yaml (built once).
+goreleaser_dir="$tools/goreleaser-v2.15.1"
+if [ ! -x "$goreleaser_dir/goreleaser" ]; then
+	log "building GoReleaser v2.15.1 into $goreleaser_dir (about 5 minutes, once)"
+	(cd / && GOBIN="$goreleaser_dir" GOFLAGS=-buildvcs=false go install github.com/goreleaser/goreleaser/v2@v2.15.1)
+fi
+export IMAGEBUMP_GORELEASER="$goreleaser_dir/goreleaser"
 
 # Gitea, for the pull-request tests (built once; about 11 minutes).
 log "building Gitea 1.26.0 into $tools if needed"

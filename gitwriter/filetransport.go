@@ -1,0 +1,487 @@
+package gitwriter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/go-git/go-git/v5/storage"
+	"github.com/go-git/go-git/v5/utils/ioutil"
+)
+
+// go-git's own file:// transport runs git-upload-pack and git-receive-pack,
+// so a container image would need git (and perl) for file:// remotes only.
+// go-git's in-process server (plumbing/transport/server) cannot stand in
+// for it: it refuses shallow requests, opens a non-bare repository's
+// worktree as if it were its .git, and updates refs without comparing
+// their old value, so a concurrent writer would be overwritten. The
+// transport below serves file:// remotes in process with go-git's object
+// store, packfile encoder and ref storage, and adds what gitwriter needs:
+// depth-limited fetches with shallow updates, and ref updates that fail
+// when the ref moved since it was advertised.
+//
+// It is installed for the whole process, because go-git picks transports
+// by URL scheme from one global table; gitwriter is the only user of
+// go-git in imagebump. Server-side hooks of a file:// remote do not run.
+
+// init installs the in-process transport before any goroutine can read
+// go-git's transport table, which has no lock.
+func init() {
+	client.InstallProtocol("file", fileTransport{})
+}
+
+// fileTransport serves file:// remotes from the local file system.
+type fileTransport struct{}
+
+var _ transport.Transport = fileTransport{}
+
+// NewUploadPackSession implements transport.Transport (fetch, clone, ls-remote).
+func (fileTransport) NewUploadPackSession(ep *transport.Endpoint, _ transport.AuthMethod) (transport.UploadPackSession, error) {
+	repo, err := openLocal(ep)
+	if err != nil {
+		return nil, err
+	}
+	return &uploadSession{localSession{repo: repo}}, nil
+}
+
+// NewReceivePackSession implements transport.Transport (push).
+func (fileTransport) NewReceivePackSession(ep *transport.Endpoint, _ transport.AuthMethod) (transport.ReceivePackSession, error) {
+	repo, err := openLocal(ep)
+	if err != nil {
+		return nil, err
+	}
+	return &receiveSession{localSession: localSession{repo: repo}}, nil
+}
+
+// openLocal opens the repository at the endpoint's path, bare or not.
+func openLocal(ep *transport.Endpoint) (*git.Repository, error) {
+	path := filepath.FromSlash(ep.Path)
+	repo, err := git.PlainOpenWithOptions(path, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	if err != nil {
+		if errors.Is(err, git.ErrRepositoryNotExists) {
+			return nil, transport.ErrRepositoryNotFound
+		}
+		return nil, fmt.Errorf("opening the repository at %s: %w", path, err)
+	}
+	return repo, nil
+}
+
+// localSession is what both sessions share: the opened repository and the
+// capabilities agreed on.
+type localSession struct {
+	repo *git.Repository
+	caps *capability.List
+}
+
+// Close implements transport.Session.
+func (s *localSession) Close() error { return nil }
+
+// advertise lists the repository's refs with caps, as git does: every
+// hash ref, and HEAD as a symbolic ref when it is one.
+func (s *localSession) advertise(caps ...capability.Capability) (*packp.AdvRefs, error) {
+	ar := packp.NewAdvRefs()
+	for _, c := range caps {
+		if err := ar.Capabilities.Set(c); err != nil {
+			return nil, err
+		}
+	}
+	if err := ar.Capabilities.Set(capability.Agent, capability.DefaultAgent()); err != nil {
+		return nil, err
+	}
+	s.caps = ar.Capabilities
+	refs, err := s.repo.Storer.IterReferences()
+	if err != nil {
+		return nil, fmt.Errorf("listing refs: %w", err)
+	}
+	err = refs.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Type() == plumbing.HashReference {
+			ar.References[ref.Name().String()] = ref.Hash()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing refs: %w", err)
+	}
+	head, err := s.repo.Storer.Reference(plumbing.HEAD)
+	switch {
+	case errors.Is(err, plumbing.ErrReferenceNotFound):
+		return ar, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading HEAD: %w", err)
+	}
+	if head.Type() == plumbing.SymbolicReference {
+		if err := ar.AddReference(head); err != nil {
+			return nil, err
+		}
+		head, err = storer.ResolveReference(s.repo.Storer, head.Target())
+		if errors.Is(err, plumbing.ErrReferenceNotFound) {
+			return ar, nil // HEAD names an unborn branch
+		}
+		if err != nil {
+			return nil, fmt.Errorf("resolving HEAD: %w", err)
+		}
+	}
+	h := head.Hash()
+	ar.Head = &h
+	return ar, nil
+}
+
+// checkCaps refuses capabilities that were not advertised.
+func (s *localSession) checkCaps(requested *capability.List) error {
+	for _, c := range requested.All() {
+		if !s.caps.Supports(c) {
+			return fmt.Errorf("unsupported capability %s", c)
+		}
+	}
+	return nil
+}
+
+// uploadSession serves a fetch: the refs, then a pack of what the client
+// lacks, limited to the requested depth.
+type uploadSession struct {
+	localSession
+}
+
+var _ transport.UploadPackSession = (*uploadSession)(nil)
+
+// AdvertisedReferences implements transport.Session.
+func (s *uploadSession) AdvertisedReferences() (*packp.AdvRefs, error) {
+	return s.AdvertisedReferencesContext(context.Background())
+}
+
+// AdvertisedReferencesContext implements transport.Session. A repository
+// without refs is transport.ErrEmptyRemoteRepository, as go-git's other
+// transports say.
+func (s *uploadSession) AdvertisedReferencesContext(context.Context) (*packp.AdvRefs, error) {
+	ar, err := s.advertise(capability.OFSDelta, capability.Shallow)
+	if err != nil {
+		return nil, err
+	}
+	if len(ar.References) == 0 && ar.Head == nil {
+		return nil, transport.ErrEmptyRemoteRepository
+	}
+	return ar, nil
+}
+
+// UploadPack implements transport.UploadPackSession.
+func (s *uploadSession) UploadPack(ctx context.Context, req *packp.UploadPackRequest) (*packp.UploadPackResponse, error) {
+	if req.IsEmpty() {
+		return nil, transport.ErrEmptyUploadPackRequest
+	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if s.caps == nil {
+		if _, err := s.AdvertisedReferencesContext(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.checkCaps(req.Capabilities); err != nil {
+		return nil, err
+	}
+	depth := 0
+	switch d := req.Depth.(type) {
+	case nil:
+	case packp.DepthCommits:
+		depth = int(d)
+	default:
+		return nil, fmt.Errorf("depth %T is not supported by the in-process file transport", req.Depth)
+	}
+	p := packer{sto: s.repo.Storer, have: map[plumbing.Hash]bool{}, send: map[plumbing.Hash]bool{}}
+	if err := p.markHaves(req.Haves, req.Shallows); err != nil {
+		return nil, err
+	}
+	shallows, err := p.collect(req.Wants, depth)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	pr, pw := io.Pipe()
+	go func() {
+		// The goroutine ends when the pack is written or the reader is
+		// closed: the client closes it when done or when ctx ends.
+		_, err := packfile.NewEncoder(pw, s.repo.Storer, false).Encode(p.order, 10)
+		pw.CloseWithError(err)
+	}()
+	resp := packp.NewUploadPackResponseWithPackfile(req, ioutil.NewContextReadCloser(ctx, pr))
+	resp.ShallowUpdate.Shallows = shallows
+	return resp, nil
+}
+
+// packer works out which objects a fetch sends.
+type packer struct {
+	sto   storer.EncodedObjectStorer
+	have  map[plumbing.Hash]bool // objects the client has
+	send  map[plumbing.Hash]bool
+	order []plumbing.Hash
+}
+
+// markHaves records what the client holds: the commits it named, their
+// trees, and their ancestors down to its shallow boundary (the parents of
+// a shallow commit are not in the client). Haves the remote does not know
+// are the client's own and are skipped.
+func (p *packer) markHaves(haves, clientShallows []plumbing.Hash) error {
+	boundary := map[plumbing.Hash]bool{}
+	for _, h := range clientShallows {
+		boundary[h] = true
+	}
+	stack := append([]plumbing.Hash(nil), haves...)
+	for len(stack) > 0 {
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if p.have[h] {
+			continue
+		}
+		c, err := object.GetCommit(p.sto, h)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading commit %s: %w", h, err)
+		}
+		p.have[h] = true
+		if err := p.walkTree(c.TreeHash, p.isHave, p.markHave); err != nil {
+			return err
+		}
+		if !boundary[h] {
+			stack = append(stack, c.ParentHashes...)
+		}
+	}
+	return nil
+}
+
+// collect marks the objects reachable from wants that the client lacks,
+// walking at most depth commits from each want (0: no limit), and returns
+// the commits at the depth limit: the client's new shallow boundary.
+func (p *packer) collect(wants []plumbing.Hash, depth int) ([]plumbing.Hash, error) {
+	type item struct {
+		h     plumbing.Hash
+		depth int
+	}
+	var shallows []plumbing.Hash
+	queue := make([]item, 0, len(wants))
+	for _, w := range wants {
+		queue = append(queue, item{w, 1})
+	}
+	seen := map[plumbing.Hash]bool{}
+	for len(queue) > 0 {
+		it := queue[0]
+		queue = queue[1:]
+		if seen[it.h] || p.have[it.h] {
+			continue
+		}
+		seen[it.h] = true
+		obj, err := p.sto.EncodedObject(plumbing.AnyObject, it.h)
+		if err != nil {
+			return nil, fmt.Errorf("want %s: %w", it.h, err)
+		}
+		switch obj.Type() {
+		case plumbing.TagObject:
+			t, err := object.DecodeTag(p.sto, obj)
+			if err != nil {
+				return nil, fmt.Errorf("reading tag %s: %w", it.h, err)
+			}
+			p.add(it.h)
+			queue = append(queue, item{t.Target, it.depth})
+		case plumbing.CommitObject:
+			c, err := object.DecodeCommit(p.sto, obj)
+			if err != nil {
+				return nil, fmt.Errorf("reading commit %s: %w", it.h, err)
+			}
+			p.add(it.h)
+			if err := p.walkTree(c.TreeHash, p.isKnown, p.add); err != nil {
+				return nil, err
+			}
+			if depth > 0 && it.depth >= depth {
+				// git marks every commit at the depth limit shallow,
+				// a root commit too.
+				shallows = append(shallows, it.h)
+				continue
+			}
+			for _, parent := range c.ParentHashes {
+				queue = append(queue, item{parent, it.depth + 1})
+			}
+		case plumbing.TreeObject:
+			if err := p.walkTree(it.h, p.isKnown, p.add); err != nil {
+				return nil, err
+			}
+		default:
+			p.add(it.h)
+		}
+	}
+	return shallows, nil
+}
+
+// add queues one object for the pack.
+func (p *packer) add(h plumbing.Hash) {
+	if !p.send[h] {
+		p.send[h] = true
+		p.order = append(p.order, h)
+	}
+}
+
+// walkTree marks a tree and everything in it, skipping what known holds
+// (with its content) and submodule commits, which live in another
+// repository.
+func (p *packer) walkTree(root plumbing.Hash, known func(plumbing.Hash) bool, mark func(plumbing.Hash)) error {
+	stack := []plumbing.Hash{root}
+	for len(stack) > 0 {
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if known(h) {
+			continue
+		}
+		t, err := object.GetTree(p.sto, h)
+		if err != nil {
+			return fmt.Errorf("reading tree %s: %w", h, err)
+		}
+		mark(h)
+		for _, e := range t.Entries {
+			switch {
+			case e.Mode == filemode.Submodule:
+			case e.Mode == filemode.Dir:
+				stack = append(stack, e.Hash)
+			case !known(e.Hash):
+				mark(e.Hash)
+			}
+		}
+	}
+	return nil
+}
+
+// markHave and isHave record and look up what the client holds.
+func (p *packer) markHave(h plumbing.Hash)     { p.have[h] = true }
+func (p *packer) isHave(h plumbing.Hash) bool  { return p.have[h] }
+func (p *packer) isKnown(h plumbing.Hash) bool { return p.have[h] || p.send[h] }
+
+// receiveSession serves a push: the refs, then a pack and ref updates,
+// each applied only if the ref still holds the value the client saw.
+type receiveSession struct {
+	localSession
+}
+
+var _ transport.ReceivePackSession = (*receiveSession)(nil)
+
+// AdvertisedReferences implements transport.Session.
+func (s *receiveSession) AdvertisedReferences() (*packp.AdvRefs, error) {
+	return s.AdvertisedReferencesContext(context.Background())
+}
+
+// AdvertisedReferencesContext implements transport.Session; an empty
+// repository can be pushed to.
+func (s *receiveSession) AdvertisedReferencesContext(context.Context) (*packp.AdvRefs, error) {
+	return s.advertise(capability.OFSDelta, capability.DeleteRefs, capability.ReportStatus)
+}
+
+// ReceivePack implements transport.ReceivePackSession.
+func (s *receiveSession) ReceivePack(ctx context.Context, req *packp.ReferenceUpdateRequest) (*packp.ReportStatus, error) {
+	if s.caps == nil {
+		if _, err := s.AdvertisedReferencesContext(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.checkCaps(req.Capabilities); err != nil {
+		return nil, err
+	}
+	rs := packp.NewReportStatus()
+	rs.UnpackStatus = "ok"
+	if req.Packfile != nil {
+		r := ioutil.NewContextReadCloser(ctx, req.Packfile)
+		err := packfile.UpdateObjectStorage(s.repo.Storer, r)
+		_ = r.Close()
+		if err != nil {
+			rs.UnpackStatus = err.Error()
+			return rs, fmt.Errorf("unpacking the pushed objects: %w", err)
+		}
+	}
+	checkedOut := s.checkedOutBranch()
+	var first error
+	for _, cmd := range req.Commands {
+		err := s.update(cmd, checkedOut)
+		status := "ok"
+		if err != nil {
+			status = err.Error()
+			if first == nil {
+				first = fmt.Errorf("remote rejected %s: %w", cmd.Name, err)
+			}
+		}
+		rs.CommandStatuses = append(rs.CommandStatuses, &packp.CommandStatus{ReferenceName: cmd.Name, Status: status})
+	}
+	return rs, first
+}
+
+// errCheckedOut refuses, as git's receive.denyCurrentBranch does by
+// default, to move the branch a non-bare remote has checked out.
+var errCheckedOut = errors.New("refusing to update the checked out branch of a non-bare repository")
+
+// checkedOutBranch returns the branch a non-bare repository has checked
+// out, or "".
+func (s *receiveSession) checkedOutBranch() plumbing.ReferenceName {
+	if _, err := s.repo.Worktree(); err != nil {
+		return "" // bare
+	}
+	head, err := s.repo.Storer.Reference(plumbing.HEAD)
+	if err != nil || head.Type() != plumbing.SymbolicReference {
+		return ""
+	}
+	return head.Target()
+}
+
+// update applies one ref command if the ref still holds cmd.Old.
+func (s *receiveSession) update(cmd *packp.Command, checkedOut plumbing.ReferenceName) error {
+	if cmd.Name == checkedOut {
+		return errCheckedOut
+	}
+	sto := s.repo.Storer
+	cur, err := sto.Reference(cmd.Name)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		cur, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	switch cmd.Action() {
+	case packp.Create:
+		if cur != nil {
+			return storage.ErrReferenceHasChanged
+		}
+		if !s.hasObject(cmd.New) {
+			return fmt.Errorf("missing object %s", cmd.New)
+		}
+		return sto.SetReference(plumbing.NewHashReference(cmd.Name, cmd.New))
+	case packp.Update:
+		if cur == nil || cur.Hash() != cmd.Old {
+			return storage.ErrReferenceHasChanged
+		}
+		if !s.hasObject(cmd.New) {
+			return fmt.Errorf("missing object %s", cmd.New)
+		}
+		// CheckAndSetReference compares again under the ref's lock.
+		return sto.CheckAndSetReference(plumbing.NewHashReference(cmd.Name, cmd.New), cur)
+	case packp.Delete:
+		if cur == nil || cur.Hash() != cmd.Old {
+			return storage.ErrReferenceHasChanged
+		}
+		return sto.RemoveReference(cmd.Name)
+	}
+	return fmt.Errorf("unknown ref update of %s", cmd.Name)
+}
+
+func (s *receiveSession) hasObject(h plumbing.Hash) bool {
+	return s.repo.Storer.HasEncodedObject(h) == nil
+}

@@ -1,0 +1,252 @@
+package gitwriter
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
+)
+
+// TestFileTransportWithoutGit clones, fetches and pushes a file:// remote
+// with no git program in PATH: the container image ships without git.
+// The results are then checked with the git CLI.
+func TestFileTransportWithoutGit(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	second := testgit.Commit(t, bare, "main", map[string]string{"clusters/prod/db.yaml": "image: db:1.0.0\n"}, nil, "add db")
+	workdir := t.TempDir()
+	var pushed, branchCommit string
+
+	t.Run("no git in PATH", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir())
+		for _, prog := range []string{"git", "git-upload-pack", "git-receive-pack"} {
+			if p, err := exec.LookPath(prog); err == nil {
+				t.Fatalf("%s is still found in PATH at %s", prog, p)
+			}
+		}
+		opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+		r := mustOpen(t, opts)
+		if r.Head() != second {
+			t.Fatalf("Head() after clone = %s, want %s", r.Head(), second)
+		}
+		res, err := r.Update(t.Context(), Update{Commit: author},
+			setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil))
+		if err != nil {
+			t.Fatalf("Update (push to main): %v", err)
+		}
+		if !res.Pushed {
+			t.Fatalf("Update = %+v, want a push", res)
+		}
+		pushed = res.Commit
+
+		// Reuse: fetch into the shallow working copy, then push a branch
+		// of imagebump's own, and update it (forced with a lease).
+		r = mustOpen(t, opts)
+		if r.Head() != pushed {
+			t.Fatalf("Head() after reuse = %s, want %s", r.Head(), pushed)
+		}
+		for i, tag := range []string{"1.2.0", "1.3.0"} {
+			res, err := r.Update(t.Context(), Update{Commit: author, PushBranch: "imagebump/main"},
+				setFiles(map[string]string{"clusters/prod/web.yaml": "image: web:" + tag + "\n"}, "Bump web", nil))
+			if err != nil {
+				t.Fatalf("Update (push branch, round %d): %v", i, err)
+			}
+			if !res.Pushed || res.Forced != (i == 1) {
+				t.Fatalf("Update (push branch, round %d) = %+v, want pushed, forced %v", i, res, i == 1)
+			}
+			branchCommit = res.Commit
+		}
+	})
+	if t.Failed() {
+		return
+	}
+
+	want := map[string]string{"refs/heads/main": pushed, "refs/heads/imagebump/main": branchCommit}
+	if diff := cmp.Diff(testgit.Refs(t, bare), want); diff != "" {
+		t.Errorf("remote refs (-got +want):\n%s", diff)
+	}
+	if diff := cmp.Diff(testgit.Log(t, bare, "imagebump/main"), []string{"Bump web", "Bump app", "add db", "initial commit"}); diff != "" {
+		t.Errorf("push branch log (-got +want):\n%s", diff)
+	}
+	if got, _ := testgit.ReadFile(t, bare, "imagebump/main", "clusters/prod/web.yaml"); got != "image: web:1.3.0\n" {
+		t.Errorf("web.yaml on the push branch = %q", got)
+	}
+	if out, err := testgit.GitErr(t, bare, nil, "fsck", "--strict", "--no-dangling"); err != nil || out != "" {
+		t.Errorf("git fsck of the remote: %q, %v", out, err)
+	}
+	if got := testgit.Git(t, workdir, "rev-parse", "--is-shallow-repository"); got != "true" {
+		t.Errorf("working copy is-shallow = %q, want true", got)
+	}
+	if out, err := testgit.GitErr(t, workdir, nil, "fsck", "--no-dangling"); err != nil || out != "" {
+		t.Errorf("git fsck of the working copy: %q, %v", out, err)
+	}
+}
+
+// TestFileTransportDepth checks that the in-process transport sends what
+// git-upload-pack would for each depth: the head alone (shallow) or the
+// whole history.
+func TestFileTransportDepth(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	for i := range 3 {
+		testgit.Commit(t, bare, "main", map[string]string{"n.txt": strconv.Itoa(i) + "\n"}, nil, "commit "+strconv.Itoa(i))
+	}
+	tests := []struct {
+		depth       int
+		wantCommits string // "all": as many as the remote has
+		wantShallow string
+	}{
+		{depth: 0, wantCommits: "1", wantShallow: "true"}, // DefaultDepth
+		{depth: 2, wantCommits: "2", wantShallow: "true"},
+		{depth: -1, wantCommits: "all", wantShallow: "false"},
+	}
+	for _, tt := range tests {
+		t.Run("depth "+strconv.Itoa(tt.depth), func(t *testing.T) {
+			workdir := t.TempDir()
+			opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir, Depth: tt.depth}
+			mustOpen(t, opts)
+			want := tt.wantCommits
+			if want == "all" {
+				want = testgit.Git(t, bare, "rev-list", "--count", "main")
+			}
+			if got := testgit.Git(t, workdir, "rev-list", "--count", "HEAD"); got != want {
+				t.Errorf("commits in the clone = %s, want %s", got, want)
+			}
+			if got := testgit.Git(t, workdir, "rev-parse", "--is-shallow-repository"); got != tt.wantShallow {
+				t.Errorf("is-shallow = %s, want %s", got, tt.wantShallow)
+			}
+			// A new remote commit reaches the reused working copy, whose
+			// objects stay complete.
+			moved := testgit.Commit(t, bare, "main", map[string]string{"clusters/prod/app.yaml": "image: app:" + strconv.Itoa(tt.depth+5) + "\n"}, nil, "moved")
+			if r := mustOpen(t, opts); r.Head() != moved {
+				t.Errorf("Head() after fetch = %s, want %s", r.Head(), moved)
+			}
+			if out, err := testgit.GitErr(t, workdir, nil, "fsck", "--no-dangling"); err != nil || out != "" {
+				t.Errorf("git fsck of the working copy: %q, %v", out, err)
+			}
+		})
+	}
+}
+
+// TestFileTransportRefUpdates sends ref updates straight to the in-process
+// receive-pack: each is applied only if the ref still holds the value the
+// client saw, which go-git's own in-process server does not check.
+func TestFileTransportRefUpdates(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	main := plumbing.NewHash(mainSHA(t, bare))
+	other := plumbing.NewHash(testgit.Commit(t, bare, "other", map[string]string{"o.txt": "o\n"}, nil, "other"))
+	missing := plumbing.NewHash(strings.Repeat("ab", 20))
+	tests := []struct {
+		name     string
+		cmd      packp.Command
+		wantErr  string // "" means applied
+		wantRefs map[string]string
+	}{
+		{
+			name:    "update from a stale value",
+			cmd:     packp.Command{Name: "refs/heads/main", Old: other, New: other},
+			wantErr: "reference has changed",
+		},
+		{
+			name:    "create over an existing ref",
+			cmd:     packp.Command{Name: "refs/heads/other", New: main},
+			wantErr: "reference has changed",
+		},
+		{
+			name:    "delete from a stale value",
+			cmd:     packp.Command{Name: "refs/heads/other", Old: main},
+			wantErr: "reference has changed",
+		},
+		{
+			name:    "update to a missing object",
+			cmd:     packp.Command{Name: "refs/heads/main", Old: main, New: missing},
+			wantErr: "missing object",
+		},
+		{
+			name:     "update from the current value",
+			cmd:      packp.Command{Name: "refs/heads/main", Old: main, New: other},
+			wantRefs: map[string]string{"refs/heads/main": other.String(), "refs/heads/other": other.String()},
+		},
+		{
+			name:     "delete from the current value",
+			cmd:      packp.Command{Name: "refs/heads/other", Old: other},
+			wantRefs: map[string]string{"refs/heads/main": other.String()},
+		},
+	}
+	ep, err := transport.NewEndpoint(fileURL(bare))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := testgit.Refs(t, bare)
+			s, err := fileTransport{}.NewReceivePackSession(ep, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ar, err := s.AdvertisedReferencesContext(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
+			cmd := tt.cmd
+			req.Commands = []*packp.Command{&cmd}
+			rs, err := s.ReceivePack(t.Context(), req)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ReceivePack error = %v, want one containing %q", err, tt.wantErr)
+				}
+				if rs == nil || rs.Error() == nil {
+					t.Errorf("report status %+v does not carry the refusal", rs)
+				}
+				if diff := cmp.Diff(testgit.Refs(t, bare), before); diff != "" {
+					t.Errorf("a refused update changed the refs (-got +want):\n%s", diff)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ReceivePack: %v", err)
+			}
+			if diff := cmp.Diff(testgit.Refs(t, bare), tt.wantRefs); diff != "" {
+				t.Errorf("refs (-got +want):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestFileTransportNonBare checks that a non-bare file:// remote is read
+// from its .git and that its checked-out branch is not moved under its
+// worktree, as git's receive.denyCurrentBranch refuses by default.
+func TestFileTransportNonBare(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	nonBare := filepath.Join(t.TempDir(), "checkout")
+	testgit.Git(t, filepath.Dir(nonBare), "clone", "--quiet", bare, nonBare)
+	head := testgit.Git(t, nonBare, "rev-parse", "HEAD")
+
+	r := mustOpen(t, Options{URL: fileURL(nonBare), Branch: "main", Workdir: t.TempDir()})
+	if r.Head() != head {
+		t.Fatalf("Head() = %s, want %s", r.Head(), head)
+	}
+	edit := setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:2.0.0\n"}, "Bump app", nil)
+	_, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 1}, edit)
+	if err == nil || !strings.Contains(err.Error(), "checked out branch") {
+		t.Fatalf("push to the checked-out branch: error = %v, want a refusal", err)
+	}
+	if got := testgit.Git(t, nonBare, "rev-parse", "HEAD"); got != head {
+		t.Errorf("the non-bare remote's HEAD moved to %s", got)
+	}
+	res, err := r.Update(t.Context(), Update{Commit: author, PushBranch: "imagebump/main"}, edit)
+	if err != nil || !res.Pushed {
+		t.Fatalf("push to another branch of a non-bare remote = %+v, %v; want a push", res, err)
+	}
+	if got := testgit.Git(t, nonBare, "rev-parse", "refs/heads/imagebump/main"); got != res.Commit {
+		t.Errorf("imagebump/main = %s, want %s", got, res.Commit)
+	}
+}
