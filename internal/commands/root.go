@@ -112,7 +112,12 @@ bump as a commit or a pull request.`,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			g.configSet = cmd.Flags().Changed("config")
-			logger, err := newLogger(stderr, g.LogLevel, g.LogFormat)
+			format := g.LogFormat
+			if cmd.Name() == "serve" && !cmd.Flags().Changed("log-format") && !isTerminal(stderr) {
+				// A long-running process's logs go to a collector.
+				format = "json"
+			}
+			logger, err := newLogger(stderr, g.LogLevel, format)
 			if err != nil {
 				return usageError(err)
 			}
@@ -126,7 +131,7 @@ bump as a commit or a pull request.`,
 	pf := root.PersistentFlags()
 	pf.StringVarP(&g.ConfigFile, "config", "c", "imagebump.yaml", "config file")
 	pf.StringVar(&g.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
-	pf.StringVar(&g.LogFormat, "log-format", "text", "log format: text or json")
+	pf.StringVar(&g.LogFormat, "log-format", "text", "log format: text or json (serve: json unless stderr is a terminal)")
 
 	root.AddCommand(
 		NewCmdVersion(stdout),
@@ -135,6 +140,7 @@ bump as a commit or a pull request.`,
 		NewCmdApply(g, stdout, nil),
 		NewCmdValidate(g, stdout, nil),
 		NewCmdRun(g, stdout, nil),
+		NewCmdServe(g, nil),
 		NewCmdDemo(g, stdout),
 	)
 	return root
