@@ -66,7 +66,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 // AdvanceToNext moves the time to the earliest timer's deadline, fires
 // it (and any other due then), and returns the new time.
-func (c *fakeClock) AdvanceToNext(t *testing.T) time.Time {
+func (c *fakeClock) AdvanceToNext(t testing.TB) time.Time {
 	t.Helper()
 	c.mu.Lock()
 	var next time.Time
@@ -98,7 +98,7 @@ func (c *fakeClock) Next() time.Time {
 
 // WaitTimers waits (in real time, up to 10 s) until n timers are pending:
 // the goroutines under test have settled.
-func (c *fakeClock) WaitTimers(t *testing.T, n int) {
+func (c *fakeClock) WaitTimers(t testing.TB, n int) {
 	t.Helper()
 	waitFor(t, func() bool {
 		c.mu.Lock()
@@ -108,7 +108,7 @@ func (c *fakeClock) WaitTimers(t *testing.T, n int) {
 }
 
 // waitFor polls cond every millisecond for up to 10 s of real time.
-func waitFor(t *testing.T, cond func() bool, what string, args ...any) {
+func waitFor(t testing.TB, cond func() bool, what string, args ...any) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {

@@ -503,3 +503,172 @@ schedule: 1h
 		}
 	})
 }
+
+// TestServeReloadBadConfigKeepsOld sends SIGHUP after the config file was
+// broken: the reload is refused and counted, and the old config keeps
+// bumping; a good file then replaces the targets.
+func TestServeReloadBadConfigKeepsOld(t *testing.T) {
+	reg := memRegistry(t)
+	reg.Push(t, "acme/web", "1.0.0")
+	one := testgit.NewBare(t, repoFiles(map[string]string{"apps:web": reg.Repo("acme/web") + ":1.0.0"}))
+	two := testgit.NewBare(t, repoFiles(map[string]string{"apps:web": reg.Repo("acme/web") + ":1.0.0"}))
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "imagebump.yaml")
+	configFor := func(target, bare string) string {
+		return fmt.Sprintf(`registries: [{host: %q, insecure: true}]
+images: [{name: apps:web, repository: %s, policy: {semver: ">=1.0.0"}}]
+targets:
+  - {name: %s, git: {url: "file://%s", branch: main}, schedule: 1s}
+`, reg.Host, reg.Repo("acme/web"), target, bare)
+	}
+	writeTestFile(t, cfgFile, configFor("one", one))
+	srv := runServer(t, cfgFile, filepath.Join(dir, "work"), Options{})
+	waitReal(t, 30*time.Second, func() bool { return srv.target(t, "one").CyclesRun >= 1 }, "the first cycle")
+
+	writeTestFile(t, cfgFile, "images:\n  - {name: apps:web, repository: [\n")
+	srv.signals <- syscall.SIGHUP
+	waitReal(t, 10*time.Second, func() bool { return srv.status(t).Config.LastReload != nil }, "the reload")
+	st := srv.status(t)
+	if r := st.Config.LastReload; r.Result != "failure" || !strings.Contains(r.Error, "imagebump.yaml") {
+		t.Errorf("last reload: %+v", r)
+	}
+	if len(st.Targets) != 1 || st.Targets[0].Name != "one" {
+		t.Errorf("targets after a refused reload: %+v", st.Targets)
+	}
+	if got := counterValue(t, srv.Server, "imagebump_config_reloads_total", "result", "failure"); got != 1 {
+		t.Errorf("failed reloads counted: %v, want 1", got)
+	}
+
+	// The old config still runs: a new tag is bumped.
+	before := head(t, one)
+	reg.Push(t, "acme/web", "1.1.0")
+	waitReal(t, 30*time.Second, func() bool { return head(t, one) != before }, "the bump under the old config")
+
+	// A good file: target one goes (after its running cycle), two comes.
+	writeTestFile(t, cfgFile, configFor("two", two))
+	srv.signals <- syscall.SIGHUP
+	waitReal(t, 10*time.Second, func() bool { return srv.status(t).Config.LastReload.Result == "success" }, "the good reload")
+	before = head(t, two)
+	waitReal(t, 30*time.Second, func() bool { return head(t, two) != before }, "the new target's bump")
+	st = srv.status(t)
+	if len(st.Targets) != 1 || st.Targets[0].Name != "two" {
+		t.Errorf("targets after the good reload: %+v", st.Targets)
+	}
+	oneHead := head(t, one)
+	time.Sleep(1500 * time.Millisecond) // more than target one's interval
+	if head(t, one) != oneHead {
+		t.Error("a removed target pushed")
+	}
+	m := scrape(t, srv.Handler())
+	if _, found := metricValue(m, "imagebump_cycles_total", "target", "one"); found {
+		t.Error("the removed target's series are still exported")
+	}
+	if got, _ := metricValue(m, "imagebump_config_reloads_total", "result", "success"); got != 1 {
+		t.Errorf("successful reloads: %v, want 1", got)
+	}
+}
+
+// blackhole accepts TCP connections and never answers; its cleanup closes
+// them.
+func blackhole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// refusedPort returns a loopback address where nothing listens.
+func refusedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestServeDownRegistryDoesNotDelayOthers runs a target whose registries
+// are down (one never answers, one refuses connections) next to a healthy
+// one: the healthy target bumps a new tag within its interval while the
+// other's cycle is still stuck.
+func TestServeDownRegistryDoesNotDelayOthers(t *testing.T) {
+	reg := memRegistry(t)
+	reg.Push(t, "acme/web", "1.0.0")
+	hole, refused := blackhole(t), refusedPort(t)
+	up := testgit.NewBare(t, repoFiles(map[string]string{"apps:web": reg.Repo("acme/web") + ":1.0.0"}))
+	down := testgit.NewBare(t, repoFiles(map[string]string{
+		"down:hole":    hole + "/acme/a:1.0.0",
+		"down:refused": refused + "/acme/b:1.0.0",
+	}))
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "imagebump.yaml")
+	const interval = 2 * time.Second
+	writeTestFile(t, cfgFile, fmt.Sprintf(`registries:
+  - {host: %q, insecure: true}
+  - {host: %q, insecure: true}
+  - {host: %q, insecure: true}
+images:
+  - {name: apps:web, repository: %s, policy: {semver: ">=1.0.0"}}
+  - {name: down:hole, repository: %s/acme/a, policy: {semver: ">=1.0.0"}}
+  - {name: down:refused, repository: %s/acme/b, policy: {semver: ">=1.0.0"}}
+targets:
+  - {name: down, git: {url: "file://%s", branch: main}, schedule: %s, policies: ["down:*"]}
+  - {name: up, git: {url: "file://%s", branch: main}, schedule: %s, policies: ["apps:*"]}
+`, reg.Host, hole, refused, reg.Repo("acme/web"), hole, refused, down, interval, up, interval))
+	srv := runServer(t, cfgFile, filepath.Join(dir, "work"), Options{Grace: 100 * time.Millisecond})
+	waitReal(t, 30*time.Second, func() bool {
+		return srv.target(t, "up").CyclesRun >= 1 && srv.target(t, "down").RunningSince != nil
+	}, "up's first cycle while down's runs")
+
+	before := head(t, up)
+	pushed := time.Now()
+	reg.Push(t, "acme/web", "1.1.0")
+	waitReal(t, 30*time.Second, func() bool { return head(t, up) != before }, "up's bump")
+	bumped := time.Since(pushed)
+	// One interval and its jitter window, plus a cycle that may have been
+	// running at the push, plus slack for a loaded machine.
+	var longest time.Duration
+	for _, c := range srv.target(t, "up").Cycles {
+		longest = max(longest, time.Duration(c.DurationSeconds*float64(time.Second)))
+	}
+	if limit := interval + interval/10 + 2*longest + time.Second; bumped > limit {
+		t.Errorf("up's bump took %s after the push; want within %s", bumped, limit)
+	}
+	d := srv.target(t, "down")
+	if d.RunningSince == nil && d.CyclesRun == 0 {
+		t.Errorf("down neither runs nor ran: %+v", d)
+	}
+	if d.RunningSince != nil && time.Since(*d.RunningSince) < bumped {
+		t.Logf("down's cycle restarted during the test (it failed fast)")
+	}
+	for _, c := range d.Cycles {
+		if c.Result == ResultSuccess {
+			t.Errorf("down had a successful cycle: %+v", c)
+		}
+	}
+}
