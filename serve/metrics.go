@@ -75,7 +75,7 @@ func newMetrics() *metrics {
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "config_reloads_total",
 			Help: "Config reloads, by result (success, failure)."}, []string{"result"}),
 		reloadTime: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "config_last_load_timestamp_seconds",
-			Help: "When the config in force was loaded, as a Unix time."}),
+			Help: "When the config in force was loaded (at start or by a reload), as a Unix time."}),
 		targets: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "targets",
 			Help: "Targets this process owns."}),
 	}

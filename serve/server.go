@@ -158,6 +158,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Workdir == "" {
 		return nil, errors.New("serve: Options.Workdir is required")
 	}
+	if opts.Concurrency < 0 || opts.History < 0 {
+		return nil, fmt.Errorf("serve: Options.Concurrency (%d) and Options.History (%d) must not be negative", opts.Concurrency, opts.History)
+	}
 	s := &Server{
 		opts:     opts,
 		log:      opts.Logger,
@@ -212,6 +215,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.cfg, s.loaded = opts.Config, s.clock.Now()
+	s.metrics.reloadTime.Set(float64(s.loaded.UnixNano()) / 1e9)
 	s.install(specs)
 	s.handler = s.routes()
 	return s, nil

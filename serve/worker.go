@@ -203,7 +203,9 @@ func (w *worker) run(why string) {
 	})
 	s.metrics.running.Dec()
 	end := s.clock.Now()
-	o := classify(res, err, s.cycleCtx.Err() != nil)
+	// A cycle that failed because the stop cancelled it was abandoned; one
+	// that finished just before the cancel is what it is.
+	o := classify(res, err, err != nil && s.cycleCtx.Err() != nil)
 	s.metrics.cycle(w.name, o, res, end)
 	c := cycleStatus(started, why, triggers, o, res, err)
 
