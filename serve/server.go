@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/robfig/cron/v3"
 
 	"github.com/imagebump/imagebump/config"
@@ -485,6 +486,41 @@ func (s *Server) Trigger(target, reason string) error {
 	}
 	w.trigger(reason, s.clock.Now())
 	return nil
+}
+
+// Watching returns the targets this process runs that apply a policy on
+// repository (such as "ghcr.io/acme/app", or "nginx" for Docker Hub's
+// library/nginx), sorted: the targets a registry push event of that
+// repository should Trigger.
+func (s *Server) Watching(repository string) []string {
+	want := canonicalRepository(repository)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for name, w := range s.workers {
+		w.mu.Lock()
+		sp := w.sp
+		w.mu.Unlock()
+		for _, im := range sp.cfg.Images {
+			if sp.target.Selects(im.Name) && canonicalRepository(im.Repository) == want {
+				names = append(names, name)
+				break
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// canonicalRepository spells a repository as go-containerregistry does
+// (index.docker.io/library/nginx for nginx), or returns it as is when it
+// does not parse.
+func canonicalRepository(s string) string {
+	r, err := name.NewRepository(s)
+	if err != nil {
+		return s
+	}
+	return r.Name()
 }
 
 // Config returns the config in force.

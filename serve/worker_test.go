@@ -601,3 +601,41 @@ func TestServeOwns(t *testing.T) {
 		t.Errorf("Trigger of a target owned elsewhere: %v", err)
 	}
 }
+
+// TestServeWatching maps a repository, however it is spelled, to the owned
+// targets that apply a policy on it.
+func TestServeWatching(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+images:
+  - {name: apps:web, repository: ghcr.io/acme/web, policy: {semver: ">=1.0.0"}}
+  - {name: infra:nginx, repository: nginx, policy: {semver: ">=1.0.0"}}
+targets:
+  - {name: a, git: {url: "file:///nonexistent/a.git"}, policies: ["apps:*"]}
+  - {name: b, git: {url: "file:///nonexistent/b.git"}}
+  - {name: c, git: {url: "file:///nonexistent/c.git"}, policies: ["infra:*"]}
+`), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Config: cfg, Workdir: t.TempDir(), Owns: func(t config.Target) bool { return t.Name != "c" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		repository string
+		want       []string
+	}{
+		{"ghcr.io/acme/web", []string{"a", "b"}},
+		{"docker.io/library/nginx", []string{"b"}},
+		{"index.docker.io/library/nginx", []string{"b"}},
+		{"ghcr.io/acme/other", nil},
+		{"not a repository", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.repository, func(t *testing.T) {
+			if diff := cmp.Diff(s.Watching(tt.repository), tt.want); diff != "" {
+				t.Errorf("Watching (-got +want):\n%s", diff)
+			}
+		})
+	}
+}
