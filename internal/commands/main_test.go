@@ -1,11 +1,28 @@
 package commands
 
 import (
+	"context"
 	"os"
+	"os/signal"
+	"syscall"
 	"testing"
 
 	"github.com/imagebump/imagebump/internal/testkit/testgitea"
 )
 
-// TestMain stops the shared Gitea server, if a test started one.
-func TestMain(m *testing.M) { os.Exit(testgitea.Main(m)) }
+// asBinaryEnv, set to 1, makes the test binary act as the imagebump
+// binary: tests that need a real process (real signals) run os.Args[0]
+// with it.
+const asBinaryEnv = "IMAGEBUMP_TEST_AS_BINARY"
+
+// TestMain stops the shared Gitea server, if a test started one; or, under
+// asBinaryEnv, runs the command line as cmd/imagebump's main does.
+func TestMain(m *testing.M) {
+	if os.Getenv(asBinaryEnv) == "1" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(testgitea.Main(m))
+}

@@ -122,7 +122,12 @@ bump as a commit or a pull request.`,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			g.configSet = cmd.Flags().Changed("config")
-			logger, err := newLogger(stderr, g.LogLevel, g.LogFormat)
+			format := g.LogFormat
+			if cmd.Name() == "serve" && !cmd.Flags().Changed("log-format") && !isTerminal(stderr) {
+				// A long-running process's logs go to a collector.
+				format = "json"
+			}
+			logger, err := newLogger(stderr, g.LogLevel, format)
 			if err != nil {
 				return usageError(err)
 			}
@@ -141,7 +146,7 @@ bump as a commit or a pull request.`,
 	pf.StringArrayVar(&g.Flux, "flux", nil, "file or folder of Flux image automation objects to read as policies and targets, with or without imagebump.yaml (repeatable); -c DIR does the same")
 	pf.StringVar(&g.FluxSecrets, "flux-secrets", "", "file mapping the Secrets that Flux objects name to files or env:VAR, or a folder of mounted Secrets (NAMESPACE/NAME/KEY)")
 	pf.StringVar(&g.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
-	pf.StringVar(&g.LogFormat, "log-format", "text", "log format: text or json")
+	pf.StringVar(&g.LogFormat, "log-format", "text", "log format: text or json (serve: json unless stderr is a terminal)")
 
 	commands := []*cobra.Command{
 		NewCmdVersion(stdout),
@@ -150,6 +155,7 @@ bump as a commit or a pull request.`,
 		NewCmdApply(g, stdout, nil),
 		NewCmdValidate(g, stdout, nil),
 		NewCmdRun(g, stdout, nil),
+		NewCmdServe(g, nil),
 		NewCmdDemo(g, stdout),
 		NewCmdFlux(g, stdout),
 		NewCmdHold(g, stdout),

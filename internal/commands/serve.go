@@ -1,0 +1,138 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/serve"
+)
+
+// ServeOptions are the inputs of `imagebump serve`.
+type ServeOptions struct {
+	global *globalOptions
+	// Listen is the HTTP address of the endpoints.
+	Listen string
+	// Workdir keeps one working copy per target between cycles; empty
+	// means defaultServeWorkdir.
+	Workdir string
+	// Grace is how long a stop waits for running cycles.
+	Grace time.Duration
+	// UnreadyAfter is how long a target may fail before /readyz fails; 0
+	// means never.
+	UnreadyAfter time.Duration
+	// Concurrency bounds the cycles running at once.
+	Concurrency int
+}
+
+// NewCmdServe builds `imagebump serve`.
+func NewCmdServe(g *globalOptions, runF func(context.Context, *ServeOptions) error) *cobra.Command {
+	o := &ServeOptions{global: g}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run every target's cycle on its schedule; serve health, metrics and status over HTTP",
+		Long: `Run as a long-lived process: each target's cycle runs on the target's
+schedule (cron, @every or a duration; 5m when none is set), with jitter, one
+cycle per target at a time, failed cycles retried with backoff before the next
+tick. Working copies stay in --workdir between cycles, so a cycle with nothing
+new costs the tag listings and one fetch.
+
+SIGTERM or SIGINT stops: no new cycle starts, running cycles get --grace to
+finish and are then cancelled (a push lands whole or not at all); exit 0. A
+second signal exits at once (exit 1). SIGHUP reloads the config; a bad one is
+refused and the running one kept.
+
+HTTP on --listen: /healthz, /readyz, /metrics (Prometheus) and
+/api/v1/status (JSON). Logs are JSON unless stderr is a terminal or
+--log-format is given. docs/serve.md has the details.`,
+		Example: `  imagebump serve -c /etc/imagebump/imagebump.yaml --workdir /var/lib/imagebump
+  imagebump serve --listen 127.0.0.1:9090 --grace 1m`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Grace < 0 || o.UnreadyAfter < 0 {
+				return usageError(errors.New("--grace and --unready-after must not be negative"))
+			}
+			if o.Concurrency < 1 {
+				return usageError(fmt.Errorf("--concurrency %d: want 1 or more", o.Concurrency))
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runServe(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Listen, "listen", ":8080", "HTTP address of /healthz, /readyz, /metrics and /api/v1/status")
+	f.StringVar(&o.Workdir, "workdir", "", "folder that keeps a working copy per target between cycles (default: $XDG_CACHE_HOME/imagebump/serve, that is ~/.cache/imagebump/serve)")
+	f.DurationVar(&o.Grace, "grace", serve.DefaultGrace, "on SIGTERM or SIGINT, how long running cycles may take to finish before they are cancelled")
+	f.DurationVar(&o.UnreadyAfter, "unready-after", serve.DefaultUnreadyAfter, "/readyz fails once a target has failed for longer than this (0: never)")
+	f.IntVar(&o.Concurrency, "concurrency", serve.DefaultConcurrency, "cycles (of different targets) running at once")
+	return cmd
+}
+
+func runServe(ctx context.Context, o *ServeOptions) error {
+	cfg, err := loadConfig(o.global)
+	if err != nil {
+		return usageError(err)
+	}
+	workdir := o.Workdir
+	if workdir == "" {
+		if workdir, err = defaultServeWorkdir(); err != nil {
+			return usageError(err)
+		}
+	}
+	if err := os.MkdirAll(workdir, 0o755); err != nil {
+		return usageError(fmt.Errorf("--workdir: %w", err))
+	}
+	configFile := o.global.ConfigFile
+	// main cancels ctx on the first SIGTERM or SIGINT, which serve gets on
+	// its own channel too and answers with the grace period: serve must not
+	// see it twice.
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(signals)
+	grace, unready := o.Grace, o.UnreadyAfter
+	if grace == 0 {
+		grace = -1 // the library's "cancel at once"
+	}
+	if unready == 0 {
+		unready = -1 // the library's "never"
+	}
+	s, err := serve.New(serve.Options{
+		Config:       cfg,
+		Load:         func() (*config.Config, error) { return config.Load(configFile) },
+		Workdir:      workdir,
+		Listen:       o.Listen,
+		Signals:      signals,
+		Grace:        grace,
+		UnreadyAfter: unready,
+		Concurrency:  o.Concurrency,
+		Logger:       o.global.logger,
+	})
+	if err != nil {
+		return usageError(err)
+	}
+	if err := s.Run(context.WithoutCancel(ctx)); err != nil {
+		return failure(err)
+	}
+	return nil
+}
+
+// defaultServeWorkdir is the working copies' folder when --workdir is not
+// given: imagebump/serve in the user's cache folder, kept across restarts
+// so that a restart costs a fetch, not a clone.
+func defaultServeWorkdir() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no --workdir and no cache folder to default to (%w): pass --workdir DIR", err)
+	}
+	return filepath.Join(dir, "imagebump", "serve"), nil
+}

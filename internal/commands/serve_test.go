@@ -1,0 +1,347 @@
+package commands
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/spf13/cobra"
+
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
+	"github.com/imagebump/imagebump/serve"
+)
+
+// serveProcess is `imagebump serve` running as a process of its own (the
+// test binary under asBinaryEnv), so that it gets real signals.
+type serveProcess struct {
+	cmd  *exec.Cmd
+	url  string
+	done chan struct{} // closed when the process exited
+	err  error         // its Wait error, once done
+
+	mu    sync.Mutex
+	lines []map[string]any // stderr, one JSON record per line
+	bad   []string         // stderr lines that are not JSON
+}
+
+func startServe(t *testing.T, args ...string) *serveProcess {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), asBinaryEnv+"=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &serveProcess{cmd: cmd, done: make(chan struct{})}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var rec map[string]any
+			p.mu.Lock()
+			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+				p.bad = append(p.bad, sc.Text())
+			} else {
+				p.lines = append(p.lines, rec)
+				if rec["msg"] == "serving" {
+					addr <- rec["address"].(string)
+				}
+			}
+			p.mu.Unlock()
+		}
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if t.Failed() {
+			for _, l := range p.lines {
+				t.Logf("serve: %v", l)
+			}
+		}
+	})
+	select {
+	case a := <-addr:
+		p.url = "http://" + a
+	case <-p.done:
+		t.Fatalf("serve exited before serving: %v; stderr: %q", p.err, p.bad)
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not start serving within 60s")
+	}
+	return p
+}
+
+func (p *serveProcess) signal(t *testing.T, sig os.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// exit waits up to d for the process to exit and returns its exit code.
+func (p *serveProcess) exit(t *testing.T, d time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(d):
+		t.Fatalf("serve did not exit within %s", d)
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode()
+	}
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	return 0
+}
+
+func (p *serveProcess) status(t *testing.T) serve.Status {
+	t.Helper()
+	resp, err := http.Get(p.url + "/api/v1/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st serve.Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// metric scrapes /metrics, parses it, and returns the value of the
+// counter or gauge name whose labels include labels (name, value pairs).
+func (p *serveProcess) metric(t *testing.T, name string, labels ...string) float64 {
+	t.Helper()
+	resp, err := http.Get(p.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, m := range fams[name].GetMetric() {
+		match := true
+		for i := 0; i+1 < len(labels); i += 2 {
+			ok := false
+			for _, l := range m.GetLabel() {
+				ok = ok || l.GetName() == labels[i] && l.GetValue() == labels[i+1]
+			}
+			match = match && ok
+		}
+		if match {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
+
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestServeProcessSignals runs `imagebump serve` as a process and sends
+// it real signals: it bumps the demo repository, refuses a broken config
+// on SIGHUP (counted, old config kept), and exits 0 on SIGTERM; its logs
+// are JSON.
+func TestServeProcessSignals(t *testing.T) {
+	host := startMemRegistry(t)
+	bare := testgit.NewBare(t, demoRepoFiles(t, host))
+	dir := t.TempDir()
+	cfg := runConfig(t, dir, host, "  url: file://"+bare+"\n  branch: main\n", "schedule: 1s\n")
+	before := strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/main"))
+	p := startServe(t, "-c", cfg, "--workdir", filepath.Join(dir, "work"), "--grace", "20s")
+
+	waitUntil(t, 60*time.Second, "the demo's bump", func() bool {
+		st := p.status(t)
+		return len(st.Targets) == 1 && len(st.Targets[0].Cycles) > 0 && st.Targets[0].Cycles[len(st.Targets[0].Cycles)-1].Pushed
+	})
+	after := strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/main"))
+	if after == before {
+		t.Fatal("the status says pushed, the remote did not move")
+	}
+
+	if err := os.WriteFile(cfg, []byte("images: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.signal(t, syscall.SIGHUP)
+	waitUntil(t, 30*time.Second, "the refused reload", func() bool {
+		return p.metric(t, "imagebump_config_reloads_total", "result", "failure") == 1
+	})
+	st := p.status(t)
+	if r := st.Config.LastReload; r == nil || r.Result != "failure" {
+		t.Errorf("last reload: %+v", r)
+	}
+	n := st.Targets[0].CyclesRun
+	waitUntil(t, 30*time.Second, "cycles under the old config", func() bool { return p.status(t).Targets[0].CyclesRun > n })
+
+	p.signal(t, syscall.SIGTERM)
+	if code := p.exit(t, 30*time.Second); code != 0 {
+		t.Errorf("exit code %d after SIGTERM, want 0", code)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.bad) > 0 {
+		t.Errorf("stderr lines that are not JSON: %q", p.bad)
+	}
+	var msgs []string
+	for _, l := range p.lines {
+		if m := l["msg"].(string); m == "config reload refused; the running config stays" || m == "stopping" || m == "stopped" {
+			msgs = append(msgs, m)
+		}
+	}
+	if diff := cmp.Diff(msgs, []string{"config reload refused; the running config stays", "stopping", "stopped"}); diff != "" {
+		t.Errorf("log records (-got +want):\n%s", diff)
+	}
+	if got := strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/main")); got != after {
+		t.Errorf("remote main moved after the bump: %s -> %s", after, got)
+	}
+}
+
+// TestServeProcessSecondSignal stops `imagebump serve` with two SIGTERMs
+// while its cycle hangs on a registry that never answers: the first starts
+// the grace period (a minute), the second exits at once with 1.
+func TestServeProcessSecondSignal(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c) // never answered
+		}
+	}()
+	hole := ln.Addr().String()
+	bare := testgit.NewBare(t, map[string]string{"app.yaml": "image: " + hole + "/acme/app:1.0.0 # {\"$imagepolicy\": \"default:app\"}\n"})
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "imagebump.yaml", `registries: [{host: "`+hole+`", insecure: true}]
+images: [{name: app, repository: `+hole+`/acme/app, policy: {semver: ">=1.0.0"}}]
+git: {url: "file://`+bare+`", branch: main}
+schedule: 10s
+`)
+	p := startServe(t, "-c", cfg, "--workdir", filepath.Join(dir, "work"), "--grace", "1m", "--log-format", "json")
+	// An interval's first cycle starts within its jitter window (a second
+	// for 10s); the registry's timeout is 30s.
+	waitUntil(t, 30*time.Second, "the hanging cycle", func() bool { return p.status(t).Targets[0].RunningSince != nil })
+	p.signal(t, syscall.SIGTERM)
+	waitUntil(t, 10*time.Second, "the stop", func() bool { return p.status(t).Stopping })
+	select {
+	case <-p.done:
+		t.Fatal("serve exited on the first signal while a cycle runs and the grace period is a minute")
+	case <-time.After(300 * time.Millisecond):
+	}
+	start := time.Now()
+	p.signal(t, syscall.SIGTERM)
+	if code := p.exit(t, 10*time.Second); code != ExitFailure {
+		t.Errorf("exit code %d after a second SIGTERM, want %d", code, ExitFailure)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("exit took %s after the second signal", d)
+	}
+}
+
+// TestServeFlags checks how `serve` parses its flags, apart from running.
+func TestServeFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want ServeOptions
+		code int
+	}{
+		{"defaults", nil, ServeOptions{Listen: ":8080", Grace: 30 * time.Second, UnreadyAfter: time.Hour, Concurrency: 4}, 0},
+		{"all", []string{"--listen", "127.0.0.1:9090", "--workdir", "/var/lib/imagebump", "--grace", "1m", "--unready-after", "0", "--concurrency", "8"},
+			ServeOptions{Listen: "127.0.0.1:9090", Workdir: "/var/lib/imagebump", Grace: time.Minute, Concurrency: 8}, 0},
+		{"negative grace", []string{"--grace", "-1s"}, ServeOptions{}, ExitUsage},
+		{"no concurrency", []string{"--concurrency", "0"}, ServeOptions{}, ExitUsage},
+		{"an argument", []string{"extra"}, ServeOptions{}, ExitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got ServeOptions
+			cmd := NewCmdServe(&globalOptions{}, func(_ context.Context, o *ServeOptions) error {
+				got = *o
+				got.global = nil
+				return nil
+			})
+			cmd.SetArgs(tt.args)
+			cmd.SetOut(io.Discard)
+			cmd.SetErr(io.Discard)
+			cmd.SilenceUsage, cmd.SilenceErrors = true, true
+			cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+			code := exitCode(cmd.Execute())
+			if code != tt.code {
+				t.Fatalf("exit code %d, want %d", code, tt.code)
+			}
+			if diff := cmp.Diff(got, tt.want, cmp.AllowUnexported(ServeOptions{})); code == 0 && diff != "" {
+				t.Errorf("options (-got +want):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestServeRefusesBadConfig exits 64 before serving when the config is
+// invalid or has no target.
+func TestServeRefusesBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"invalid":   "images: [\n",
+		"no target": "images: [{name: app, repository: reg.example/app, policy: {semver: \">=1\"}}]\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := writeFile(t, dir, strings.ReplaceAll(name, " ", "-")+".yaml", text)
+			_, stderr, code := runMain(t, "serve", "-c", cfg, "--listen", "127.0.0.1:0", "--workdir", filepath.Join(dir, "work"))
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d; stderr: %s", code, ExitUsage, stderr)
+			}
+		})
+	}
+}

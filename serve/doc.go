@@ -1,0 +1,80 @@
+// Package serve is imagebump's long-running mode: it runs every target's
+// cycle (cycle.RunTarget) on the target's schedule, and serves health,
+// readiness, Prometheus metrics and a status document over HTTP.
+// `imagebump serve` parses flags and calls it; everything else is here.
+//
+// # Workers
+//
+// Each target has a worker, a goroutine that runs the target's cycles one
+// at a time, so that cycles of one target never overlap and a slow or
+// failing target never holds up another. Cycles of different targets run
+// at once up to Options.Concurrency (default 4); a cycle whose time has come
+// while every slot is taken waits for one. The working copy of each target
+// stays in Options.Workdir between cycles, and the registry client (with
+// its cached auth challenges and tokens) is shared by every cycle until the
+// config is reloaded, so a cycle with nothing new costs the tag listings of
+// the repositories its markers name and one fetch.
+//
+// # Schedules
+//
+// A target's `schedule:` is a cron expression, a descriptor (@hourly,
+// @every 10m) or a duration (5m), parsed by config.ParseSchedule; a target
+// without one runs every DefaultSchedule (5m).
+//
+//   - Jitter: a tick's cycle starts at the tick plus a random delay drawn
+//     uniformly from [0, W), where W is a tenth of the gap between that tick
+//     and the next, capped at Options.MaxJitter (default 1m): 30 s for 5m,
+//     1 m for @hourly. Every process draws its own delays, so targets and
+//     replicas that share a schedule spread over W instead of firing
+//     together.
+//   - Start: an interval (a duration or @every) runs its first cycle at
+//     start, within W; a cron expression or descriptor waits for its next
+//     time, so that windows such as "0 9-17 * * 1-5" hold.
+//   - No overlap, no catch-up: a cycle serves every tick that passes while
+//     it runs; a cycle longer than the interval skips ticks rather than
+//     queueing them.
+//   - Retries: after a failed cycle that a retry may fix (the target failed,
+//     or a policy did, say its registry was down), the cycle runs again
+//     after a backoff of Options.RetryBackoff (10 s) doubled with each
+//     failure in a row up to Options.MaxRetryBackoff (10 m), the second half
+//     of it drawn at random, unless the next tick comes first. A cycle whose
+//     only problems are files (invalid YAML, unknown policies) waits for the
+//     next tick: only a new commit fixes those.
+//   - Triggers: Server.Trigger runs a target's cycle Options.Debounce (2 s)
+//     after the first trigger; further triggers meanwhile join that cycle,
+//     and a trigger that comes while a cycle runs gets one more cycle right
+//     after it.
+//
+// Everything timed (ticks, jitter, backoff, debounce, the grace period)
+// goes through Options.Clock, so tests run schedules on a fake clock.
+//
+// # Stopping and reloading
+//
+// SIGTERM or SIGINT (or the end of Run's ctx) stops scheduling, waits up to
+// Options.Grace (30 s) for running cycles, then cancels them. A cancelled
+// cycle never leaves a half-pushed state: a Git remote updates a ref only
+// after it has received the whole pack, so the push lands whole or not at
+// all, and a pull request that the cycle did not get to is opened by the
+// next cycle, which finds the branch already pushed. A second SIGTERM or
+// SIGINT cancels the cycles and returns ErrInterrupted at once.
+//
+// SIGHUP reloads the config. A config that does not load, has no target,
+// or whose schedules or registries are invalid is refused, logged and
+// counted, and the running one stays. A good one replaces the targets: new
+// ones start (an interval at once), removed ones stop after their running
+// cycle, changed ones use the new settings from their next cycle.
+//
+// # Ownership
+//
+// Options.Owns is the single place that decides which targets this process
+// runs; sharding over replicas is a filter there.
+//
+// # HTTP
+//
+// /healthz answers 200 while the process serves. /readyz answers 503 while
+// stopping or while some target has failed for longer than
+// Options.UnreadyAfter (1 h). /metrics serves the Prometheus metrics of a
+// registry of its own (docs/serve.md lists them). /api/v1/status serves the
+// Status document: per target its last cycles, its policies with the latest
+// tag and why, and its next run.
+package serve

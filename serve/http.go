@@ -1,0 +1,45 @@
+package serve
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// routes serves the endpoints:
+//
+//	GET /healthz        200 while the process serves
+//	GET /readyz         200 when ready, 503 with the reasons otherwise
+//	GET /metrics        Prometheus exposition (serve's own registry)
+//	GET /api/v1/status  the Status document as JSON
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		st := s.Status()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if !st.Ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("not ready: " + strings.Join(st.NotReady, "; ") + "\n"))
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(s.Status())
+	})
+	return mux
+}
+
+// Handler returns the HTTP endpoints, for a caller that serves them
+// itself (Run serves them on Options.Listener or Options.Listen).
+func (s *Server) Handler() http.Handler { return s.handler }

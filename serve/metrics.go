@@ -1,0 +1,192 @@
+package serve
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/imagebump/imagebump/cycle"
+)
+
+// metrics are serve's Prometheus metrics, on a registry of their own (never
+// the global one, so that two Servers in one process do not collide).
+// docs/serve.md lists each one; keep it in step.
+type metrics struct {
+	reg *prometheus.Registry
+
+	cycles       *prometheus.CounterVec   // target, result
+	duration     *prometheus.HistogramVec // target, result
+	running      prometheus.Gauge
+	lastSuccess  *prometheus.GaugeVec   // target
+	requests     *prometheus.CounterVec // host, code
+	throttled    *prometheus.CounterVec // host
+	waits        *prometheus.CounterVec // host
+	waitSeconds  *prometheus.CounterVec // host
+	tagsSeen     *prometheus.GaugeVec   // repository
+	bumps        *prometheus.CounterVec // policy
+	pushes       *prometheus.CounterVec // target
+	pullRequests *prometheus.CounterVec // target, outcome
+	reloads      *prometheus.CounterVec // result
+	reloadTime   prometheus.Gauge
+	targets      prometheus.Gauge
+
+	mu      sync.Mutex
+	repos   map[string]bool // the repositories with a tags_seen series
+	watched map[string]bool // the repositories of the config in force
+}
+
+// durationBuckets span a no-op cycle on a small repository (tens of
+// milliseconds) to a first clone of a big one behind a slow registry.
+var durationBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+
+func newMetrics() *metrics {
+	const ns = "imagebump"
+	m := &metrics{
+		reg:   prometheus.NewRegistry(),
+		repos: map[string]bool{},
+		cycles: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cycles_total",
+			Help: "Cycles run, by target and result (success, partial, error, abandoned)."}, []string{"target", "result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "cycle_duration_seconds",
+			Help: "Duration of cycles, by target and result.", Buckets: durationBuckets}, []string{"target", "result"}),
+		running: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "cycles_running",
+			Help: "Cycles running now."}),
+		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "last_success_timestamp_seconds",
+			Help: "End of the last successful cycle of a target, as a Unix time."}, []string{"target"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "registry_requests_total",
+			Help: "HTTP requests to registries (and their token services), by host and status code; code is \"error\" when no response came."}, []string{"host", "code"}),
+		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "registry_throttled_total",
+			Help: "HTTP 429 Too Many Requests answers from registries, by host."}, []string{"host"}),
+		waits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "registry_rate_limit_waits_total",
+			Help: "Requests that waited for a rate limit (registries[].rateLimit or a Retry-After), by host."}, []string{"host"}),
+		waitSeconds: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "registry_rate_limit_wait_seconds_total",
+			Help: "Time requests spent waiting for a rate limit, by host."}, []string{"host"}),
+		tagsSeen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "tags_seen",
+			Help: "Tags a repository listed at its last scan."}, []string{"repository"}),
+		bumps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "bumps_total",
+			Help: "Marked fields rewritten in pushed commits, by policy."}, []string{"policy"}),
+		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "pushes_total",
+			Help: "Commits pushed, by target."}, []string{"target"}),
+		pullRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "pull_requests_total",
+			Help: "Pull request outcomes (opened, updated, unchanged, skipped, closed), by target."}, []string{"target", "outcome"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "config_reloads_total",
+			Help: "Config reloads, by result (success, failure)."}, []string{"result"}),
+		reloadTime: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "config_last_load_timestamp_seconds",
+			Help: "When the config in force was loaded (at start or by a reload), as a Unix time."}),
+		targets: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "targets",
+			Help: "Targets this process owns."}),
+	}
+	m.reg.MustRegister(
+		m.cycles, m.duration, m.running, m.lastSuccess, m.requests, m.throttled, m.waits, m.waitSeconds,
+		m.tagsSeen, m.bumps, m.pushes, m.pullRequests, m.reloads, m.reloadTime, m.targets,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	// Both results exist from the start, so that a rate() over them works
+	// before the first reload.
+	m.reloads.WithLabelValues("success")
+	m.reloads.WithLabelValues("failure")
+	return m
+}
+
+// cycle records a finished cycle of target.
+func (m *metrics) cycle(target string, o outcome, res *cycle.TargetResult, end time.Time) {
+	m.cycles.WithLabelValues(target, o.result).Inc()
+	if res == nil {
+		return
+	}
+	m.duration.WithLabelValues(target, o.result).Observe(res.Duration.Seconds())
+	if o.result == ResultSuccess {
+		m.lastSuccess.WithLabelValues(target).Set(float64(end.UnixNano()) / 1e9)
+	}
+	if rep := res.Report; rep != nil {
+		for _, p := range rep.Policies {
+			if p.Err == nil || p.Selection.Seen > 0 {
+				m.setTagsSeen(p.Repository, p.Selection.Seen)
+			}
+		}
+		if res.Pushed {
+			for _, c := range rep.Changes {
+				m.bumps.WithLabelValues(c.Policy).Inc()
+			}
+		}
+	}
+	if res.Pushed {
+		m.pushes.WithLabelValues(target).Inc()
+	}
+	if pr := res.PullRequest; pr != nil {
+		m.pullRequests.WithLabelValues(target, string(pr.Outcome)).Inc()
+	}
+}
+
+// forgetTarget drops a removed target's series.
+func (m *metrics) forgetTarget(target string) {
+	labels := prometheus.Labels{"target": target}
+	m.cycles.DeletePartialMatch(labels)
+	m.duration.DeletePartialMatch(labels)
+	m.lastSuccess.DeletePartialMatch(labels)
+	m.pushes.DeletePartialMatch(labels)
+	m.pullRequests.DeletePartialMatch(labels)
+}
+
+// keepRepositories drops the tags_seen series of repositories that no
+// policy of the config in force watches, and keeps them from coming back
+// (a removed target's last cycle may still be running).
+func (m *metrics) keepRepositories(keep map[string]bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.watched = keep
+	for r := range m.repos {
+		if !keep[r] {
+			m.tagsSeen.DeleteLabelValues(r)
+			delete(m.repos, r)
+		}
+	}
+}
+
+// setTagsSeen sets the tags_seen series of a repository.
+func (m *metrics) setTagsSeen(repository string, n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.watched != nil && !m.watched[repository] {
+		return
+	}
+	m.repos[repository] = true
+	m.tagsSeen.WithLabelValues(repository).Set(float64(n))
+}
+
+// rateLimitWait counts a request that waited d for host's rate limit. The
+// registry client calls it through its wait hook (see registryOptions).
+func (m *metrics) rateLimitWait(host string, d time.Duration) {
+	m.waits.WithLabelValues(host).Inc()
+	m.waitSeconds.WithLabelValues(host).Add(d.Seconds())
+}
+
+// countingTransport counts every registry request by host and status code.
+// It is the registry client's base transport, so it sees each request the
+// client sends after its rate limit and concurrency waits: retries, pings
+// and token fetches included.
+type countingTransport struct {
+	inner http.RoundTripper
+	m     *metrics
+}
+
+var _ http.RoundTripper = (*countingTransport)(nil)
+
+// RoundTrip implements http.RoundTripper.
+func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.inner.RoundTrip(req)
+	host := req.URL.Host
+	if err != nil {
+		t.m.requests.WithLabelValues(host, "error").Inc()
+		return resp, err
+	}
+	t.m.requests.WithLabelValues(host, strconv.Itoa(resp.StatusCode)).Inc()
+	if resp.StatusCode == http.StatusTooManyRequests {
+		t.m.throttled.WithLabelValues(host).Inc()
+	}
+	return resp, nil
+}

@@ -1,0 +1,158 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/setters"
+)
+
+// scrape GETs /metrics from h and parses the exposition format.
+func scrape(t testing.TB, h http.Handler) map[string]*dto.MetricFamily {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", rec.Code, rec.Body.String())
+	}
+	return parseMetrics(t, rec.Body)
+}
+
+func parseMetrics(t testing.TB, body interface{ Read([]byte) (int, error) }) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(body)
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	return families
+}
+
+// metricValue returns the value of the family's series whose labels
+// include all of labels (name, value pairs), summed over matches, and
+// whether any matched. Histograms give their sample count.
+func metricValue(families map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
+	fam := families[name]
+	if fam == nil {
+		return 0, false
+	}
+	var sum float64
+	found := false
+outer:
+	for _, m := range fam.GetMetric() {
+		for i := 0; i+1 < len(labels); i += 2 {
+			ok := false
+			for _, l := range m.GetLabel() {
+				if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
+					ok = true
+				}
+			}
+			if !ok {
+				continue outer
+			}
+		}
+		found = true
+		switch {
+		case m.Counter != nil:
+			sum += m.Counter.GetValue()
+		case m.Gauge != nil:
+			sum += m.Gauge.GetValue()
+		case m.Histogram != nil:
+			sum += float64(m.Histogram.GetSampleCount())
+		case m.Untyped != nil:
+			sum += m.Untyped.GetValue()
+		}
+	}
+	return sum, found
+}
+
+// counterValue scrapes s and returns one series' value.
+func counterValue(t testing.TB, s *Server, name string, labels ...string) float64 {
+	t.Helper()
+	v, _ := metricValue(scrape(t, s.Handler()), name, labels...)
+	return v
+}
+
+// TestCountingTransport sends real requests through the registry base
+// transport: each is counted by host and status code, 429s also as
+// throttled, and failures without a response as code "error".
+func TestCountingTransport(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/busy":
+			w.WriteHeader(http.StatusTooManyRequests)
+		default:
+			w.WriteHeader(http.StatusOK)
+		}
+	}))
+	defer srv.Close()
+	m := newMetrics()
+	rt := &countingTransport{inner: http.DefaultTransport, m: m}
+	client := &http.Client{Transport: rt}
+	for _, p := range []string{"/v2/", "/v2/", "/busy"} {
+		resp, err := client.Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	down := refusedPort(t)
+	if _, err := client.Get("http://" + down + "/v2/"); err == nil {
+		t.Fatal("a request to a closed port succeeded")
+	}
+	host := strings.TrimPrefix(srv.URL, "http://")
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	fams := parseMetrics(t, rec.Body)
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"imagebump_registry_requests_total", []string{"host", host, "code", "200"}, 2},
+		{"imagebump_registry_requests_total", []string{"host", host, "code", "429"}, 1},
+		{"imagebump_registry_throttled_total", []string{"host", host}, 1},
+		{"imagebump_registry_requests_total", []string{"host", down, "code", "error"}, 1},
+	} {
+		if got, _ := metricValue(fams, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+}
+
+// TestClassify checks which cycles count as failed and which a retry may
+// fix.
+func TestClassify(t *testing.T) {
+	failedPolicy := &cycle.Report{Policies: []cycle.PolicyResult{{Name: "default:app", Err: errors.New("registry down")}}}
+	badFile := &cycle.Report{Problems: []setters.Problem{{File: "a.yaml", Err: errors.New("invalid YAML")}}}
+	tests := []struct {
+		name      string
+		res       *cycle.TargetResult
+		err       error
+		abandoned bool
+		want      outcome
+	}{
+		{"success", &cycle.TargetResult{Report: &cycle.Report{}}, nil, false, outcome{result: ResultSuccess}},
+		{"target failed", &cycle.TargetResult{}, errors.New("push refused"), false, outcome{result: ResultError, retry: true}},
+		{"a policy failed", &cycle.TargetResult{Report: failedPolicy}, nil, false, outcome{result: ResultPartial, retry: true}},
+		{"only a file failed", &cycle.TargetResult{Report: badFile}, nil, false, outcome{result: ResultPartial}},
+		{"cancelled at stop", &cycle.TargetResult{}, context.Canceled, true, outcome{result: ResultAbandoned}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := classify(tt.res, tt.err, tt.abandoned); got != tt.want {
+				t.Errorf("classify = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,604 @@
+package serve
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/robfig/cron/v3"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/pullrequest"
+)
+
+// More defaults of Options.
+const (
+	// DefaultGrace is how long a shutdown waits for running cycles.
+	DefaultGrace = 30 * time.Second
+	// DefaultUnreadyAfter is how long a target may fail before /readyz
+	// fails.
+	DefaultUnreadyAfter = time.Hour
+	// DefaultConcurrency is how many cycles (of different targets) run at
+	// once.
+	DefaultConcurrency = 4
+	// DefaultDebounce is how long a trigger waits for more triggers of the
+	// same target before its cycle starts.
+	DefaultDebounce = 2 * time.Second
+)
+
+// ErrInterrupted is Run's error when a second stop signal cut the grace
+// period short: running cycles were cancelled and not waited for.
+var ErrInterrupted = errors.New("stopped at once by a second signal")
+
+// ErrUnknownTarget is Trigger's error for a target this process does not
+// run (not in the config, or owned by another replica).
+var ErrUnknownTarget = errors.New("no such target")
+
+// Options configure a Server. Durations and counts left zero get the
+// documented defaults.
+type Options struct {
+	// Config is the config to serve; required. Each of its targets that
+	// Owns admits gets a worker.
+	Config *config.Config
+	// Load reads the config again for Reload (SIGHUP). Nil means
+	// config.Load(Config.File).
+	Load func() (*config.Config, error)
+	// Workdir is the folder that keeps one working copy per target between
+	// cycles; required.
+	Workdir string
+
+	// Listener serves the HTTP endpoints. Nil: Run listens on Listen.
+	Listener net.Listener
+	// Listen is the HTTP address, such as ":8080", when Listener is nil.
+	// Empty: no HTTP server (Handler still serves the endpoints).
+	Listen string
+
+	// Signals delivers the process's signals: SIGTERM or SIGINT stops (a
+	// second one at once), SIGHUP reloads the config. Nil: Run stops only
+	// when its ctx ends.
+	Signals <-chan os.Signal
+	// Grace is how long a stop waits for running cycles before it cancels
+	// them. Zero: DefaultGrace. Negative: cancel them at once.
+	Grace time.Duration
+
+	// UnreadyAfter is how long a target may keep failing before /readyz
+	// fails. Zero: DefaultUnreadyAfter. Negative: never.
+	UnreadyAfter time.Duration
+	// Concurrency bounds the cycles running at once. Zero:
+	// DefaultConcurrency.
+	Concurrency int
+	// Debounce is how long a Trigger waits for more triggers of the same
+	// target before the cycle starts. Zero: DefaultDebounce. Negative: no
+	// wait.
+	Debounce time.Duration
+	// MaxJitter caps each cycle's random start delay (see doc.go). Zero:
+	// DefaultMaxJitter. Negative: no jitter.
+	MaxJitter time.Duration
+	// RetryBackoff and MaxRetryBackoff shape the retries of failed cycles.
+	// Zero: DefaultRetryBackoff and DefaultMaxRetryBackoff.
+	RetryBackoff, MaxRetryBackoff time.Duration
+	// History is how many cycles the status keeps per target. Zero:
+	// DefaultHistory.
+	History int
+
+	// Owns says whether this process runs a target. Nil: every target.
+	// It is the one place that decides ownership, so that sharding is a
+	// filter here.
+	Owns func(config.Target) bool
+	// Clock times schedules, jitter, backoff, debounce and the grace
+	// period. Nil: the system clock.
+	Clock Clock
+	// Rand draws the jitter. Nil: seeded from crypto/rand, so that each
+	// process (replica) draws its own.
+	Rand mrand.Source
+	// PullRequests builds a target's forge client. Nil:
+	// cycle.NewPullRequestProvider.
+	PullRequests func(config.Target) (pullrequest.Provider, error)
+	// Logger receives the server's records; nil discards.
+	Logger *slog.Logger
+}
+
+// Server schedules every owned target's cycles and serves their health,
+// metrics and status over HTTP. Build it with New and start it with Run.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	clock   Clock
+	metrics *metrics
+	timing  timing
+	load    func() (*config.Config, error)
+	handler http.Handler
+	started time.Time
+	// runCycle is cycle.RunTarget; scheduling tests replace it.
+	runCycle func(context.Context, cycle.TargetOptions) (*cycle.TargetResult, error)
+
+	slots        chan struct{} // one per running cycle, Concurrency in all
+	stopping     chan struct{} // closed when a stop begins
+	stopOnce     sync.Once
+	cycleCtx     context.Context // every cycle's ctx; cancelled to abandon them
+	cancelCycles context.CancelFunc
+	workersWG    sync.WaitGroup
+
+	mu         sync.Mutex
+	cfg        *config.Config
+	loaded     time.Time
+	lastReload *ReloadStatus
+	workers    map[string]*worker
+	leaving    map[string]<-chan struct{} // removed workers whose last cycle runs
+	running    bool
+}
+
+// spec is what a target's cycles run with, replaced whole on reload.
+type spec struct {
+	cfg      *config.Config
+	target   config.Target
+	reg      cycle.Registry
+	schedule string // as written, or DefaultSchedule
+	sched    cron.Schedule
+}
+
+// New checks opts, parses every owned target's schedule and builds the
+// registry client. It starts nothing: Run does.
+func New(opts Options) (*Server, error) {
+	if opts.Config == nil {
+		return nil, errors.New("serve: Options.Config is required")
+	}
+	if opts.Workdir == "" {
+		return nil, errors.New("serve: Options.Workdir is required")
+	}
+	if opts.Concurrency < 0 || opts.History < 0 {
+		return nil, fmt.Errorf("serve: Options.Concurrency (%d) and Options.History (%d) must not be negative", opts.Concurrency, opts.History)
+	}
+	s := &Server{
+		opts:     opts,
+		log:      opts.Logger,
+		clock:    opts.Clock,
+		metrics:  newMetrics(),
+		load:     opts.Load,
+		runCycle: cycle.RunTarget,
+		stopping: make(chan struct{}),
+		workers:  map[string]*worker{},
+		leaving:  map[string]<-chan struct{}{},
+	}
+	if s.log == nil {
+		s.log = logDiscard
+	}
+	if s.clock == nil {
+		s.clock = systemClock{}
+	}
+	if s.load == nil {
+		file := opts.Config.File
+		s.load = func() (*config.Config, error) { return config.Load(file) }
+	}
+	src := opts.Rand
+	if src == nil {
+		var seed [16]byte
+		_, _ = rand.Read(seed[:])
+		src = mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:]))
+	}
+	var randMu sync.Mutex
+	r := mrand.New(src)
+	s.timing = timing{
+		maxJitter:  orDefault(opts.MaxJitter, DefaultMaxJitter),
+		backoff:    orDefault(opts.RetryBackoff, DefaultRetryBackoff),
+		maxBackoff: orDefault(opts.MaxRetryBackoff, DefaultMaxRetryBackoff),
+		rand: func() float64 {
+			randMu.Lock()
+			defer randMu.Unlock()
+			return r.Float64()
+		},
+	}
+	if s.timing.backoff > s.timing.maxBackoff {
+		return nil, fmt.Errorf("serve: retry backoff %v is longer than its maximum %v", s.timing.backoff, s.timing.maxBackoff)
+	}
+	s.opts.Grace = orDefault(opts.Grace, DefaultGrace)
+	s.opts.UnreadyAfter = orDefault(opts.UnreadyAfter, DefaultUnreadyAfter)
+	s.opts.Debounce = orDefault(opts.Debounce, DefaultDebounce)
+	s.opts.History = orDefault(opts.History, DefaultHistory)
+	s.slots = make(chan struct{}, orDefault(opts.Concurrency, DefaultConcurrency))
+	s.cycleCtx, s.cancelCycles = context.WithCancel(context.Background())
+
+	specs, err := s.prepare(opts.Config)
+	if err != nil {
+		return nil, err
+	}
+	s.cfg, s.loaded = opts.Config, s.clock.Now()
+	s.metrics.reloadTime.Set(float64(s.loaded.UnixNano()) / 1e9)
+	s.install(specs)
+	s.handler = s.routes()
+	return s, nil
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+// prepare builds the specs of cfg's owned targets: it parses their
+// schedules and builds the registry client. An error refuses the config.
+func (s *Server) prepare(cfg *config.Config) (map[string]*spec, error) {
+	targets := cfg.Targets()
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("%s has no git repository: set git.url (or targets:) for serve to keep current", cfg.File)
+	}
+	reg, err := s.newRegistry(cfg)
+	if err != nil {
+		return nil, err
+	}
+	specs := map[string]*spec{}
+	var errs []error
+	for _, t := range targets {
+		if s.opts.Owns != nil && !s.opts.Owns(t) {
+			continue
+		}
+		sp := &spec{cfg: cfg, target: t, reg: reg, schedule: t.Schedule}
+		if sp.schedule == "" {
+			sp.schedule = DefaultSchedule
+		}
+		sched, err := config.ParseSchedule(sp.schedule)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s:%d: target %s: schedule %q: %w", cfg.File, t.Line, t.Name, sp.schedule, err))
+			continue
+		}
+		sp.sched = sched
+		specs[t.Name] = sp
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return specs, nil
+}
+
+// install makes the workers match specs: new targets get a worker, removed
+// ones stop after their running cycle, the others take their new spec.
+func (s *Server) install(specs map[string]*spec) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	for name, w := range s.workers {
+		if _, ok := specs[name]; !ok {
+			delete(s.workers, name)
+			s.leaving[name] = w.done
+			w.remove()
+		}
+	}
+	keep := map[string]bool{}
+	for name, sp := range specs {
+		for _, im := range sp.cfg.Images {
+			if sp.target.Selects(im.Name) {
+				keep[im.Repository] = true
+			}
+		}
+		if w, ok := s.workers[name]; ok {
+			w.update(sp, now)
+			continue
+		}
+		w := newWorker(s, sp, s.leaving[name])
+		s.workers[name] = w
+		if s.running {
+			s.startWorker(w)
+		}
+	}
+	s.metrics.keepRepositories(keep)
+	s.metrics.targets.Set(float64(len(s.workers)))
+}
+
+// startWorker runs w's loop; s.mu is held.
+func (s *Server) startWorker(w *worker) {
+	s.workersWG.Add(1)
+	go func() {
+		defer s.workersWG.Done()
+		w.loop()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.leaving[w.name] == w.done {
+			delete(s.leaving, w.name)
+		}
+		if s.workers[w.name] == nil {
+			s.metrics.forgetTarget(w.name)
+		}
+	}()
+}
+
+// Run starts the workers and the HTTP server and blocks until a stop:
+// SIGTERM or SIGINT on Options.Signals, or the end of ctx. Then it stops
+// scheduling, waits up to Options.Grace for running cycles, cancels those
+// still running (a push is never left half done: the remote takes all of
+// it or nothing), and returns nil. A second SIGTERM or SIGINT during the
+// wait cancels the cycles and returns ErrInterrupted at once. SIGHUP calls
+// Reload. Run may be called once.
+func (s *Server) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.running {
+		s.mu.Unlock()
+		return errors.New("serve: Run called twice")
+	}
+	s.running = true
+	s.started = s.clock.Now()
+	s.mu.Unlock()
+
+	httpErr := make(chan error, 1)
+	var srv *http.Server
+	ln := s.opts.Listener
+	if ln == nil && s.opts.Listen != "" {
+		var err error
+		if ln, err = net.Listen("tcp", s.opts.Listen); err != nil {
+			s.cancelCycles()
+			return fmt.Errorf("listening on %s: %w", s.opts.Listen, err)
+		}
+	}
+	if ln != nil {
+		srv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+		go func() { httpErr <- srv.Serve(ln) }()
+		s.log.Info("serving", "address", ln.Addr().String())
+	}
+
+	s.mu.Lock()
+	names := make([]string, 0, len(s.workers))
+	for name, w := range s.workers {
+		names = append(names, name)
+		s.startWorker(w)
+	}
+	s.mu.Unlock()
+	slices.Sort(names)
+	s.log.Info("scheduling", "targets", names, "workdir", s.opts.Workdir, "concurrency", cap(s.slots))
+
+	err := s.wait(ctx, httpErr)
+	if srv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = srv.Shutdown(sctx)
+		cancel()
+	}
+	return err
+}
+
+// wait serves signals until a stop, then stops.
+func (s *Server) wait(ctx context.Context, httpErr <-chan error) error {
+	for {
+		select {
+		case sig := <-s.opts.Signals:
+			if sig == syscall.SIGHUP {
+				_ = s.Reload()
+				continue
+			}
+			s.log.Info("stopping", "signal", sig.String(), "grace", s.opts.Grace)
+			return s.stop()
+		case <-ctx.Done():
+			s.log.Info("stopping", "cause", context.Cause(ctx).Error(), "grace", s.opts.Grace)
+			return s.stop()
+		case err := <-httpErr:
+			// Serve ended without Shutdown: the listener broke.
+			s.log.Error("HTTP server failed; stopping", "error", err)
+			if e := s.stop(); e != nil {
+				return e
+			}
+			return fmt.Errorf("serving HTTP: %w", err)
+		}
+	}
+}
+
+// stop ends scheduling, gives running cycles the grace period, then
+// cancels them. A second stop signal returns at once.
+func (s *Server) stop() error {
+	s.stopOnce.Do(func() { close(s.stopping) })
+	done := make(chan struct{})
+	go func() {
+		s.workersWG.Wait()
+		close(done)
+	}()
+	grace := s.clock.NewTimer(s.opts.Grace)
+	defer grace.Stop()
+	for {
+		select {
+		case <-done:
+			s.cancelCycles()
+			s.log.Info("stopped")
+			return nil
+		case <-grace.C():
+			if s.runningCycles() > 0 {
+				s.log.Warn("grace period over: abandoning the running cycles", "grace", s.opts.Grace, "running", s.runningCycles())
+			}
+			s.cancelCycles()
+		case sig := <-s.opts.Signals:
+			if sig == syscall.SIGHUP {
+				continue
+			}
+			s.log.Warn("second signal: stopping at once", "signal", sig.String(), "running", s.runningCycles())
+			s.cancelCycles()
+			return ErrInterrupted
+		}
+	}
+}
+
+// runningCycles counts the cycles in progress.
+func (s *Server) runningCycles() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, w := range s.workers {
+		if w.isRunning() {
+			n++
+		}
+	}
+	return n
+}
+
+// Reload loads the config again (Options.Load) and, when it is good,
+// replaces the targets: new ones start, removed ones stop after their
+// running cycle, changed ones run their next cycle with the new settings.
+// A bad config is refused and the old one kept; the error is logged,
+// counted and returned.
+func (s *Server) Reload() error {
+	cfg, err := s.load()
+	var specs map[string]*spec
+	if err == nil {
+		specs, err = s.prepare(cfg)
+	}
+	now := s.clock.Now()
+	if err != nil {
+		s.metrics.reloads.WithLabelValues("failure").Inc()
+		s.mu.Lock()
+		s.lastReload = &ReloadStatus{Time: now, Result: "failure", Error: err.Error()}
+		s.mu.Unlock()
+		s.log.Error("config reload refused; the running config stays", "error", err)
+		return err
+	}
+	s.install(specs)
+	s.metrics.reloads.WithLabelValues("success").Inc()
+	s.metrics.reloadTime.Set(float64(now.UnixNano()) / 1e9)
+	s.mu.Lock()
+	s.cfg, s.loaded = cfg, now
+	s.lastReload = &ReloadStatus{Time: now, Result: "success"}
+	n := len(s.workers)
+	s.mu.Unlock()
+	s.log.Info("config reloaded", "file", cfg.File, "targets", n)
+	return nil
+}
+
+// Trigger asks for a cycle of the named target soon: after
+// Options.Debounce, during which further triggers of that target join the
+// same cycle, or right after its running cycle. reason is kept in the
+// cycle's status (such as "webhook registry: ghcr.io/acme/app:1.2.3").
+func (s *Server) Trigger(target, reason string) error {
+	s.mu.Lock()
+	w := s.workers[target]
+	s.mu.Unlock()
+	if w == nil {
+		return fmt.Errorf("triggering %q: %w", target, ErrUnknownTarget)
+	}
+	w.trigger(reason, s.clock.Now())
+	return nil
+}
+
+// Watching returns the targets this process runs that apply a policy on
+// repository (such as "ghcr.io/acme/app", or "nginx" for Docker Hub's
+// library/nginx), sorted: the targets a registry push event of that
+// repository should Trigger.
+func (s *Server) Watching(repository string) []string {
+	want := canonicalRepository(repository)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for name, w := range s.workers {
+		w.mu.Lock()
+		sp := w.sp
+		w.mu.Unlock()
+		for _, im := range sp.cfg.Images {
+			if sp.target.Selects(im.Name) && canonicalRepository(im.Repository) == want {
+				names = append(names, name)
+				break
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// canonicalRepository spells a repository as go-containerregistry does
+// (index.docker.io/library/nginx for nginx), or returns it as is when it
+// does not parse.
+func canonicalRepository(s string) string {
+	r, err := name.NewRepository(s)
+	if err != nil {
+		return s
+	}
+	return r.Name()
+}
+
+// Config returns the config in force.
+func (s *Server) Config() *config.Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
+
+// Targets returns the names of the targets this process runs, sorted.
+func (s *Server) Targets() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.workers))
+	for name := range s.workers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Status returns the status document of GET /api/v1/status.
+func (s *Server) Status() Status {
+	now := s.clock.Now()
+	s.mu.Lock()
+	st := Status{
+		Version:  1,
+		Started:  s.started,
+		Now:      now,
+		Stopping: s.isStopping(),
+		Config:   ConfigStatus{File: s.cfg.File, Loaded: s.loaded, LastReload: s.lastReload},
+		Targets:  make([]TargetStatus, 0, len(s.workers)),
+	}
+	workers := make([]*worker, 0, len(s.workers))
+	for _, w := range s.workers {
+		workers = append(workers, w)
+	}
+	s.mu.Unlock()
+	for _, w := range workers {
+		st.Targets = append(st.Targets, w.status())
+	}
+	slices.SortFunc(st.Targets, func(a, b TargetStatus) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	st.NotReady = s.notReady(now, st.Stopping, st.Targets)
+	st.Ready = len(st.NotReady) == 0
+	return st
+}
+
+func (s *Server) isStopping() bool {
+	select {
+	case <-s.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// notReady says why /readyz fails: a stop began, or a target has failed
+// for longer than Options.UnreadyAfter.
+func (s *Server) notReady(now time.Time, stopping bool, targets []TargetStatus) []string {
+	var why []string
+	if stopping {
+		why = append(why, "stopping")
+	}
+	if s.opts.UnreadyAfter <= 0 {
+		return why
+	}
+	for _, t := range targets {
+		if t.FailingSince != nil && now.Sub(*t.FailingSince) > s.opts.UnreadyAfter {
+			why = append(why, fmt.Sprintf("target %s has failed since %s (%d cycles in a row)", t.Name, t.FailingSince.Format(time.RFC3339), t.ConsecutiveFailures))
+		}
+	}
+	return why
+}

@@ -1,0 +1,307 @@
+package serve
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/internal/redact"
+)
+
+// maxTriggers caps the trigger reasons one cycle keeps.
+const maxTriggers = 10
+
+// worker runs one target's cycles, one at a time, on the target's
+// timetable. Each target has its own worker (a goroutine), so a slow or
+// failing target never holds up another; they share only the Concurrency
+// slots.
+type worker struct {
+	s    *Server
+	name string
+	// after, when set, is the done channel of a removed worker of the same
+	// name whose last cycle still runs: this one waits for it, so that two
+	// cycles of one target never overlap.
+	after <-chan struct{}
+
+	wake chan struct{} // cap 1: the spec changed or a trigger came
+	quit chan struct{} // closed when the target is removed
+	done chan struct{} // closed when loop returns
+
+	mu       sync.Mutex
+	sp       *spec
+	tt       *timetable // nil until loop starts
+	pending  []string   // trigger reasons not yet served
+	trigAt   time.Time  // when the pending triggers' cycle may start
+	next     time.Time  // when the next cycle starts, and why
+	nextWhy  string
+	runSince time.Time // zero unless a cycle runs
+	removed  bool
+
+	// What the status keeps.
+	cycles       []CycleStatus // latest first
+	total        int
+	lastSuccess  time.Time
+	failingSince time.Time
+	failures     int
+	policies     []PolicyStatus
+	unreferenced []string
+	markers      int
+	branch       string
+}
+
+func newWorker(s *Server, sp *spec, after <-chan struct{}) *worker {
+	return &worker{
+		s:     s,
+		name:  sp.target.Name,
+		after: after,
+		sp:    sp,
+		wake:  make(chan struct{}, 1),
+		quit:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+}
+
+func (w *worker) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// update gives the worker a reloaded spec; a changed schedule takes effect
+// from now on.
+func (w *worker) update(sp *spec, now time.Time) {
+	w.mu.Lock()
+	old := w.sp
+	w.sp = sp
+	if w.tt != nil && old.schedule != sp.schedule {
+		w.tt.reschedule(sp.sched, now)
+		w.next, w.nextWhy = w.tt.next()
+	}
+	w.mu.Unlock()
+	w.poke()
+}
+
+// remove stops the worker's schedule; a running cycle finishes first.
+func (w *worker) remove() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.removed {
+		w.removed = true
+		close(w.quit)
+	}
+}
+
+// trigger asks for a cycle after the debounce.
+func (w *worker) trigger(reason string, now time.Time) {
+	w.mu.Lock()
+	if len(w.pending) == 0 {
+		w.trigAt = now.Add(w.s.opts.Debounce)
+	}
+	if !slices.Contains(w.pending, reason) && len(w.pending) < maxTriggers {
+		w.pending = append(w.pending, reason)
+	}
+	w.mu.Unlock()
+	w.poke()
+}
+
+func (w *worker) isRunning() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.runSince.IsZero()
+}
+
+// plan returns when the next cycle starts and why; w.mu is held.
+func (w *worker) plan() (time.Time, string) {
+	at, why := w.next, w.nextWhy
+	if len(w.pending) > 0 && w.trigAt.Before(at) {
+		at, why = w.trigAt, ReasonTrigger
+	}
+	return at, why
+}
+
+// loop waits for each cycle's time, takes a slot, runs the cycle and
+// plans the next, until the target is removed or the server stops.
+func (w *worker) loop() {
+	defer close(w.done)
+	s := w.s
+	if w.after != nil {
+		select {
+		case <-w.after:
+		case <-w.quit:
+			return
+		case <-s.stopping:
+			return
+		}
+	}
+	w.mu.Lock()
+	w.tt = newTimetable(w.sp.sched, s.timing, s.clock.Now(), true)
+	w.next, w.nextWhy = w.tt.next()
+	w.mu.Unlock()
+	for {
+		w.mu.Lock()
+		at, why := w.plan()
+		w.mu.Unlock()
+		timer := s.clock.NewTimer(at.Sub(s.clock.Now()))
+		select {
+		case <-timer.C():
+		case <-w.wake:
+			timer.Stop()
+			continue
+		case <-w.quit:
+			timer.Stop()
+			return
+		case <-s.stopping:
+			timer.Stop()
+			return
+		}
+		select {
+		case s.slots <- struct{}{}:
+		case <-w.quit:
+			return
+		case <-s.stopping:
+			return
+		}
+		select {
+		case <-s.stopping:
+			// The stop and the slot came together: the stop wins.
+			<-s.slots
+			return
+		default:
+		}
+		w.run(why)
+		<-s.slots
+	}
+}
+
+// run runs one cycle and records it.
+func (w *worker) run(why string) {
+	s := w.s
+	w.mu.Lock()
+	sp := w.sp
+	triggers := w.pending
+	w.pending = nil
+	if why != ReasonTrigger && len(triggers) > 0 {
+		// A trigger that came while this cycle waited is served by it.
+		why = ReasonTrigger
+	}
+	started := s.clock.Now()
+	w.runSince = started
+	w.mu.Unlock()
+
+	log := s.log.With("target", w.name)
+	log.Debug("cycle starting", "reason", why, "triggers", triggers)
+	s.metrics.running.Inc()
+	res, err := s.runCycle(s.cycleCtx, cycle.TargetOptions{
+		Config:       sp.cfg,
+		Target:       sp.target,
+		Registry:     sp.reg,
+		Workdir:      s.opts.Workdir,
+		PullRequests: s.opts.PullRequests,
+		Logger:       s.log,
+	})
+	s.metrics.running.Dec()
+	end := s.clock.Now()
+	// A cycle that failed because the stop cancelled it was abandoned; one
+	// that finished just before the cancel is what it is.
+	o := classify(res, err, err != nil && s.cycleCtx.Err() != nil)
+	s.metrics.cycle(w.name, o, res, end)
+	c := cycleStatus(started, why, triggers, o, res, err)
+
+	w.mu.Lock()
+	w.runSince = time.Time{}
+	w.total++
+	w.cycles = append([]CycleStatus{c}, w.cycles[:min(len(w.cycles), s.opts.History-1)]...)
+	switch {
+	case o.result == ResultSuccess:
+		w.lastSuccess, w.failingSince, w.failures = end, time.Time{}, 0
+	case o.failed():
+		if w.failingSince.IsZero() {
+			w.failingSince = end
+		}
+		w.failures++
+	}
+	if res != nil {
+		if res.Branch != "" {
+			w.branch = res.Branch
+		}
+		if rep := res.Report; rep != nil {
+			w.policies = policyStatuses(rep, started)
+			w.unreferenced = slices.Clone(rep.Unreferenced)
+			w.markers = len(rep.Markers)
+		}
+	}
+	if o.result != ResultAbandoned {
+		w.next, w.nextWhy = w.tt.done(end, o.failed(), o.retry)
+	}
+	next := w.next
+	w.mu.Unlock()
+
+	attrs := []any{"reason", why, "result", o.result, "duration", c.DurationSeconds, "changes", c.ChangesTotal, "pushed", c.Pushed}
+	if c.Commit != "" {
+		attrs = append(attrs, "commit", c.Commit)
+	}
+	if c.PullRequest != nil {
+		attrs = append(attrs, "pull_request", c.PullRequest.URL, "pull_request_outcome", c.PullRequest.Outcome)
+	}
+	if c.ProblemsTotal > 0 {
+		attrs = append(attrs, "problems", c.ProblemsTotal)
+	}
+	switch o.result {
+	case ResultError:
+		log.Error("cycle failed", append(attrs, "error", c.Error, "next", next)...)
+	case ResultPartial:
+		log.Warn("cycle done with problems", append(attrs, "first_problem", c.Problems[0], "next", next)...)
+	case ResultAbandoned:
+		log.Warn("cycle abandoned at shutdown", attrs...)
+	default:
+		log.Info("cycle done", append(attrs, "next", next)...)
+	}
+}
+
+// status returns the target's status.
+func (w *worker) status() TargetStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := w.sp.target
+	st := TargetStatus{
+		Name:                w.name,
+		Repository:          redact.String(t.Git.URL),
+		Branch:              t.Git.Branch,
+		Schedule:            w.sp.schedule,
+		ConsecutiveFailures: w.failures,
+		CyclesRun:           w.total,
+		Markers:             w.markers,
+		Unreferenced:        w.unreferenced,
+		Policies:            w.policies,
+		Cycles:              w.cycles,
+	}
+	if w.branch != "" {
+		st.Branch = w.branch
+	}
+	if t.Push != nil {
+		st.PushBranch = t.Push.Branch
+	}
+	if st.Policies == nil {
+		st.Policies = []PolicyStatus{}
+	}
+	if st.Cycles == nil {
+		st.Cycles = []CycleStatus{}
+	}
+	if !w.runSince.IsZero() {
+		st.RunningSince = timePtr(w.runSince)
+	} else if w.tt != nil {
+		at, why := w.plan()
+		st.NextRun, st.NextReason = timePtr(at), why
+	}
+	if !w.lastSuccess.IsZero() {
+		st.LastSuccess = timePtr(w.lastSuccess)
+	}
+	if !w.failingSince.IsZero() {
+		st.FailingSince = timePtr(w.failingSince)
+	}
+	return st
+}
+
+func timePtr(t time.Time) *time.Time { return &t }
