@@ -54,7 +54,7 @@ func hangingRegistry(t *testing.T) string {
 
 // TestSignals checks what a user sees when stopping imagebump: the first
 // SIGTERM ends the command with "interrupted by SIGTERM" (never "context
-// canceled"), and a second signal exits at once with code 130.
+// canceled"), and a second signal exits at once with code 1.
 func TestSignals(t *testing.T) {
 	bin := buildBinary(t)
 	host := hangingRegistry(t)
@@ -137,7 +137,7 @@ func TestSignals(t *testing.T) {
 		_ = cmd.Process.Signal(syscall.SIGINT)
 		time.Sleep(200 * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		if code := exitCode(cmd); code != 130 || !strings.Contains(stderr.String(), "second signal") {
+		if code := exitCode(cmd); code != 1 || !strings.Contains(stderr.String(), "second signal") {
 			t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
 		}
 	})

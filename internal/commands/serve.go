@@ -92,7 +92,6 @@ func runServe(ctx context.Context, o *ServeOptions) error {
 	if err := os.MkdirAll(workdir, 0o755); err != nil {
 		return usageError(fmt.Errorf("--workdir: %w", err))
 	}
-	configFile := o.global.ConfigFile
 	// main cancels ctx on the first SIGTERM or SIGINT, which serve gets on
 	// its own channel too and answers with the grace period: serve must not
 	// see it twice.
@@ -107,8 +106,10 @@ func runServe(ctx context.Context, o *ServeOptions) error {
 		unready = -1 // the library's "never"
 	}
 	s, err := serve.New(serve.Options{
-		Config:       cfg,
-		Load:         func() (*config.Config, error) { return config.Load(configFile) },
+		Config: cfg,
+		// A reload reads what the start read: imagebump.yaml and the Flux
+		// objects it, --flux or -c DIR name.
+		Load:         func() (*config.Config, error) { return loadConfig(o.global) },
 		Workdir:      workdir,
 		Listen:       o.Listen,
 		Signals:      signals,

@@ -27,9 +27,9 @@ func (e *InterruptedError) Error() string {
 
 // SignalContext returns a context that SIGINT or SIGTERM cancels with an
 // *InterruptedError as its cause. A second signal ends the process at once
-// with exit code 130, after saying so on stderr: what was running is
-// abandoned (writes are atomic, pushes all-or-nothing, so nothing is left
-// half-done). stop releases the signals.
+// with exit code 1 (a failure, as SPEC.md's codes have it), after saying so
+// on stderr: what was running is abandoned (writes are atomic, pushes
+// all-or-nothing, so nothing is left half-done). stop releases the signals.
 func SignalContext(parent context.Context, stderr io.Writer) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	sigs := make(chan os.Signal, 2)
@@ -45,7 +45,7 @@ func SignalContext(parent context.Context, stderr io.Writer) (ctx context.Contex
 		select {
 		case <-sigs:
 			fmt.Fprintln(stderr, "imagebump: second signal: exiting at once")
-			os.Exit(130)
+			os.Exit(ExitFailure)
 		case <-done:
 		}
 	}()
