@@ -166,6 +166,15 @@ type Options struct {
 
 	// UserAgent is sent with every request. Zero: DefaultUserAgent.
 	UserAgent string
+
+	// OnRequest, when set, is told of every HTTP request to a registry
+	// (pings and token fetches included): the host it was sent to, and the
+	// response's status code, or 0 and the error when there was none.
+	// OnWait is told of every wait before a request, for the host's rate
+	// limit or a Retry-After pause. Both are called from many goroutines
+	// and must be quick; serve exports them as metrics.
+	OnRequest func(host string, status int, err error)
+	OnWait    func(host string, d time.Duration)
 }
 
 // Client lists tags and resolves digests. It is safe for concurrent use.
@@ -186,6 +195,8 @@ type Client struct {
 	keychain    authn.Keychain
 	log         *slog.Logger
 	userAgent   string
+	onRequest   func(host string, status int, err error)
+	onWait      func(host string, d time.Duration)
 
 	// secrets holds every credential and token the Client has read or
 	// been given, to be removed from what servers send back.
@@ -225,6 +236,8 @@ func New(opts Options) (*Client, error) {
 		keychain:    opts.Keychain,
 		log:         opts.Logger,
 		userAgent:   orDefault(opts.UserAgent, DefaultUserAgent),
+		onRequest:   opts.OnRequest,
+		onWait:      opts.OnWait,
 		secrets:     &redact.Secrets{},
 		hosts:       map[string]*host{},
 	}

@@ -96,6 +96,8 @@ func (c *Client) buildHost(key string, hc Host, base http.RoundTripper) *host {
 		timeout:      h.timeout,
 		maxPause:     c.maxBackoff,
 		userAgent:    c.userAgent,
+		onRequest:    c.onRequest,
+		onWait:       c.onWait,
 		sem:          make(chan struct{}, concurrency),
 		secrets:      c.secrets,
 		log:          c.log,
@@ -123,6 +125,8 @@ type hostTransport struct {
 	timeout      time.Duration
 	maxPause     time.Duration
 	userAgent    string
+	onRequest    func(host string, status int, err error)
+	onWait       func(host string, d time.Duration)
 	sem          chan struct{}
 	limiter      *rate.Limiter
 	secrets      *redact.Secrets
@@ -155,6 +159,9 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	// Another 429 may extend the pause while this request waits.
 	for d := t.pauseLeft(); d > 0; d = t.pauseLeft() {
+		if t.onWait != nil {
+			t.onWait(t.host, d)
+		}
 		if err := retry.Sleep(ctx, d); err != nil {
 			return refuse(err)
 		}
@@ -168,7 +175,12 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// request leaves the moment its token is granted; taking tokens first
 	// would let requests queued on the slots go out in bursts.
 	if t.limiter != nil {
-		if err := t.limiter.Wait(ctx); err != nil {
+		waitStart := time.Now()
+		err := t.limiter.Wait(ctx)
+		if d := time.Since(waitStart); t.onWait != nil && d > time.Millisecond {
+			t.onWait(t.host, d)
+		}
+		if err != nil {
 			<-t.sem
 			if ctx.Err() != nil {
 				return refuse(ctx.Err())
@@ -184,6 +196,13 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	start := time.Now()
 	resp, err := t.inner.RoundTrip(out)
+	if t.onRequest != nil {
+		if err != nil {
+			t.onRequest(req.URL.Host, 0, err)
+		} else {
+			t.onRequest(req.URL.Host, resp.StatusCode, nil)
+		}
+	}
 	if err != nil {
 		timedOut := rctx.Err() != nil && ctx.Err() == nil
 		cancel()

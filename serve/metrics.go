@@ -165,28 +165,15 @@ func (m *metrics) rateLimitWait(host string, d time.Duration) {
 	m.waitSeconds.WithLabelValues(host).Add(d.Seconds())
 }
 
-// countingTransport counts every registry request by host and status code.
-// It is the registry client's base transport, so it sees each request the
-// client sends after its rate limit and concurrency waits: retries, pings
-// and token fetches included.
-type countingTransport struct {
-	inner http.RoundTripper
-	m     *metrics
-}
-
-var _ http.RoundTripper = (*countingTransport)(nil)
-
-// RoundTrip implements http.RoundTripper.
-func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.inner.RoundTrip(req)
-	host := req.URL.Host
+// request counts one registry request by host and status code (registry's
+// OnRequest hook).
+func (m *metrics) request(host string, status int, err error) {
 	if err != nil {
-		t.m.requests.WithLabelValues(host, "error").Inc()
-		return resp, err
+		m.requests.WithLabelValues(host, "error").Inc()
+		return
 	}
-	t.m.requests.WithLabelValues(host, strconv.Itoa(resp.StatusCode)).Inc()
-	if resp.StatusCode == http.StatusTooManyRequests {
-		t.m.throttled.WithLabelValues(host).Inc()
+	m.requests.WithLabelValues(host, strconv.Itoa(status)).Inc()
+	if status == http.StatusTooManyRequests {
+		m.throttled.WithLabelValues(host).Inc()
 	}
-	return resp, nil
 }

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/registry"
 	"github.com/imagebump/imagebump/setters"
 )
 
@@ -83,49 +85,61 @@ func counterValue(t testing.TB, s *Server, name string, labels ...string) float6
 	return v
 }
 
-// TestCountingTransport sends real requests through the registry base
-// transport: each is counted by host and status code, 429s also as
-// throttled, and failures without a response as code "error".
-func TestCountingTransport(t *testing.T) {
+// TestRegistryRequestMetrics drives the real registry client with serve's
+// hooks: each request is counted by host and status code, 429s also as
+// throttled, failures without a response as code "error", and waits for
+// a host's rate limit are counted.
+func TestRegistryRequestMetrics(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/busy":
+		switch {
+		case r.URL.Path == "/v2/":
+			w.WriteHeader(http.StatusOK)
+		case strings.HasPrefix(r.URL.Path, "/v2/busy/"):
 			w.WriteHeader(http.StatusTooManyRequests)
 		default:
-			w.WriteHeader(http.StatusOK)
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"name":"app","tags":["1.0.0"]}`)
 		}
 	}))
 	defer srv.Close()
-	m := newMetrics()
-	rt := &countingTransport{inner: http.DefaultTransport, m: m}
-	client := &http.Client{Transport: rt}
-	for _, p := range []string{"/v2/", "/v2/", "/busy"} {
-		resp, err := client.Get(srv.URL + p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-	down := refusedPort(t)
-	if _, err := client.Get("http://" + down + "/v2/"); err == nil {
-		t.Fatal("a request to a closed port succeeded")
-	}
 	host := strings.TrimPrefix(srv.URL, "http://")
+	down := refusedPort(t)
+	m := newMetrics()
+	client, err := registry.New(registry.Options{
+		Hosts: []registry.Host{
+			{Host: host, Insecure: true, RequestsPerSecond: 2, Burst: 1},
+			{Host: down, Insecure: true},
+		},
+		MaxRetries: registry.NoRetries,
+		OnRequest:  m.request,
+		OnWait:     m.rateLimitWait,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for _, repo := range []string{host + "/app", host + "/app", host + "/busy"} {
+		_, _ = client.Tags(ctx, repo)
+	}
+	if _, err := client.Tags(ctx, down+"/app"); err == nil {
+		t.Fatal("listing a closed port succeeded")
+	}
 	rec := httptest.NewRecorder()
 	promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	fams := parseMetrics(t, rec.Body)
 	for _, c := range []struct {
 		name   string
 		labels []string
-		want   float64
+		min    float64
 	}{
-		{"imagebump_registry_requests_total", []string{"host", host, "code", "200"}, 2},
+		{"imagebump_registry_requests_total", []string{"host", host, "code", "200"}, 3}, // a ping and two listings
 		{"imagebump_registry_requests_total", []string{"host", host, "code", "429"}, 1},
 		{"imagebump_registry_throttled_total", []string{"host", host}, 1},
 		{"imagebump_registry_requests_total", []string{"host", down, "code", "error"}, 1},
+		{"imagebump_registry_rate_limit_waits_total", []string{"host", host}, 1},
 	} {
-		if got, _ := metricValue(fams, c.name, c.labels...); got != c.want {
-			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		if got, _ := metricValue(fams, c.name, c.labels...); got < c.min {
+			t.Errorf("%s%v = %v, want at least %v", c.name, c.labels, got, c.min)
 		}
 	}
 }

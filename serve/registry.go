@@ -22,8 +22,9 @@ func (s *Server) newRegistry(cfg *config.Config) (*registry.Client, error) {
 	return client, nil
 }
 
-// registryOptions are the config's registry options with serve's base
-// transport, which counts requests by host and status code.
+// registryOptions are the config's registry options with serve's hooks,
+// which count requests by host and status code and rate-limit waits, and a
+// base transport that keeps connections between cycles.
 func (s *Server) registryOptions(cfg *config.Config) registry.Options {
 	opts := cycle.RegistryOptions(cfg, s.log.With("component", "registry"))
 	base := http.DefaultTransport.(*http.Transport).Clone()
@@ -31,16 +32,9 @@ func (s *Server) registryOptions(cfg *config.Config) registry.Options {
 	// cycle: keep their connections instead of dialling (and shaking
 	// hands) anew each time.
 	base.MaxIdleConnsPerHost = 16
-	for _, h := range opts.Hosts {
-		if h.CAFile != "" {
-			// The registry client adds a host's CA to a clone of its base
-			// transport, which must be an *http.Transport for that.
-			s.log.Warn("registry request metrics are off while a registry has a caFile", "host", h.Host)
-			opts.Transport = base
-			return opts
-		}
-	}
-	opts.Transport = &countingTransport{inner: base, m: s.metrics}
+	opts.Transport = base
+	opts.OnRequest = s.metrics.request
+	opts.OnWait = s.metrics.rateLimitWait
 	return opts
 }
 
