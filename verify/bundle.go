@@ -33,6 +33,17 @@ func isBundleType(mediaType string) bool {
 	return strings.HasPrefix(mediaType, "application/vnd.dev.sigstore.bundle")
 }
 
+// emptyMediaType is the config media type of cosign's referrer manifests.
+// Some registries (go-containerregistry's pkg/registry among them) report a
+// referrer's config media type as its artifact type even when the manifest
+// sets artifactType, so a referrer of this type may hold a bundle: its
+// manifest is read to find out.
+const emptyMediaType = "application/vnd.oci.empty.v1+json"
+
+func maybeBundle(artifactType string) bool {
+	return isBundleType(artifactType) || artifactType == emptyMediaType
+}
+
 // bundles checks the Sigstore bundles that refer to digest.
 func (v *Verifier) bundles(ctx context.Context, repository, digest string, verdict *Error) (Result, bool, error) {
 	descs, err := v.reg.Referrers(ctx, repository, digest, BundleArtifactType)
@@ -47,7 +58,7 @@ func (v *Verifier) bundles(ctx context.Context, repository, digest string, verdi
 	}
 	checked := 0
 	for _, d := range descs {
-		if !isBundleType(d.ArtifactType) {
+		if !maybeBundle(d.ArtifactType) {
 			continue
 		}
 		if pt, ok := d.Annotations[AnnotationPredicateType]; ok && pt != SignPredicateType {
@@ -118,6 +129,9 @@ func (v *Verifier) referrer(ctx context.Context, repository, digest string, d v1
 	if err := json.Unmarshal(m.Body, &man); err != nil {
 		return malformed(fmt.Errorf("parsing manifest: %w", err))
 	}
+	if man.ArtifactType != "" && !isBundleType(man.ArtifactType) {
+		return Result{}, nil, errNotASignature
+	}
 	var layer *v1.Descriptor
 	for i := range man.Layers {
 		if isBundleType(string(man.Layers[i].MediaType)) {
@@ -126,6 +140,9 @@ func (v *Verifier) referrer(ctx context.Context, repository, digest string, d v1
 		}
 	}
 	if layer == nil {
+		if !isBundleType(man.ArtifactType) {
+			return Result{}, nil, errNotASignature // an empty-config artifact of another kind
+		}
 		return malformed(errors.New("no layer holds a Sigstore bundle"))
 	}
 	data, problem, err := v.blob(ctx, repository, *layer)
@@ -164,7 +181,7 @@ func (v *Verifier) checkBundle(ctx context.Context, digest string, data []byte) 
 		}
 		r.KeyID, res = k.id, got
 	} else {
-		got, serr, err := v.verifyKeyless(ctx, &b, sgverify.WithoutArtifactUnsafe())
+		got, serr, err := v.verifyKeyless(ctx, &b, nil)
 		if err != nil || serr != nil {
 			return Result{}, serr, err
 		}

@@ -16,7 +16,6 @@ import (
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
-	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
@@ -187,7 +186,7 @@ func (v *Verifier) checkClassic(ctx context.Context, digest string, layer v1.Des
 		if serr != nil {
 			return Result{}, serr, nil
 		}
-		res, serr, err := v.verifyKeyless(ctx, entity, sgverify.WithArtifact(bytes.NewReader(payload)))
+		res, serr, err := v.verifyKeyless(ctx, entity, payload)
 		if err != nil || serr != nil {
 			return Result{}, serr, err
 		}

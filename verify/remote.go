@@ -90,18 +90,16 @@ func (r *Remote) Blob(ctx context.Context, repository, digest string) ([]byte, e
 }
 
 // Referrers implements Registry with remote.Referrers, which reads the
-// referrers tag schema when the registry has no referrers API.
-func (r *Remote) Referrers(ctx context.Context, repository, digest, artifactType string) ([]v1.Descriptor, error) {
+// referrers tag schema when the registry has no referrers API. It ignores
+// artifactType: remote would only filter on the client, and by the type the
+// registry reports, which some registries get wrong.
+func (r *Remote) Referrers(ctx context.Context, repository, digest, _ string) ([]v1.Descriptor, error) {
 	repo, err := name.NewRepository(repository, r.NameOptions...)
 	if err != nil {
 		return nil, fmt.Errorf("parsing repository %q: %w", repository, err)
 	}
 	ref := repo.Digest(digest)
-	opts := r.options(ctx)
-	if artifactType != "" {
-		opts = append(opts, remote.WithFilter("artifactType", artifactType))
-	}
-	idx, err := remote.Referrers(ref, opts...)
+	idx, err := remote.Referrers(ref, r.options(ctx)...)
 	if err != nil {
 		return nil, fmt.Errorf("listing referrers of %s: %w", ref, remoteError(err))
 	}

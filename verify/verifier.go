@@ -13,6 +13,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync/atomic"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
@@ -130,7 +131,7 @@ func New(opts Options, reg Registry, options ...Option) (*Verifier, error) {
 			}
 			v.roots, fp.Root = StaticRoot{Material: tr}, sum(raw)
 		case s.roots != nil:
-			v.roots, fp.Root = s.roots, fmt.Sprintf("source %p", s.roots)
+			v.roots, fp.Root = s.roots, rootIdentity(s.roots)
 		default:
 			v.rootMissing, fp.Root = true, "public-good"
 		}
@@ -142,6 +143,24 @@ func New(opts Options, reg Registry, options ...Option) (*Verifier, error) {
 	v.identity = sum(b)
 	return v, nil
 }
+
+// rootIdentity names a RootSource for the cache key: by content where it
+// can, else uniquely, so that two sources never share verdicts by mistake.
+func rootIdentity(src RootSource) string {
+	switch r := src.(type) {
+	case StaticRoot:
+		if m, ok := r.Material.(json.Marshaler); ok {
+			if b, err := m.MarshalJSON(); err == nil {
+				return sum(b)
+			}
+		}
+	case *PublicGood:
+		return "tuf " + r.opts.MirrorURL + " " + sum(r.opts.Root)
+	}
+	return fmt.Sprintf("source %d", sourceSeq.Add(1))
+}
+
+var sourceSeq atomic.Int64
 
 // fingerprint is what the cache key's policy part hashes: what a verdict
 // depends on, by content rather than file name.
