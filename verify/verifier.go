@@ -226,7 +226,9 @@ func loadKeys(path string) ([]publicKey, string, error) {
 
 var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
-func isDigest(s string) bool { return strings.HasPrefix(s, "sha256:") || strings.HasPrefix(s, "sha512:") }
+func isDigest(s string) bool {
+	return strings.HasPrefix(s, "sha256:") || strings.HasPrefix(s, "sha512:")
+}
 
 // sigTag is cosign's classic signature tag for digest.
 func sigTag(digest string) string { return strings.Replace(digest, ":", "-", 1) + ".sig" }
