@@ -52,7 +52,7 @@ type testRegistry struct {
 	remote   *Remote
 }
 
-func startRegistry(t *testing.T, referrers bool) *testRegistry {
+func startRegistry(t testing.TB, referrers bool) *testRegistry {
 	t.Helper()
 	srv := httptest.NewServer(registry.New(
 		registry.WithReferrersSupport(referrers),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -21,16 +22,24 @@ import (
 // Its Referrers falls back to the referrers tag schema by itself (remote's
 // behaviour) when the registry has no referrers API, so it never returns
 // ErrReferrersUnsupported.
+//
+// One remote.Puller serves every call, so that each repository is pinged
+// and authenticated once, not once per request. Set the fields before the
+// first call; a Remote is safe for concurrent use.
 type Remote struct {
 	// NameOptions parse repository names; name.Insecure allows plain HTTP
 	// to hosts other than localhost and 127.0.0.1 (which ggcr always reaches
 	// over HTTP). Default: none.
 	NameOptions []name.Option
-	// Options go to every remote call: auth (remote.WithAuth,
+	// Options build the remote.Puller: auth (remote.WithAuth,
 	// remote.WithAuthFromKeychain), transport, user agent. Default: none,
-	// which is anonymous access over http.DefaultTransport. The context of
-	// each call is appended, so a remote.WithContext here is overridden.
+	// which is anonymous access over http.DefaultTransport. Each call
+	// carries its own context.
 	Options []remote.Option
+
+	once   sync.Once
+	puller *remote.Puller
+	err    error
 }
 
 var _ Registry = (*Remote)(nil)
@@ -40,17 +49,25 @@ func NewRemote(opts ...remote.Option) *Remote {
 	return &Remote{Options: opts}
 }
 
-func (r *Remote) options(ctx context.Context) []remote.Option {
-	opts := make([]remote.Option, 0, len(r.Options)+1)
-	opts = append(opts, r.Options...)
-	return append(opts, remote.WithContext(ctx))
+func (r *Remote) pull(repository string) (*remote.Puller, name.Repository, error) {
+	r.once.Do(func() {
+		r.puller, r.err = remote.NewPuller(r.Options...)
+	})
+	if r.err != nil {
+		return nil, name.Repository{}, fmt.Errorf("configuring go-containerregistry: %w", r.err)
+	}
+	repo, err := name.NewRepository(repository, r.NameOptions...)
+	if err != nil {
+		return nil, name.Repository{}, fmt.Errorf("parsing repository %q: %w", repository, err)
+	}
+	return r.puller, repo, nil
 }
 
 // Manifest implements Registry.
 func (r *Remote) Manifest(ctx context.Context, repository, reference string) (Manifest, error) {
-	repo, err := name.NewRepository(repository, r.NameOptions...)
+	p, repo, err := r.pull(repository)
 	if err != nil {
-		return Manifest{}, fmt.Errorf("parsing repository %q: %w", repository, err)
+		return Manifest{}, err
 	}
 	var ref name.Reference
 	if isDigest(reference) {
@@ -58,7 +75,7 @@ func (r *Remote) Manifest(ctx context.Context, repository, reference string) (Ma
 	} else {
 		ref = repo.Tag(reference)
 	}
-	desc, err := remote.Get(ref, r.options(ctx)...)
+	desc, err := p.Get(ctx, ref)
 	if err != nil {
 		return Manifest{}, fmt.Errorf("fetching manifest %s: %w", ref, remoteError(err))
 	}
@@ -68,12 +85,12 @@ func (r *Remote) Manifest(ctx context.Context, repository, reference string) (Ma
 // Blob implements Registry. It reads at most MaxBlobSize+1 bytes, so that
 // the Verifier sees an oversized blob as such.
 func (r *Remote) Blob(ctx context.Context, repository, digest string) ([]byte, error) {
-	repo, err := name.NewRepository(repository, r.NameOptions...)
+	p, repo, err := r.pull(repository)
 	if err != nil {
-		return nil, fmt.Errorf("parsing repository %q: %w", repository, err)
+		return nil, err
 	}
 	ref := repo.Digest(digest)
-	layer, err := remote.Layer(ref, r.options(ctx)...)
+	layer, err := p.Layer(ctx, ref)
 	if err != nil {
 		return nil, fmt.Errorf("fetching blob %s: %w", ref, remoteError(err))
 	}
@@ -94,12 +111,12 @@ func (r *Remote) Blob(ctx context.Context, repository, digest string) ([]byte, e
 // artifactType: remote would only filter on the client, and by the type the
 // registry reports, which some registries get wrong.
 func (r *Remote) Referrers(ctx context.Context, repository, digest, _ string) ([]v1.Descriptor, error) {
-	repo, err := name.NewRepository(repository, r.NameOptions...)
+	p, repo, err := r.pull(repository)
 	if err != nil {
-		return nil, fmt.Errorf("parsing repository %q: %w", repository, err)
+		return nil, err
 	}
 	ref := repo.Digest(digest)
-	idx, err := remote.Referrers(ref, r.options(ctx)...)
+	idx, err := remote.Referrers(ref, remote.Reuse(p), remote.WithContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("listing referrers of %s: %w", ref, remoteError(err))
 	}
