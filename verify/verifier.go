@@ -37,7 +37,8 @@ type Result struct {
 }
 
 // Verifier decides whether digests carry a valid signature for one policy.
-// It is safe for concurrent use.
+// It reads the policy's key or trusted root file once, in New: build a new
+// Verifier when the config is reloaded. It is safe for concurrent use.
 type Verifier struct {
 	reg      Registry
 	opts     Options
@@ -107,13 +108,14 @@ func New(opts Options, reg Registry, options ...Option) (*Verifier, error) {
 	}
 	fp := fingerprint{Keyless: opts.Keyless, InsecureIgnoreTlog: opts.InsecureIgnoreTlog}
 	if opts.Key != "" {
-		keys, sum, err := loadKeys(opts.Key)
+		keys, ids, err := loadKeys(opts.Key)
 		if err != nil {
 			return nil, err
 		}
-		v.keys, fp.Key = keys, sum
+		v.keys, fp.Key = keys, ids
 	} else {
-		k := opts.Keyless
+		k := *opts.Keyless // a copy: the caller's may change
+		v.opts.Keyless, fp.Keyless = &k, &k
 		id, err := sgverify.NewShortCertificateIdentity(k.Issuer, anchor(k.IssuerRegexp), k.Subject, anchor(k.SubjectRegexp))
 		if err != nil {
 			return nil, fmt.Errorf("verify.keyless: %w", err)
@@ -240,7 +242,8 @@ func fallbackTag(digest string) string { return strings.Replace(digest, ":", "-"
 // carries a signature valid for the Verifier's policy, in either format. It
 // returns the signature that passed, or an *Error (errors.Is ErrUnsigned or
 // ErrInvalid) saying why none did; any other error means it could not tell.
-// Verdicts are cached (see Cache); a cached one costs no request.
+// Verdicts are cached (see Cache); a cached one costs no request, and the
+// same *Error may be returned again: do not modify it.
 func (v *Verifier) Verify(ctx context.Context, repository, digest string) (Result, error) {
 	if !digestRE.MatchString(digest) {
 		return Result{}, fmt.Errorf("verifying %s@%s: not a sha256 manifest digest", repository, digest)
