@@ -63,6 +63,16 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives progress at info and debug level; nil discards it.
 	Logger *slog.Logger
+	// TrustWorktree makes Open trust a reused working copy's files: it
+	// checks HEAD, the branch and the index file against the state the
+	// last run recorded, and moves the worktree to the fetched head by the
+	// files a tree diff names, but does not look at every file (Git's
+	// status would stat each one) nor delete untracked files. Set it when
+	// imagebump alone writes the working copy and every file read is
+	// checked against its blob hash, as the marker index does; Clean
+	// checks everything on demand. Commits never take a file the edit did
+	// not report, trusted or not.
+	TrustWorktree bool
 }
 
 // Repo is a working copy of one branch of a remote repository. It is not
@@ -84,7 +94,10 @@ type Repo struct {
 
 	repo  *git.Repository
 	head  plumbing.Hash // the tracked branch's remote head as last fetched
+	at    plumbing.Hash // the commit the worktree and index hold
 	dirty bool          // the worktree may differ from head
+	// written are the objects the last commit wrote, which its push sends.
+	written []plumbing.Hash
 
 	secrets redact.Secrets // secrets read so far, scrubbed from error text
 
@@ -435,7 +448,8 @@ func (r *Repo) clone(ctx context.Context) error {
 		return fmt.Errorf("reading the cloned head of %s branch %q: %w", r.remote, r.branch, err)
 	}
 	r.head, r.dirty = ref.Hash(), false
-	r.recordReset()
+	r.at = r.head
+	r.recordState()
 	r.log.Info("cloned", "head", r.head.String(), "depth", r.opts.Depth, "duration", time.Since(start).Round(time.Millisecond))
 	return nil
 }
@@ -500,7 +514,13 @@ func (r *Repo) openExisting() (*git.Repository, string) {
 	if _, err := c.Tree(); err != nil {
 		return nil, "its HEAD tree cannot be read: " + err.Error()
 	}
-	if _, err := repo.Storer.Index(); err != nil {
+	if _, err := readRawIndex(filepath.Join(r.dir, ".git", "index")); errors.Is(err, errIndexFormat) {
+		// A format the fast reader does not patch: go-git's reader
+		// checks it, and the next commit resets the worktree whole.
+		if _, err := repo.Storer.Index(); err != nil {
+			return nil, "its index cannot be read: " + err.Error()
+		}
+	} else if err != nil {
 		return nil, "its index cannot be read: " + err.Error()
 	}
 	return repo, ""
