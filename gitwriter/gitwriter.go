@@ -96,8 +96,12 @@ type Repo struct {
 	head  plumbing.Hash // the tracked branch's remote head as last fetched
 	at    plumbing.Hash // the commit the worktree and index hold
 	dirty bool          // the worktree may differ from head
+	// verified is set while every file of the worktree is known to be as
+	// the index says: after a clone, a reset or a check of every file.
+	verified bool
 	// written are the objects the last commit wrote, which its push sends.
-	written []plumbing.Hash
+	written    []plumbing.Hash
+	writtenSet map[plumbing.Hash]bool
 
 	secrets redact.Secrets // secrets read so far, scrubbed from error text
 
@@ -447,7 +451,7 @@ func (r *Repo) clone(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading the cloned head of %s branch %q: %w", r.remote, r.branch, err)
 	}
-	r.head, r.dirty = ref.Hash(), false
+	r.head, r.dirty, r.verified = ref.Hash(), false, true
 	r.at = r.head
 	r.recordState()
 	r.log.Info("cloned", "head", r.head.String(), "depth", r.opts.Depth, "duration", time.Since(start).Round(time.Millisecond))

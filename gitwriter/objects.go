@@ -138,15 +138,17 @@ type fileEdit struct {
 // to the object store.
 func (r *Repo) readEdits(base *object.Tree, changed []string) ([]string, map[string]fileEdit, error) {
 	edits := map[string]fileEdit{}
+	seen := map[string]bool{}
 	var out []string
 	for _, p := range changed {
 		clean, err := checkPath(p)
 		if err != nil {
 			return nil, nil, err
 		}
-		if _, done := edits[clean]; done || slices.Contains(out, clean) {
+		if seen[clean] {
 			continue
 		}
+		seen[clean] = true
 		full := filepath.Join(r.dir, filepath.FromSlash(clean))
 		entry, terr := base.FindEntry(clean)
 		if terr != nil {
@@ -213,7 +215,12 @@ func (r *Repo) writeObject(t plumbing.ObjectType, content []byte) (plumbing.Hash
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	r.written = append(r.written, h)
+	// Two files with the same content are one blob, sent once: a pack
+	// that counts an object twice is refused.
+	if !r.writtenSet[h] {
+		r.writtenSet[h] = true
+		r.written = append(r.written, h)
+	}
 	return h, nil
 }
 
@@ -317,7 +324,7 @@ var invalidSignatureChars = strings.NewReplacer("<", "", ">", "", "\n", "")
 // lists the paths that differ from base; when none do, there is no commit
 // and the hash is zero.
 func (r *Repo) commit(base plumbing.Hash, paths []string, message string, c Commit, key *openpgp.Entity) (commit plumbing.Hash, changed []string, err error) {
-	r.written = r.written[:0]
+	r.written, r.writtenSet = r.written[:0], map[plumbing.Hash]bool{}
 	baseTree, err := r.commitTree(base)
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
@@ -526,4 +533,38 @@ func (r *Repo) patchIndexSlowly(changes []indexChange) error {
 		return fmt.Errorf("writing the index: %w", err)
 	}
 	return nil
+}
+
+// Restore puts the given files (slash-separated, relative to the
+// worktree) back as the head commit has them, removing those it does not
+// have: for an Edit that wrote files it then decides not to report.
+func (r *Repo) Restore(paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	tree, err := r.commitTree(r.head)
+	if err != nil {
+		return err
+	}
+	var ic []indexChange
+	for _, p := range paths {
+		clean, err := checkPath(p)
+		if err != nil {
+			return err
+		}
+		e, err := tree.FindEntry(clean)
+		if err != nil || e.Mode == filemode.Dir {
+			if err := os.RemoveAll(filepath.Join(r.dir, filepath.FromSlash(clean))); err != nil {
+				return fmt.Errorf("restoring %s: %w", clean, err)
+			}
+			ic = append(ic, indexChange{name: clean, remove: true})
+			continue
+		}
+		fi, err := r.writeFile(clean, *e)
+		if err != nil {
+			return err
+		}
+		ic = append(ic, indexChange{name: clean, hash: e.Hash, mode: e.Mode, fi: fi})
+	}
+	return r.moveTo(r.head, ic)
 }

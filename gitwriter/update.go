@@ -199,7 +199,7 @@ func (r *Repo) checkUpdate(u Update) error {
 // that redoing everything on the new head may succeed.
 func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit Edit) (res *Result, race bool, err error) {
 	base := r.head
-	r.dirty = true
+	r.dirty, r.verified = true, false
 	// Until the edit says what it changed, the worktree is not known to
 	// hold any commit: a crash now makes the next Open reset it whole.
 	_ = os.Remove(r.statePath())

@@ -49,7 +49,7 @@ func (r *Repo) reset() error {
 	if err := cleanUntracked(r.dir, idx); err != nil {
 		return fmt.Errorf("deleting untracked files: %w", err)
 	}
-	r.dirty = false
+	r.dirty, r.verified = false, true
 	r.at = r.head
 	r.recordState()
 	return nil
@@ -72,6 +72,9 @@ func (r *Repo) Clean() error {
 	if r.repo == nil {
 		return errors.New("cleaning: the working copy is not open")
 	}
+	if r.verified && !r.dirty {
+		return nil
+	}
 	return r.sync(true)
 }
 
@@ -91,7 +94,7 @@ func (r *Repo) sync(verify bool) error {
 		r.log.Debug("hard-resetting the worktree", "reason", why)
 		return r.reset()
 	}
-	r.dirty = false
+	r.dirty, r.verified = false, verify
 	return nil
 }
 
