@@ -35,6 +35,11 @@ type PlanOptions struct {
 	PullRequests func(config.Target) (pullrequest.Provider, error)
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
+	// IndexFile, when set with Repo, is where the marker index of Repo is
+	// kept between runs (a setters.ByStat index: files whose stat data did
+	// not change are served from it). It is a cache: a missing or
+	// unusable one is rebuilt, and failing to save it is only logged.
+	IndexFile string
 }
 
 // PlanResult is what Plan found.
@@ -83,6 +88,14 @@ func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
 		}
 		selects = t.Selects
 	}
+	var idx *setters.Index
+	if opts.IndexFile != "" && opts.Repo != "" {
+		var why string
+		idx, why = setters.LoadIndex(opts.IndexFile, setters.ByStat, setters.Options{Paths: paths})
+		if why != "" {
+			logger.Debug("building the marker index", "reason", why, "file", opts.IndexFile)
+		}
+	}
 	rep, err := Run(ctx, Options{
 		Config:   opts.Config,
 		Registry: perCycle(opts.Registry),
@@ -92,9 +105,15 @@ func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
 		Write:    opts.Write,
 		OnEdit:   opts.OnEdit,
 		Logger:   logger,
+		Index:    idx,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if idx != nil {
+		if err := idx.Save(opts.IndexFile); err != nil {
+			logger.Warn("could not save the marker index; the next run reads every file", "error", err)
+		}
 	}
 	res := &PlanResult{Report: rep}
 	if opts.Write || t == nil || !WantsPullRequest(*t) {
