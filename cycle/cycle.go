@@ -187,6 +187,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			}
 			if needsCurrent(applied) {
 				// As below: the parsed markers, not the comments.
+				if err := ix.ParseMarkers(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, Logger: logger}); err != nil {
+					return nil, err
+				}
 				markers := ix.Markers()
 				current = pinnedValues(markers)
 				refs = setters.References{}

@@ -6,8 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -120,9 +122,24 @@ type indexChange struct {
 	remove bool
 	hash   plumbing.Hash
 	mode   filemode.FileMode
-	// fi is the file's lstat data, for the entry's stat fields; nil
-	// leaves them zero (git then hashes the file to compare it).
-	fi fs.FileInfo
+	// stat holds the entry's stat fields (ctime, mtime, dev, ino, mode,
+	// uid, gid, size: the first 40 bytes of an entry) from the file's
+	// lstat data; zero when there was none (git then hashes the file to
+	// compare it).
+	stat [40]byte
+}
+
+// statFields returns the stat fields of an index entry for the file fi
+// describes; nil gives zeros.
+func statFields(fi fs.FileInfo) [40]byte {
+	var b [40]byte
+	if fi != nil && !fillStat(b[:], fi) {
+		t := fi.ModTime()
+		binary.BigEndian.PutUint32(b[8:], uint32(t.Unix()))
+		binary.BigEndian.PutUint32(b[12:], uint32(t.Nanosecond()))
+		binary.BigEndian.PutUint32(b[36:], uint32(fi.Size()))
+	}
+	return b
 }
 
 // patch applies changes (at most one per name) to the index and returns
@@ -170,12 +187,7 @@ func (ix *rawIndex) patch(changes []indexChange) []byte {
 func encodeIndexEntry(c indexChange, version uint32) []byte {
 	size := (62 + len(c.name) + 8) &^ 7
 	b := make([]byte, size)
-	if c.fi != nil && !fillStat(b, c.fi) {
-		t := c.fi.ModTime()
-		binary.BigEndian.PutUint32(b[8:], uint32(t.Unix()))
-		binary.BigEndian.PutUint32(b[12:], uint32(t.Nanosecond()))
-		binary.BigEndian.PutUint32(b[36:], uint32(c.fi.Size()))
-	}
+	copy(b, c.stat[:])
 	binary.BigEndian.PutUint32(b[24:], uint32(c.mode))
 	copy(b[40:60], c.hash[:])
 	n := len(c.name)
@@ -207,4 +219,32 @@ func writeIndexFile(path string, data []byte) error {
 		return fmt.Errorf("writing the index: %w", err)
 	}
 	return nil
+}
+
+// checkIndex checks that the index file of the working copy at dir can
+// be read. When the state file records the index's checksum, the index
+// is the one imagebump wrote, and its header and trailing checksum are
+// enough; otherwise the whole file is parsed.
+func checkIndex(dir string) error {
+	path := filepath.Join(dir, ".git", "index")
+	if state, err := os.ReadFile(filepath.Join(dir, ".git", resetStateFile)); err == nil {
+		_, sum, _ := strings.Cut(strings.TrimSpace(string(state)), " ")
+		if got, err := indexChecksum(path); err == nil && got == sum {
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			head := make([]byte, 8)
+			if _, err := io.ReadFull(f, head); err != nil || string(head[:4]) != indexSignature {
+				return errors.New("not a git index")
+			}
+			if v := binary.BigEndian.Uint32(head[4:]); v != 2 && v != 3 {
+				return errIndexFormat
+			}
+			return nil
+		}
+	}
+	_, err := readRawIndex(path)
+	return err
 }

@@ -2,6 +2,7 @@ package gitwriter
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -382,7 +384,7 @@ func (r *Repo) commit(base plumbing.Hash, paths []string, message string, c Comm
 	var ic []indexChange
 	for _, p := range changed {
 		e := edits[p]
-		ic = append(ic, indexChange{name: p, remove: e.remove, hash: e.hash, mode: e.mode, fi: e.fi})
+		ic = append(ic, indexChange{name: p, remove: e.remove, hash: e.hash, mode: e.mode, stat: statFields(e.fi)})
 	}
 	if err := r.moveTo(commit, ic); err != nil {
 		return plumbing.ZeroHash, nil, err
@@ -421,14 +423,113 @@ func (r *Repo) checkout(from, to plumbing.Hash) error {
 		if err != nil {
 			return err
 		}
-		ic = append(ic, indexChange{name: c.path, hash: c.to.Hash, mode: c.to.Mode, fi: fi})
+		ic = append(ic, indexChange{name: c.path, hash: c.to.Hash, mode: c.to.Mode, stat: statFields(fi)})
 	}
 	r.log.Debug("moved the worktree", "from", shortHash(from), "to", shortHash(to), "files", len(changes))
 	return r.moveTo(to, ic)
 }
 
-// writeFile writes one tree entry into the worktree and returns its
-// lstat data.
+// checkoutWriters is how many goroutines create files in a checkout.
+// Creating a file is mostly kernel work (on ext4, more so after many
+// deletions), which several goroutines overlap; reading the blobs stays
+// on one, as go-git's object store is not safe for concurrent use.
+const checkoutWriters = 4
+
+// checkoutAll writes every file of commit into an empty worktree, writes
+// a new index for them, and points HEAD and the tracked branch at commit.
+func (r *Repo) checkoutAll(commit plumbing.Hash) error {
+	tree, err := r.commitTree(commit)
+	if err != nil {
+		return err
+	}
+	type file struct {
+		i       int
+		name    string
+		e       object.TreeEntry
+		content []byte
+	}
+	var ic []indexChange
+	var mu sync.Mutex
+	var firstErr error
+	files := make(chan file, 64)
+	var wg sync.WaitGroup
+	for range checkoutWriters {
+		wg.Go(func() {
+			for f := range files {
+				fi, err := r.create(f.name, f.e, f.content)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				ic[f.i].stat = statFields(fi)
+				mu.Unlock()
+			}
+		})
+	}
+	made := map[string]bool{".": true}
+	w := object.NewTreeWalker(tree, true, nil)
+	err = func() error {
+		defer w.Close()
+		for {
+			name, e, err := w.Next()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("reading the tree of %s: %w", shortHash(commit), err)
+			}
+			if e.Mode == filemode.Dir {
+				continue
+			}
+			if dir := path.Dir(name); !made[dir] {
+				if err := os.MkdirAll(filepath.Join(r.dir, filepath.FromSlash(dir)), 0o755); err != nil {
+					return fmt.Errorf("writing %s: %w", name, err)
+				}
+				made[dir] = true
+			}
+			var content []byte
+			if e.Mode != filemode.Submodule {
+				if content, err = r.blob(name, e.Hash); err != nil {
+					return err
+				}
+			}
+			mu.Lock()
+			ic = append(ic, indexChange{name: name, hash: e.Hash, mode: e.Mode})
+			i := len(ic) - 1
+			mu.Unlock()
+			files <- file{i: i, name: name, e: e, content: content}
+		}
+	}()
+	close(files)
+	wg.Wait()
+	if err == nil {
+		err = firstErr
+	}
+	if err != nil {
+		return err
+	}
+	if err := writeIndexFile(r.indexPath(), (&rawIndex{version: 2}).patch(ic)); err != nil {
+		return err
+	}
+	r.log.Debug("checked out", "commit", shortHash(commit), "files", len(ic))
+	return r.moveTo(commit, nil)
+}
+
+// blob reads the content of a blob.
+func (r *Repo) blob(p string, h plumbing.Hash) ([]byte, error) {
+	obj, err := r.repo.Storer.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return nil, fmt.Errorf("reading the blob of %s: %w", p, err)
+	}
+	content, err := readAll(obj)
+	if err != nil {
+		return nil, fmt.Errorf("reading the blob of %s: %w", p, err)
+	}
+	return content, nil
+}
+
+// writeFile writes one tree entry into the worktree, in place of what is
+// there, and returns its lstat data.
 func (r *Repo) writeFile(p string, e object.TreeEntry) (fs.FileInfo, error) {
 	full := filepath.Join(r.dir, filepath.FromSlash(p))
 	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -437,23 +538,36 @@ func (r *Repo) writeFile(p string, e object.TreeEntry) (fs.FileInfo, error) {
 	if err := os.RemoveAll(full); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", p, err)
 	}
-	if e.Mode == filemode.Submodule {
+	return r.createFile(p, e)
+}
+
+// createFile creates one tree entry in the worktree, where nothing is,
+// in a folder that exists, and returns its lstat data.
+func (r *Repo) createFile(p string, e object.TreeEntry) (fs.FileInfo, error) {
+	var content []byte
+	if e.Mode != filemode.Submodule {
+		var err error
+		if content, err = r.blob(p, e.Hash); err != nil {
+			return nil, err
+		}
+	}
+	return r.create(p, e, content)
+}
+
+// create creates one tree entry with its content in the worktree, where
+// nothing is, in a folder that exists, and returns its lstat data (nil
+// for a submodule).
+func (r *Repo) create(p string, e object.TreeEntry, content []byte) (fs.FileInfo, error) {
+	full := filepath.Join(r.dir, filepath.FromSlash(p))
+	var err error
+	switch e.Mode {
+	case filemode.Submodule:
 		// gitwriter never fetches submodules: an empty folder, as git
 		// leaves one.
 		if err := os.Mkdir(full, 0o755); err != nil {
 			return nil, fmt.Errorf("writing %s: %w", p, err)
 		}
 		return nil, nil
-	}
-	obj, err := r.repo.Storer.EncodedObject(plumbing.BlobObject, e.Hash)
-	if err != nil {
-		return nil, fmt.Errorf("reading the blob of %s: %w", p, err)
-	}
-	content, err := readAll(obj)
-	if err != nil {
-		return nil, fmt.Errorf("reading the blob of %s: %w", p, err)
-	}
-	switch e.Mode {
 	case filemode.Symlink:
 		err = os.Symlink(string(content), full)
 	case filemode.Executable:
@@ -524,9 +638,8 @@ func (r *Repo) patchIndexSlowly(changes []indexChange) error {
 		}
 		e := idx.Add(c.name)
 		e.Hash, e.Mode = c.hash, c.mode
-		if c.fi != nil {
-			e.ModifiedAt, e.Size = c.fi.ModTime(), uint32(c.fi.Size())
-		}
+		e.ModifiedAt = time.Unix(int64(binary.BigEndian.Uint32(c.stat[8:])), int64(binary.BigEndian.Uint32(c.stat[12:])))
+		e.Size = binary.BigEndian.Uint32(c.stat[36:])
 	}
 	idx.Cache = nil
 	if err := r.repo.Storer.SetIndex(idx); err != nil {
@@ -564,7 +677,7 @@ func (r *Repo) Restore(paths []string) error {
 		if err != nil {
 			return err
 		}
-		ic = append(ic, indexChange{name: clean, hash: e.Hash, mode: e.Mode, fi: fi})
+		ic = append(ic, indexChange{name: clean, hash: e.Hash, mode: e.Mode, stat: statFields(fi)})
 	}
 	return r.moveTo(r.head, ic)
 }

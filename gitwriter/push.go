@@ -101,7 +101,7 @@ func (r *Repo) sendPack(ctx context.Context, sess transport.ReceivePackSession, 
 	done := make(chan error, 1)
 	go func() {
 		// Ends when the pack is written or the reader is closed below.
-		_, err := packfile.NewEncoder(wr, r.repo.Storer, refDeltas).Encode(objects, 10)
+		_, err := packfile.NewEncoder(wr, r.repo.Storer, refDeltas).Encode(objects, r.packWindow())
 		_ = wr.CloseWithError(err)
 		done <- err
 	}()
@@ -140,4 +140,13 @@ func (r *Repo) isAncestor(anc, c plumbing.Hash) bool {
 		queue = append(queue, co.ParentHashes...)
 	}
 	return false
+}
+
+// packWindow is the delta window of a pushed pack: none for a remote on
+// this machine, where deltas save no transfer, git's default otherwise.
+func (r *Repo) packWindow() uint {
+	if r.kind == kindFile {
+		return 0
+	}
+	return 10
 }

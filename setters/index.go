@@ -140,7 +140,12 @@ type fileEntry struct {
 	racy bool            // ByStat: read again at the next scan
 	// token is set when the file holds the text "$imagepolicy" in double
 	// quotes; a file without it has no markers and no problems.
-	token    bool
+	token bool
+	// parsed is set when markers and problems hold the file's parse. A
+	// scan only reads the comments (refs): Apply parses the file when it
+	// reads it, which it does for an entry not parsed yet, so a cold
+	// index parses each file once.
+	parsed   bool
 	markers  []indexMarker
 	problems []indexProblem
 	// refs are the policies its marker comments name, one per comment, as
@@ -251,7 +256,9 @@ func (ix *Index) Update(head string, changes []FileChange, paths []string) {
 	if ix.kind != ByBlob {
 		return
 	}
-	ix.dirty = true
+	if ix.head != head || len(changes) > 0 {
+		ix.dirty = true
+	}
 	ix.head = head
 	if !ix.built {
 		return
@@ -304,7 +311,8 @@ func (ix *Index) References() References {
 }
 
 // Markers returns every well-formed marker on a scalar, as Apply's
-// Result.Markers lists them, sorted by file and line. Call it after Scan.
+// Result.Markers lists them, sorted by file and line. Call it after Scan
+// and ParseMarkers.
 func (ix *Index) Markers() []Marker {
 	var out []Marker
 	for rel, e := range ix.files {
@@ -364,6 +372,7 @@ func newEntry(src []byte, out *outcome, token bool) *fileEntry {
 	if out == nil {
 		return e
 	}
+	e.parsed = true
 	e.markers = make([]indexMarker, len(out.markers))
 	for i, m := range out.markers {
 		e.markers[i] = indexMarker{line: m.Line, column: m.Column, policy: m.Policy, field: m.Field, value: m.Value, inFlow: out.inFlow[i]}
@@ -378,6 +387,9 @@ func newEntry(src []byte, out *outcome, token bool) *fileEntry {
 // read: its markers and problems, given the policies. need is set when
 // some marker would change, so the file must be read and rewritten.
 func (e *fileEntry) served(rel string, env env) (markers []Marker, problems []Problem, need bool) {
+	if !e.parsed {
+		return nil, nil, true
+	}
 	for _, m := range e.markers {
 		if m.inFlow {
 			continue
@@ -552,7 +564,7 @@ func scanRead(rel string, src []byte, err error) (*fileEntry, *Problem) {
 	var tooLarge *TooLargeError
 	switch {
 	case errors.As(err, &tooLarge):
-		e := &fileEntry{token: tooLarge.Marked}
+		e := &fileEntry{token: tooLarge.Marked, parsed: true}
 		if tooLarge.Marked {
 			e.problems = []indexProblem{{err: err}}
 		}
@@ -563,8 +575,46 @@ func scanRead(rel string, src []byte, err error) (*fileEntry, *Problem) {
 	if !bytes.Contains(src, token) {
 		return &fileEntry{}, nil
 	}
-	out := rewrite(rel, src, scanEnv)
-	return newEntry(src, &out, true), nil
+	return newEntry(src, nil, true), nil
+}
+
+// ParseMarkers parses the files the index knows only by their comments
+// (a scan reads no more), so that Markers lists every marker. Apply
+// parses what it reads anyway; call it only when the markers are needed
+// before Apply.
+func (ix *Index) ParseMarkers(ctx context.Context, opts Options) error {
+	root, err := resolveRoot(opts.Root)
+	if err != nil {
+		return err
+	}
+	var paths []string
+	for rel, e := range ix.files {
+		if e.token && !e.parsed && !ix.stale[rel] {
+			paths = append(paths, rel)
+		}
+	}
+	var buf bytes.Buffer
+	for _, rel := range paths {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("scanning %s: %w", opts.Root, err)
+		}
+		e := ix.files[rel]
+		err := readFile(filepath.Join(root, filepath.FromSlash(rel)), &buf, maxFileSize(opts))
+		if ix.read != nil {
+			ix.read[rel] = true
+		}
+		if err != nil || blobSum(buf.Bytes()) != e.blob || !bytes.Contains(buf.Bytes(), token) {
+			// Changed since the scan (or unreadable): Apply reads it
+			// again and reports it.
+			continue
+		}
+		out := rewrite(rel, buf.Bytes(), scanEnv)
+		n := newEntry(buf.Bytes(), &out, true)
+		n.stat, n.racy = e.stat, e.racy
+		ix.files[rel] = n
+		ix.dirty = true
+	}
+	return nil
 }
 
 // scanPending reads the files Update reported (ByBlob).

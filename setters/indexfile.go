@@ -27,7 +27,7 @@ const indexMagic = "imagebump marker index\n"
 
 // indexFormat is the version of the index layout and of what a scan
 // records in it.
-const indexFormat = 1
+const indexFormat = 2
 
 // buildID names the build that writes an index: the module's version and,
 // when the binary records them, the commit it was built from and whether
@@ -158,6 +158,9 @@ func (ix *Index) encode() []byte {
 		}
 		if f.stat.weak {
 			flags |= 4
+		}
+		if f.parsed {
+			flags |= 8
 		}
 		e.uint(flags)
 		if ix.kind == ByStat {
@@ -347,7 +350,7 @@ func decodeIndex(data []byte) (*Index, error) {
 		}
 		rel := d.str()
 		flags := d.uint()
-		f := &fileEntry{token: flags&1 != 0, racy: flags&2 != 0}
+		f := &fileEntry{token: flags&1 != 0, racy: flags&2 != 0, parsed: flags&8 != 0}
 		f.stat.weak = flags&4 != 0
 		if ix.kind == ByStat {
 			f.stat.dev = d.uint()
