@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/imagebump/imagebump/policy"
+	"github.com/imagebump/imagebump/verify"
 )
 
 // DefaultNamespace is the namespace of an image name written without one:
@@ -175,11 +176,56 @@ type Image struct {
 	// reported. `imagebump hold` and `imagebump release` write and remove
 	// it.
 	Hold *Hold `yaml:"hold"`
+	// MinAge, when set, keeps a tag from being a candidate until its image
+	// is that old (the image's creation time: the OCI created annotation,
+	// else the config's created; for a multi-platform image the newest
+	// platform): a brand-new tag gets time to prove itself elsewhere first.
+	MinAge time.Duration `yaml:"minAge"`
+	// Verify, when set, makes a tag a candidate only if its digest carries
+	// a valid cosign signature by a key or a keyless identity.
+	Verify *Verify `yaml:"verify"`
 
 	// Line is the line of the image's entry in the config file.
 	Line int `yaml:"-"`
 
 	policy *policy.Policy
+}
+
+// Verify says who must have signed an image for its tag to be a
+// candidate: exactly one of Key and Keyless. Package verify documents the
+// checks (docs/verify.md).
+type Verify struct {
+	// Key is a file of one or more PEM public keys (cosign.pub); any may
+	// have signed.
+	Key string `yaml:"key" config:"path"`
+	// Keyless asks for a Sigstore (Fulcio) certificate with this OIDC
+	// identity.
+	Keyless *Keyless `yaml:"keyless"`
+	// TrustedRoot is a Sigstore trusted_root.json for keyless signatures.
+	// Empty means Sigstore's public-good instance, fetched through TUF.
+	TrustedRoot string `yaml:"trustedRoot" config:"path"`
+	// InsecureIgnoreTlog accepts keyless signatures without a
+	// transparency log entry when an RFC 3161 timestamp proves their time.
+	InsecureIgnoreTlog bool `yaml:"insecureIgnoreTlog"`
+}
+
+// Options returns the verify package's options for v.
+func (v *Verify) Options() verify.Options {
+	o := verify.Options{Key: v.Key, TrustedRoot: v.TrustedRoot, InsecureIgnoreTlog: v.InsecureIgnoreTlog}
+	if k := v.Keyless; k != nil {
+		o.Keyless = &verify.Keyless{Issuer: k.Issuer, IssuerRegexp: k.IssuerRegexp, Subject: k.Subject, SubjectRegexp: k.SubjectRegexp}
+	}
+	return o
+}
+
+// Keyless is the identity a keyless signature's certificate must carry:
+// one of Issuer and IssuerRegexp, and one of Subject and SubjectRegexp.
+// Regular expressions must match the whole value.
+type Keyless struct {
+	Issuer        string `yaml:"issuer"`
+	IssuerRegexp  string `yaml:"issuerRegexp"`
+	Subject       string `yaml:"subject"`
+	SubjectRegexp string `yaml:"subjectRegexp"`
 }
 
 // Hold keeps a policy's markers still.

@@ -288,6 +288,11 @@ func (v *validator) images() {
 				v.add(v.at(p+".platform"), p+".platform", "%v", err)
 			}
 		}
+		if vf := im.Verify; vf != nil && v.good(p+".verify") {
+			if err := vf.Options().Validate(); err != nil {
+				v.wrap(v.keyAt(p+".verify"), p+".verify", err, "invalid signature policy")
+			}
+		}
 		if h := im.Hold; h != nil && v.good(p+".hold") {
 			hp := p + ".hold"
 			v.require(hp, "reason")

@@ -32,6 +32,12 @@ type TargetOptions struct {
 	// PullRequests builds the target's forge client. Nil means
 	// NewPullRequestProvider.
 	PullRequests func(config.Target) (pullrequest.Provider, error)
+	// Gates checks signatures and minimum ages; keep one per config so
+	// verified digests stay cached between cycles. Nil means a new one per
+	// cycle.
+	Gates *Gates
+	// Now is the clock of holds and minimum ages; nil means time.Now.
+	Now func() time.Time
 	// Logger receives progress; nil discards. RunTarget adds the target's
 	// name to it.
 	Logger *slog.Logger
@@ -144,6 +150,8 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 			Policies:  t.Selects,
 			Write:     true,
 			Selection: selection,
+			Gates:     opts.Gates,
+			Now:       opts.Now,
 			Logger:    logger,
 		})
 		if err != nil {
@@ -292,5 +300,21 @@ func pullRequestRequest(t config.Target, base string, rep *Report, cfgFile, repo
 	for _, c := range rep.Changes {
 		req.Changes = append(req.Changes, pullrequest.Change{File: c.File, Line: c.Line, Policy: c.Policy, Old: c.Old, New: c.New})
 	}
+	req.Notes = heldNotes(rep)
 	return req, nil
+}
+
+// heldNotes lists, for a pull request's body, what a gate or a hold kept
+// from it: the better tags held back, and the policies held still.
+func heldNotes(rep *Report) []string {
+	var notes []string
+	for _, p := range rep.Policies {
+		for _, h := range p.HeldBack {
+			notes = append(notes, fmt.Sprintf("%s %s: %s (%s)", p.Name, h.Tag, h.Gate, h.Detail))
+		}
+		if p.Held != nil {
+			notes = append(notes, fmt.Sprintf("%s: held at its current tag (%s)", p.Name, p.Held.Reason))
+		}
+	}
+	return notes
 }

@@ -197,6 +197,7 @@ type Client struct {
 	userAgent   string
 	onRequest   func(host string, status int, err error)
 	onWait      func(host string, d time.Duration)
+	created     createdCache
 
 	// secrets holds every credential and token the Client has read or
 	// been given, to be removed from what servers send back.
