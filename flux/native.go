@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -81,14 +83,23 @@ func (s *Set) Native(opts NativeOptions) (*Native, error) {
 		return nil, err
 	}
 	m.cfg.File = m.opts.File
+	// Paths the user gave relative are written relative to the native
+	// config's folder; the config is parsed as if it were there, so its
+	// paths come out absolute, as config.Load makes them.
+	base, err := filepath.Abs(filepath.Dir(m.opts.File))
+	if err != nil {
+		return nil, fmt.Errorf("resolving the native config's folder: %w", err)
+	}
+	m.opts.Secrets.relativize(reflect.ValueOf(&m.cfg), base)
 	text, err := emit(&m.cfg, m.comments)
 	if err != nil {
 		return nil, fmt.Errorf("writing the native config: %w", err)
 	}
-	c, err := config.Parse(text, m.opts.File)
+	c, err := config.Parse(text, filepath.Join(base, filepath.Base(m.opts.File)))
 	if err != nil {
 		return nil, m.configError(err, m.sources)
 	}
+	c.File = m.opts.File
 	m.n.Config, m.n.YAML = c, text
 	return m.n, nil
 }
@@ -143,8 +154,10 @@ type mapper struct {
 	comments map[string]string // config path → comment naming its source
 	sources  map[string]Object
 	repos    map[string]*ImageRepository // ns/name
-	gits     map[string]*GitRepository   // ns/name
-	hosts    map[string]*hostSettings
+	// usedRepos holds the ImageRepositories some ImagePolicy names.
+	usedRepos map[string]bool
+	gits      map[string]*GitRepository // ns/name
+	hosts     map[string]*hostSettings
 	// byNamespace lists the image names (NAMESPACE:NAME) of each namespace.
 	byNamespace map[string][]*ImagePolicy
 }
@@ -160,6 +173,7 @@ func (m *mapper) index() {
 	m.comments = map[string]string{}
 	m.sources = map[string]Object{}
 	m.repos = map[string]*ImageRepository{}
+	m.usedRepos = map[string]bool{}
 	m.gits = map[string]*GitRepository{}
 	m.hosts = map[string]*hostSettings{}
 	m.byNamespace = map[string][]*ImagePolicy{}
@@ -193,6 +207,11 @@ func (m *mapper) images() {
 		m.sources[fmt.Sprintf("images[%d]", i)] = pol.Object
 		m.n.Policies[im.Name] = pol.Object
 		m.byNamespace[pol.Namespace] = append(m.byNamespace[pol.Namespace], pol)
+	}
+	for _, r := range m.set.Repositories {
+		if !m.usedRepos[r.Namespace+"/"+r.Name] {
+			m.p.note(Info, r.Object, "", r.Line, "no ImagePolicy uses it: nothing to do")
+		}
 	}
 	for _, h := range sortedKeys(m.hosts) {
 		i := len(m.cfg.Registries)
@@ -233,6 +252,7 @@ func (m *mapper) image(pol *ImagePolicy) (config.Image, bool) {
 		ns = pol.Namespace
 	}
 	repo := m.repos[ns+"/"+ref.Name]
+	m.usedRepos[ns+"/"+ref.Name] = true
 	if repo == nil {
 		msg := fmt.Sprintf("ImageRepository %s/%s is not among the objects read", ns, ref.Name)
 		if h := refHint(ns+"/"+ref.Name, m.repos); h != "" {
@@ -435,6 +455,14 @@ func (m *mapper) targets() {
 		}
 	}
 	for _, g := range m.set.GitRepositories {
+		// Said of every GitRepository, used or not, as ImageRepositories'
+		// fields are: nothing is dropped without a word.
+		switch p := g.Spec.Provider; p {
+		case "", "generic":
+		default:
+			m.p.note(Warning, g.Object, "spec.provider", g.src.line("spec.provider"),
+				"provider %q needs cloud or app authentication, which imagebump does not have yet: map a token in secretRef's Secret (bearerToken or username and password)", p)
+		}
 		referenced := false
 		for _, a := range m.set.Automations {
 			if sourceKey(a) == g.Namespace+"/"+g.Name {
@@ -574,12 +602,6 @@ func (m *mapper) git(a *ImageUpdateAutomation, g *GitRepository) (*config.Git, b
 	}
 	if out.Branch == "" {
 		m.p.note(Warning, a.Object, "spec.git.checkout", a.src.line("spec.git"), "no branch given (Flux's automation fails without one): imagebump uses the remote's default branch")
-	}
-	switch p := g.Spec.Provider; p {
-	case "", "generic":
-	default:
-		m.p.note(Warning, g.Object, "spec.provider", g.src.line("spec.provider"),
-			"provider %q needs cloud or app authentication, which imagebump does not have yet: map a token in secretRef's Secret (bearerToken or username and password)", p)
 	}
 	if g.Spec.SecretRef == nil {
 		if u.Scheme == "ssh" {
