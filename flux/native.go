@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -320,15 +321,26 @@ func (m *mapper) image(pol *ImagePolicy) (config.Image, bool) {
 		}
 		im.FilterTags = &config.FilterTags{Pattern: f.Pattern, Extract: f.Extract}
 	}
-	if len(repo.Spec.ExclusionList) > 0 {
-		im.Exclude = append([]string(nil), repo.Spec.ExclusionList...)
-		im.ExcludeReplacesDefaults = true
-		for i, e := range im.Exclude {
+	if list := repo.Spec.ExclusionList; len(list) > 0 {
+		for i, e := range list {
 			if _, err := regexp.Compile(e); err != nil {
 				f := fmt.Sprintf("spec.exclusionList[%d]", i)
 				m.p.fail(repo.Object, f, repo.src.line(f), err, "invalid pattern")
 				ok = false
 			}
+		}
+		// A list that starts with imagebump's defaults, as `flux
+		// generate` writes them, adds the rest to the defaults: the
+		// native config says so, and generate-then-export gives back the
+		// config it started from.
+		if d := policy.DefaultExclusions(); len(list) >= len(d) && slices.Equal(list[:len(d)], d) {
+			im.Exclude = append([]string(nil), list[len(d):]...)
+			if len(im.Exclude) == 0 {
+				im.Exclude = nil
+			}
+		} else {
+			im.Exclude = append([]string(nil), list...)
+			im.ExcludeReplacesDefaults = true
 		}
 	}
 	switch spec.DigestReflectionPolicy {

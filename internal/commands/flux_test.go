@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -39,11 +40,21 @@ import (
 // {{digest REPOSITORY:TAG}}: normalize maps the test servers' values back.
 
 const (
-	fluxFleet   = "../../testdata/flux"
-	fluxE2E     = "../../testdata/flux-e2e"
 	fleetHost   = "registry.fleet.test"
 	fleetGitURL = "https://git.example.com/acme/fleet.git"
 )
+
+// The sample fleet and the golden files, absolute: some tests change the
+// working directory.
+var fluxFleet, fluxE2E = mustAbs("../../testdata/flux"), mustAbs("../../testdata/flux-e2e")
+
+func mustAbs(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		panic(err)
+	}
+	return abs
+}
 
 // fluxEnv is what the Flux end-to-end tests share: one registry holding the
 // fleet's images, one git http-backend serving one bare repository per
@@ -437,6 +448,84 @@ func TestFluxFleetEndToEnd(t *testing.T) {
 		}
 	})
 
+	// flux export writes the Flux objects as imagebump.yaml; that config
+	// validates and plans exactly as the objects do (and as Flux would,
+	// expected/plan); flux generate turns it back into Flux objects, which
+	// export to the same config. Run from the fleet's folder with relative
+	// paths, as a user would: the Docker config keeps the spelling of the
+	// secrets mapping.
+	t.Run("export round trip", func(t *testing.T) {
+		f := e.newFleet(t)
+		t.Chdir(f.dir)
+		exported, stderr, code := runMain(t, "flux", "export", "clusters", "--secrets", "secrets.yaml")
+		if code != 0 {
+			t.Fatalf("flux export: exit %d\n%s", code, stderr)
+		}
+		if !strings.Contains(exported, "dockerConfig: secrets/docker-config.json\n") {
+			t.Errorf("the export does not name the Docker config as secrets.yaml does:\n%s", exported)
+		}
+		if !strings.Contains(stderr, "Flux objects read: 13") {
+			t.Errorf("flux export: no report on stderr:\n%s", stderr)
+		}
+		writeFile(t, f.dir, "imagebump.yaml", exported)
+		if out, stderr, code := runMain(t, "validate", "-c", "imagebump.yaml", "--repo", "."); code != 0 {
+			t.Fatalf("validate the export: exit %d\n%s\n%s", code, out, stderr)
+		}
+		for _, target := range []string{"apps", "flux-system"} {
+			native, stderr, code := runMain(t, "plan", "-c", "imagebump.yaml", "--target", target, "--repo", ".", "-o", "json")
+			if code != 0 {
+				t.Fatalf("plan the export --target %s: exit %d\n%s", target, code, stderr)
+			}
+			fromFlux, stderr, code := runMain(t, "plan", "-c", "clusters", "--flux-secrets", "secrets.yaml", "--target", target, "--repo", ".", "-o", "json")
+			if code != 0 {
+				t.Fatalf("plan the objects --target %s: exit %d\n%s", target, code, stderr)
+			}
+			if diff := cmp.Diff(native, fromFlux); diff != "" {
+				t.Errorf("plan --target %s: the export (-) and the objects (+) differ:\n%s", target, diff)
+			}
+			if diff := cmp.Diff(e.planSummary(t, f, native), readGolden(t, "expected/plan/"+target+".txt")); diff != "" {
+				t.Errorf("plan of the export --target %s (-got +want):\n%s", target, diff)
+			}
+		}
+
+		objects, stderr, code := runMain(t, "flux", "generate", "-c", "imagebump.yaml")
+		if code != 0 {
+			t.Fatalf("flux generate: exit %d\n%s", code, stderr)
+		}
+		writeFile(t, f.dir, "generated/objects.yaml", objects)
+		// flux generate lists the Secrets to create, KEY=FILE; mapped back
+		// to those files, the objects read the same credentials.
+		var mapping strings.Builder
+		secretLine := regexp.MustCompile(`^  (\S+/\S+) (\S+)=(\S+)$`)
+		last := ""
+		for _, line := range strings.Split(stderr, "\n") {
+			if m := secretLine.FindStringSubmatch(line); m != nil {
+				if m[1] != last {
+					fmt.Fprintf(&mapping, "%s:\n", m[1])
+					last = m[1]
+				}
+				fmt.Fprintf(&mapping, "  %q: %q\n", m[2], m[3])
+			}
+		}
+		writeFile(t, f.dir, "generated-secrets.yaml", mapping.String())
+		back, stderr, code := runMain(t, "flux", "export", "generated", "--secrets", "generated-secrets.yaml")
+		if code != 0 {
+			t.Fatalf("flux export of the generated objects: exit %d\n%s\nmapping:\n%s", code, stderr, mapping.String())
+		}
+		writeFile(t, f.dir, "back.yaml", back)
+		want, err := config.Load("imagebump.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := config.Load("back.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(got, want, configWithoutLines); diff != "" {
+			t.Errorf("export -> generate -> export (-got +want):\n%s\nexported:\n%s\nback:\n%s", diff, exported, back)
+		}
+	})
+
 	t.Run("run", func(t *testing.T) {
 		f := e.newFleet(t)
 		secrets := filepath.Join(f.dir, "secrets.yaml")
@@ -556,7 +645,7 @@ func TestFluxFleetEndToEnd(t *testing.T) {
 
 // configWithoutLines drops what only says where a config came from.
 var configWithoutLines = cmp.Options{
-	cmpopts.IgnoreUnexported(config.Config{}),
+	cmpopts.IgnoreUnexported(config.Config{}, config.Image{}),
 	cmpopts.IgnoreFields(config.Config{}, "File"),
 	cmpopts.IgnoreFields(config.Image{}, "Line"),
 	cmpopts.IgnoreFields(config.Registry{}, "Line"),
@@ -564,4 +653,220 @@ var configWithoutLines = cmp.Options{
 	cmpopts.SortSlices(func(a, b config.Image) bool { return a.Name < b.Name }),
 	cmpopts.SortSlices(func(a, b config.Target) bool { return a.Name < b.Name }),
 	cmpopts.EquateEmpty(),
+}
+
+// ignoredFieldsYAML sets every Flux field imagebump does not take as Flux
+// does (flux/fields.go's notes, and the "not done yet" values of
+// flux/native.go), each on a line of its own. REGISTRY is the test
+// registry.
+const ignoredFieldsYAML = `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: app, namespace: apps}
+spec:
+  image: REGISTRY/acme/web
+  interval: 5m
+  timeout: 1m
+  proxySecretRef: {name: proxy}
+  serviceAccountName: puller
+  accessFrom: {namespaceSelectors: [{matchLabels: {team: apps}}]}
+  provider: aws
+  certSecretRef: {name: registry-ca}
+  insecure: true
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: app, namespace: apps}
+spec:
+  imageRepositoryRef: {name: app}
+  digestReflectionPolicy: Always
+  interval: 10m
+  policy: {semver: {range: ">=1.0.0"}}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: fleet, namespace: apps}
+spec:
+  url: https://git.example.com/acme/fleet.git
+  provider: azure
+  interval: 1m
+  timeout: 1m
+  ref: {branch: main}
+  verify: {mode: HEAD, secretRef: {name: keys}}
+  proxySecretRef: {name: proxy}
+  ignore: "/*"
+  suspend: true
+  recurseSubmodules: true
+  include: [{repository: {name: other}}]
+  sparseCheckout: [apps]
+  serviceAccountName: cloner
+status: {}
+---
+apiVersion: source.toolkit.fluxcd.io/v1beta2
+kind: GitRepository
+metadata: {name: legacy, namespace: apps}
+spec:
+  url: https://git.example.com/acme/legacy.git
+  interval: 1m
+  gitImplementation: go-git
+  accessFrom: {namespaceSelectors: []}
+`
+
+// ignoredFields lists, for each field ignoredFieldsYAML sets, the object
+// and the line where the report must name it.
+var ignoredFields = []struct {
+	object, field string
+	line          int
+}{
+	{"ImageRepository apps/app", "spec.interval", 6},
+	{"ImageRepository apps/app", "spec.timeout", 7},
+	{"ImageRepository apps/app", "spec.proxySecretRef", 8},
+	{"ImageRepository apps/app", "spec.serviceAccountName", 9},
+	{"ImageRepository apps/app", "spec.accessFrom", 10},
+	{"ImageRepository apps/app", "spec.provider", 11},
+	{"ImageRepository apps/app", "spec.certSecretRef", 12},
+	{"ImagePolicy apps/app", "spec.interval", 21},
+	{"GitRepository apps/fleet", "spec.provider", 29},
+	{"GitRepository apps/fleet", "spec.interval", 30},
+	{"GitRepository apps/fleet", "spec.timeout", 31},
+	{"GitRepository apps/fleet", "spec.verify", 33},
+	{"GitRepository apps/fleet", "spec.proxySecretRef", 34},
+	{"GitRepository apps/fleet", "spec.ignore", 35},
+	{"GitRepository apps/fleet", "spec.suspend", 36},
+	{"GitRepository apps/fleet", "spec.recurseSubmodules", 37},
+	{"GitRepository apps/fleet", "spec.include", 38},
+	{"GitRepository apps/fleet", "spec.sparseCheckout", 39},
+	{"GitRepository apps/fleet", "spec.serviceAccountName", 40},
+	{"GitRepository apps/fleet", "status", 41},
+	{"GitRepository apps/legacy", "spec.interval", 48},
+	{"GitRepository apps/legacy", "spec.gitImplementation", 49},
+	{"GitRepository apps/legacy", "spec.accessFrom", 50},
+}
+
+// TestFluxReportsIgnoredFields checks that validate and plan name, on
+// stderr, every Flux field imagebump does not take as Flux does, with its
+// file and line: nothing is dropped silently. The list is checked
+// against flux/fields.go, so a field given a note there is tested here.
+func TestFluxReportsIgnoredFields(t *testing.T) {
+	host := startMemRegistry(t)
+	dir := t.TempDir()
+	file := writeFile(t, dir, "flux/objects.yaml", strings.ReplaceAll(ignoredFieldsYAML, "REGISTRY", host))
+	repo := filepath.Join(dir, "repo")
+	writeFile(t, repo, "web.yaml", "image: "+host+"/acme/web:1.0.0 # {\"$imagepolicy\": \"apps:app\"}\n")
+
+	noted := map[string]bool{}
+	for _, f := range ignoredFields {
+		noted[strings.Fields(f.object)[0]+" "+f.field] = true
+	}
+	for _, rule := range notedFieldRules(t) {
+		if !noted[rule] {
+			t.Errorf("flux/fields.go notes %s, which ignoredFieldsYAML does not set", rule)
+		}
+	}
+
+	for _, args := range [][]string{
+		{"validate", "-c", file, "--repo", repo},
+		{"plan", "-c", file, "--repo", repo},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			out, stderr, code := runMain(t, args...)
+			if code == ExitUsage {
+				t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+			}
+			lines := strings.Split(stderr, "\n")
+			for _, f := range ignoredFields {
+				prefix := fmt.Sprintf("%s:%d: ", file, f.line)
+				found := false
+				for _, l := range lines {
+					if strings.Contains(l, prefix) && strings.Contains(l, f.object+": "+f.field+": ") {
+						found = true
+						break
+					}
+				}
+				if !found {
+					t.Errorf("stderr does not report %s %s at %s", f.object, f.field, prefix)
+				}
+			}
+			if t.Failed() {
+				t.Logf("stderr:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// notedFieldRules returns "KIND FIELD" for every field flux/fields.go gives
+// a note rather than a mapping, read from its source: the table is
+// unexported, and this test must see a field added to it.
+func notedFieldRules(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile("../../flux/fields.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kindRE := regexp.MustCompile(`^\s*Kind(\w+): \{$`)
+	ruleRE := regexp.MustCompile(`^\s*"([\w.]+)":\s+\{(Info|Warning),`)
+	var kind string
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if m := kindRE.FindStringSubmatch(line); m != nil {
+			kind = m[1]
+		} else if m := ruleRE.FindStringSubmatch(line); m != nil && kind != "" {
+			out = append(out, kind+" "+m[1])
+		}
+	}
+	if len(out) < 15 {
+		t.Fatalf("read %d noted fields from flux/fields.go: has its layout changed?", len(out))
+	}
+	return out
+}
+
+// TestFluxStrictDecodingCLI checks that a typo in a Flux object stops every
+// command that reads it with exit 64, naming the file, the line and the
+// field, as the Kubernetes API server would refuse the object.
+func TestFluxStrictDecodingCLI(t *testing.T) {
+	policy := "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: web, namespace: apps}\nspec:\n  imageRepositoryRef: {name: web}\n"
+	repo := "---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {name: web, namespace: apps}\nspec:\n  image: ghcr.io/acme/web\n"
+	auto := "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageUpdateAutomation\nmetadata: {name: apps, namespace: apps}\nspec:\n  interval: 5m\n  sourceRef: {kind: GitRepository, name: fleet}\n  git:\n    commit: {author: {email: bot@example.com}}\n    push:\n      branch: auto\n      refsepc: refs/heads/auto:refs/for/main\n"
+	for _, tt := range []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{"typo in a policy", map[string]string{"objects.yaml": policy + "  policy:\n    semver:\n      rnage: 1.x\n" + repo},
+			[]string{"objects.yaml:8: ImagePolicy apps/web: spec.policy.semver.rnage: unknown field \"rnage\" (did you mean \"range\"?)"}},
+		{"typo in an automation's push", map[string]string{"auto.yaml": auto},
+			[]string{"auto.yaml:11: ImageUpdateAutomation apps/apps: spec.git.push.refsepc: unknown field \"refsepc\" (did you mean \"refspec\"?)"}},
+		{"wrong type", map[string]string{"objects.yaml": repo + "  insecure: \"yes\"\n"},
+			[]string{"objects.yaml:7: ImageRepository apps/web: spec.insecure: expected a boolean"}},
+		// After a kustomize build, fields have no line of their own: the
+		// error names the object's file and line, and the build.
+		{"typo in a kustomization's object", map[string]string{
+			"kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: apps\nresources: [objects.yaml]\n",
+			"objects.yaml":       "# web\n" + strings.Replace(policy, "namespace: apps", "namespace: x", 1) + "  policy: {semver: {range: 1.x}}\n  filterTag: {pattern: '.*'}\n"},
+			[]string{"objects.yaml:2", "kustomization.yaml", "ImagePolicy apps/web: spec.filterTag: unknown field \"filterTag\" (did you mean \"filterTags\"?)"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, text := range tt.files {
+				writeFile(t, dir, "flux/"+name, text)
+			}
+			checkout := t.TempDir()
+			for _, args := range [][]string{
+				{"validate", "-c", filepath.Join(dir, "flux")},
+				{"plan", "-c", filepath.Join(dir, "flux"), "--repo", checkout},
+				{"run", "--flux", filepath.Join(dir, "flux")},
+				{"flux", "export", filepath.Join(dir, "flux")},
+			} {
+				out, stderr, code := runMain(t, args...)
+				if code != ExitUsage {
+					t.Errorf("%s: exit %d, want %d\n%s\n%s", args[0], code, ExitUsage, out, stderr)
+				}
+				got := strings.ReplaceAll(stderr, filepath.Join(dir, "flux")+string(filepath.Separator), "")
+				for _, want := range tt.want {
+					if !strings.Contains(got, want) {
+						t.Errorf("%s: stderr lacks %q:\n%s", strings.Join(args[:2], " "), want, got)
+					}
+				}
+			}
+		})
+	}
 }

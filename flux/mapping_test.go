@@ -3,6 +3,7 @@ package flux
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -186,3 +187,46 @@ func mappedSecrets(t *testing.T) *Secrets {
 }
 
 func mountedSecrets(*testing.T) *Secrets { return &Secrets{Dir: "mounted"} }
+
+// TestExclusionListOfDefaults checks how an exclusionList maps: it
+// replaces the defaults, as in Flux, unless it starts with imagebump's
+// defaults (as flux generate writes them), which is the same as adding the
+// rest to the defaults.
+func TestExclusionListOfDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		name, list  string
+		wantExclude []string
+		wantReplace bool
+	}{
+		{"Flux's default alone", `['^.*\.sig$']`, []string{`^.*\.sig$`}, true},
+		{"imagebump's defaults", `['^.*\.sig$', '^.*\.att$', '^.*\.sbom$']`, nil, false},
+		{"imagebump's defaults and more", `['^.*\.sig$', '^.*\.att$', '^.*\.sbom$', '-debug$']`, []string{"-debug$"}, false},
+		{"the defaults in another order", `['^.*\.att$', '^.*\.sig$', '^.*\.sbom$']`, []string{`^.*\.att$`, `^.*\.sig$`, `^.*\.sbom$`}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "f.yaml", `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: app, namespace: apps}
+spec: {image: ghcr.io/acme/app, exclusionList: `+tt.list+`}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: app, namespace: apps}
+spec: {imageRepositoryRef: {name: app}, policy: {alphabetical: {}}}
+`)
+			set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := set.Native(NativeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			im := n.Config.Images[0]
+			if !slices.Equal(im.Exclude, tt.wantExclude) || im.ExcludeReplacesDefaults != tt.wantReplace {
+				t.Errorf("exclude = %q, replaces the defaults: %v; want %q, %v", im.Exclude, im.ExcludeReplacesDefaults, tt.wantExclude, tt.wantReplace)
+			}
+		})
+	}
+}
