@@ -870,3 +870,78 @@ func TestFluxStrictDecodingCLI(t *testing.T) {
 		})
 	}
 }
+
+// copyFleet copies the sample fleet as it is into a temporary folder.
+func copyFleet(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	err := filepath.WalkDir(fluxFleet, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(fluxFleet, p)
+		if err != nil {
+			return err
+		}
+		writeFile(t, dir, rel, string(data))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestFluxValidatePointsAtObjects checks validate's messages about Flux
+// policies: a marker naming a policy in the wrong namespace is an error
+// with the marker's file:line and the policy meant (Flux matches markers
+// with the policy's namespace, and would skip this one without a word);
+// a policy no marker uses is pointed at in its ImagePolicy's file, not in
+// the native config made of it, which is written nowhere.
+func TestFluxValidatePointsAtObjects(t *testing.T) {
+	dir := copyFleet(t)
+	clusters := filepath.Join(dir, "clusters")
+	writeFile(t, dir, "apps/podinfo/canary.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: canary}\nspec:\n  template:\n    spec:\n      containers:\n        - name: c\n          image: registry.fleet.test/stefanprodan/podinfo:6.5.0 # {\"$imagepolicy\": \"apps:podinfo\"}\n")
+	out, stderr, code := runMain(t, "validate", "-c", clusters, "--repo", dir)
+	if code != ExitUsage {
+		t.Errorf("validate: exit %d, want %d\n%s\n%s", code, ExitUsage, out, stderr)
+	}
+	want := "apps/podinfo/canary.yaml:9: unknown policy apps:podinfo"
+	if !strings.Contains(out+stderr, want) || !strings.Contains(out+stderr, `did you mean "flux-system:podinfo"?`) {
+		t.Errorf("validate does not point at %s with the policy meant:\n%s\n%s", want, out, stderr)
+	}
+
+	empty := t.TempDir()
+	out, stderr, code = runMain(t, "validate", "--flux", clusters, "--repo", empty, "-o", "json")
+	if code != 0 {
+		t.Fatalf("validate: exit %d\n%s\n%s", code, out, stderr)
+	}
+	var rep ValidateReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Config != clusters {
+		t.Errorf("config = %q, want the Flux path %q", rep.Config, clusters)
+	}
+	var got []string
+	for _, w := range rep.Warnings {
+		got = append(got, fmt.Sprintf("%s %s:%d", w.Policy, strings.TrimPrefix(w.File, clusters+string(filepath.Separator)), w.Line))
+	}
+	wantWarnings := []string{
+		"apps:minio prod/apps/image-policies.yaml:3",
+		"apps:build prod/apps/image-policies.yaml:19",
+		"apps:web prod/apps/image-policies.yaml:32",
+		"flux-system:podinfo prod/flux-system/podinfo.yaml:13",
+	}
+	if diff := cmp.Diff(got, wantWarnings); diff != "" {
+		t.Errorf("warnings (-got +want):\n%s", diff)
+	}
+	out, _, _ = runMain(t, "validate", "--flux", clusters, "--repo", empty)
+	if want := "warning: " + filepath.Join(clusters, "prod/flux-system/podinfo.yaml") + ":13: policy flux-system:podinfo is used by no marker"; !strings.Contains(out, want) {
+		t.Errorf("validate's text lacks %q:\n%s", want, out)
+	}
+}
