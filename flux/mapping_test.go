@@ -230,3 +230,67 @@ spec: {imageRepositoryRef: {name: app}, policy: {alphabetical: {}}}
 		})
 	}
 }
+
+// TestAutomationPushAndInterval checks what an automation's push and
+// interval map to where imagebump differs from Flux or Flux refuses the
+// object.
+func TestAutomationPushAndInterval(t *testing.T) {
+	objects := func(spec string) string {
+		return `apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: fleet, namespace: apps}
+spec: {url: "https://git.example.com/fleet.git", interval: 1m, ref: {branch: main}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageUpdateAutomation
+metadata: {name: auto, namespace: apps}
+spec:
+  sourceRef: {kind: GitRepository, name: fleet}
+  git:
+    commit: {author: {email: bot@example.com}}
+` + spec
+	}
+	for _, tt := range []struct {
+		name, spec string
+		wantNote   string // a note on spec.git.push.refspec, at line 13
+		wantErr    string
+	}{
+		{"refspec alone", "    push: {refspec: 'HEAD:refs/for/main'}\n  interval: 5m\n",
+			`Flux pushes the commit to "main" and then the refspec; imagebump pushes only the refspec`, ""},
+		{"refspec and the checkout branch", "    push: {branch: main, refspec: 'refs/heads/main:refs/for/main'}\n  interval: 5m\n",
+			`Flux pushes the commit to "main" and then the refspec`, ""},
+		{"refspec and a branch of its own", "    push: {branch: auto, refspec: 'refs/heads/auto:refs/for/main'}\n  interval: 5m\n", "", ""},
+		{"no interval", "    push: {branch: auto}\n", "", "f.yaml:6: ImageUpdateAutomation apps/auto: spec.interval: missing or not positive: Flux requires an interval"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "f.yaml", objects(tt.spec))
+			set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := set.Native(NativeOptions{})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""), tt.wantErr) {
+					t.Errorf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			for _, note := range n.Report.Notes {
+				if note.Field == "spec.git.push.refspec" {
+					if note.Line != 13 || note.Level != Warning {
+						t.Errorf("note at line %d, level %v", note.Line, note.Level)
+					}
+					got = note.Msg
+				}
+			}
+			if tt.wantNote == "" && got != "" || !strings.Contains(got, tt.wantNote) {
+				t.Errorf("refspec note = %q, want %q", got, tt.wantNote)
+			}
+		})
+	}
+}

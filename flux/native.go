@@ -563,6 +563,10 @@ func (m *mapper) target(a *ImageUpdateAutomation) (config.Target, bool) {
 			t.Git.Paths = []string{p}
 		}
 	}
+	if spec.Interval.Duration <= 0 {
+		m.p.fail(a.Object, "spec.interval", src.line("spec.interval"), nil, "missing or not positive: Flux requires an interval, such as 10m, and it is the target's schedule")
+		return t, false
+	}
 	t.Schedule = spec.Interval.Duration.String()
 	if v := src.scalar("spec.interval"); v != nil {
 		t.Schedule = v.Value
@@ -774,6 +778,12 @@ func (m *mapper) push(a *ImageUpdateAutomation, branch string) *config.Push {
 	out := &config.Push{Refspec: p.Refspec}
 	if p.Branch != branch {
 		out.Branch = p.Branch
+	}
+	if out.Refspec != "" && out.Branch == "" {
+		// gitwriter pushes a refspec alone when there is no push branch
+		// of imagebump's own; Flux pushes the checkout branch first.
+		m.p.note(Warning, a.Object, "spec.git.push.refspec", a.src.line("spec.git.push.refspec"),
+			"with no push.branch other than the checkout branch, Flux pushes the commit to %q and then the refspec; imagebump pushes only the refspec, so the change waits for review there and %q is not pushed: set push.branch to a branch of its own to push one too", branch, branch)
 	}
 	for _, k := range sortedKeys(p.Options) {
 		if v := p.Options[k]; v != "" {
