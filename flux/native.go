@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -81,14 +84,23 @@ func (s *Set) Native(opts NativeOptions) (*Native, error) {
 		return nil, err
 	}
 	m.cfg.File = m.opts.File
+	// Paths the user gave relative are written relative to the native
+	// config's folder; the config is parsed as if it were there, so its
+	// paths come out absolute, as config.Load makes them.
+	base, err := filepath.Abs(filepath.Dir(m.opts.File))
+	if err != nil {
+		return nil, fmt.Errorf("resolving the native config's folder: %w", err)
+	}
+	m.opts.Secrets.relativize(reflect.ValueOf(&m.cfg), base)
 	text, err := emit(&m.cfg, m.comments)
 	if err != nil {
 		return nil, fmt.Errorf("writing the native config: %w", err)
 	}
-	c, err := config.Parse(text, m.opts.File)
+	c, err := config.Parse(text, filepath.Join(base, filepath.Base(m.opts.File)))
 	if err != nil {
 		return nil, m.configError(err, m.sources)
 	}
+	c.File = m.opts.File
 	m.n.Config, m.n.YAML = c, text
 	return m.n, nil
 }
@@ -143,8 +155,10 @@ type mapper struct {
 	comments map[string]string // config path → comment naming its source
 	sources  map[string]Object
 	repos    map[string]*ImageRepository // ns/name
-	gits     map[string]*GitRepository   // ns/name
-	hosts    map[string]*hostSettings
+	// usedRepos holds the ImageRepositories some ImagePolicy names.
+	usedRepos map[string]bool
+	gits      map[string]*GitRepository // ns/name
+	hosts     map[string]*hostSettings
 	// byNamespace lists the image names (NAMESPACE:NAME) of each namespace.
 	byNamespace map[string][]*ImagePolicy
 }
@@ -160,6 +174,7 @@ func (m *mapper) index() {
 	m.comments = map[string]string{}
 	m.sources = map[string]Object{}
 	m.repos = map[string]*ImageRepository{}
+	m.usedRepos = map[string]bool{}
 	m.gits = map[string]*GitRepository{}
 	m.hosts = map[string]*hostSettings{}
 	m.byNamespace = map[string][]*ImagePolicy{}
@@ -193,6 +208,11 @@ func (m *mapper) images() {
 		m.sources[fmt.Sprintf("images[%d]", i)] = pol.Object
 		m.n.Policies[im.Name] = pol.Object
 		m.byNamespace[pol.Namespace] = append(m.byNamespace[pol.Namespace], pol)
+	}
+	for _, r := range m.set.Repositories {
+		if !m.usedRepos[r.Namespace+"/"+r.Name] {
+			m.p.note(Info, r.Object, "", r.Line, "no ImagePolicy uses it: nothing to do")
+		}
 	}
 	for _, h := range sortedKeys(m.hosts) {
 		i := len(m.cfg.Registries)
@@ -233,6 +253,7 @@ func (m *mapper) image(pol *ImagePolicy) (config.Image, bool) {
 		ns = pol.Namespace
 	}
 	repo := m.repos[ns+"/"+ref.Name]
+	m.usedRepos[ns+"/"+ref.Name] = true
 	if repo == nil {
 		msg := fmt.Sprintf("ImageRepository %s/%s is not among the objects read", ns, ref.Name)
 		if h := refHint(ns+"/"+ref.Name, m.repos); h != "" {
@@ -300,15 +321,26 @@ func (m *mapper) image(pol *ImagePolicy) (config.Image, bool) {
 		}
 		im.FilterTags = &config.FilterTags{Pattern: f.Pattern, Extract: f.Extract}
 	}
-	if len(repo.Spec.ExclusionList) > 0 {
-		im.Exclude = append([]string(nil), repo.Spec.ExclusionList...)
-		im.ExcludeReplacesDefaults = true
-		for i, e := range im.Exclude {
+	if list := repo.Spec.ExclusionList; len(list) > 0 {
+		for i, e := range list {
 			if _, err := regexp.Compile(e); err != nil {
 				f := fmt.Sprintf("spec.exclusionList[%d]", i)
 				m.p.fail(repo.Object, f, repo.src.line(f), err, "invalid pattern")
 				ok = false
 			}
+		}
+		// A list that starts with imagebump's defaults, as `flux
+		// generate` writes them, adds the rest to the defaults: the
+		// native config says so, and generate-then-export gives back the
+		// config it started from.
+		if d := policy.DefaultExclusions(); len(list) >= len(d) && slices.Equal(list[:len(d)], d) {
+			im.Exclude = append([]string(nil), list[len(d):]...)
+			if len(im.Exclude) == 0 {
+				im.Exclude = nil
+			}
+		} else {
+			im.Exclude = append([]string(nil), list...)
+			im.ExcludeReplacesDefaults = true
 		}
 	}
 	switch spec.DigestReflectionPolicy {
@@ -435,6 +467,14 @@ func (m *mapper) targets() {
 		}
 	}
 	for _, g := range m.set.GitRepositories {
+		// Said of every GitRepository, used or not, as ImageRepositories'
+		// fields are: nothing is dropped without a word.
+		switch p := g.Spec.Provider; p {
+		case "", "generic":
+		default:
+			m.p.note(Warning, g.Object, "spec.provider", g.src.line("spec.provider"),
+				"provider %q needs cloud or app authentication, which imagebump does not have yet: map a token in secretRef's Secret (bearerToken or username and password)", p)
+		}
 		referenced := false
 		for _, a := range m.set.Automations {
 			if sourceKey(a) == g.Namespace+"/"+g.Name {
@@ -523,6 +563,10 @@ func (m *mapper) target(a *ImageUpdateAutomation) (config.Target, bool) {
 			t.Git.Paths = []string{p}
 		}
 	}
+	if spec.Interval.Duration <= 0 {
+		m.p.fail(a.Object, "spec.interval", src.line("spec.interval"), nil, "missing or not positive: Flux requires an interval, such as 10m, and it is the target's schedule")
+		return t, false
+	}
 	t.Schedule = spec.Interval.Duration.String()
 	if v := src.scalar("spec.interval"); v != nil {
 		t.Schedule = v.Value
@@ -574,12 +618,6 @@ func (m *mapper) git(a *ImageUpdateAutomation, g *GitRepository) (*config.Git, b
 	}
 	if out.Branch == "" {
 		m.p.note(Warning, a.Object, "spec.git.checkout", a.src.line("spec.git"), "no branch given (Flux's automation fails without one): imagebump uses the remote's default branch")
-	}
-	switch p := g.Spec.Provider; p {
-	case "", "generic":
-	default:
-		m.p.note(Warning, g.Object, "spec.provider", g.src.line("spec.provider"),
-			"provider %q needs cloud or app authentication, which imagebump does not have yet: map a token in secretRef's Secret (bearerToken or username and password)", p)
 	}
 	if g.Spec.SecretRef == nil {
 		if u.Scheme == "ssh" {
@@ -740,6 +778,12 @@ func (m *mapper) push(a *ImageUpdateAutomation, branch string) *config.Push {
 	out := &config.Push{Refspec: p.Refspec}
 	if p.Branch != branch {
 		out.Branch = p.Branch
+	}
+	if out.Refspec != "" && out.Branch == "" {
+		// gitwriter pushes a refspec alone when there is no push branch
+		// of imagebump's own; Flux pushes the checkout branch first.
+		m.p.note(Warning, a.Object, "spec.git.push.refspec", a.src.line("spec.git.push.refspec"),
+			"with no push.branch other than the checkout branch, Flux pushes the commit to %q and then the refspec; imagebump pushes only the refspec, so the change waits for review there and %q is not pushed: set push.branch to a branch of its own to push one too", branch, branch)
 	}
 	for _, k := range sortedKeys(p.Options) {
 		if v := p.Options[k]; v != "" {

@@ -536,10 +536,23 @@ func (r *Repo) pushRefspec(ctx context.Context, commit plumbing.Hash, refspec, p
 		r.log.Info("the remote already has this change", "refspec", refspec)
 		return nil
 	}
+	if err != nil && notFastForward(err) {
+		// go-git says "object not found" when the remote ref's commit is
+		// beyond the shallow clone's history, "non-fast-forward update"
+		// when it is known and not an ancestor: either way the push would
+		// have to be forced.
+		return fmt.Errorf("pushing refspec %q: the remote's %s holds a commit the new one does not build on, so the push is not a fast-forward, and imagebump never forces a refspec push (nor does Flux): delete that ref on the remote, or push to a ref a review system creates afresh (refs/for/BRANCH on Gerrit or AGit): %w", refspec, dst, err)
+	}
 	if err != nil {
 		return fmt.Errorf("pushing refspec %q: %w", refspec, err)
 	}
 	return nil
+}
+
+// notFastForward reports whether a push failed because the remote ref
+// would have to be forced.
+func notFastForward(err error) bool {
+	return errors.Is(err, plumbing.ErrObjectNotFound) || strings.Contains(err.Error(), "non-fast-forward update") || strings.Contains(err.Error(), plumbing.ErrObjectNotFound.Error())
 }
 
 func shortHash(h plumbing.Hash) string { return h.String()[:12] }
