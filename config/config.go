@@ -377,9 +377,10 @@ type Author struct {
 type Push struct {
 	// Branch is the branch to push to. Empty means Git.Branch.
 	Branch string `yaml:"branch"`
-	// Refspec, when set, is pushed too, after Branch, as Flux's
-	// git.push.refspec is: SRC:DST, such as refs/heads/auto:refs/for/main
-	// for Gerrit or AGit. It takes no '+' and no empty source.
+	// Refspec, when set, is pushed too, after Branch (or Git.Branch
+	// without one), as Flux's git.push.refspec is: SRC:DST, such as
+	// refs/heads/auto:refs/for/main for Gerrit or AGit with Branch: auto.
+	// It takes no '+' and no empty source.
 	Refspec string `yaml:"refspec"`
 	// Options are Git push options sent with every push, KEY=VALUE or
 	// KEY, as Flux's git.push.options (GitLab's merge_request.create,

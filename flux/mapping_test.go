@@ -255,10 +255,10 @@ spec:
 		wantNote   string // a note on spec.git.push.refspec, at line 13
 		wantErr    string
 	}{
-		{"refspec alone", "    push: {refspec: 'HEAD:refs/for/main'}\n  interval: 5m\n",
-			`Flux pushes the commit to "main" and then the refspec; imagebump pushes only the refspec`, ""},
-		{"refspec and the checkout branch", "    push: {branch: main, refspec: 'refs/heads/main:refs/for/main'}\n  interval: 5m\n",
-			`Flux pushes the commit to "main" and then the refspec`, ""},
+		// As Flux, imagebump pushes the checkout branch, then the
+		// refspec: nothing to note.
+		{"refspec alone", "    push: {refspec: 'HEAD:refs/for/main'}\n  interval: 5m\n", "", ""},
+		{"refspec and the checkout branch", "    push: {branch: main, refspec: 'refs/heads/main:refs/for/main'}\n  interval: 5m\n", "", ""},
 		{"refspec and a branch of its own", "    push: {branch: auto, refspec: 'refs/heads/auto:refs/for/main'}\n  interval: 5m\n", "", ""},
 		{"no interval", "    push: {branch: auto}\n", "", "f.yaml:6: ImageUpdateAutomation apps/auto: spec.interval: missing or not positive: Flux requires an interval"},
 	} {

@@ -779,12 +779,6 @@ func (m *mapper) push(a *ImageUpdateAutomation, branch string) *config.Push {
 	if p.Branch != branch {
 		out.Branch = p.Branch
 	}
-	if out.Refspec != "" && out.Branch == "" {
-		// gitwriter pushes a refspec alone when there is no push branch
-		// of imagebump's own; Flux pushes the checkout branch first.
-		m.p.note(Warning, a.Object, "spec.git.push.refspec", a.src.line("spec.git.push.refspec"),
-			"with no push.branch other than the checkout branch, Flux pushes the commit to %q and then the refspec; imagebump pushes only the refspec, so the change waits for review there and %q is not pushed: set push.branch to a branch of its own to push one too", branch, branch)
-	}
 	for _, k := range sortedKeys(p.Options) {
 		if v := p.Options[k]; v != "" {
 			out.Options = append(out.Options, k+"="+v)

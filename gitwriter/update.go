@@ -77,11 +77,12 @@ type Update struct {
 	// Refspec, when set, pushes the new commit with a refspec too, as
 	// Flux's git.push.refspec: SRC:DST, where SRC names the new commit
 	// (HEAD, or the pushed branch) and DST is any ref, such as
-	// refs/for/main for Gerrit or AGit. With PushBranch it is pushed after
-	// the branch; without, it is the only push (the tracked branch is not
-	// pushed, so a review system sees the change first). It is never
-	// forced; a remote answering "no new changes" (Gerrit, for the same
-	// commit content) counts as pushed.
+	// refs/for/main for Gerrit or AGit. It is pushed after the branch
+	// (PushBranch, or the tracked branch without it), as Flux does: for a
+	// change to reach review only, push to a branch of imagebump's own and
+	// send that with the refspec (refs/heads/auto:refs/for/main). It is
+	// never forced; a remote answering "no new changes" (Gerrit, for the
+	// same commit content) counts as pushed.
 	Refspec string
 	// Options are Git push options sent with every push: KEY=VALUE, or KEY
 	// (sent as KEY=), as Flux's git.push.options.
@@ -227,19 +228,15 @@ func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit 
 		return nil, false, err
 	}
 	res = &Result{Commit: commit.String(), Branch: target, Changed: changed}
-	switch {
-	case u.PushBranch == "" && u.Refspec != "":
-		err = r.pushRefspec(ctx, commit, u.Refspec, target)
-		res.Pushed = err == nil
-	case u.PushBranch == "":
+	if u.PushBranch == "" {
 		race, err = r.pushTracked(ctx, base, commit)
 		res.Pushed = err == nil
-	default:
+	} else {
 		race, err = r.pushOwn(ctx, base, commit, u.PushBranch, res)
-		if err == nil && res.Pushed && u.Refspec != "" {
-			if err = r.pushRefspec(ctx, commit, u.Refspec, target); err != nil {
-				err = fmt.Errorf("the commit %s is on %s branch %q, but %w", shortHash(commit), r.remote, target, err)
-			}
+	}
+	if err == nil && res.Pushed && u.Refspec != "" {
+		if err = r.pushRefspec(ctx, commit, u.Refspec, target); err != nil {
+			err = fmt.Errorf("the commit %s is on %s branch %q, but %w", shortHash(commit), r.remote, target, err)
 		}
 	}
 	if err != nil {
