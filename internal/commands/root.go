@@ -152,6 +152,7 @@ bump as a commit or a pull request.`,
 		NewCmdRun(g, stdout, nil),
 		NewCmdDemo(g, stdout),
 		NewCmdFlux(g, stdout),
+		NewCmdInit(g, stdout, nil),
 	}
 	for _, c := range commands {
 		// Names from the config complete where a command takes them.

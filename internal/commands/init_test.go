@@ -1,0 +1,316 @@
+package commands
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"gopkg.in/yaml.v3"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/internal/testkit/testregistry"
+	"github.com/imagebump/imagebump/report"
+)
+
+// initDir holds the init cases: one sample repository each under input/,
+// the tree init --write makes of it under expected/, and init's text, JSON
+// and diff outputs, with the registry's address written REGISTRY and the
+// repository's path REPO. `go test ./internal/commands -update` rewrites
+// them.
+var initDir = filepath.Join("..", "..", "testdata", "init")
+
+var (
+	initRegistryOnce sync.Once
+	initRegistryHost string
+)
+
+// startInitRegistry runs the CNCF distribution registry on loopback with
+// the tags of testdata/init/registry.yaml, once for all init tests.
+func startInitRegistry(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(initDir, "registry.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var repos map[string][]string
+	if err := yaml.Unmarshal(data, &repos); err != nil {
+		t.Fatal(err)
+	}
+	srv := testregistry.Start(t, testregistry.Options{Version: testregistry.V2, InMemory: true})
+	names := make([]string, 0, len(repos))
+	for r := range repos {
+		names = append(names, r)
+	}
+	slices.Sort(names)
+	for _, r := range names {
+		srv.Push(t, r, repos[r]...)
+	}
+	return srv.Host
+}
+
+// copyCase copies a case's input to a new folder, with REGISTRY replaced
+// by host.
+func copyCase(t *testing.T, name, host string) string {
+	t.Helper()
+	dst := t.TempDir()
+	src := filepath.Join(initDir, name, "input")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		writeFile(t, dst, filepath.ToSlash(rel), strings.ReplaceAll(string(data), "REGISTRY", host))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// initGolden compares (or, with -update, writes) an output of a case.
+func initGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/commands -update to create it)", err)
+	}
+	if diff := cmp.Diff(got, string(want)); diff != "" {
+		t.Errorf("%s mismatch (-got +want):\n%s", path, diff)
+	}
+}
+
+// normalize replaces the registry's address and the repository's path
+// with placeholders, and, in text, the padding of table columns.
+func normalize(s, host, repo string, text bool) string {
+	s = strings.ReplaceAll(s, repo, "REPO")
+	s = strings.ReplaceAll(s, host, "REGISTRY")
+	if !text {
+		return s
+	}
+	// Only the table's columns depend on the address's length.
+	lines := strings.Split(s, "\n")
+	in := false
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "POLICY "):
+			in = true
+		case l == "":
+			in = false
+		}
+		if in {
+			lines[i] = columnGap.ReplaceAllString(l, "  ")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// initCases lists the case folders.
+func initCases(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(initDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestInitCases runs init on each sample repository against the real
+// distribution registry: its outputs and the tree --write makes are
+// golden; the diff applies with git apply and gives that tree; plan then
+// picks exactly what init said it would; validate accepts every marker;
+// and init again changes nothing.
+func TestInitCases(t *testing.T) {
+	host := startInitRegistry(t)
+	for _, name := range initCases(t) {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(initDir, name)
+			repo := copyCase(t, name, host)
+			args := []string{"init", "--repo", repo, "--insecure-registry", host}
+			before, err := snapshot(repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			out, stderr, code := runMain(t, args...)
+			wantCode := 0
+			if _, err := os.Stat(filepath.Join(dir, "exit1")); err == nil {
+				wantCode = 1
+			}
+			if code != wantCode {
+				t.Fatalf("init exit %d, want %d\n%s\n%s", code, wantCode, out, stderr)
+			}
+			initGolden(t, filepath.Join(dir, "init.txt"), normalize(out, host, repo, true))
+
+			jsonOut, _, _ := runMain(t, append(args, "-o", "json")...)
+			initGolden(t, filepath.Join(dir, "init.json"), normalize(jsonOut, host, repo, false))
+			var rep InitReport
+			if err := json.Unmarshal([]byte(jsonOut), &rep); err != nil {
+				t.Fatal(err)
+			}
+
+			diffOut, _, _ := runMain(t, append(args, "-o", "diff")...)
+			initGolden(t, filepath.Join(dir, "init.diff"), normalize(diffOut, host, repo, false))
+
+			after, err := snapshot(repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(after, before); diff != "" {
+				t.Fatalf("init without --write wrote to the repository:\n%s", diff)
+			}
+
+			// The diff applies with git apply; the result is what --write
+			// writes.
+			patched := t.TempDir()
+			for f, data := range before {
+				writeFile(t, patched, f, string(data))
+			}
+			if diffOut != "" {
+				gitApply(t, patched, diffOut)
+			}
+
+			out, stderr, code = runMain(t, append(args, "--write")...)
+			if code != wantCode {
+				t.Fatalf("init --write exit %d, want %d\n%s\n%s", code, wantCode, out, stderr)
+			}
+			written, err := snapshot(repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fromDiff, err := snapshot(patched)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(fromDiff, written); diff != "" {
+				t.Errorf("git apply of init -o diff differs from init --write (-git apply +write):\n%s", diff)
+			}
+			checkExpectedTree(t, filepath.Join(dir, "expected"), written, host)
+
+			// Again: nothing changes, and init says so.
+			out, _, _ = runMain(t, args...)
+			if !strings.Contains(out, "Nothing to do") {
+				t.Errorf("second init has something to do:\n%s", out)
+			}
+			out, _, _ = runMain(t, append(args, "--write")...)
+			again, err := snapshot(repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(again, written); diff != "" {
+				t.Errorf("second init --write changed the repository:\n%s\n%s", diff, out)
+			}
+
+			cfg := filepath.Join(repo, "imagebump.yaml")
+			if _, err := os.Stat(cfg); err != nil {
+				return // nothing proposed
+			}
+			// validate accepts every marker.
+			out, stderr, code = runMain(t, "validate", "-c", cfg, "--repo", repo)
+			if code != 0 {
+				t.Errorf("validate exit %d\n%s\n%s", code, out, stderr)
+			}
+			// plan picks exactly what init proposed.
+			out, stderr, _ = runMain(t, "plan", "-c", cfg, "--repo", repo, "-o", "json")
+			var plan report.Plan
+			if err := json.Unmarshal([]byte(out), &plan); err != nil {
+				t.Fatalf("plan -o json: %v\n%s\n%s", err, out, stderr)
+			}
+			checkPicks(t, rep, plan, cfg)
+		})
+	}
+}
+
+// checkPicks checks that plan picked, for every policy init proposed and
+// marked, the tag init said the policy would pick.
+func checkPicks(t *testing.T, rep InitReport, plan report.Plan, cfgFile string) {
+	t.Helper()
+	cfg, err := config.Load(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range plan.Policies {
+		got[p.Name] = p.Latest
+	}
+	want := map[string]string{}
+	for _, p := range rep.Policies {
+		if p.Choice || len(p.Uses) == 0 {
+			continue
+		}
+		if _, ok := cfg.Image(p.Name); !ok {
+			t.Errorf("policy %s is not in the config init wrote", p.Name)
+		}
+		marked := false
+		for _, m := range rep.Markers {
+			if strings.Contains(m.Marker, `"`+p.Name) && m.Status != "refused" {
+				marked = true
+			}
+		}
+		if marked {
+			want[p.Name] = p.Latest
+		}
+	}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("plan's picks differ from init's proposals (-plan +init):\n%s", diff)
+	}
+}
+
+// checkExpectedTree compares the written tree with a case's expected/
+// folder (or, with -update, writes it).
+func checkExpectedTree(t *testing.T, expected string, got map[string][]byte, host string) {
+	t.Helper()
+	norm := map[string][]byte{}
+	for f, data := range got {
+		norm[f] = []byte(strings.ReplaceAll(string(data), host, "REGISTRY"))
+	}
+	if *update {
+		if err := os.RemoveAll(expected); err != nil {
+			t.Fatal(err)
+		}
+		for f, data := range norm {
+			writeFile(t, expected, f, string(data))
+		}
+		return
+	}
+	want, err := snapshot(expected)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/commands -update)", err)
+	}
+	if diff := cmp.Diff(stringsOf(norm), stringsOf(want)); diff != "" {
+		t.Errorf("written tree differs from %s (-got +want):\n%s", expected, diff)
+	}
+}
+
+func stringsOf(m map[string][]byte) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = string(v)
+	}
+	return out
+}
