@@ -122,8 +122,15 @@ func renderEntries(props []Proposal, dash, key int, eol string) string {
 // commentLines is the comment above an entry: its reason, wrapped.
 func commentLines(p Proposal) []string {
 	text := p.Reason
+	if text != "" {
+		text = strings.ToUpper(text[:1]) + text[1:]
+	}
 	if len(p.TagsInUse) > 0 {
-		text = "in use: " + strings.Join(p.TagsInUse, ", ") + ". " + strings.ToUpper(text[:1]) + text[1:]
+		tags := make([]string, len(p.TagsInUse))
+		for i, t := range p.TagsInUse {
+			tags[i] = orLatest(t)
+		}
+		text = "in use: " + strings.Join(tags, ", ") + ". " + text
 	}
 	if !strings.HasSuffix(text, ".") {
 		text += "."

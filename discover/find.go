@@ -231,6 +231,26 @@ type fileFinder struct {
 	// odd is set when the file has line breaks that yaml.v3 counts and
 	// editors do not (a lone CR, NEL, LS, PS).
 	odd bool
+	// visited holds the collections a walk went through: an anchored one
+	// is walked once, however many aliases name it (and so a file of
+	// nested aliases costs what its text does, not what it expands to).
+	visited map[*kyaml.Node]bool
+}
+
+// visit records a collection node and reports whether it was visited
+// before.
+func (f *fileFinder) visit(n *kyaml.Node) bool {
+	if n.Kind != kyaml.MappingNode && n.Kind != kyaml.SequenceNode {
+		return false
+	}
+	if f.visited == nil {
+		f.visited = map[*kyaml.Node]bool{}
+	}
+	if f.visited[n] {
+		return true
+	}
+	f.visited[n] = true
+	return false
 }
 
 // parseStream parses every document of src with kyaml's YAML parser.

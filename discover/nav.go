@@ -33,14 +33,17 @@ func isMapping(n *kyaml.Node) bool {
 // merge keys; nil when m is no mapping or lacks key. The value is not
 // resolved, so an alias shows where the value came from.
 func field(m *kyaml.Node, key string) *kyaml.Node {
-	return fieldDepth(m, key, 0)
+	return fieldIn(m, key, map[*kyaml.Node]bool{})
 }
 
-func fieldDepth(m *kyaml.Node, key string, depth int) *kyaml.Node {
+// fieldIn is field, visiting each mapping once: merge keys can name the
+// same mapping many times over.
+func fieldIn(m *kyaml.Node, key string, seen map[*kyaml.Node]bool) *kyaml.Node {
 	m = resolve(m)
-	if m == nil || m.Kind != kyaml.MappingNode || depth > maxDepth {
+	if m == nil || m.Kind != kyaml.MappingNode || seen[m] {
 		return nil
 	}
+	seen[m] = true
 	var merges []*kyaml.Node
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k := m.Content[i]
@@ -61,7 +64,7 @@ func fieldDepth(m *kyaml.Node, key string, depth int) *kyaml.Node {
 			srcs = mv.Content
 		}
 		for _, s := range srcs {
-			if v := fieldDepth(s, key, depth+1); v != nil {
+			if v := fieldIn(s, key, seen); v != nil {
 				return v
 			}
 		}
@@ -73,12 +76,14 @@ func fieldDepth(m *kyaml.Node, key string, depth int) *kyaml.Node {
 // keys included after the mapping's own, each key once.
 func pairs(m *kyaml.Node) (keys []string, values []*kyaml.Node) {
 	seen := map[string]bool{}
-	var add func(m *kyaml.Node, depth int)
-	add = func(m *kyaml.Node, depth int) {
+	visited := map[*kyaml.Node]bool{}
+	var add func(m *kyaml.Node)
+	add = func(m *kyaml.Node) {
 		m = resolve(m)
-		if m == nil || m.Kind != kyaml.MappingNode || depth > maxDepth {
+		if m == nil || m.Kind != kyaml.MappingNode || visited[m] {
 			return
 		}
+		visited[m] = true
 		var merges []*kyaml.Node
 		for i := 0; i+1 < len(m.Content); i += 2 {
 			k := m.Content[i]
@@ -102,14 +107,14 @@ func pairs(m *kyaml.Node) (keys []string, values []*kyaml.Node) {
 			}
 			if mv.Kind == kyaml.SequenceNode {
 				for _, s := range mv.Content {
-					add(s, depth+1)
+					add(s)
 				}
 				continue
 			}
-			add(mv, depth+1)
+			add(mv)
 		}
 	}
-	add(m, 0)
+	add(m)
 	return keys, values
 }
 

@@ -124,7 +124,7 @@ func (f *fileFinder) containers(list *kyaml.Node, p, item, owner, ns string) {
 // depth of an object of a kind without known paths.
 func (f *fileFinder) containersAnywhere(n *kyaml.Node, p, owner, ns string, depth int) {
 	n = resolve(n)
-	if n == nil || depth > maxDepth {
+	if n == nil || depth > maxDepth || f.visit(n) {
 		return
 	}
 	switch n.Kind {
@@ -267,7 +267,11 @@ func (f *fileFinder) valuesString(v *kyaml.Node, p string, s site) {
 		offset = v.Line - 1
 	}
 	for _, u := range inner.inv.Uses {
-		f.untracked(offset+u.Line, s, p+" "+u.Path, u.Values[0].Value, errInString)
+		ref := u.Repository + ":" + u.Tag
+		if u.Digest != "" {
+			ref += "@" + u.Digest
+		}
+		f.untracked(offset+u.Line, s, p+" "+u.Path, ref, errInString)
 	}
 	for _, u := range inner.inv.Untracked {
 		f.untracked(offset+u.Line, s, p+" "+u.Path, u.Value, errInString)
@@ -313,7 +317,7 @@ func imageKey(k string) bool {
 // repository (and tag), and image strings.
 func (f *fileFinder) helmValues(n *kyaml.Node, p string, s site, depth int) {
 	n = resolve(n)
-	if n == nil || depth > maxDepth {
+	if n == nil || depth > maxDepth || f.visit(n) {
 		return
 	}
 	switch n.Kind {

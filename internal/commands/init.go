@@ -220,7 +220,17 @@ func runInit(ctx context.Context, o *InitOptions, stdout io.Writer) error {
 
 	r.inv, err = discover.Find(ctx, discover.FindOptions{Root: r.repo, Paths: o.Paths, Logger: o.global.logger})
 	if err != nil {
+		if ctx.Err() != nil {
+			return failure(err)
+		}
 		return usageError(err)
+	}
+	if r.cfg != nil {
+		for _, h := range o.Insecure {
+			if !slices.ContainsFunc(r.cfg.Registries, func(reg config.Registry) bool { return reg.Host == h && reg.Insecure }) {
+				o.global.logger.Warn("the config does not allow plain HTTP to this registry, so plan and run will not reach it: add it under registries with insecure: true", "host", h, "config", r.configPath)
+			}
+		}
 	}
 	tags, errs := map[string][]string{}, map[string]error{}
 	for _, res := range client.Scan(ctx, r.inv.Repositories(), 0) {

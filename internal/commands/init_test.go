@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -313,4 +315,97 @@ func stringsOf(m map[string][]byte) map[string]string {
 		out[k] = string(v)
 	}
 	return out
+}
+
+// TestInitUsage checks the usage errors: exit 64, nothing written.
+func TestInitUsage(t *testing.T) {
+	repo := t.TempDir()
+	writeFile(t, repo, "app.yaml", "image: ghcr.io/acme/app:1.0.0\n")
+	bad := writeFile(t, t.TempDir(), "imagebump.yaml", "images:\n  - name: x\n")
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad output", []string{"init", "--repo", repo, "-o", "yaml"}, `-o "yaml"`},
+		{"argument", []string{"init", "--repo", repo, "extra"}, "unknown command"},
+		{"no such repo", []string{"init", "--repo", filepath.Join(repo, "nope")}, "not a directory"},
+		{"config is a folder", []string{"init", "--repo", repo, "-c", repo}, "is a folder"},
+		{"invalid config", []string{"init", "--repo", repo, "-c", bad}, "fix it first"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, stderr, code := runMain(t, tt.args...)
+			if code != ExitUsage || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want 64 and %q", code, stderr, tt.want)
+			}
+		})
+	}
+	if got, _ := snapshot(repo); len(got) != 1 {
+		t.Errorf("files written: %v", got)
+	}
+}
+
+// TestInitConfigElsewhere writes the config where -c says, outside the
+// repository, and refuses to write anything when the config cannot be
+// extended by adding lines.
+func TestInitConfigElsewhere(t *testing.T) {
+	host := startMemRegistry(t)
+	repo := t.TempDir()
+	writeFile(t, repo, "deploy/web.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n    - name: web\n      image: "+host+"/acme/web:1.0.0\n")
+	writeFile(t, repo, "values.yaml", "image:\n  repository: "+host+"/acme/api\n  tag: 2.3.0\n")
+	cfgDir := t.TempDir()
+	regs := "registries:\n  - host: " + host + "\n    insecure: true\n"
+
+	// A flow images list cannot be added to.
+	cfg := writeFile(t, cfgDir, "flow.yaml", regs+"images: []\n")
+	out, _, code := runMain(t, "init", "--repo", repo, "-c", cfg)
+	if code != 0 || !strings.Contains(out, "Add these entries by hand") || !strings.Contains(out, "name: default:api") {
+		t.Errorf("dry run with a flow images list: exit %d\n%s", code, out)
+	}
+	out, _, code = runMain(t, "init", "--repo", repo, "-c", cfg, "--write")
+	if code != ExitFailure || !strings.Contains(out, "nothing was written") {
+		t.Errorf("--write with a flow images list: exit %d, want 1\n%s", code, out)
+	}
+	if got, _ := os.ReadFile(filepath.Join(repo, "values.yaml")); strings.Contains(string(got), "imagepolicy") {
+		t.Errorf("markers were written though the config was not:\n%s", got)
+	}
+
+	// A block config outside the repository is extended; the diff leaves
+	// it out and says so.
+	cfg = writeFile(t, cfgDir, "block.yaml", regs)
+	diffOut, stderr, code := runMain(t, "init", "--repo", repo, "-c", cfg, "-o", "diff")
+	if code != 0 || strings.Contains(diffOut, "block.yaml") || !strings.Contains(stderr, "outside --repo") {
+		t.Errorf("-o diff with the config outside: exit %d\n%s\n%s", code, diffOut, stderr)
+	}
+	out, _, code = runMain(t, "init", "--repo", repo, "-c", cfg, "--write")
+	if code != 0 {
+		t.Fatalf("init --write: exit %d\n%s", code, out)
+	}
+	data, err := os.ReadFile(cfg)
+	if err != nil || !strings.HasPrefix(string(data), regs+"images:\n") {
+		t.Errorf("config:\n%s", data)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "imagebump.yaml")); err == nil {
+		t.Errorf("a config was written in the repository too")
+	}
+	out, _, code = runMain(t, "plan", "-c", cfg, "--repo", repo)
+	if code != 0 || !strings.Contains(out, "1.2.0") || !strings.Contains(out, "2.4.0") {
+		t.Errorf("plan after init: exit %d\n%s", code, out)
+	}
+}
+
+// TestInitCancelled checks that a cancelled init fails and writes nothing.
+func TestInitCancelled(t *testing.T) {
+	repo := t.TempDir()
+	writeFile(t, repo, "app.yaml", "image: ghcr.io/acme/app:1.0.0\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	code := Main(ctx, []string{"init", "--repo", repo, "--write"}, &out, &errb)
+	if code != ExitFailure {
+		t.Errorf("exit %d, want 1\n%s", code, errb.String())
+	}
+	if got, _ := snapshot(repo); len(got) != 1 {
+		t.Errorf("files written: %v", got)
+	}
 }
