@@ -54,7 +54,7 @@ func TestAppendImages(t *testing.T) {
 			name: "unindented items, four-space keys",
 			src:  "images:\n-   name: old\n    repository: ghcr.io/acme/old\n    policy:\n        semver: '>=1'\n",
 			want: "images:\n-   name: old\n    repository: ghcr.io/acme/old\n    policy:\n        semver: '>=1'\n" +
-				strings.NewReplacer("\n  - ", "\n-   ", "  # ", "# ").Replace("\n"+testEntries)[1:],
+				strings.NewReplacer("\n  - ", "\n-   ", "  # ", "# ").Replace("\n" + testEntries)[1:],
 		},
 		{
 			name: "CRLF",
