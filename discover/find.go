@@ -121,7 +121,7 @@ func Find(ctx context.Context, opts FindOptions) (*Inventory, error) {
 		root = real
 	}
 	inv := &Inventory{src: map[string][]byte{}}
-	overrides := map[string]string{} // kustomization images entry name -> where
+	var overrides []override
 	problems, err := setters.Walk(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, Logger: log}, func(file string, src []byte) error {
 		inv.FilesScanned++
 		if chartTemplate(root, file) {
@@ -131,8 +131,9 @@ func Find(ctx context.Context, opts FindOptions) (*Inventory, error) {
 		if !bytes.Contains(src, []byte("image")) && !bytes.Contains(src, []byte("Image")) {
 			return nil
 		}
-		f := &fileFinder{file: file, src: src, inv: inv, overrides: overrides, log: log}
+		f := &fileFinder{file: file, src: src, inv: inv, log: log}
 		f.run()
+		overrides = append(overrides, f.overrides...)
 		if f.used {
 			inv.src[file] = bytes.Clone(src)
 		}
@@ -147,22 +148,43 @@ func Find(ctx context.Context, opts FindOptions) (*Inventory, error) {
 	return inv, nil
 }
 
+// override is a kustomization images entry: it sets the tag of the image
+// it names in the resources it builds.
+type override struct {
+	// name is the image the entry matches, where says where the entry is.
+	name, where string
+	// scopes are the files and folders, relative to the root, that the
+	// kustomization builds: its own folder and its resources.
+	scopes []string
+}
+
+// covers reports whether the override applies to file.
+func (o override) covers(file string) bool {
+	for _, s := range o.scopes {
+		if s == "." || file == s || strings.HasPrefix(file, s+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // applyOverrides moves the workload references whose image a
-// kustomization images entry rewrites to Untracked: the entry is marked.
-func (inv *Inventory) applyOverrides(overrides map[string]string) {
+// kustomization images entry rewrites, in the resources that
+// kustomization builds, to Untracked: the entry is marked instead.
+func (inv *Inventory) applyOverrides(overrides []override) {
 	if len(overrides) == 0 {
 		return
 	}
 	kept := inv.Uses[:0]
 	for _, u := range inv.Uses {
-		where, ok := overrides[u.Repository]
-		if !ok || !strings.HasSuffix(u.Path, ".image") || strings.HasPrefix(u.Source, "kustomization") {
+		i := slices.IndexFunc(overrides, func(o override) bool { return o.name == u.Repository && o.covers(u.File) })
+		if i < 0 || !strings.HasSuffix(u.Path, ".image") || strings.HasPrefix(u.Source, "kustomization") {
 			kept = append(kept, u)
 			continue
 		}
 		inv.Untracked = append(inv.Untracked, Untracked{
 			File: u.File, Line: u.Line, Source: u.Source, Path: u.Path, Value: u.Values[0].Value,
-			Reason: "a kustomization images entry (" + where + ") sets this image's tag, so the entry is marked instead",
+			Reason: "a kustomization images entry (" + overrides[i].where + ") sets this image's tag, so the entry is marked instead",
 		})
 	}
 	inv.Uses = kept
@@ -225,7 +247,7 @@ type fileFinder struct {
 	file      string
 	src       []byte
 	inv       *Inventory
-	overrides map[string]string
+	overrides []override
 	log       *slog.Logger
 	used      bool
 	// odd is set when the file has line breaks that yaml.v3 counts and
@@ -344,7 +366,7 @@ func (f *fileFinder) document(m *kyaml.Node) {
 	kind, apiVersion := str(field(m, "kind")), str(field(m, "apiVersion"))
 	switch {
 	case slices.Contains(kustomizationNames, base) && (kind == "" || kind == "Kustomization" || kind == "Component"):
-		f.kustomization(m, "", "kustomization", str(field(m, "namespace")))
+		f.kustomization(m, "", "kustomization", namespaceOf(str(field(m, "namespace"))), f.builds(m))
 	case kind != "" && apiVersion != "":
 		f.object(m, "")
 	case isMapping(field(m, "services")) && (composeName.MatchString(base) || composeLike(field(m, "services"))):

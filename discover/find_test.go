@@ -197,3 +197,43 @@ func FuzzFind(f *testing.F) {
 		}
 	})
 }
+
+// TestFindOverrideScope checks that a kustomization images entry takes
+// over the workload references only in what the kustomization builds.
+func TestFindOverrideScope(t *testing.T) {
+	root := t.TempDir()
+	deploy := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\nspec:\n  template:\n    spec:\n      containers:\n        - name: a\n          image: ghcr.io/acme/app:1.0.0\n"
+	for name, content := range map[string]string{
+		"base/deploy.yaml":                 deploy,
+		"overlays/prod/kustomization.yaml": "resources: [../../base]\nimages:\n  - name: ghcr.io/acme/app\n    newTag: 1.1.0\n",
+		"other/deploy.yaml":                deploy,
+		"flux/ks.yaml":                     "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: x}\nspec:\n  path: ./fluxed\n  images:\n    - name: ghcr.io/acme/app\n      newTag: 1.2.0\n",
+		"fluxed/deploy.yaml":               deploy,
+		"overlays/prod/local/deploy.yaml":  deploy,
+	} {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inv, err := Find(context.Background(), FindOptions{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tracked, untracked []string
+	for _, u := range inv.Uses {
+		tracked = append(tracked, u.File)
+	}
+	for _, u := range inv.Untracked {
+		untracked = append(untracked, u.File)
+	}
+	if diff := cmp.Diff(tracked, []string{"flux/ks.yaml", "other/deploy.yaml", "overlays/prod/kustomization.yaml"}); diff != "" {
+		t.Errorf("tracked (-got +want):\n%s", diff)
+	}
+	if diff := cmp.Diff(untracked, []string{"base/deploy.yaml", "fluxed/deploy.yaml", "overlays/prod/local/deploy.yaml"}); diff != "" {
+		t.Errorf("untracked (-got +want):\n%s", diff)
+	}
+}

@@ -2,6 +2,7 @@ package discover
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 	"strings"
 
@@ -80,9 +81,9 @@ func (f *fileFinder) object(m *kyaml.Node, prefix string) {
 		if t := namespaceOf(str(lookup(m, "spec", "targetNamespace"))); t != "" {
 			s.namespace = t
 		}
-		f.kustomization(lookup(m, "spec"), prefix+"spec.", "Kustomization "+name, s.namespace)
+		f.kustomization(lookup(m, "spec"), prefix+"spec.", "Kustomization "+name, s.namespace, []string{rootPath(str(lookup(m, "spec", "path")))})
 	case (kind == "Kustomization" || kind == "Component") && group == "kustomize.config.k8s.io":
-		f.kustomization(m, prefix, "kustomization", namespaceOf(str(field(m, "namespace"))))
+		f.kustomization(m, prefix, "kustomization", namespaceOf(str(field(m, "namespace"))), f.builds(m))
 	case podSpecPaths[kind] != nil:
 		keys := podSpecPaths[kind]
 		f.podSpec(lookup(m, keys...), prefix+strings.Join(keys, "."), kind+" "+name, s.namespace)
@@ -153,7 +154,7 @@ func (f *fileFinder) containersAnywhere(n *kyaml.Node, p, owner, ns string, dept
 
 // kustomization reads the images entries of a kustomization (or of a Flux
 // Kustomization's spec).
-func (f *fileFinder) kustomization(m *kyaml.Node, prefix, what, ns string) {
+func (f *fileFinder) kustomization(m *kyaml.Node, prefix, what, ns string, scopes []string) {
 	for i, e := range items(field(m, "images")) {
 		p := fmt.Sprintf("%simages[%d]", prefix, i)
 		nameN := scalar(field(e, "name"))
@@ -190,7 +191,7 @@ func (f *fileFinder) kustomization(m *kyaml.Node, prefix, what, ns string) {
 			f.untracked(newTag.Line, s, p+".newTag", newTag.Value, fmt.Errorf("not an image reference: %q is not a tag", newTag.Value))
 			continue
 		}
-		f.overrides[name] = fmt.Sprintf("%s:%d", f.file, f.line(nameN.Line))
+		f.overrides = append(f.overrides, override{name: name, where: fmt.Sprintf("%s:%d", f.file, f.line(nameN.Line)), scopes: scopes})
 		u := Use{Line: newTag.Line, Source: s.source, Path: p + ".newTag", Namespace: ns, Repository: repo, Tag: newTag.Value,
 			Values: []Value{value(newTag, setters.FieldTag)}}
 		if newName != nil && newName.Value != "" {
@@ -206,6 +207,36 @@ func (f *fileFinder) kustomization(m *kyaml.Node, prefix, what, ns string) {
 		}
 		f.use(u)
 	}
+}
+
+// builds returns what the kustomization m in this file builds: its folder
+// and the local resources, bases and components it names.
+func (f *fileFinder) builds(m *kyaml.Node) []string {
+	dir := path.Dir(f.file)
+	scopes := []string{dir}
+	for _, key := range []string{"resources", "bases", "components"} {
+		for _, it := range items(field(m, key)) {
+			r := str(it)
+			if r == "" || strings.Contains(r, "://") || strings.HasPrefix(r, "/") {
+				continue
+			}
+			p := path.Clean(path.Join(dir, r))
+			if p != ".." && !strings.HasPrefix(p, "../") {
+				scopes = append(scopes, p)
+			}
+		}
+	}
+	return scopes
+}
+
+// rootPath cleans a path relative to the repository root, as Flux's
+// spec.path is ("./apps", "apps/"); "." when it is empty or leaves.
+func rootPath(p string) string {
+	p = path.Clean("./" + strings.TrimPrefix(p, "/"))
+	if p == ".." || strings.HasPrefix(p, "../") {
+		return "."
+	}
+	return p
 }
 
 // compose reads the images of docker-compose services.
@@ -259,7 +290,7 @@ func (f *fileFinder) valuesString(v *kyaml.Node, p string, s site) {
 	if err != nil || len(docs) == 0 || len(docs[0].Content) == 0 {
 		return
 	}
-	inner := &fileFinder{file: f.file, src: []byte(v.Value), inv: &Inventory{}, overrides: map[string]string{}, log: f.log}
+	inner := &fileFinder{file: f.file, src: []byte(v.Value), inv: &Inventory{}, log: f.log}
 	inner.helmValues(docs[0].Content[0], "", s, 0)
 	// A block scalar's text starts on the line after its indicator.
 	offset := v.Line

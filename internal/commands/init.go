@@ -199,14 +199,26 @@ func runInit(ctx context.Context, o *InitOptions, stdout io.Writer) error {
 	if st, err := os.Stat(r.configPath); err == nil && st.IsDir() {
 		return usageError(fmt.Errorf("-c %s is a folder: init writes one config file; name it, such as -c %s", r.configPath, filepath.Join(r.configPath, "imagebump.yaml")))
 	}
-	if data, err := os.ReadFile(r.configPath); err == nil {
-		cfg, err := config.Load(r.configPath)
+	data, err := os.ReadFile(r.configPath)
+	switch {
+	case err == nil:
+		if isFluxSource(r.configPath) {
+			return usageError(fmt.Errorf("-c %s holds Flux objects: init writes an imagebump.yaml; give its path with -c, and the Flux objects with --flux", r.configPath))
+		}
+		r.configData = data
+	case !errors.Is(err, os.ErrNotExist):
+		return usageError(fmt.Errorf("reading config: %w", err))
+	}
+	// The policies that exist already: the config's, and those of Flux
+	// objects it (or --flux) names, so that none is proposed twice.
+	if r.configData != nil || len(o.global.Flux) > 0 {
+		g := *o.global
+		g.ConfigFile, g.configSet = r.configPath, r.configData != nil
+		cfg, err := loadConfig(&g)
 		if err != nil {
 			return usageError(fmt.Errorf("init extends %s, which is not valid; fix it first (imagebump validate -c %s):\n%w", r.configPath, r.configPath, err))
 		}
-		r.configData, r.cfg = data, cfg
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return usageError(fmt.Errorf("reading config: %w", err))
+		r.cfg = cfg
 	}
 
 	ropts := cycle.RegistryOptions(r.cfg, o.global.logger)
@@ -319,6 +331,10 @@ func (r *initRun) planConfig() {
 	switch {
 	case r.configData == nil && writes:
 		r.newConfig = discover.NewConfig(r.props, r.o.Insecure)
+		if _, err := config.Parse(r.newConfig, r.configPath); err != nil {
+			// A name taken from a marker may not be a valid policy name.
+			r.configErr, r.newConfig = fmt.Errorf("the proposed config would not be valid: %w", err), nil
+		}
 	case r.configData != nil:
 		out, err := discover.AppendImages(r.configData, r.configPath, r.props)
 		if err != nil {

@@ -409,3 +409,43 @@ func TestInitCancelled(t *testing.T) {
 		t.Errorf("files written: %v", got)
 	}
 }
+
+// TestInitWithFluxPolicies checks that the policies of Flux objects count
+// as existing: their repositories get markers naming them, and no config
+// entry.
+func TestInitWithFluxPolicies(t *testing.T) {
+	host := startMemRegistry(t)
+	repo := t.TempDir()
+	writeFile(t, repo, "flux/web.yaml", `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: web, namespace: flux-system}
+spec:
+  image: `+host+`/acme/web
+  interval: 5m
+  insecure: true
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: web, namespace: flux-system}
+spec:
+  imageRepositoryRef: {name: web}
+  policy: {semver: {range: ">=1.0.0 <2"}}
+`)
+	writeFile(t, repo, "apps/web.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n    - name: web\n      image: "+host+"/acme/web:1.0.0\n")
+	flux := filepath.Join(repo, "flux")
+	out, stderr, code := runMain(t, "init", "--repo", repo, "--flux", flux, "--write")
+	if code != 0 || !strings.Contains(out, "flux-system:web (in config)") {
+		t.Fatalf("init --flux: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "imagebump.yaml")); err == nil {
+		t.Errorf("a config was written for a policy Flux defines")
+	}
+	got, _ := os.ReadFile(filepath.Join(repo, "apps/web.yaml"))
+	if !strings.Contains(string(got), `# {"$imagepolicy": "flux-system:web"}`) {
+		t.Errorf("no marker naming the Flux policy:\n%s", got)
+	}
+	out, _, code = runMain(t, "plan", "--flux", flux, "--repo", repo)
+	if code != 0 || !strings.Contains(out, "1.2.0") {
+		t.Errorf("plan --flux after init: exit %d\n%s", code, out)
+	}
+}
