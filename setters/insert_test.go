@@ -313,6 +313,17 @@ func FuzzInsert(f *testing.F) {
 		if len(res3.Markers) < inserted {
 			t.Fatalf("Apply found %d markers, %d were inserted", len(res3.Markers), inserted)
 		}
+		// validate (Apply with the policy known) accepts every marker put.
+		for _, r := range res {
+			if r.Status != Inserted {
+				continue
+			}
+			for _, p := range res3.Problems {
+				if p.Line == EditorLine(out, r.Line) {
+					t.Fatalf("validate reports a problem on a marked line: %v", p)
+				}
+			}
+		}
 	})
 }
 

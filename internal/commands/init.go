@@ -632,6 +632,8 @@ func (r *initRun) writeText(w io.Writer, written bool) error {
 		b.WriteString("Some registries failed (see the problems): their rules come from the tags in use alone, unchecked.\n")
 	}
 	switch {
+	case len(r.inv.Uses) == 0 && r.newConfig == nil:
+		fmt.Fprintf(&b, "No image reference to track under %s: nothing to propose.\n", ps(r.repo))
 	case inserted == 0 && r.newConfig == nil && r.configErr == nil:
 		fmt.Fprintf(&b, "Nothing to do: %d %s in place, and the config has every policy they name.\n", present, plural(present, "marker is", "markers are"))
 	case written:

@@ -449,3 +449,16 @@ spec:
 		t.Errorf("plan --flux after init: exit %d\n%s", code, out)
 	}
 }
+
+// TestInitNothingFound checks init on a tree without images.
+func TestInitNothingFound(t *testing.T) {
+	repo := t.TempDir()
+	writeFile(t, repo, "config.yaml", "a: 1\n")
+	out, _, code := runMain(t, "init", "--repo", repo, "--write")
+	if code != 0 || !strings.Contains(out, "No image reference to track") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	if got, _ := snapshot(repo); len(got) != 1 {
+		t.Errorf("files written: %v", got)
+	}
+}
