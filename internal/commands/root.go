@@ -164,6 +164,7 @@ bump as a commit or a pull request.`,
 		NewCmdFlux(g, stdout),
 		NewCmdHold(g, stdout),
 		NewCmdRelease(g, stdout),
+		NewCmdInit(g, stdout, nil),
 	}
 	for _, c := range commands {
 		// Names from the config complete where a command takes them.
