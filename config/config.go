@@ -527,6 +527,15 @@ func (im *Image) Policy() *policy.Policy {
 	return im.policy
 }
 
+// WithPolicy returns a copy of the image that selects with p instead of
+// its own rule (`imagebump tags POLICY --semver ...` tries another rule
+// with the policy's other settings).
+func (im *Image) WithPolicy(p *policy.Policy) *Image {
+	c := *im
+	c.policy = p
+	return &c
+}
+
 // Spec returns the image's policy as package policy takes it.
 func (im *Image) Spec() policy.Spec {
 	var s policy.Spec

@@ -402,7 +402,7 @@ func selectImages(ctx context.Context, reg Registry, gates *Gates, images []*con
 			if gated {
 				// Signatures and minimum ages hold back tags the rule
 				// would pick; the best tag that passes is the pick.
-				picked, held, err := gates.pick(ctx, reg, im, r.Selection, tags)
+				picked, held, err := gates.Pick(ctx, reg, im, r.Selection, tags)
 				r.HeldBack = held
 				if err != nil {
 					r.Err = err

@@ -112,12 +112,12 @@ func (g *Gates) verifier(im *config.Image) (*verify.Verifier, error) {
 	return v, nil
 }
 
-// pick walks the policy's tags best first and returns the first selection
+// Pick walks the policy's tags best first and returns the first selection
 // whose tag passes every gate, with the better tags that were held back.
 // sel is the selection over every tag. An error means a gate could not be
 // checked (the registry failed): the policy fails rather than let an
 // unchecked tag through.
-func (g *Gates) pick(ctx context.Context, reg Registry, im *config.Image, sel policy.Result, tags []string) (policy.Result, []HeldBack, error) {
+func (g *Gates) Pick(ctx context.Context, reg Registry, im *config.Image, sel policy.Result, tags []string) (policy.Result, []HeldBack, error) {
 	greg, ok := reg.(GateRegistry)
 	if !ok {
 		return sel, nil, fmt.Errorf("policy %s: minAge and verify need a registry client that can read images", im.Name)
@@ -129,7 +129,7 @@ func (g *Gates) pick(ctx context.Context, reg Registry, im *config.Image, sel po
 		if cur.Latest == "" {
 			break
 		}
-		hb, err := g.check(ctx, greg, im, cur.Latest)
+		hb, err := g.Check(ctx, greg, im, cur.Latest)
 		if err != nil {
 			return sel, held, err
 		}
@@ -152,8 +152,8 @@ func (g *Gates) pick(ctx context.Context, reg Registry, im *config.Image, sel po
 	return out, held, nil
 }
 
-// check runs a tag through the gates: nil means it passes.
-func (g *Gates) check(ctx context.Context, reg GateRegistry, im *config.Image, tag string) (*HeldBack, error) {
+// Check runs a tag through the gates: nil means it passes.
+func (g *Gates) Check(ctx context.Context, reg GateRegistry, im *config.Image, tag string) (*HeldBack, error) {
 	digest, err := reg.Digest(ctx, im.Repository, tag, "")
 	if err != nil {
 		return nil, fmt.Errorf("policy %s: resolving %s to check it: %w", im.Name, tag, err)
