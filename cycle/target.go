@@ -38,6 +38,11 @@ type TargetOptions struct {
 	Gates *Gates
 	// Now is the clock of holds and minimum ages; nil means time.Now.
 	Now func() time.Time
+	// Previous is this target's last cycle, when the caller keeps one
+	// (serve does). When the tracked branch has not moved and the cycle
+	// proposes exactly what Previous did, the forge is not asked again:
+	// a cycle with nothing new costs the tag listings and one fetch.
+	Previous *TargetResult
 	// Logger receives progress; nil discards. RunTarget adds the target's
 	// name to it.
 	Logger *slog.Logger
@@ -79,6 +84,12 @@ type TargetResult struct {
 	// Started and Duration time the cycle.
 	Started  time.Time
 	Duration time.Duration
+	// Head is the tracked branch's head the cycle started from.
+	Head string
+	// proposal fingerprints what the cycle proposed to the forge (head,
+	// changes, notes), and prDone says the forge step succeeded for it.
+	proposal string
+	prDone   bool
 }
 
 // Failed reports whether the cycle's scan reported a failed policy or a
@@ -136,7 +147,7 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		return fail(err)
 	}
 	defer repo.Close()
-	res.Branch = repo.Branch()
+	res.Branch, res.Head = repo.Branch(), repo.Head()
 
 	reg := perCycle(opts.Registry)
 	commit, tmpl := commitSettings(t)
@@ -187,13 +198,47 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		res.Branch = up.Branch
 	}
 	if WantsPullRequest(t) && res.Report != nil && !res.Held {
+		res.proposal = proposal(res)
+		if p := opts.Previous; p != nil && p.prDone && !res.Pushed && p.proposal == res.proposal {
+			// The forge already has what this cycle would send.
+			logger.Debug("pull request unchanged since the last cycle; the forge is not asked")
+			if p.PullRequest != nil {
+				again := *p.PullRequest
+				again.Outcome, again.Labels = pullrequest.Unchanged, nil
+				if p.PullRequest.Outcome == pullrequest.Closed {
+					again = pullrequest.Result{}
+				}
+				if again.Outcome != "" {
+					res.PullRequest = &again
+				}
+			}
+			res.prDone = true
+			return res, nil
+		}
 		pr, err := pullRequestFor(ctx, opts, res.Branch, res.Report, res.Repository, true)
 		if err != nil {
 			return fail(err)
 		}
-		res.PullRequest = pr
+		res.PullRequest, res.prDone = pr, true
 	}
 	return res, nil
+}
+
+// proposal fingerprints what a cycle asks of the forge: the base it starts
+// from, the changes (without lines) and the notes.
+func proposal(res *TargetResult) string {
+	var b strings.Builder
+	b.WriteString(res.Head)
+	for _, c := range res.Report.Changes {
+		fmt.Fprintf(&b, "\x00%s\x00%s\x00%s\x00%s", c.File, c.Policy, c.Old, c.New)
+	}
+	for _, n := range heldNotes(res.Report) {
+		b.WriteString("\x01" + n)
+	}
+	if res.Report.Failed() {
+		b.WriteString("\x02failed")
+	}
+	return b.String()
 }
 
 // commitSettings returns a target's commit author, signer and message
