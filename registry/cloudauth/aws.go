@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ecr"
 	"github.com/aws/aws-sdk-go-v2/service/ecrpublic"
@@ -40,7 +41,7 @@ func (s *awsSource) fetch(ctx context.Context) (*token, error) {
 	if s.cfg == nil {
 		opts := []func(*awsconfig.LoadOptions) error{
 			awsconfig.WithRegion(s.info.Region),
-			awsconfig.WithHTTPClient(&http.Client{Transport: s.transport}),
+			awsconfig.WithHTTPClient(awsHTTPClient(s.transport)),
 		}
 		if s.info.FIPS {
 			opts = append(opts, awsconfig.WithUseFIPSEndpoint(aws.FIPSEndpointStateEnabled))
@@ -113,6 +114,26 @@ func (s *awsSource) decode(tok string, expiresAt *time.Time) (*token, error) {
 func (s *awsSource) apiError(step string, err error) error {
 	return &Error{Provider: cloudhost.AWS, Host: s.host, Step: step, Err: err,
 		Hint: "the credentials need ecr:GetAuthorizationToken (ecr-public:GetAuthorizationToken and sts:GetServiceBearerToken for public.ecr.aws); for a registry of another account, its repository policy must allow this principal"}
+}
+
+// awsHTTPClient returns the SDK's own HTTP client (which AWS_CA_BUNDLE
+// can still add to) with the dialer, proxy and TLS settings of rt, when rt
+// is an *http.Transport.
+func awsHTTPClient(rt http.RoundTripper) *awshttp.BuildableClient {
+	c := awshttp.NewBuildableClient()
+	base, ok := rt.(*http.Transport)
+	if !ok {
+		return c
+	}
+	return c.WithTransportOptions(func(t *http.Transport) {
+		t.Proxy = base.Proxy
+		if base.DialContext != nil {
+			t.DialContext = base.DialContext
+		}
+		if base.TLSClientConfig != nil {
+			t.TLSClientConfig = base.TLSClientConfig.Clone()
+		}
+	})
 }
 
 // awsCredentialsError explains a credential chain that gave nothing,
