@@ -144,6 +144,9 @@ func (k *call) session(ctx context.Context) (*session, error) {
 // forget drops the cached session and challenge after the registry refused
 // them, so that the next one reads the credentials and pings anew.
 func (k *call) forget() {
+	if f, ok := k.h.auth.(interface{ Forget() }); ok {
+		f.Forget() // a cloud token the registry refused
+	}
 	k.h.sessions.Delete(k.repo.Name())
 	k.h.challengeMu.Lock()
 	delete(k.h.challenges, k.repo.RegistryStr())

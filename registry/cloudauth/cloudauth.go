@@ -106,6 +106,15 @@ type source interface {
 	fetch(ctx context.Context) (*token, error)
 }
 
+// cachingSource is a source that keeps and renews its token itself
+// (golang.org/x/oauth2's token sources do), so that asking it at every
+// use costs no request: the Authenticator then keeps the last token only
+// to fall back on while a renewal fails.
+type cachingSource interface {
+	source
+	caches() bool
+}
+
 // New checks opts and returns the Authenticator for one registry host.
 // It sends nothing: credentials are looked up at the first Authorization.
 func New(opts Options) (*Authenticator, error) {
@@ -169,6 +178,17 @@ func New(opts Options) (*Authenticator, error) {
 
 // Provider returns the cloud the Authenticator asks: aws, gcp or azure.
 func (a *Authenticator) Provider() string { return a.provider }
+
+// Forget makes the next use fetch new credentials, as after a registry
+// refused the cached ones; the cached ones stay in use if that fails while
+// they are good. A failure being waited out (RetryAfter) is not cut short.
+// For gcp, whose token source caches on its own, the token is renewed only
+// when that source sees it expire.
+func (a *Authenticator) Forget() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.refreshAt = time.Time{}
+}
 
 // Authorization implements authn.Authenticator.
 func (a *Authenticator) Authorization() (*authn.AuthConfig, error) {
@@ -255,9 +275,15 @@ func (a *Authenticator) settle(ctx context.Context, now time.Time, valid bool, t
 	for i, v := range t.secrets {
 		a.remember(fmt.Sprint("token ", i), v)
 	}
+	changed := a.cur == nil || a.cur.cfg != t.cfg
 	a.cur, a.lastErr, a.nextTry = t, nil, time.Time{}
 	a.refreshAt = a.refreshTime(now, t.expiry)
-	a.log.Debug("fetched cloud registry credentials", "host", a.host, "provider", a.provider, "expires", t.expiry)
+	if cs, ok := a.src.(cachingSource); ok && cs.caches() {
+		a.refreshAt = now
+	}
+	if changed {
+		a.log.Debug("fetched cloud registry credentials", "host", a.host, "provider", a.provider, "expires", t.expiry)
+	}
 	cfg := t.cfg
 	return &cfg, nil
 }

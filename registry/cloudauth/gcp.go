@@ -32,6 +32,11 @@ type gcpSource struct {
 	ts        oauth2.TokenSource // found on first use, then kept: it caches the token
 }
 
+// caches implements cachingSource: the token source renews its token ten
+// seconds before it expires (the library's own margin), and answers from
+// memory until then.
+func (s *gcpSource) caches() bool { return s.ts != nil }
+
 func (s *gcpSource) fetch(ctx context.Context) (*token, error) {
 	if s.ts == nil {
 		// The token source keeps this context for every later refresh:

@@ -31,6 +31,29 @@ type Tokens struct {
 	mu     sync.Mutex
 	issued map[string]time.Time
 	n      int
+	log    []Issue
+}
+
+// Issue is one token issued: when, and when it expires.
+type Issue struct{ At, Expires time.Time }
+
+// Issues returns every token issued, in order.
+func (t *Tokens) Issues() []Issue {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]Issue(nil), t.log...)
+}
+
+// RenewedEarly reports, for tokens issued one after another to one client,
+// whether each was issued before the one before it expired.
+func (t *Tokens) RenewedEarly() bool {
+	log := t.Issues()
+	for i := 1; i < len(log); i++ {
+		if !log[i].At.Before(log[i-1].Expires) {
+			return false
+		}
+	}
+	return true
 }
 
 // Issue returns a new token and when it expires.
@@ -52,6 +75,7 @@ func (t *Tokens) Issue() (string, time.Time) {
 	}
 	t.issued[tok] = exp
 	t.n++
+	t.log = append(t.log, Issue{At: t.now(), Expires: exp})
 	return tok, exp
 }
 
@@ -71,6 +95,7 @@ func (t *Tokens) Add(tok string, exp time.Time) {
 	}
 	t.issued[tok] = exp
 	t.n++
+	t.log = append(t.log, Issue{At: t.now(), Expires: exp})
 }
 
 // Check reports whether tok was issued and has not expired: "ok",
