@@ -86,6 +86,14 @@ type Registry struct {
 	// Auth says where the registry's credentials are. Nil means the default
 	// Docker keychain (~/.docker/config.json and its credential helpers).
 	Auth *RegistryAuth `yaml:"auth"`
+	// Provider says where the credentials come from when Auth is not set:
+	// "aws", "gcp" or "azure" ask that cloud with the process's own
+	// identity (ECR, Artifact Registry/GCR, ACR); "auto" picks the cloud
+	// from the host name, or generic for other hosts; "generic" (the
+	// default, and that of hosts not listed) is Auth or the Docker
+	// keychain. A provider other than generic excludes Auth. See
+	// docs/cloud-registries.md.
+	Provider string `yaml:"provider" enum:"generic,auto,aws,gcp,azure"`
 	// Insecure allows plain HTTP to the registry.
 	Insecure bool `yaml:"insecure"`
 	// CAFile is a PEM file of CA certificates to trust for this registry,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/imagebump/imagebump/internal/cloudhost"
 	"github.com/imagebump/imagebump/internal/fluxmsg"
 	"github.com/imagebump/imagebump/internal/msgtemplate"
 	"github.com/imagebump/imagebump/internal/secretfile"
@@ -115,6 +116,7 @@ func (v *validator) registries() {
 		if v.good(p + ".auth") {
 			v.registryAuth(p + ".auth")
 		}
+		v.registryProvider(p, r)
 		if v.good(p + ".rateLimit") {
 			rp := p + ".rateLimit"
 			if v.require(rp, "requestsPerSecond") && v.good(rp+".requestsPerSecond") && r.RateLimit.RequestsPerSecond <= 0 {
@@ -135,6 +137,22 @@ func (v *validator) registries() {
 		if v.good(p+".concurrency") && r.Concurrency < 1 {
 			v.add(v.at(p+".concurrency"), p+".concurrency", "must be at least 1, got %d", r.Concurrency)
 		}
+	}
+}
+
+// registryProvider checks registries[].provider against the host and auth:
+// a cloud provider takes no auth, and aws needs an ECR host name, which
+// gives the account and region.
+func (v *validator) registryProvider(p string, r *Registry) {
+	pp := p + ".provider"
+	if !v.good(pp) || r.Provider == "" || r.Provider == cloudhost.Generic {
+		return
+	}
+	if v.has(p + ".auth") {
+		v.add(v.keyAt(pp), pp, "provider %s and auth both give credentials; keep one (provider: generic uses auth)", r.Provider)
+	}
+	if r.Provider == cloudhost.AWS && r.Host != "" && cloudhost.Parse(r.Host).Provider != cloudhost.AWS {
+		v.add(v.at(pp), pp, "provider aws needs an ECR host name (ACCOUNT.dkr.ecr.REGION.amazonaws.com or public.ecr.aws), which gives the account and region; %q is not one", r.Host)
 	}
 }
 
