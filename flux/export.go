@@ -142,6 +142,12 @@ func (e *exporter) images() {
 				if reg.Insecure {
 					repoSpec.Content = append(repoSpec.Content, scalar("insecure"), boolNode(true))
 				}
+				switch reg.Provider {
+				case "aws", "gcp", "azure":
+					repoSpec.Content = append(repoSpec.Content, scalar("provider"), scalar(reg.Provider))
+				case "auto":
+					e.note(Warning, "registry", reg.Host, reg.Line, "provider auto has no Flux form: set aws, gcp or azure on the ImageRepository")
+				}
 				if reg.Auth != nil && reg.Auth.DockerConfig != "" {
 					secret := dnsName(r.RegistryStr()) + "-auth"
 					repoSpec.Content = append(repoSpec.Content, scalar("secretRef"), mapping("name", secret))

@@ -17,7 +17,7 @@ func TestNotesOncePerObject(t *testing.T) {
 	writeFile(t, dir, "f.yaml", `apiVersion: image.toolkit.fluxcd.io/v1
 kind: ImageRepository
 metadata: {name: app, namespace: apps}
-spec: {image: ghcr.io/acme/app, provider: aws, secretRef: {name: pull}}
+spec: {image: 123456789012.dkr.ecr.eu-west-1.amazonaws.com/acme/app, provider: aws, secretRef: {name: pull}}
 ---
 apiVersion: image.toolkit.fluxcd.io/v1
 kind: ImagePolicy
@@ -80,8 +80,7 @@ spec:
 		}
 	}
 	for _, want := range []string{
-		"ImageRepository apps/app spec.provider: provider \"aws\"",
-		"ImageRepository apps/app spec.secretRef: Secret apps/pull is not mapped",
+		"ImageRepository apps/app spec.secretRef: Secret apps/pull is not used: with provider aws",
 		"ImageRepository apps/unused : no ImagePolicy uses it",
 		"GitRepository apps/fleet spec.provider: provider \"azure\"",
 		"GitRepository apps/fleet spec.secretRef: Secret apps/git is not mapped",

@@ -168,6 +168,7 @@ type mapper struct {
 type hostSettings struct {
 	reg                            config.Registry
 	authFrom, insecureFrom, caFrom *ImageRepository
+	providerFrom                   *ImageRepository
 }
 
 func (m *mapper) index() {
@@ -371,11 +372,21 @@ func (m *mapper) registry(repo *ImageRepository, host string) {
 		m.hosts[host] = h
 	}
 	src := repo.src
+	cloud := false
 	switch p := repo.Spec.Provider; p {
 	case "", "generic":
+	case "aws", "gcp", "azure":
+		// The same clouds, and the same credential sources: the
+		// workload's identity (IRSA, workload identity, managed identity).
+		cloud = true
+		if h.reg.Provider != "" && h.reg.Provider != p {
+			m.p.fail(repo.Object, "spec.provider", src.line("spec.provider"), nil,
+				"%s uses provider %q for %s: imagebump has one per registry host", h.providerFrom.Ref(), h.reg.Provider, host)
+		}
+		h.reg.Provider, h.providerFrom = p, repo
 	default:
 		m.p.note(Warning, repo.Object, "spec.provider", src.line("spec.provider"),
-			"provider %q needs cloud authentication, which imagebump does not have yet: it uses the default Docker keychain, so configure the credential helper for %s there (docker-credential-ecr-login, -acr-env, -gcr), or give a secretRef", p, host)
+			"provider %q is not one imagebump knows (aws, gcp, azure, generic): %s is read as generic", p, host)
 	}
 	if repo.Spec.Insecure {
 		if h.insecureFrom == nil {
@@ -386,7 +397,10 @@ func (m *mapper) registry(repo *ImageRepository, host string) {
 		m.p.note(Warning, repo.Object, "spec.insecure", src.line("spec"),
 			"%s allows plain HTTP to %s: imagebump's settings are per host, so this repository is reached the same way", h.insecureFrom.Ref(), host)
 	}
-	if ref := repo.Spec.SecretRef; ref != nil {
+	if ref := repo.Spec.SecretRef; ref != nil && cloud {
+		m.p.note(Warning, repo.Object, "spec.secretRef", src.line("spec.secretRef"),
+			"Secret %s/%s is not used: with provider %s, credentials come from the cloud's own identity, as the registry host has one source of credentials in imagebump", repo.Namespace, ref.Name, repo.Spec.Provider)
+	} else if ref != nil {
 		keys, assumed := m.opts.Secrets.secretKeys(repo.Namespace, ref.Name, []string{".dockerconfigjson"})
 		f := keys[".dockerconfigjson"]
 		switch {
