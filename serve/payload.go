@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -142,11 +143,23 @@ func checkRepository(repo string) (string, error) {
 	if repo == "" {
 		return "", errors.New("an event names no repository")
 	}
-	if _, err := name.NewRepository(repo); err != nil {
+	r, err := name.NewRepository(repo)
+	if err != nil {
 		return "", fmt.Errorf("repository %q: %w", truncate(repo, 200), err)
+	}
+	// go-containerregistry admits paths the OCI distribution grammar
+	// does not (a//b, a..b); no registry sends those.
+	for c := range strings.SplitSeq(r.RepositoryStr(), "/") {
+		if !pathComponentRE.MatchString(c) {
+			return "", fmt.Errorf("repository %q: path component %q is not [a-z0-9]+ joined by '.', '_', '__' or dashes", truncate(repo, 200), truncate(c, 100))
+		}
 	}
 	return repo, nil
 }
+
+// pathComponentRE is a path component of a repository name in the OCI
+// distribution grammar.
+var pathComponentRE = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$`)
 
 // splitReference splits HOST/PATH[:TAG][@DIGEST] into the repository and
 // the tag.
@@ -321,8 +334,8 @@ func parseGitHub(body []byte) (payload, error) {
 	if pk == nil {
 		return payload{}, fmt.Errorf("%w: GitHub event with a null package", errPayload)
 	}
-	typ := strings.ToLower(pk.PackageType + pk.Ecosystem)
-	if (gh.Action != "published" && gh.Action != "updated") || (typ != "container" && typ != "docker") {
+	container := func(t string) bool { t = strings.ToLower(t); return t == "container" || t == "docker" }
+	if (gh.Action != "published" && gh.Action != "updated") || !(container(pk.PackageType) || container(pk.Ecosystem)) {
 		p.Skipped = 1
 		return p, nil
 	}

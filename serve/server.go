@@ -368,7 +368,9 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	if ln != nil {
-		srv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+		// A webhook body (at most MaxWebhookBody) that takes longer than
+		// ReadTimeout to arrive is a client holding a connection open.
+		srv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 		go func() { httpErr <- srv.Serve(ln) }()
 		s.log.Info("serving", "address", ln.Addr().String())
 	}
@@ -381,7 +383,11 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	slices.Sort(names)
-	s.log.Info("scheduling", "targets", names, "workdir", s.opts.Workdir, "concurrency", cap(s.slots))
+	attrs := []any{"targets", names, "workdir", s.opts.Workdir, "concurrency", cap(s.slots)}
+	if sh := s.opts.Shard; sh.Sharded() {
+		attrs = append(attrs, "shard", sh.String())
+	}
+	s.log.Info("scheduling", attrs...)
 
 	err := s.wait(ctx, httpErr)
 	if srv != nil {
