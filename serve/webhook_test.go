@@ -338,7 +338,9 @@ webhooks:
 		Debounce:  200 * time.Millisecond,
 		Logger:    slog.New(slog.NewJSONHandler(io.MultiWriter(logs, &testLogWriter{t: t}), nil)),
 	})
-	waitReal(t, 30*time.Second, func() bool { return srv.target(t, "default").CyclesRun == 1 && srv.target(t, "default").RunningSince == nil }, "the first cycle")
+	waitReal(t, 30*time.Second, func() bool {
+		return srv.target(t, "default").CyclesRun == 1 && srv.target(t, "default").RunningSince == nil
+	}, "the first cycle")
 	reg.Push(t, "acme/web", "1.1.0") // a scan now would commit
 
 	good := []byte(fmt.Sprintf(`{"repository": %q, "tag": "1.1.0"}`, reg.Repo("acme/web")))
