@@ -17,6 +17,7 @@ import (
 // docs/serve.md lists each one; keep it in step.
 type metrics struct {
 	reg *prometheus.Registry
+	own []prometheus.Collector // every imagebump_ metric, as registered
 
 	cycles       *prometheus.CounterVec   // target, result
 	duration     *prometheus.HistogramVec // target, result
@@ -92,10 +93,13 @@ func newMetrics() *metrics {
 		shardInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "shard_info",
 			Help: "1, labelled with this process's shard index and the shard count (0 and 1 when not sharded)."}, []string{"index", "count"}),
 	}
-	m.reg.MustRegister(
+	m.own = []prometheus.Collector{
 		m.cycles, m.duration, m.running, m.lastSuccess, m.requests, m.throttled, m.waits, m.waitSeconds,
 		m.tagsSeen, m.bumps, m.pushes, m.pullRequests, m.reloads, m.reloadTime, m.targets,
 		m.webhooks, m.webhookImages, m.targetsConfigured, m.shardInfo,
+	}
+	m.reg.MustRegister(m.own...)
+	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
