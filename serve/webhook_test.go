@@ -235,14 +235,19 @@ func TestWebhookPayloadsTriggerScans(t *testing.T) {
 			if got, _ := testgit.ReadFile(t, bares[tg.name], "main", "deploy/"+tg.name+"-image.yaml"); !strings.Contains(got, ":"+tg.tag+" ") {
 				t.Errorf("pushed file: %q", got)
 			}
-			ts := srv.target(t, tg.name)
+			// The status records the cycle once it has returned, just
+			// after its push.
 			var c *CycleStatus
-			for i := range ts.Cycles {
-				if ts.Cycles[i].Pushed {
-					c = &ts.Cycles[i]
-					break
+			waitReal(t, 10*time.Second, func() bool {
+				ts := srv.target(t, tg.name)
+				for i := range ts.Cycles {
+					if ts.Cycles[i].Pushed {
+						c = &ts.Cycles[i]
+						return true
+					}
 				}
-			}
+				return false
+			}, "the bump's cycle in the status")
 			if c == nil || c.Reason != ReasonTrigger || !slices.Contains(c.Triggers, tt.trigger) {
 				t.Errorf("the bump's cycle: %+v, want reason trigger with %q", c, tt.trigger)
 			}
@@ -464,9 +469,8 @@ webhooks:
 		t.Fatalf("the good request: %d %s", code, body)
 	}
 	waitReal(t, 30*time.Second, func() bool { return head(t, bare) != before }, "the good request's commit")
-	if ts := srv.target(t, "default"); ts.CyclesRun != 2 {
-		t.Errorf("%d cycles after the good request, want 2", ts.CyclesRun)
-	}
+	// The status records the cycle once it has returned, just after its push.
+	waitReal(t, 10*time.Second, func() bool { return srv.target(t, "default").CyclesRun == 2 }, "the good request's cycle in the status")
 }
 
 // TestWebhookSecretRotates replaces the token file while serve runs: the
