@@ -158,6 +158,10 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 		level("webhook refused", "hook", truncate(name, 100), "status", status, "result", result,
 			"reason", why, "remote", r.RemoteAddr, "content_length", r.ContentLength)
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if status == http.StatusInternalServerError {
+			// The reason names a file of the server: for its log only.
+			why = "see the server's log"
+		}
 		http.Error(w, http.StatusText(status)+": "+why, status)
 	}
 
