@@ -54,6 +54,9 @@ type Config struct {
 	// Flux, when set, reads Flux's image automation objects as more image
 	// policies and targets (as --flux does).
 	Flux *FluxSource `yaml:"flux"`
+	// Webhooks are the registry webhook endpoints of `imagebump serve`:
+	// POST /hook/NAME scans at once the images a push event names.
+	Webhooks []Webhook `yaml:"webhooks"`
 
 	// File is the config's file name, as given to Load or Parse.
 	File string `yaml:"-"`
@@ -413,6 +416,31 @@ type PullRequest struct {
 	Title string `yaml:"title"`
 	// Labels are added to the pull request.
 	Labels []string `yaml:"labels"`
+}
+
+// Webhook is one registry webhook endpoint of `imagebump serve`, POST
+// /hook/NAME. Exactly one of SecretFile and TokenFile is set: requests are
+// authenticated by an HMAC-SHA256 signature of the body made with the
+// secret (X-Hub-Signature-256: sha256=HEX), or by the token as a bearer
+// token (Authorization: Bearer TOKEN). Both files are read at each request,
+// so a rotated secret takes effect without a reload.
+type Webhook struct {
+	// Name is the endpoint's name, a lowercase RFC 1123 label: the last
+	// element of its path, and the hook label of its metrics.
+	Name string `yaml:"name"`
+	// SecretFile holds the HMAC-SHA256 key that signs each request body.
+	SecretFile string `yaml:"secretFile" config:"secret"`
+	// TokenFile holds the bearer token each request carries.
+	TokenFile string `yaml:"tokenFile" config:"secret"`
+	// TokenInQuery also accepts the token as the query parameter token
+	// (POST /hook/NAME?token=TOKEN), for senders that can set neither a
+	// header nor a signature (Docker Hub, Quay). A URL is logged and shown
+	// in more places than a header, so it is off unless asked for, and
+	// only with TokenFile.
+	TokenInQuery bool `yaml:"tokenInQuery"`
+
+	// Line is the line of the webhook's entry in the config file.
+	Line int `yaml:"-"`
 }
 
 // Target is one repository (or branch and paths of one) that imagebump

@@ -34,6 +34,7 @@ func (v *validator) validate() {
 	v.images()
 	v.topLevel()
 	v.targets()
+	v.webhooks()
 	v.secretRefs(reflect.ValueOf(v.c).Elem(), "")
 }
 
@@ -441,6 +442,36 @@ func (v *validator) targets() {
 			if _, err := path.Match(NormalizeName(g), ""); err != nil {
 				v.wrap(v.at(gp), gp, err, "invalid glob %q", g)
 			}
+		}
+	}
+}
+
+// webhooks checks the webhook endpoints: unique names that fit in a URL
+// path and a label, and one way to authenticate each.
+func (v *validator) webhooks() {
+	first := map[string]int{}
+	for i := range v.c.Webhooks {
+		h := &v.c.Webhooks[i]
+		p := fmt.Sprintf("webhooks[%d]", i)
+		h.Line = v.at(p).line
+		if v.require(p, "name") && h.Name != "" {
+			if len(h.Name) > 63 || !dnsLabelRE.MatchString(h.Name) {
+				v.add(v.at(p+".name"), p+".name", "%q must be a lowercase RFC 1123 label (a-z, 0-9, '-', at most 63 characters, starting and ending alphanumeric): it is the last element of the path /hook/NAME", h.Name)
+			} else if line, dup := first[h.Name]; dup {
+				v.add(v.at(p+".name"), p+".name", "duplicate webhook %q (first at line %d)", h.Name, line)
+			} else {
+				first[h.Name] = v.at(p + ".name").line
+			}
+		}
+		secret, token := v.has(p+".secretFile"), v.has(p+".tokenFile")
+		switch {
+		case secret && token:
+			v.add(v.keyAt(p+".tokenFile"), p, "secretFile and tokenFile: keep one (secretFile for senders that sign the body, tokenFile for a bearer token)")
+		case !secret && !token && !v.bad[p] && !v.unknown[p]:
+			v.add(v.at(p), p, "set secretFile (HMAC-SHA256 of the body, X-Hub-Signature-256) or tokenFile (Authorization: Bearer): a webhook is never open to anyone")
+		}
+		if h.TokenInQuery && !token {
+			v.add(v.keyAt(p+".tokenInQuery"), p+".tokenInQuery", "needs tokenFile: only a bearer token can travel in the query")
 		}
 	}
 }
