@@ -157,6 +157,7 @@ type spec struct {
 	cfg      *config.Config
 	target   config.Target
 	reg      cycle.Registry
+	gates    *cycle.Gates // per config: verified digests stay cached between cycles
 	schedule string // as written, or DefaultSchedule
 	sched    cron.Schedule
 }
@@ -260,11 +261,12 @@ func (s *Server) prepare(cfg *config.Config) (map[string]*spec, error) {
 	}
 	specs := map[string]*spec{}
 	var errs []error
+	gates := cycle.NewGates(s.clock.Now, s.log.With("component", "gates"))
 	for _, t := range targets {
 		if !s.owns(t) {
 			continue
 		}
-		sp := &spec{cfg: cfg, target: t, reg: reg, schedule: t.Schedule}
+		sp := &spec{cfg: cfg, target: t, reg: reg, gates: gates, schedule: t.Schedule}
 		if sp.schedule == "" {
 			sp.schedule = DefaultSchedule
 		}
