@@ -158,7 +158,7 @@ type spec struct {
 	target   config.Target
 	reg      cycle.Registry
 	gates    *cycle.Gates // per config: verified digests stay cached between cycles
-	schedule string // as written, or DefaultSchedule
+	schedule string       // as written, or DefaultSchedule
 	sched    cron.Schedule
 }
 
