@@ -658,7 +658,8 @@ var configWithoutLines = cmp.Options{
 // ignoredFieldsYAML sets every Flux field imagebump does not take as Flux
 // does (flux/fields.go's notes, and the "not done yet" values of
 // flux/native.go), each on a line of its own. REGISTRY is the test
-// registry.
+// registry. (An ImageRepository's provider is mapped now: aws, gcp and
+// azure are the registry's cloud provider; generic stands on its line.)
 const ignoredFieldsYAML = `apiVersion: image.toolkit.fluxcd.io/v1
 kind: ImageRepository
 metadata: {name: app, namespace: apps}
@@ -669,7 +670,7 @@ spec:
   proxySecretRef: {name: proxy}
   serviceAccountName: puller
   accessFrom: {namespaceSelectors: [{matchLabels: {team: apps}}]}
-  provider: aws
+  provider: generic
   certSecretRef: {name: registry-ca}
   insecure: true
 ---
@@ -722,7 +723,6 @@ var ignoredFields = []struct {
 	{"ImageRepository apps/app", "spec.proxySecretRef", 8},
 	{"ImageRepository apps/app", "spec.serviceAccountName", 9},
 	{"ImageRepository apps/app", "spec.accessFrom", 10},
-	{"ImageRepository apps/app", "spec.provider", 11},
 	{"ImageRepository apps/app", "spec.certSecretRef", 12},
 	{"ImagePolicy apps/app", "spec.interval", 21},
 	{"GitRepository apps/fleet", "spec.provider", 29},
