@@ -97,8 +97,11 @@ func noneContains(t *testing.T, what, text string, secrets []string) {
 // TestCloudServeRefresh runs each provider's SDK against its fake for a
 // few seconds of cycles, with tokens that live a few seconds and a
 // registry that refuses them once expired: every cycle succeeds, new
-// tokens are fetched before the old ones expire, and no token reaches the
-// log.
+// tokens are renewed as they expire without a cycle failing or the
+// registry refusing a cloud token, and no token reaches the log. When a
+// renewal happens (ahead of expiry, by how much) is proven on a fake clock
+// in registry/cloudauth: here, on a real clock and a loaded machine, a
+// cycle may not come in the renewal window.
 func TestCloudServeRefresh(t *testing.T) {
 	t.Run("aws", func(t *testing.T) {
 		fake := fakecloud.NewAWS(t)
@@ -118,9 +121,6 @@ func TestCloudServeRefresh(t *testing.T) {
 		serveLoop(t, c, cloudECRHost+"/team/app", 5*time.Second)
 		if n := fake.Passwords.Count(); n < 3 {
 			t.Errorf("%d ECR tokens in 5s of 2s tokens, want at least 3", n)
-		}
-		if !fake.Passwords.RenewedEarly() {
-			t.Errorf("a token was renewed only after it expired: %v", fake.Passwords.Issues())
 		}
 		for _, why := range reg.Refused() {
 			if strings.Contains(why, "expired") {
@@ -149,9 +149,6 @@ func TestCloudServeRefresh(t *testing.T) {
 		serveLoop(t, c, host+"/proj/repo/app", 4*time.Second)
 		if n := fake.AccessTokens.Count(); n < 2 {
 			t.Errorf("%d access tokens, want at least 2", n)
-		}
-		if !fake.AccessTokens.RenewedEarly() {
-			t.Errorf("an access token was renewed only after it expired: %v", fake.AccessTokens.Issues())
 		}
 		if n := reg.RegistryTokens.Count(); n < 2 {
 			t.Errorf("%d registry tokens in 4s of 1s tokens, want at least 2", n)
@@ -183,9 +180,6 @@ func TestCloudServeRefresh(t *testing.T) {
 		serveLoop(t, c, host+"/app", 5*time.Second)
 		if n := fake.RefreshTokens.Count(); n < 2 {
 			t.Errorf("%d ACR refresh tokens in 5s of 3s tokens, want at least 2", n)
-		}
-		if !fake.RefreshTokens.RenewedEarly() {
-			t.Errorf("a refresh token was renewed only after it expired: %v", fake.RefreshTokens.Issues())
 		}
 		for _, why := range reg.Refused() {
 			if strings.HasPrefix(why, "token endpoint") {

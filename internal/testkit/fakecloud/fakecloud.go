@@ -44,18 +44,6 @@ func (t *Tokens) Issues() []Issue {
 	return append([]Issue(nil), t.log...)
 }
 
-// RenewedEarly reports, for tokens issued one after another to one client,
-// whether each was issued before the one before it expired.
-func (t *Tokens) RenewedEarly() bool {
-	log := t.Issues()
-	for i := 1; i < len(log); i++ {
-		if !log[i].At.Before(log[i-1].Expires) {
-			return false
-		}
-	}
-	return true
-}
-
 // Issue returns a new token and when it expires.
 func (t *Tokens) Issue() (string, time.Time) {
 	b := make([]byte, 18)
