@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/imagebump/imagebump/policy"
+	"github.com/imagebump/imagebump/verify"
 )
 
 // DefaultNamespace is the namespace of an image name written without one:
@@ -53,6 +54,9 @@ type Config struct {
 	// Flux, when set, reads Flux's image automation objects as more image
 	// policies and targets (as --flux does).
 	Flux *FluxSource `yaml:"flux"`
+	// Webhooks are the registry webhook endpoints of `imagebump serve`:
+	// POST /hook/NAME scans at once the images a push event names.
+	Webhooks []Webhook `yaml:"webhooks"`
 
 	// File is the config's file name, as given to Load or Parse.
 	File string `yaml:"-"`
@@ -85,6 +89,14 @@ type Registry struct {
 	// Auth says where the registry's credentials are. Nil means the default
 	// Docker keychain (~/.docker/config.json and its credential helpers).
 	Auth *RegistryAuth `yaml:"auth"`
+	// Provider says where the credentials come from when Auth is not set:
+	// "aws", "gcp" or "azure" ask that cloud with the process's own
+	// identity (ECR, Artifact Registry/GCR, ACR); "auto" picks the cloud
+	// from the host name, or generic for other hosts; "generic" (the
+	// default, and that of hosts not listed) is Auth or the Docker
+	// keychain. A provider other than generic excludes Auth. See
+	// docs/cloud-registries.md.
+	Provider string `yaml:"provider" enum:"generic,auto,aws,gcp,azure"`
 	// Insecure allows plain HTTP to the registry.
 	Insecure bool `yaml:"insecure"`
 	// CAFile is a PEM file of CA certificates to trust for this registry,
@@ -175,11 +187,56 @@ type Image struct {
 	// reported. `imagebump hold` and `imagebump release` write and remove
 	// it.
 	Hold *Hold `yaml:"hold"`
+	// MinAge, when set, keeps a tag from being a candidate until its image
+	// is that old (the image's creation time: the OCI created annotation,
+	// else the config's created; for a multi-platform image the newest
+	// platform): a brand-new tag gets time to prove itself elsewhere first.
+	MinAge time.Duration `yaml:"minAge"`
+	// Verify, when set, makes a tag a candidate only if its digest carries
+	// a valid cosign signature by a key or a keyless identity.
+	Verify *Verify `yaml:"verify"`
 
 	// Line is the line of the image's entry in the config file.
 	Line int `yaml:"-"`
 
 	policy *policy.Policy
+}
+
+// Verify says who must have signed an image for its tag to be a
+// candidate: exactly one of Key and Keyless. Package verify documents the
+// checks (docs/verify.md).
+type Verify struct {
+	// Key is a file of one or more PEM public keys (cosign.pub); any may
+	// have signed.
+	Key string `yaml:"key" config:"path"`
+	// Keyless asks for a Sigstore (Fulcio) certificate with this OIDC
+	// identity.
+	Keyless *Keyless `yaml:"keyless"`
+	// TrustedRoot is a Sigstore trusted_root.json for keyless signatures.
+	// Empty means Sigstore's public-good instance, fetched through TUF.
+	TrustedRoot string `yaml:"trustedRoot" config:"path"`
+	// InsecureIgnoreTlog accepts keyless signatures without a
+	// transparency log entry when an RFC 3161 timestamp proves their time.
+	InsecureIgnoreTlog bool `yaml:"insecureIgnoreTlog"`
+}
+
+// Options returns the verify package's options for v.
+func (v *Verify) Options() verify.Options {
+	o := verify.Options{Key: v.Key, TrustedRoot: v.TrustedRoot, InsecureIgnoreTlog: v.InsecureIgnoreTlog}
+	if k := v.Keyless; k != nil {
+		o.Keyless = &verify.Keyless{Issuer: k.Issuer, IssuerRegexp: k.IssuerRegexp, Subject: k.Subject, SubjectRegexp: k.SubjectRegexp}
+	}
+	return o
+}
+
+// Keyless is the identity a keyless signature's certificate must carry:
+// one of Issuer and IssuerRegexp, and one of Subject and SubjectRegexp.
+// Regular expressions must match the whole value.
+type Keyless struct {
+	Issuer        string `yaml:"issuer"`
+	IssuerRegexp  string `yaml:"issuerRegexp"`
+	Subject       string `yaml:"subject"`
+	SubjectRegexp string `yaml:"subjectRegexp"`
 }
 
 // Hold keeps a policy's markers still.
@@ -331,9 +388,10 @@ type Author struct {
 type Push struct {
 	// Branch is the branch to push to. Empty means Git.Branch.
 	Branch string `yaml:"branch"`
-	// Refspec, when set, is pushed too, after Branch, as Flux's
-	// git.push.refspec is: SRC:DST, such as refs/heads/auto:refs/for/main
-	// for Gerrit or AGit. It takes no '+' and no empty source.
+	// Refspec, when set, is pushed too, after Branch (or Git.Branch
+	// without one), as Flux's git.push.refspec is: SRC:DST, such as
+	// refs/heads/auto:refs/for/main for Gerrit or AGit with Branch: auto.
+	// It takes no '+' and no empty source.
 	Refspec string `yaml:"refspec"`
 	// Options are Git push options sent with every push, KEY=VALUE or
 	// KEY, as Flux's git.push.options (GitLab's merge_request.create,
@@ -358,6 +416,31 @@ type PullRequest struct {
 	Title string `yaml:"title"`
 	// Labels are added to the pull request.
 	Labels []string `yaml:"labels"`
+}
+
+// Webhook is one registry webhook endpoint of `imagebump serve`, POST
+// /hook/NAME. Exactly one of SecretFile and TokenFile is set: requests are
+// authenticated by an HMAC-SHA256 signature of the body made with the
+// secret (X-Hub-Signature-256: sha256=HEX), or by the token as a bearer
+// token (Authorization: Bearer TOKEN). Both files are read at each request,
+// so a rotated secret takes effect without a reload.
+type Webhook struct {
+	// Name is the endpoint's name, a lowercase RFC 1123 label: the last
+	// element of its path, and the hook label of its metrics.
+	Name string `yaml:"name"`
+	// SecretFile holds the HMAC-SHA256 key that signs each request body.
+	SecretFile string `yaml:"secretFile" config:"secret"`
+	// TokenFile holds the bearer token each request carries.
+	TokenFile string `yaml:"tokenFile" config:"secret"`
+	// TokenInQuery also accepts the token as the query parameter token
+	// (POST /hook/NAME?token=TOKEN), for senders that can set neither a
+	// header nor a signature (Docker Hub, Quay). A URL is logged and shown
+	// in more places than a header, so it is off unless asked for, and
+	// only with TokenFile.
+	TokenInQuery bool `yaml:"tokenInQuery"`
+
+	// Line is the line of the webhook's entry in the config file.
+	Line int `yaml:"-"`
 }
 
 // Target is one repository (or branch and paths of one) that imagebump
@@ -478,6 +561,15 @@ func (c *Config) gitLine() int {
 // that did not come from Load or Parse.
 func (im *Image) Policy() *policy.Policy {
 	return im.policy
+}
+
+// WithPolicy returns a copy of the image that selects with p instead of
+// its own rule (`imagebump tags POLICY --semver ...` tries another rule
+// with the policy's other settings).
+func (im *Image) WithPolicy(p *policy.Policy) *Image {
+	c := *im
+	c.policy = p
+	return &c
 }
 
 // Spec returns the image's policy as package policy takes it.

@@ -53,6 +53,26 @@ images:
 			}},
 		},
 	}, {
+		name: "cloud registry providers",
+		yaml: `
+registries:
+  - host: 123456789012.dkr.ecr.eu-west-1.amazonaws.com
+    provider: aws
+  - host: europe-docker.pkg.dev
+    provider: auto
+  - host: ghcr.io
+    provider: generic
+    auth: {tokenFile: /run/ghcr}
+`,
+		want: &Config{
+			File: "imagebump.yaml",
+			Registries: []Registry{
+				{Host: "123456789012.dkr.ecr.eu-west-1.amazonaws.com", Provider: "aws", Line: 3},
+				{Host: "europe-docker.pkg.dev", Provider: "auto", Line: 5},
+				{Host: "ghcr.io", Provider: "generic", Auth: &RegistryAuth{TokenFile: "/run/ghcr"}, Line: 7},
+			},
+		},
+	}, {
 		name: "top-level target with defaults and resolved paths",
 		yaml: `
 registries:
@@ -467,6 +487,22 @@ registries:
       dockerConfig: config.json
       tokenFile: token
 `, "imagebump.yaml:6:7: registries[0].auth:", "more than one auth method: dockerConfig and tokenFile"},
+		{"unknown provider", `
+registries:
+  - host: ghcr.io
+    provider: google
+`, "imagebump.yaml:4:15: registries[0].provider:", `"google" is not one of generic, auto, aws, gcp, azure`},
+		{"cloud provider with auth", `
+registries:
+  - host: europe-docker.pkg.dev
+    auth: {tokenFile: token}
+    provider: gcp
+`, "imagebump.yaml:5:5: registries[0].provider:", "provider gcp and auth both give credentials; keep one"},
+		{"aws on a host not ECR", `
+registries:
+  - host: ghcr.io
+    provider: aws
+`, "imagebump.yaml:4:15: registries[0].provider:", "provider aws needs an ECR host name"},
 		{"empty auth", `
 registries:
   - host: ghcr.io

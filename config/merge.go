@@ -5,9 +5,10 @@ import (
 	"fmt"
 )
 
-// Merge returns a config with the registries, images and targets of a and
-// b together, as when imagebump.yaml is read with Flux objects (--flux).
-// Neither is changed. A name given in both (an image, a target) or a
+// Merge returns a config with the registries, images, targets and webhooks
+// of a and b together, as when imagebump.yaml is read with Flux objects
+// (--flux). Neither is changed. A name given in both (an image, a target,
+// a webhook) or a
 // registry host given in both with different settings is an error naming
 // both files: one source must own it. The result's targets are all in
 // TargetList; its File is a's.
@@ -36,6 +37,17 @@ func Merge(a, b *Config) (*Config, error) {
 			}
 			c.images[im.Name] = len(c.Images)
 			c.Images = append(c.Images, im)
+		}
+	}
+	hooks := map[string]bool{}
+	for _, src := range []*Config{a, b} {
+		for _, h := range src.Webhooks {
+			if hooks[h.Name] {
+				errs = append(errs, fmt.Errorf("webhook %s is in both %s and %s: keep one", h.Name, a.File, b.File))
+				continue
+			}
+			hooks[h.Name] = true
+			c.Webhooks = append(c.Webhooks, h)
 		}
 	}
 	names := map[string]bool{}

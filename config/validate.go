@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/imagebump/imagebump/internal/cloudhost"
 	"github.com/imagebump/imagebump/internal/fluxmsg"
 	"github.com/imagebump/imagebump/internal/msgtemplate"
 	"github.com/imagebump/imagebump/internal/secretfile"
@@ -33,6 +34,7 @@ func (v *validator) validate() {
 	v.images()
 	v.topLevel()
 	v.targets()
+	v.webhooks()
 	v.secretRefs(reflect.ValueOf(v.c).Elem(), "")
 }
 
@@ -115,6 +117,7 @@ func (v *validator) registries() {
 		if v.good(p + ".auth") {
 			v.registryAuth(p + ".auth")
 		}
+		v.registryProvider(p, r)
 		if v.good(p + ".rateLimit") {
 			rp := p + ".rateLimit"
 			if v.require(rp, "requestsPerSecond") && v.good(rp+".requestsPerSecond") && r.RateLimit.RequestsPerSecond <= 0 {
@@ -135,6 +138,22 @@ func (v *validator) registries() {
 		if v.good(p+".concurrency") && r.Concurrency < 1 {
 			v.add(v.at(p+".concurrency"), p+".concurrency", "must be at least 1, got %d", r.Concurrency)
 		}
+	}
+}
+
+// registryProvider checks registries[].provider against the host and auth:
+// a cloud provider takes no auth, and aws needs an ECR host name, which
+// gives the account and region.
+func (v *validator) registryProvider(p string, r *Registry) {
+	pp := p + ".provider"
+	if !v.good(pp) || r.Provider == "" || r.Provider == cloudhost.Generic {
+		return
+	}
+	if v.has(p + ".auth") {
+		v.add(v.keyAt(pp), pp, "provider %s and auth both give credentials; keep one (provider: generic uses auth)", r.Provider)
+	}
+	if r.Provider == cloudhost.AWS && r.Host != "" && cloudhost.Parse(r.Host).Provider != cloudhost.AWS {
+		v.add(v.at(pp), pp, "provider aws needs an ECR host name (ACCOUNT.dkr.ecr.REGION.amazonaws.com or public.ecr.aws), which gives the account and region; %q is not one", r.Host)
 	}
 }
 
@@ -288,6 +307,11 @@ func (v *validator) images() {
 				v.add(v.at(p+".platform"), p+".platform", "%v", err)
 			}
 		}
+		if vf := im.Verify; vf != nil && v.good(p+".verify") {
+			if err := vf.Options().Validate(); err != nil {
+				v.wrap(v.keyAt(p+".verify"), p+".verify", err, "invalid signature policy")
+			}
+		}
 		if h := im.Hold; h != nil && v.good(p+".hold") {
 			hp := p + ".hold"
 			v.require(hp, "reason")
@@ -418,6 +442,36 @@ func (v *validator) targets() {
 			if _, err := path.Match(NormalizeName(g), ""); err != nil {
 				v.wrap(v.at(gp), gp, err, "invalid glob %q", g)
 			}
+		}
+	}
+}
+
+// webhooks checks the webhook endpoints: unique names that fit in a URL
+// path and a label, and one way to authenticate each.
+func (v *validator) webhooks() {
+	first := map[string]int{}
+	for i := range v.c.Webhooks {
+		h := &v.c.Webhooks[i]
+		p := fmt.Sprintf("webhooks[%d]", i)
+		h.Line = v.at(p).line
+		if v.require(p, "name") && h.Name != "" {
+			if len(h.Name) > 63 || !dnsLabelRE.MatchString(h.Name) {
+				v.add(v.at(p+".name"), p+".name", "%q must be a lowercase RFC 1123 label (a-z, 0-9, '-', at most 63 characters, starting and ending alphanumeric): it is the last element of the path /hook/NAME", h.Name)
+			} else if line, dup := first[h.Name]; dup {
+				v.add(v.at(p+".name"), p+".name", "duplicate webhook %q (first at line %d)", h.Name, line)
+			} else {
+				first[h.Name] = v.at(p + ".name").line
+			}
+		}
+		secret, token := v.has(p+".secretFile"), v.has(p+".tokenFile")
+		switch {
+		case secret && token:
+			v.add(v.keyAt(p+".tokenFile"), p, "secretFile and tokenFile: keep one (secretFile for senders that sign the body, tokenFile for a bearer token)")
+		case !secret && !token && !v.bad[p] && !v.unknown[p]:
+			v.add(v.at(p), p, "set secretFile (HMAC-SHA256 of the body, X-Hub-Signature-256) or tokenFile (Authorization: Bearer): a webhook is never open to anyone")
+		}
+		if h.TokenInQuery && !token {
+			v.add(v.keyAt(p+".tokenInQuery"), p+".tokenInQuery", "needs tokenFile: only a bearer token can travel in the query")
 		}
 	}
 }

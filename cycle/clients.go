@@ -31,6 +31,7 @@ func RegistryOptions(cfg *config.Config, logger *slog.Logger) registry.Options {
 	for _, r := range cfg.Registries {
 		h := registry.Host{
 			Host:              r.Host,
+			Provider:          r.Provider,
 			Insecure:          r.Insecure,
 			CAFile:            r.CAFile,
 			Concurrency:       r.Concurrency,

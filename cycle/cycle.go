@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -67,8 +68,13 @@ type Options struct {
 	Concurrency int
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
-	// Now is the time holds are checked against; nil means time.Now.
+	// Now is the time holds and minimum ages are checked against; nil
+	// means time.Now.
 	Now func() time.Time
+	// Gates checks signatures and minimum ages; keep one for as long as the
+	// config, so verified digests stay cached between cycles. Nil means a
+	// new one for this Run.
+	Gates *Gates
 	// Selection, when set, is a previous run's policy results: the
 	// registries are not asked again. Write-back uses it to redo the same
 	// edits on a newer head after a push race.
@@ -96,6 +102,9 @@ type PolicyResult struct {
 	// Held is the policy's hold when it is active: the pick is reported
 	// but the markers are left as they are.
 	Held *config.Hold
+	// HeldBack are the tags, better by the rule than the pick, that a gate
+	// (minAge, verify) held back, best first.
+	HeldBack []HeldBack
 }
 
 // Latest is the tag the policy picked, or "".
@@ -228,7 +237,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if len(unreferenced) > 0 {
 			logger.Debug("policies not asked for: no marker names them", "policies", unreferenced)
 		}
-		results = selectImages(ctx, opts.Registry, images, current, opts.Concurrency, logger)
+		gates := opts.Gates
+		if gates == nil && slices.ContainsFunc(images, needsGates) {
+			gates = NewGates(opts.Now, logger)
+		}
+		results = selectImages(ctx, opts.Registry, gates, images, current, opts.Concurrency, logger)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -362,7 +375,7 @@ func splitReference(ref string) pinned {
 // picks the latest tag by each policy, and resolves digests where the policy
 // asks. current holds what the files pin now, for the ifNotPresent mode. One
 // failing repository fails only its own policies.
-func selectImages(ctx context.Context, reg Registry, images []*config.Image, current map[string]pinned, concurrency int, logger *slog.Logger) []PolicyResult {
+func selectImages(ctx context.Context, reg Registry, gates *Gates, images []*config.Image, current map[string]pinned, concurrency int, logger *slog.Logger) []PolicyResult {
 	if concurrency <= 0 {
 		concurrency = 8
 	}
@@ -408,14 +421,15 @@ func selectImages(ctx context.Context, reg Registry, images []*config.Image, cur
 			continue
 		}
 		known := current[im.Name]
-		if !im.Digest.NeedsLookup(sel.Latest, known.tag, known.digest) {
+		gated := needsGates(im)
+		if !gated && !im.Digest.NeedsLookup(sel.Latest, known.tag, known.digest) {
 			if im.Digest == policy.DigestIfNotPresent {
 				results[i].Digest = known.digest
 			}
 			continue
 		}
 		wg.Add(1)
-		go func(r *PolicyResult, im *config.Image) {
+		go func(r *PolicyResult, im *config.Image, tags []string) {
 			defer wg.Done()
 			select {
 			case sem <- struct{}{}:
@@ -424,13 +438,34 @@ func selectImages(ctx context.Context, reg Registry, images []*config.Image, cur
 				return
 			}
 			defer func() { <-sem }()
+			if gated {
+				// Signatures and minimum ages hold back tags the rule
+				// would pick; the best tag that passes is the pick.
+				picked, held, err := gates.Pick(ctx, reg, im, r.Selection, tags)
+				r.HeldBack = held
+				if err != nil {
+					r.Err = err
+					return
+				}
+				r.Selection = picked
+				if picked.Latest == "" {
+					r.Err = fmt.Errorf("policy %s: %w in %s: every candidate checked was held back (%s) (see why with: imagebump tags %s)", im.Name, ErrNoMatch, im.Repository, describeHeld(held), im.Name)
+					return
+				}
+				if !im.Digest.NeedsLookup(picked.Latest, known.tag, known.digest) {
+					if im.Digest == policy.DigestIfNotPresent {
+						r.Digest = known.digest
+					}
+					return
+				}
+			}
 			d, err := reg.Digest(ctx, im.Repository, r.Selection.Latest, im.Platform)
 			if err != nil {
 				r.Err = fmt.Errorf("policy %s: %w", im.Name, err)
 				return
 			}
 			r.Digest = d
-		}(&results[i], im)
+		}(&results[i], im, scan.Tags)
 	}
 	wg.Wait()
 	for _, r := range results {
@@ -458,4 +493,21 @@ func hintUnknown(cfg *config.Config, problems []setters.Problem) {
 		}
 		up.Hint = flux.SuggestPolicy(up.Policy, names)
 	}
+}
+
+// describeHeld summarizes held-back tags for an error: how many per gate.
+func describeHeld(held []HeldBack) string {
+	counts := map[Gate]int{}
+	var order []Gate
+	for _, h := range held {
+		if counts[h.Gate] == 0 {
+			order = append(order, h.Gate)
+		}
+		counts[h.Gate]++
+	}
+	var parts []string
+	for _, g := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[g], g))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/gitwriter"
@@ -33,6 +34,10 @@ type PlanOptions struct {
 	// PullRequests builds the target's forge client for the preview. Nil
 	// means NewPullRequestProvider.
 	PullRequests func(config.Target) (pullrequest.Provider, error)
+	// Gates checks signatures and minimum ages; nil means a new one.
+	Gates *Gates
+	// Now is the clock of holds and minimum ages; nil means time.Now.
+	Now func() time.Time
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
 	// IndexFile, when set with Repo, is where the marker index of Repo is
@@ -104,6 +109,8 @@ func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
 		Policies: selects,
 		Write:    opts.Write,
 		OnEdit:   opts.OnEdit,
+		Gates:    opts.Gates,
+		Now:      opts.Now,
 		Logger:   logger,
 		Index:    idx,
 	})

@@ -34,6 +34,17 @@ type TargetOptions struct {
 	// PullRequests builds the target's forge client. Nil means
 	// NewPullRequestProvider.
 	PullRequests func(config.Target) (pullrequest.Provider, error)
+	// Gates checks signatures and minimum ages; keep one per config so
+	// verified digests stay cached between cycles. Nil means a new one per
+	// cycle.
+	Gates *Gates
+	// Now is the clock of holds and minimum ages; nil means time.Now.
+	Now func() time.Time
+	// Previous is this target's last cycle, when the caller keeps one
+	// (serve does). When the tracked branch has not moved and the cycle
+	// proposes exactly what Previous did, the forge is not asked again:
+	// a cycle with nothing new costs the tag listings and one fetch.
+	Previous *TargetResult
 	// Logger receives progress; nil discards. RunTarget adds the target's
 	// name to it.
 	Logger *slog.Logger
@@ -86,6 +97,12 @@ type TargetResult struct {
 	// Started and Duration time the cycle.
 	Started  time.Time
 	Duration time.Duration
+	// Head is the tracked branch's head the cycle started from.
+	Head string
+	// proposal fingerprints what the cycle proposed to the forge (head,
+	// changes, notes), and prDone says the forge step succeeded for it.
+	proposal string
+	prDone   bool
 }
 
 // Failed reports whether the cycle's scan reported a failed policy or a
@@ -147,7 +164,7 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		return fail(err)
 	}
 	defer repo.Close()
-	res.Branch = repo.Branch()
+	res.Branch, res.Head = repo.Branch(), repo.Head()
 
 	idx, err := openIndex(repo, t, opts.NoCache, workdir != "", logger)
 	if err != nil {
@@ -170,6 +187,8 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 				Policies:  t.Selects,
 				Write:     true,
 				Selection: selection,
+				Gates:     opts.Gates,
+				Now:       opts.Now,
 				Logger:    logger,
 				Index:     work,
 			})
@@ -224,13 +243,47 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		res.Branch = up.Branch
 	}
 	if WantsPullRequest(t) && res.Report != nil && !res.Held {
+		res.proposal = proposal(res)
+		if p := opts.Previous; p != nil && p.prDone && !res.Pushed && p.proposal == res.proposal {
+			// The forge already has what this cycle would send.
+			logger.Debug("pull request unchanged since the last cycle; the forge is not asked")
+			if p.PullRequest != nil {
+				again := *p.PullRequest
+				again.Outcome, again.Labels = pullrequest.Unchanged, nil
+				if p.PullRequest.Outcome == pullrequest.Closed {
+					again = pullrequest.Result{}
+				}
+				if again.Outcome != "" {
+					res.PullRequest = &again
+				}
+			}
+			res.prDone = true
+			return res, nil
+		}
 		pr, err := pullRequestFor(ctx, opts, res.Branch, res.Report, res.Repository, true)
 		if err != nil {
 			return fail(err)
 		}
-		res.PullRequest = pr
+		res.PullRequest, res.prDone = pr, true
 	}
 	return res, nil
+}
+
+// proposal fingerprints what a cycle asks of the forge: the base it starts
+// from, the changes (without lines) and the notes.
+func proposal(res *TargetResult) string {
+	var b strings.Builder
+	b.WriteString(res.Head)
+	for _, c := range res.Report.Changes {
+		fmt.Fprintf(&b, "\x00%s\x00%s\x00%s\x00%s", c.File, c.Policy, c.Old, c.New)
+	}
+	for _, n := range heldNotes(res.Report) {
+		b.WriteString("\x01" + n)
+	}
+	if res.Report.Failed() {
+		b.WriteString("\x02failed")
+	}
+	return b.String()
 }
 
 // commitSettings returns a target's commit author, signer and message
@@ -337,6 +390,7 @@ func pullRequestRequest(t config.Target, base string, rep *Report, cfgFile, repo
 	for _, c := range rep.Changes {
 		req.Changes = append(req.Changes, pullrequest.Change{File: c.File, Line: c.Line, Policy: c.Policy, Old: c.Old, New: c.New})
 	}
+	req.Notes = heldNotes(rep)
 	return req, nil
 }
 
@@ -439,4 +493,19 @@ func fileChanges(in []gitwriter.FileChange) []setters.FileChange {
 		out[i] = setters.FileChange{Path: c.Path, Old: c.Old, New: c.New, Symlink: c.Symlink}
 	}
 	return out
+}
+
+// heldNotes lists, for a pull request's body, what a gate or a hold kept
+// from it: the better tags held back, and the policies held still.
+func heldNotes(rep *Report) []string {
+	var notes []string
+	for _, p := range rep.Policies {
+		for _, h := range p.HeldBack {
+			notes = append(notes, fmt.Sprintf("%s %s: %s (%s)", p.Name, h.Tag, h.Gate, h.Detail))
+		}
+		if p.Held != nil {
+			notes = append(notes, fmt.Sprintf("%s: held at its current tag (%s)", p.Name, p.Held.Reason))
+		}
+	}
+	return notes
 }

@@ -107,6 +107,7 @@ type recordingForge struct {
 	mu     sync.Mutex
 	prs    []pullrequest.PR
 	writes []string
+	lists  int
 }
 
 func (f *recordingForge) Name() string { return "gitea" }
@@ -114,6 +115,7 @@ func (f *recordingForge) Name() string { return "gitea" }
 func (f *recordingForge) List(context.Context, string, string) ([]pullrequest.PR, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.lists++
 	return slices.Clone(f.prs), nil
 }
 
@@ -203,5 +205,25 @@ func TestRunTargetPullRequestHeldWhileAPolicyFails(t *testing.T) {
 	}
 	if res.Pushed || res.PullRequest == nil || res.PullRequest.Outcome != pullrequest.Unchanged || len(forge.writes) != writes {
 		t.Errorf("cycle with nothing new: pushed=%v pull request %+v, forge writes %v", res.Pushed, res.PullRequest, forge.writes[writes:])
+	}
+
+	// Given the last cycle, as serve gives it, a cycle with nothing new
+	// does not ask the forge at all; once main moves, it does again.
+	lists := forge.lists
+	opts.Previous = res
+	res, err = RunTarget(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if forge.lists != lists || res.PullRequest == nil || res.PullRequest.Outcome != pullrequest.Unchanged {
+		t.Errorf("with the previous cycle: %d forge reads, pull request %+v; want none and unchanged", forge.lists-lists, res.PullRequest)
+	}
+	testgit.Commit(t, bare, "main", map[string]string{"other.yaml": "a: 1\n"}, nil, "unrelated change")
+	opts.Previous = res
+	if _, err := RunTarget(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if forge.lists == lists {
+		t.Error("main moved, but the forge was not asked")
 	}
 }

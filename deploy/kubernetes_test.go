@@ -462,7 +462,7 @@ func checkPod(t *testing.T, b *build, pt podTemplate) {
 	if err != nil {
 		t.Fatalf("%s: the config does not load: %v", pt.owner, err)
 	}
-	secrets := secretPaths(cfg)
+	secrets := secretPaths(cfg, args[0])
 	if len(secrets) == 0 {
 		errorf("the config reads no secret; the check below proves nothing")
 	}

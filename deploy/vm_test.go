@@ -35,8 +35,7 @@ func TestSystemdUnits(t *testing.T) {
 	analyze := testgit.RequireProgram(t, "systemd-analyze", "systemd")
 	bin := hostBinary(t)
 	cfg := loadConfig(t, "deploy/vm/imagebump.yaml")
-	secrets := secretPaths(cfg)
-	if len(secrets) == 0 {
+	if len(secretPaths(cfg, "run")) == 0 {
 		t.Fatal("the VM config references no secret file; the test would prove nothing")
 	}
 
@@ -95,7 +94,7 @@ func TestSystemdUnits(t *testing.T) {
 				name, _, _ := strings.Cut(lc, ":")
 				loaded[credentialsDir+name] = true
 			}
-			for _, s := range secrets {
+			for _, s := range secretPaths(cfg, tt.command) {
 				if !loaded[s] {
 					t.Errorf("the config reads %s, which no LoadCredential= of %s provides", s, tt.dir)
 				}
@@ -170,7 +169,7 @@ func TestCompose(t *testing.T) {
 		t.Fatal("the config is not mounted at /etc/imagebump/imagebump.yaml")
 	}
 	cfg := loadConfig(t, path.Join(dir, configMount))
-	for _, p := range secretPaths(cfg) {
+	for _, p := range secretPaths(cfg, s.Command[0]) {
 		name, ok := strings.CutPrefix(p, "/run/secrets/")
 		if !ok || !slices.Contains(s.Secrets, name) {
 			t.Errorf("the config reads %s, which is not a secret of the service (%q)", p, s.Secrets)
@@ -251,9 +250,10 @@ func loadConfig(t *testing.T, rel string) *config.Config {
 	return cfg
 }
 
-// secretPaths returns every secret or credential file the config names,
-// sorted and without duplicates.
-func secretPaths(cfg *config.Config) []string {
+// secretPaths returns every secret or credential file the config names
+// that command (run or serve) reads, sorted and without duplicates: only
+// serve reads the webhooks' secrets.
+func secretPaths(cfg *config.Config, command string) []string {
 	var out []string
 	add := func(ps ...string) {
 		for _, p := range ps {
@@ -277,6 +277,11 @@ func secretPaths(cfg *config.Config) []string {
 		}
 		if tg.Push != nil && tg.Push.PullRequest != nil {
 			add(tg.Push.PullRequest.TokenFile)
+		}
+	}
+	if command == "serve" {
+		for _, h := range cfg.Webhooks {
+			add(h.SecretFile, h.TokenFile)
 		}
 	}
 	slices.Sort(out)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -33,10 +34,21 @@ func emit(c *config.Config, comments map[string]string) ([]byte, error) {
 
 // node returns the YAML node of v, or nil when v is its zero value.
 func node(v reflect.Value, path string, comments map[string]string) *yaml.Node {
+	if d, ok := v.Interface().(time.Duration); ok {
+		if d == 0 {
+			return nil
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: d.String()}
+	}
 	switch v.Kind() {
 	case reflect.Pointer:
 		if v.IsNil() {
 			return nil
+		}
+		if v.Elem().Kind() == reflect.Int {
+			// A pointer says the value was given, zero included
+			// (retries: 0).
+			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: fmt.Sprint(v.Elem().Int())}
 		}
 		return node(v.Elem(), path, comments)
 	case reflect.Struct:

@@ -116,6 +116,9 @@ func (e *exporter) registries() {
 		if r.RateLimit != nil || r.Concurrency != 0 {
 			e.note(Info, "registry", r.Host, r.Line, "rateLimit and concurrency have no Flux form")
 		}
+		if r.Timeout != 0 || r.Retries != nil || r.MaxPages != 0 || r.MaxTags != 0 || r.RepositoryTimeout != 0 {
+			e.note(Info, "registry", r.Host, r.Line, "timeout, retries, maxPages, maxTags and repositoryTimeout have no Flux form (an ImageRepository has only a timeout for its whole scan)")
+		}
 	}
 }
 
@@ -138,6 +141,12 @@ func (e *exporter) images() {
 			if reg, ok := e.hosts[r.RegistryStr()]; ok {
 				if reg.Insecure {
 					repoSpec.Content = append(repoSpec.Content, scalar("insecure"), boolNode(true))
+				}
+				switch reg.Provider {
+				case "aws", "gcp", "azure":
+					repoSpec.Content = append(repoSpec.Content, scalar("provider"), scalar(reg.Provider))
+				case "auto":
+					e.note(Warning, "registry", reg.Host, reg.Line, "provider auto has no Flux form: set aws, gcp or azure on the ImageRepository")
 				}
 				if reg.Auth != nil && reg.Auth.DockerConfig != "" {
 					secret := dnsName(r.RegistryStr()) + "-auth"
@@ -179,6 +188,15 @@ func (e *exporter) images() {
 		}
 		if im.Platform != "" {
 			e.note(Warning, "image", im.Name, im.Line, "platform %s has no Flux form: Flux pins the digest of the multi-platform index", im.Platform)
+		}
+		if im.MinAge != 0 {
+			e.note(Warning, "image", im.Name, im.Line, "minAge %s has no Flux form: under Flux a tag is a candidate as soon as it is pushed", im.MinAge)
+		}
+		if im.Verify != nil {
+			e.note(Warning, "image", im.Name, im.Line, "verify has no Flux form in ImagePolicy: under Flux an unsigned tag is a candidate (verify in the cluster with an admission policy instead)")
+		}
+		if im.Hold != nil {
+			e.note(Warning, "image", im.Name, im.Line, "hold has no Flux form: suspend the ImageUpdateAutomation instead (it holds every policy of its namespace)")
 		}
 		e.docs = append(e.docs, object("image.toolkit.fluxcd.io/v1", KindImagePolicy, ns, n, e.labels[im.Name], polSpec))
 	}

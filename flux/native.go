@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -81,14 +84,23 @@ func (s *Set) Native(opts NativeOptions) (*Native, error) {
 		return nil, err
 	}
 	m.cfg.File = m.opts.File
+	// Paths the user gave relative are written relative to the native
+	// config's folder; the config is parsed as if it were there, so its
+	// paths come out absolute, as config.Load makes them.
+	base, err := filepath.Abs(filepath.Dir(m.opts.File))
+	if err != nil {
+		return nil, fmt.Errorf("resolving the native config's folder: %w", err)
+	}
+	m.opts.Secrets.relativize(reflect.ValueOf(&m.cfg), base)
 	text, err := emit(&m.cfg, m.comments)
 	if err != nil {
 		return nil, fmt.Errorf("writing the native config: %w", err)
 	}
-	c, err := config.Parse(text, m.opts.File)
+	c, err := config.Parse(text, filepath.Join(base, filepath.Base(m.opts.File)))
 	if err != nil {
 		return nil, m.configError(err, m.sources)
 	}
+	c.File = m.opts.File
 	m.n.Config, m.n.YAML = c, text
 	return m.n, nil
 }
@@ -143,8 +155,10 @@ type mapper struct {
 	comments map[string]string // config path → comment naming its source
 	sources  map[string]Object
 	repos    map[string]*ImageRepository // ns/name
-	gits     map[string]*GitRepository   // ns/name
-	hosts    map[string]*hostSettings
+	// usedRepos holds the ImageRepositories some ImagePolicy names.
+	usedRepos map[string]bool
+	gits      map[string]*GitRepository // ns/name
+	hosts     map[string]*hostSettings
 	// byNamespace lists the image names (NAMESPACE:NAME) of each namespace.
 	byNamespace map[string][]*ImagePolicy
 }
@@ -154,12 +168,14 @@ type mapper struct {
 type hostSettings struct {
 	reg                            config.Registry
 	authFrom, insecureFrom, caFrom *ImageRepository
+	providerFrom                   *ImageRepository
 }
 
 func (m *mapper) index() {
 	m.comments = map[string]string{}
 	m.sources = map[string]Object{}
 	m.repos = map[string]*ImageRepository{}
+	m.usedRepos = map[string]bool{}
 	m.gits = map[string]*GitRepository{}
 	m.hosts = map[string]*hostSettings{}
 	m.byNamespace = map[string][]*ImagePolicy{}
@@ -193,6 +209,11 @@ func (m *mapper) images() {
 		m.sources[fmt.Sprintf("images[%d]", i)] = pol.Object
 		m.n.Policies[im.Name] = pol.Object
 		m.byNamespace[pol.Namespace] = append(m.byNamespace[pol.Namespace], pol)
+	}
+	for _, r := range m.set.Repositories {
+		if !m.usedRepos[r.Namespace+"/"+r.Name] {
+			m.p.note(Info, r.Object, "", r.Line, "no ImagePolicy uses it: nothing to do")
+		}
 	}
 	for _, h := range sortedKeys(m.hosts) {
 		i := len(m.cfg.Registries)
@@ -233,6 +254,7 @@ func (m *mapper) image(pol *ImagePolicy) (config.Image, bool) {
 		ns = pol.Namespace
 	}
 	repo := m.repos[ns+"/"+ref.Name]
+	m.usedRepos[ns+"/"+ref.Name] = true
 	if repo == nil {
 		msg := fmt.Sprintf("ImageRepository %s/%s is not among the objects read", ns, ref.Name)
 		if h := refHint(ns+"/"+ref.Name, m.repos); h != "" {
@@ -300,15 +322,26 @@ func (m *mapper) image(pol *ImagePolicy) (config.Image, bool) {
 		}
 		im.FilterTags = &config.FilterTags{Pattern: f.Pattern, Extract: f.Extract}
 	}
-	if len(repo.Spec.ExclusionList) > 0 {
-		im.Exclude = append([]string(nil), repo.Spec.ExclusionList...)
-		im.ExcludeReplacesDefaults = true
-		for i, e := range im.Exclude {
+	if list := repo.Spec.ExclusionList; len(list) > 0 {
+		for i, e := range list {
 			if _, err := regexp.Compile(e); err != nil {
 				f := fmt.Sprintf("spec.exclusionList[%d]", i)
 				m.p.fail(repo.Object, f, repo.src.line(f), err, "invalid pattern")
 				ok = false
 			}
+		}
+		// A list that starts with imagebump's defaults, as `flux
+		// generate` writes them, adds the rest to the defaults: the
+		// native config says so, and generate-then-export gives back the
+		// config it started from.
+		if d := policy.DefaultExclusions(); len(list) >= len(d) && slices.Equal(list[:len(d)], d) {
+			im.Exclude = append([]string(nil), list[len(d):]...)
+			if len(im.Exclude) == 0 {
+				im.Exclude = nil
+			}
+		} else {
+			im.Exclude = append([]string(nil), list...)
+			im.ExcludeReplacesDefaults = true
 		}
 	}
 	switch spec.DigestReflectionPolicy {
@@ -339,11 +372,21 @@ func (m *mapper) registry(repo *ImageRepository, host string) {
 		m.hosts[host] = h
 	}
 	src := repo.src
+	cloud := false
 	switch p := repo.Spec.Provider; p {
 	case "", "generic":
+	case "aws", "gcp", "azure":
+		// The same clouds, and the same credential sources: the
+		// workload's identity (IRSA, workload identity, managed identity).
+		cloud = true
+		if h.reg.Provider != "" && h.reg.Provider != p {
+			m.p.fail(repo.Object, "spec.provider", src.line("spec.provider"), nil,
+				"%s uses provider %q for %s: imagebump has one per registry host", h.providerFrom.Ref(), h.reg.Provider, host)
+		}
+		h.reg.Provider, h.providerFrom = p, repo
 	default:
 		m.p.note(Warning, repo.Object, "spec.provider", src.line("spec.provider"),
-			"provider %q needs cloud authentication, which imagebump does not have yet: it uses the default Docker keychain, so configure the credential helper for %s there (docker-credential-ecr-login, -acr-env, -gcr), or give a secretRef", p, host)
+			"provider %q is not one imagebump knows (aws, gcp, azure, generic): %s is read as generic", p, host)
 	}
 	if repo.Spec.Insecure {
 		if h.insecureFrom == nil {
@@ -354,7 +397,10 @@ func (m *mapper) registry(repo *ImageRepository, host string) {
 		m.p.note(Warning, repo.Object, "spec.insecure", src.line("spec"),
 			"%s allows plain HTTP to %s: imagebump's settings are per host, so this repository is reached the same way", h.insecureFrom.Ref(), host)
 	}
-	if ref := repo.Spec.SecretRef; ref != nil {
+	if ref := repo.Spec.SecretRef; ref != nil && cloud {
+		m.p.note(Warning, repo.Object, "spec.secretRef", src.line("spec.secretRef"),
+			"Secret %s/%s is not used: with provider %s, credentials come from the cloud's own identity, as the registry host has one source of credentials in imagebump", repo.Namespace, ref.Name, repo.Spec.Provider)
+	} else if ref != nil {
 		keys, assumed := m.opts.Secrets.secretKeys(repo.Namespace, ref.Name, []string{".dockerconfigjson"})
 		f := keys[".dockerconfigjson"]
 		switch {
@@ -435,6 +481,14 @@ func (m *mapper) targets() {
 		}
 	}
 	for _, g := range m.set.GitRepositories {
+		// Said of every GitRepository, used or not, as ImageRepositories'
+		// fields are: nothing is dropped without a word.
+		switch p := g.Spec.Provider; p {
+		case "", "generic":
+		default:
+			m.p.note(Warning, g.Object, "spec.provider", g.src.line("spec.provider"),
+				"provider %q needs cloud or app authentication, which imagebump does not have yet: map a token in secretRef's Secret (bearerToken or username and password)", p)
+		}
 		referenced := false
 		for _, a := range m.set.Automations {
 			if sourceKey(a) == g.Namespace+"/"+g.Name {
@@ -523,6 +577,10 @@ func (m *mapper) target(a *ImageUpdateAutomation) (config.Target, bool) {
 			t.Git.Paths = []string{p}
 		}
 	}
+	if spec.Interval.Duration <= 0 {
+		m.p.fail(a.Object, "spec.interval", src.line("spec.interval"), nil, "missing or not positive: Flux requires an interval, such as 10m, and it is the target's schedule")
+		return t, false
+	}
 	t.Schedule = spec.Interval.Duration.String()
 	if v := src.scalar("spec.interval"); v != nil {
 		t.Schedule = v.Value
@@ -574,12 +632,6 @@ func (m *mapper) git(a *ImageUpdateAutomation, g *GitRepository) (*config.Git, b
 	}
 	if out.Branch == "" {
 		m.p.note(Warning, a.Object, "spec.git.checkout", a.src.line("spec.git"), "no branch given (Flux's automation fails without one): imagebump uses the remote's default branch")
-	}
-	switch p := g.Spec.Provider; p {
-	case "", "generic":
-	default:
-		m.p.note(Warning, g.Object, "spec.provider", g.src.line("spec.provider"),
-			"provider %q needs cloud or app authentication, which imagebump does not have yet: map a token in secretRef's Secret (bearerToken or username and password)", p)
 	}
 	if g.Spec.SecretRef == nil {
 		if u.Scheme == "ssh" {

@@ -174,12 +174,28 @@ type problems struct {
 	errs  []*Error
 }
 
+// note records a note, once: an object used by several others (an
+// ImageRepository of two policies, a GitRepository of two automations) is
+// looked at for each, and says the same thing each time.
 func (p *problems) note(level Level, o Object, field string, line int, format string, args ...any) {
-	p.notes = append(p.notes, Note{Level: level, Object: o, Field: field, Line: line, Msg: fmt.Sprintf(format, args...)})
+	n := Note{Level: level, Object: o, Field: field, Line: line, Msg: fmt.Sprintf(format, args...)}
+	for _, m := range p.notes {
+		if m == n {
+			return
+		}
+	}
+	p.notes = append(p.notes, n)
 }
 
+// fail records an error, once (see note).
 func (p *problems) fail(o Object, field string, line int, err error, format string, args ...any) {
-	p.errs = append(p.errs, &Error{Object: o, Field: field, Line: line, Msg: fmt.Sprintf(format, args...), Err: err})
+	e := &Error{Object: o, Field: field, Line: line, Msg: fmt.Sprintf(format, args...), Err: err}
+	for _, f := range p.errs {
+		if f.Object == e.Object && f.Field == e.Field && f.Line == e.Line && f.Msg == e.Msg {
+			return
+		}
+	}
+	p.errs = append(p.errs, e)
 }
 
 // err returns the errors ordered by file and line, joined, or nil.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -32,6 +33,11 @@ type Secrets struct {
 	// the keys its use needs (for `flux export`, which writes the paths
 	// to create). Without it, such a Secret is not mapped.
 	Assume bool
+
+	// relative holds the paths, made absolute, that were given relative:
+	// by the mapping file (relative to its folder) or by a relative Dir.
+	// Native writes them relative again, to the native config's folder.
+	relative map[string]bool
 }
 
 // LoadSecrets reads a mapping file: NAMESPACE/NAME keys, each mapping the
@@ -49,6 +55,7 @@ func LoadSecrets(path string) (*Secrets, error) {
 		return nil, fmt.Errorf("reading the secrets mapping: %w", err)
 	}
 	var m map[string]map[string]string
+	relative := map[string]bool{}
 	dec := yaml.NewDecoder(strings.NewReader(string(data)))
 	dec.KnownFields(true)
 	if err := dec.Decode(&m); err != nil {
@@ -73,10 +80,11 @@ func LoadSecrets(path string) (*Secrets, error) {
 				}
 			case !filepath.IsAbs(ref):
 				m[name][key] = filepath.Join(dir, ref)
+				relative[m[name][key]] = true
 			}
 		}
 	}
-	return &Secrets{Keys: m}, nil
+	return &Secrets{Keys: m, relative: relative}, nil
 }
 
 // secretKeys returns the keys of Secret ns/name and where each is, or nil
@@ -93,6 +101,24 @@ func (s *Secrets) secretKeys(ns, name string, assumed []string) (keys map[string
 		return nil, false
 	}
 	dir := filepath.Join(s.Dir, ns, name)
+	// A relative Dir is relative to the working directory; the native
+	// config's paths are relative to its own folder, so they are made
+	// absolute here and relative to that folder by Native.
+	if !filepath.IsAbs(dir) {
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+			if s.relative == nil {
+				s.relative = map[string]bool{}
+			}
+		}
+	}
+	path := func(key string) string {
+		p := filepath.Join(dir, key)
+		if s.relative != nil && !filepath.IsAbs(s.Dir) {
+			s.relative[p] = true
+		}
+		return p
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if !s.Assume {
@@ -100,7 +126,7 @@ func (s *Secrets) secretKeys(ns, name string, assumed []string) (keys map[string
 		}
 		keys = map[string]string{}
 		for _, k := range assumed {
-			keys[k] = filepath.Join(dir, k)
+			keys[k] = path(k)
 		}
 		return keys, true
 	}
@@ -111,9 +137,41 @@ func (s *Secrets) secretKeys(ns, name string, assumed []string) (keys map[string
 		if e.IsDir() || strings.HasPrefix(e.Name(), "..") {
 			continue
 		}
-		keys[e.Name()] = filepath.Join(dir, e.Name())
+		keys[e.Name()] = path(e.Name())
 	}
 	return keys, false
+}
+
+// relativize rewrites, in v (a *config.Config), each path that was given
+// relative as a path relative to base (an absolute folder): a native
+// config written with it keeps the spelling the user chose, and reads the
+// same files from its folder.
+func (s *Secrets) relativize(v reflect.Value, base string) {
+	if s == nil || len(s.relative) == 0 {
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			s.relativize(v.Elem(), base)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			s.relativize(v.Index(i), base)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				s.relativize(v.Field(i), base)
+			}
+		}
+	case reflect.String:
+		if p := v.String(); s.relative[p] && v.CanSet() {
+			if rel, err := filepath.Rel(base, p); err == nil {
+				v.SetString(rel)
+			}
+		}
+	}
 }
 
 func keyList(keys map[string]string) string {

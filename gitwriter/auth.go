@@ -131,6 +131,9 @@ func (r *Repo) authMethod() (transport.AuthMethod, error) {
 				return nil, err
 			}
 			r.noteSecret("token", token)
+			// The pair travels base64-encoded in the Authorization
+			// header, which servers echo in their error bodies.
+			r.noteSecret("token basic auth", tokenUsername+":"+token)
 			return &githttp.BasicAuth{Username: tokenUsername, Password: token}, nil
 		case a.UsernameFile != "":
 			user, err := readSecret("username file", a.UsernameFile)
@@ -142,6 +145,7 @@ func (r *Repo) authMethod() (transport.AuthMethod, error) {
 				return nil, err
 			}
 			r.noteSecret("password", pass)
+			r.noteSecret("basic auth", user+":"+pass)
 			return &githttp.BasicAuth{Username: user, Password: pass}, nil
 		}
 		return nil, nil

@@ -26,8 +26,8 @@ func recordPushOptions(t *testing.T, bare string) string {
 
 // TestUpdateRefspecAndOptions pushes as Flux's git.push.refspec and
 // git.push.options do, over the real git http-backend: with a push branch
-// both the branch and the refspec; with the refspec alone only the
-// refspec, leaving the tracked branch to review.
+// both the branch and the refspec; with the refspec alone the tracked
+// branch and the refspec, as Flux's controller does.
 func TestUpdateRefspecAndOptions(t *testing.T) {
 	edit := setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)
 	for _, tt := range []struct {
@@ -37,7 +37,7 @@ func TestUpdateRefspecAndOptions(t *testing.T) {
 		wantRefs   []string // refs that must hold the new commit
 	}{
 		{"branch and refspec", "auto", "refs/heads/auto:refs/for/main", []string{"refs/heads/auto", "refs/for/main"}},
-		{"refspec alone", "", "HEAD:refs/for/main", []string{"refs/for/main"}},
+		{"refspec alone", "", "HEAD:refs/for/main", []string{"refs/heads/main", "refs/for/main"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			bare, s, auth := httpRemote(t)
@@ -55,8 +55,8 @@ func TestUpdateRefspecAndOptions(t *testing.T) {
 					t.Errorf("%s = %q, want the new commit %s", ref, refs[ref], res.Commit)
 				}
 			}
-			if got := mainSHA(t, bare); got != mainBefore {
-				t.Errorf("main moved to %s; a refspec push must leave it for review", got)
+			if got := mainSHA(t, bare); tt.pushBranch != "" && got != mainBefore {
+				t.Errorf("main moved to %s with a push branch of its own", got)
 			}
 			data, err := os.ReadFile(log)
 			if err != nil {
@@ -86,5 +86,52 @@ func TestUpdateRefspecSourceMustBeTheCommit(t *testing.T) {
 	_, err := r.Update(t.Context(), Update{Commit: author, Refspec: "refs/heads/other:refs/for/main"}, edit)
 	if err == nil || !strings.Contains(err.Error(), "the source must name the commit imagebump made") {
 		t.Errorf("Update = %v, want a refusal of the source", err)
+	}
+}
+
+// TestUpdateRefspecNotFastForward pushes a refspec whose destination holds
+// a commit the new one does not build on, as a plain Git server keeps
+// refs/for/main after a first push (Gerrit and AGit keep no such ref).
+// Flux does not force a refspec push and neither does imagebump: the push
+// fails, and the error says why and what to do rather than go-git's bare
+// "object not found".
+func TestUpdateRefspecNotFastForward(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		setup func(t *testing.T, bare string) string // returns where refs/for/main points
+	}{
+		// The clone holds the remote commit's history: go-git says
+		// "non-fast-forward update".
+		{"unrelated commit", func(t *testing.T, bare string) string {
+			return testgit.Commit(t, bare, "other", map[string]string{"other.yaml": "a: 1\n"}, nil, "elsewhere")
+		}},
+		// The remote commit branches off below the shallow clone's one
+		// commit: go-git says "object not found".
+		{"beyond the shallow clone", func(t *testing.T, bare string) string {
+			testgit.Commit(t, bare, "main", map[string]string{"a.yaml": "a: 1\n"}, nil, "first")
+			side := testgit.Commit(t, bare, "side", map[string]string{"b.yaml": "b: 1\n"}, nil, "side")
+			testgit.Commit(t, bare, "main", map[string]string{"a.yaml": "a: 2\n"}, nil, "second")
+			return side
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bare, s, auth := httpRemote(t)
+			old := tt.setup(t, bare)
+			testgit.Git(t, bare, "update-ref", "refs/for/main", old)
+			r := mustOpen(t, Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: t.TempDir()})
+			edit := setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)
+			_, err := r.Update(t.Context(), Update{Commit: author, PushBranch: "auto", Refspec: "refs/heads/auto:refs/for/main"}, edit)
+			if err == nil {
+				t.Fatal("Update succeeded over a ref it would have to force")
+			}
+			for _, want := range []string{`refspec "refs/heads/auto:refs/for/main"`, "remote's refs/for/main", "not a fast-forward", "never forces"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error lacks %q:\n%v", want, err)
+				}
+			}
+			if got := testgit.Refs(t, bare)["refs/for/main"]; got != old {
+				t.Errorf("refs/for/main = %s, want it left at %s", got, old)
+			}
+		})
 	}
 }

@@ -73,11 +73,12 @@ type Update struct {
 	// Refspec, when set, pushes the new commit with a refspec too, as
 	// Flux's git.push.refspec: SRC:DST, where SRC names the new commit
 	// (HEAD, or the pushed branch) and DST is any ref, such as
-	// refs/for/main for Gerrit or AGit. With PushBranch it is pushed after
-	// the branch; without, it is the only push (the tracked branch is not
-	// pushed, so a review system sees the change first). It is never
-	// forced; a remote answering "no new changes" (Gerrit, for the same
-	// commit content) counts as pushed.
+	// refs/for/main for Gerrit or AGit. It is pushed after the branch
+	// (PushBranch, or the tracked branch without it), as Flux does: for a
+	// change to reach review only, push to a branch of imagebump's own and
+	// send that with the refspec (refs/heads/auto:refs/for/main). It is
+	// never forced; a remote answering "no new changes" (Gerrit, for the
+	// same commit content) counts as pushed.
 	Refspec string
 	// Options are Git push options sent with every push: KEY=VALUE, or KEY
 	// (sent as KEY=), as Flux's git.push.options.
@@ -223,19 +224,15 @@ func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit 
 		return &Result{Commit: base.String(), Branch: target}, false, nil
 	}
 	res = &Result{Commit: commit.String(), Branch: target, Changed: changed}
-	switch {
-	case u.PushBranch == "" && u.Refspec != "":
-		err = r.pushRefspec(ctx, commit, u.Refspec, target)
-		res.Pushed = err == nil
-	case u.PushBranch == "":
+	if u.PushBranch == "" {
 		race, err = r.pushTracked(ctx, base, commit)
 		res.Pushed = err == nil
-	default:
+	} else {
 		race, err = r.pushOwn(ctx, base, commit, u.PushBranch, res)
-		if err == nil && res.Pushed && u.Refspec != "" {
-			if err = r.pushRefspec(ctx, commit, u.Refspec, target); err != nil {
-				err = fmt.Errorf("the commit %s is on %s branch %q, but %w", shortHash(commit), r.remote, target, err)
-			}
+	}
+	if err == nil && res.Pushed && u.Refspec != "" {
+		if err = r.pushRefspec(ctx, commit, u.Refspec, target); err != nil {
+			err = fmt.Errorf("the commit %s is on %s branch %q, but %w", shortHash(commit), r.remote, target, err)
 		}
 	}
 	if r.at != r.head {
@@ -428,10 +425,23 @@ func (r *Repo) pushRefspec(ctx context.Context, commit plumbing.Hash, refspec, p
 		r.log.Info("the remote already has this change", "refspec", refspec)
 		return nil
 	}
+	if err != nil && notFastForward(err) {
+		// go-git says "object not found" when the remote ref's commit is
+		// beyond the shallow clone's history, "non-fast-forward update"
+		// when it is known and not an ancestor: either way the push would
+		// have to be forced.
+		return fmt.Errorf("pushing refspec %q: the remote's %s holds a commit the new one does not build on, so the push is not a fast-forward, and imagebump never forces a refspec push (nor does Flux): delete that ref on the remote, or push to a ref a review system creates afresh (refs/for/BRANCH on Gerrit or AGit): %w", refspec, dst, err)
+	}
 	if err != nil {
 		return fmt.Errorf("pushing refspec %q: %w", refspec, err)
 	}
 	return nil
+}
+
+// notFastForward reports whether a push failed because the remote ref
+// would have to be forced.
+func notFastForward(err error) bool {
+	return errors.Is(err, plumbing.ErrObjectNotFound) || strings.Contains(err.Error(), "non-fast-forward update") || strings.Contains(err.Error(), plumbing.ErrObjectNotFound.Error())
 }
 
 func shortHash(h plumbing.Hash) string { return h.String()[:12] }

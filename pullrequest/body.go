@@ -26,6 +26,13 @@ var markerPattern = regexp.MustCompile(`<!-- imagebump:content=([0-9a-f]{64}) --
 // <!-- imagebump:content=KEY --> holding ContentKey(changes). The same set
 // of changes gives the same body, in whatever order they come.
 func Body(changes []Change) string {
+	return BodyWithNotes(changes, nil)
+}
+
+// BodyWithNotes is Body with notes listed under the table: tags a gate held
+// back (unsigned, too young), one per line, each in a code span. Notes do
+// not count in the content key.
+func BodyWithNotes(changes []Change, notes []string) string {
 	sorted := sortChanges(changes)
 	files := map[string]bool{}
 	for _, c := range sorted {
@@ -41,6 +48,17 @@ func Body(changes []Change) string {
 			break
 		}
 		b.WriteString(row)
+	}
+	if len(notes) > 0 {
+		b.WriteString("\nHeld back (newer tags the policies would pick, and the gate that held each):\n\n")
+		for i, n := range notes {
+			line := "- " + cell(n) + "\n"
+			if b.Len()+len(line) > maxBodyBytes {
+				fmt.Fprintf(&b, "- and %d more\n", len(notes)-i)
+				break
+			}
+			b.WriteString(line)
+		}
 	}
 	b.WriteString("\nimagebump keeps this pull request current: a newer bump updates it. " +
 		"Closing it without merging stops these exact changes from being proposed again.\n")

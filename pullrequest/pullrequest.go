@@ -90,6 +90,10 @@ type Request struct {
 	// gets none, so a label someone removed stays removed until the bumps
 	// change. Labels are compared without regard to case, as GitHub does.
 	Labels []string
+	// Notes are listed in the body under the changes: the tags that a gate
+	// (a signature, a minimum age) held back. They change the body, not the
+	// content key.
+	Notes []string
 }
 
 // MaxTitleLength is the longest title Ensure sends, in characters. Gitea
@@ -247,7 +251,7 @@ func (d decision) result(provider string) *Result {
 }
 
 func decide(prs []PR, req Request) decision {
-	d := decision{body: Body(req.Changes)}
+	d := decision{body: BodyWithNotes(req.Changes, req.Notes)}
 	// Most recent first by number, whatever order the forge listed them in:
 	// numbers grow with creation on every forge.
 	sorted := slices.Clone(prs)

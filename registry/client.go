@@ -60,6 +60,7 @@ func (y *Cycle) start(ctx context.Context, op, repository, tag, platform string)
 	k.b = y.breaker(k.h)
 	k.tmpl.Host = repo.RegistryStr()
 	k.tmpl.authKey = authKey(k.h.cfg)
+	k.tmpl.provider = k.h.provider
 	if k.h.cfg.Insecure {
 		reg, err := name.NewRegistry(repo.RegistryStr(), name.Insecure)
 		if err != nil {
@@ -143,6 +144,9 @@ func (k *call) session(ctx context.Context) (*session, error) {
 // forget drops the cached session and challenge after the registry refused
 // them, so that the next one reads the credentials and pings anew.
 func (k *call) forget() {
+	if f, ok := k.h.auth.(interface{ Forget() }); ok {
+		f.Forget() // a cloud token the registry refused
+	}
 	k.h.sessions.Delete(k.repo.Name())
 	k.h.challengeMu.Lock()
 	delete(k.h.challenges, k.repo.RegistryStr())

@@ -78,6 +78,14 @@
 // when the registry refuses it. Credential files are read when used, so
 // they may be rotated; their content never appears in an error or a log.
 //
+// A host whose Provider is a cloud (ProviderAWS, ProviderGCP, ProviderAzure,
+// or ProviderAuto on an ECR, Artifact Registry, GCR or ACR host name) gets
+// its credentials from that cloud, with the process's own identity,
+// through package cloudauth: tokens are cached until shortly before they
+// expire and renewed as a long-running Client goes, and a token the
+// registry refuses is replaced at the next request. Hosts without an entry
+// are generic: a cloud is never asked unless a Host names it.
+//
 // # Secrets
 //
 // The Client keeps every credential it reads and every token it gets in

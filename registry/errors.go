@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/imagebump/imagebump/internal/redact"
+	"github.com/imagebump/imagebump/registry/cloudauth"
 )
 
 // Kind classifies why a registry operation failed, so that callers can
@@ -92,6 +93,10 @@ type Error struct {
 	// Options.Keychain, where docker login is the way to add them.
 	authKey string
 
+	// provider is the cloud the host's credentials come from (aws, gcp,
+	// azure), or "" for a generic host.
+	provider string
+
 	// secrets are the Client's, removed from the text of Err.
 	secrets *redact.Secrets
 }
@@ -119,11 +124,19 @@ func (e *Error) Error() string {
 		b.WriteString(")")
 	}
 	b.WriteString(": ")
-	var cred *credentialError
-	if e.Kind == KindAuth && errors.As(e.Err, &cred) {
+	var (
+		cred  *credentialError
+		cloud *cloudauth.Error
+	)
+	switch {
+	case e.Kind == KindAuth && errors.As(e.Err, &cred):
 		// No request was sent: the file, not the registry, is the news.
 		b.WriteString(e.cutCause(cred.Error()))
-	} else {
+	case e.Kind == KindAuth && errors.As(e.Err, &cloud):
+		// Nor here: the cloud's answer is, and it says what to do.
+		b.WriteString(escapeControl(e.secrets.Text(cloud.Error())))
+		return b.String()
+	default:
 		b.WriteString(e.summary())
 		if e.Status != 0 {
 			fmt.Fprintf(&b, " (HTTP %d)", e.Status)
@@ -208,6 +221,12 @@ func (e *Error) hint() string {
 		var cred *credentialError
 		if errors.As(e.Err, &cred) && cred.key != "" {
 			return fmt.Sprintf("check registries[].auth.%s for %s", cred.key, h)
+		}
+		if ch := e.cloudHint(); ch != "" {
+			if e.provider != "" {
+				return ch
+			}
+			return fmt.Sprintf("check registries[].auth for %s (or docker login %s), or: %s", h, h, ch)
 		}
 		if e.authKey != "" {
 			return fmt.Sprintf("check registries[].auth for %s", h)
@@ -412,8 +431,11 @@ func classify(parent context.Context, err error) verdict {
 	var (
 		limit *limitError
 		realm *realmError
+		cloud *cloudauth.Error
 	)
 	switch {
+	case errors.As(err, &cloud):
+		return verdict{kind: KindAuth}
 	case errors.As(err, &limit):
 		return verdict{kind: KindLimit}
 	case errors.As(err, &realm):

@@ -66,6 +66,15 @@ type Host struct {
 	// accepts as is), read at each use like PasswordFile.
 	TokenFile string
 
+	// Provider says where the credentials come from when no file above is
+	// set: ProviderAWS, ProviderGCP or ProviderAzure ask that cloud for a
+	// token with the process's own identity (see package cloudauth);
+	// ProviderAuto picks the cloud from the host name (ECR, Artifact
+	// Registry or GCR, ACR), or generic for any other host. Empty or
+	// ProviderGeneric: the files above, or Options.Keychain. A cloud
+	// provider excludes the files. Hosts without an entry are generic.
+	Provider string
+
 	// Insecure allows plain HTTP to this host: HTTPS is tried first, then
 	// HTTP. Without it, this package never sends a request over plain
 	// HTTP, not even to localhost.
@@ -197,6 +206,7 @@ type Client struct {
 	userAgent   string
 	onRequest   func(host string, status int, err error)
 	onWait      func(host string, d time.Duration)
+	created     createdCache
 
 	// secrets holds every credential and token the Client has read or
 	// been given, to be removed from what servers send back.
@@ -372,6 +382,9 @@ func (c *Client) newHost(key string, hc Host) (*host, error) {
 		errs = append(errs, fmt.Errorf("timeout %v is negative", hc.Timeout))
 	}
 	errs = append(errs, checkLimits(hc.MaxPages, hc.MaxTags, hc.RepositoryTimeout)...)
+	if err := checkProvider(hc); err != nil {
+		errs = append(errs, err)
+	}
 	rt := c.base
 	if hc.CAFile != "" {
 		var err error
@@ -382,7 +395,15 @@ func (c *Client) newHost(key string, hc Host) (*host, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return c.buildHost(key, hc, rt), nil
+	h := c.buildHost(key, hc, rt)
+	ca, err := c.cloudAuth(hc, h)
+	if err != nil {
+		return nil, err
+	}
+	if ca != nil {
+		h.auth, h.provider = ca, ca.Provider()
+	}
+	return h, nil
 }
 
 // withCAFile returns a clone of base that also trusts the certificates in

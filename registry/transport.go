@@ -25,6 +25,7 @@ type host struct {
 	name     string // canonical host name, as in Client.hosts
 	cfg      Host
 	auth     authn.Authenticator // nil: resolved from the keychain per repository
+	provider string              // the cloud auth comes from (aws, gcp, azure), or ""
 	rt       *hostTransport
 	sessions sync.Map // repository name -> *slot[*session]
 

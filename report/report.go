@@ -73,6 +73,21 @@ type Policy struct {
 	// Held is the policy's active hold: Latest is what it would pick, but
 	// its markers stay where they are.
 	Held *Hold `json:"held,omitempty"`
+	// HeldBack are the tags, better by the rule than Latest, that a gate
+	// (verify, minAge) held back, best first.
+	HeldBack []HeldBack `json:"heldBack,omitempty"`
+}
+
+// HeldBack is a tag a gate held back.
+type HeldBack struct {
+	Tag    string `json:"tag"`
+	Digest string `json:"digest,omitempty"`
+	// Gate is "unsigned", "invalid signature" or "too young".
+	Gate   string `json:"gate"`
+	Detail string `json:"detail,omitempty"`
+	// Until is when the tag becomes a candidate (RFC 3339), for "too
+	// young".
+	Until string `json:"until,omitempty"`
 }
 
 // Hold is an active hold on a policy.
@@ -192,6 +207,13 @@ func scan(rep *cycle.Report) ([]Policy, []Change, []Problem) {
 		if p.Err != nil {
 			pj.Error = p.Err.Error()
 			problems = append(problems, Problem{Policy: p.Name, Message: p.Err.Error()})
+		}
+		for _, h := range p.HeldBack {
+			hb := HeldBack{Tag: h.Tag, Digest: h.Digest, Gate: string(h.Gate), Detail: h.Detail}
+			if !h.Until.IsZero() {
+				hb.Until = h.Until.UTC().Format(time.RFC3339)
+			}
+			pj.HeldBack = append(pj.HeldBack, hb)
 		}
 		if h := p.Held; h != nil {
 			pj.Held = &Hold{Reason: h.Reason}

@@ -13,6 +13,8 @@
 #     the pull-request tests.
 #   - gnupg (git verify-commit of signed commits) and gcc (cgo for Gitea).
 #   - systemd (systemd-analyze rates and verifies the units in deploy/vm).
+#   - chromium and fonts-dejavu-core: serve's status page is checked in a
+#     headless browser, driven with chromedp, and screenshotted.
 #   - GoReleaser v2.15.1, built once with `go install` into the tool cache,
 #     for `goreleaser check` of .goreleaser.yaml.
 # The tool cache lives outside the clone so later runs reuse it:
@@ -34,6 +36,8 @@ command -v git >/dev/null 2>&1 || pkgs+=(git)
 command -v gpg >/dev/null 2>&1 || pkgs+=(gnupg)
 command -v gcc >/dev/null 2>&1 || pkgs+=(gcc libc6-dev)
 command -v systemd-analyze >/dev/null 2>&1 || pkgs+=(systemd)
+command -v chromium >/dev/null 2>&1 || pkgs+=(chromium)
+[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || pkgs+=(fonts-dejavu-core)
 if [ "${#pkgs[@]}" -gt 0 ]; then
 	sudo=""
 	[ "$(id -u)" = 0 ] || sudo=sudo
@@ -72,5 +76,9 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 
-log "running every test with -race"
-go test -race -count=1 -timeout 30m ./...
+# Test artefacts (such as the status page's screenshot) are kept under
+# $out/_artifacts, one folder per test.
+out="${IMAGEBUMP_TEST_OUTPUT:-${TMPDIR:-/tmp}/imagebump-test-output}"
+mkdir -p "$out"
+log "running every test with -race (artefacts in $out/_artifacts)"
+go test -race -count=1 -timeout 30m -artifacts -outputdir "$out" ./...

@@ -1,5 +1,6 @@
 // Package serve is imagebump's long-running mode: it runs every target's
-// cycle (cycle.RunTarget) on the target's schedule, and serves health,
+// cycle (cycle.RunTarget) on the target's schedule and at once on a
+// registry's push event (webhooks), and serves a status page, health,
 // readiness, Prometheus metrics and a status document over HTTP.
 // `imagebump serve` parses flags and calls it; everything else is here.
 //
@@ -64,17 +65,36 @@
 // ones start (an interval at once), removed ones stop after their running
 // cycle, changed ones use the new settings from their next cycle.
 //
-// # Ownership
+// # Ownership and sharding
 //
-// Options.Owns is the single place that decides which targets this process
-// runs; sharding over replicas is a filter there.
+// Options.Shard and Options.Owns decide which targets this process runs.
+// With Shard{Index: I, Count: N} it runs the targets whose name hashes to I
+// (ShardOf: FNV-1a of the name, modulo N), so that N replicas of one
+// config split the targets with no coordination; ParseShard reads
+// `--shard I/N` and `--shard auto/N`, which takes I from a StatefulSet
+// pod's ordinal. The status and the metrics show the shard, and webhook
+// events for the targets of other shards are accepted and ignored.
+//
+// # Webhooks
+//
+// POST /hook/{name} serves the config's webhooks (config.Webhook). A
+// request is authenticated (an HMAC-SHA256 signature of the body made with
+// the secretFile, or the tokenFile as a bearer token, compared in constant
+// time, the file read at each request) and its body read to at most
+// MaxWebhookBody; a request that fails any check is refused with its
+// status code and a log record before any work. The payload (Docker Hub,
+// Harbor, Quay, GitHub's package events, the CNCF distribution envelope,
+// or a generic {"repository", "tag"}) names images; each target of this
+// process whose policies watch one of them gets Trigger, and so a cycle
+// after the debounce.
 //
 // # HTTP
 //
-// /healthz answers 200 while the process serves. /readyz answers 503 while
-// stopping or while some target has failed for longer than
-// Options.UnreadyAfter (1 h). /metrics serves the Prometheus metrics of a
-// registry of its own (docs/serve.md lists them). /api/v1/status serves the
-// Status document: per target its last cycles, its policies with the latest
-// tag and why, and its next run.
+// / is the status page: the Status document rendered by html/template,
+// with no script. /healthz answers 200 while the process serves. /readyz
+// answers 503 while stopping or while some target has failed for longer
+// than Options.UnreadyAfter (1 h). /metrics serves the Prometheus metrics
+// of a registry of its own (docs/serve.md lists them). /api/v1/status
+// serves the Status document: per target its last cycles, its policies
+// with the latest tag and why, and its next run; the shard; the webhooks.
 package serve

@@ -84,9 +84,11 @@ func runServer(t *testing.T, cfgFile, workdir string, opts Options) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	ln := opts.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r := &running{signals: make(chan os.Signal, 4), errc: make(chan error, 1), url: "http://" + ln.Addr().String()}
 	opts.Config, opts.Workdir, opts.Listener, opts.Signals = cfg, workdir, ln, r.signals

@@ -14,8 +14,14 @@ import (
 //	GET /readyz         200 when ready, 503 with the reasons otherwise
 //	GET /metrics        Prometheus exposition (serve's own registry)
 //	GET /api/v1/status  the Status document as JSON
+//	GET /               the status page: the same Status, as HTML
+//	POST /hook/{name}   a registry push event (webhook.go)
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
+	// Any method, so that a wrong one is refused with a log record, as
+	// every refused webhook request is.
+	mux.HandleFunc("/hook/{name...}", s.serveHook)
+	mux.HandleFunc("GET /{$}", s.servePage)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))

@@ -17,6 +17,7 @@ import (
 // docs/serve.md lists each one; keep it in step.
 type metrics struct {
 	reg *prometheus.Registry
+	own []prometheus.Collector // every imagebump_ metric, as registered
 
 	cycles       *prometheus.CounterVec   // target, result
 	duration     *prometheus.HistogramVec // target, result
@@ -34,6 +35,11 @@ type metrics struct {
 	reloads      *prometheus.CounterVec // result
 	reloadTime   prometheus.Gauge
 	targets      prometheus.Gauge
+	// Webhooks and sharding.
+	webhooks          *prometheus.CounterVec // hook, result
+	webhookImages     *prometheus.CounterVec // hook, result
+	targetsConfigured prometheus.Gauge
+	shardInfo         *prometheus.GaugeVec // index, count
 
 	mu      sync.Mutex
 	repos   map[string]bool // the repositories with a tags_seen series
@@ -81,10 +87,22 @@ func newMetrics() *metrics {
 			Help: "When the config in force was loaded (at start or by a reload), as a Unix time."}),
 		targets: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "targets",
 			Help: "Targets this process owns."}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "webhooks_total",
+			Help: "Webhook requests, by hook and result (triggered, ignored, not_owned, skipped, ping; refused: unauthorized, too_large, bad_request, method_not_allowed, not_found, error). hook is empty for a path no webhook has."}, []string{"hook", "result"}),
+		webhookImages: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "webhook_images_total",
+			Help: "Images named by accepted webhook events, by hook and result: triggered (a target of this process watches it), not_owned (only targets of other shards do), ignored (no policy watches it)."}, []string{"hook", "result"}),
+		targetsConfigured: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "targets_configured",
+			Help: "Targets in the config in force, owned by this process or by other shards."}),
+		shardInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "shard_info",
+			Help: "1, labelled with this process's shard index and the shard count (0 and 1 when not sharded)."}, []string{"index", "count"}),
 	}
-	m.reg.MustRegister(
+	m.own = []prometheus.Collector{
 		m.cycles, m.duration, m.running, m.lastSuccess, m.requests, m.throttled, m.waits, m.waitSeconds,
 		m.tagsSeen, m.files, m.bumps, m.pushes, m.pullRequests, m.reloads, m.reloadTime, m.targets,
+		m.webhooks, m.webhookImages, m.targetsConfigured, m.shardInfo,
+	}
+	m.reg.MustRegister(m.own...)
+	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -93,6 +111,11 @@ func newMetrics() *metrics {
 	m.reloads.WithLabelValues("success")
 	m.reloads.WithLabelValues("failure")
 	return m
+}
+
+// shard records this process's shard.
+func (m *metrics) shard(sh Shard) {
+	m.shardInfo.WithLabelValues(strconv.Itoa(sh.Index), strconv.Itoa(max(sh.Count, 1))).Set(1)
 }
 
 // cycle records a finished cycle of target.

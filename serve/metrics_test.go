@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -168,5 +172,30 @@ func TestClassify(t *testing.T) {
 				t.Errorf("classify = %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestMetricsDocumented checks that docs/serve.md lists every metric serve
+// registers, so that the list cannot fall behind.
+func TestMetricsDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "serve.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := 0
+	for _, c := range newMetrics().own {
+		ch := make(chan *prometheus.Desc, 10)
+		c.Describe(ch)
+		close(ch)
+		for d := range ch {
+			name := regexp.MustCompile(`fqName: "([^"]+)"`).FindStringSubmatch(d.String())[1]
+			names++
+			if !strings.Contains(string(doc), "`"+name+"`") {
+				t.Errorf("docs/serve.md does not list %s", name)
+			}
+		}
+	}
+	if names < 15 {
+		t.Errorf("found %d metrics; the test reads the struct wrong", names)
 	}
 }

@@ -27,7 +27,11 @@ func (s *Server) newRegistry(cfg *config.Config) (*registry.Client, error) {
 // base transport that keeps connections between cycles.
 func (s *Server) registryOptions(cfg *config.Config) registry.Options {
 	opts := cycle.RegistryOptions(cfg, s.log.With("component", "registry"))
-	base := http.DefaultTransport.(*http.Transport).Clone()
+	base := s.opts.RegistryTransport
+	if base == nil {
+		base = http.DefaultTransport.(*http.Transport)
+	}
+	base = base.Clone()
 	// A scan keeps several requests in flight per host, cycle after
 	// cycle: keep their connections instead of dialling (and shaking
 	// hands) anew each time.

@@ -95,15 +95,23 @@ type Options struct {
 	History int
 
 	// Owns says whether this process runs a target. Nil: every target.
-	// It is the one place that decides ownership, so that sharding is a
-	// filter here.
+	// With Shard, a target must pass both.
 	Owns func(config.Target) bool
+	// Shard is this replica's share of the targets: it runs those whose
+	// name hashes to Shard.Index (ShardOf). Zero: every target. The
+	// status and the metrics show it, and webhooks for the targets of
+	// other shards are accepted and ignored.
+	Shard Shard
 	// Clock times schedules, jitter, backoff, debounce and the grace
 	// period. Nil: the system clock.
 	Clock Clock
 	// Rand draws the jitter. Nil: seeded from crypto/rand, so that each
 	// process (replica) draws its own.
 	Rand mrand.Source
+	// RegistryTransport is the base transport of registry requests (a
+	// dialer or proxy of the embedding program's). Nil: a clone of
+	// http.DefaultTransport, which honours HTTPS_PROXY and NO_PROXY.
+	RegistryTransport *http.Transport
 	// PullRequests builds a target's forge client. Nil:
 	// cycle.NewPullRequestProvider.
 	PullRequests func(config.Target) (pullrequest.Provider, error)
@@ -132,12 +140,15 @@ type Server struct {
 	cancelCycles context.CancelFunc
 	workersWG    sync.WaitGroup
 
+	hooks hookStats // per webhook: what came in
+
 	mu         sync.Mutex
 	cfg        *config.Config
 	loaded     time.Time
 	lastReload *ReloadStatus
 	workers    map[string]*worker
 	leaving    map[string]<-chan struct{} // removed workers whose last cycle runs
+	watch      *watchIndex                // repositories to targets, of cfg; built by watchers
 	running    bool
 }
 
@@ -146,7 +157,8 @@ type spec struct {
 	cfg      *config.Config
 	target   config.Target
 	reg      cycle.Registry
-	schedule string // as written, or DefaultSchedule
+	gates    *cycle.Gates // per config: verified digests stay cached between cycles
+	schedule string       // as written, or DefaultSchedule
 	sched    cron.Schedule
 }
 
@@ -161,6 +173,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Concurrency < 0 || opts.History < 0 {
 		return nil, fmt.Errorf("serve: Options.Concurrency (%d) and Options.History (%d) must not be negative", opts.Concurrency, opts.History)
+	}
+	if err := opts.Shard.check(); err != nil {
+		return nil, fmt.Errorf("serve: Options.Shard: %w", err)
 	}
 	s := &Server{
 		opts:     opts,
@@ -217,7 +232,8 @@ func New(opts Options) (*Server, error) {
 	}
 	s.cfg, s.loaded = opts.Config, s.clock.Now()
 	s.metrics.reloadTime.Set(float64(s.loaded.UnixNano()) / 1e9)
-	s.install(specs)
+	s.metrics.shard(opts.Shard)
+	s.install(opts.Config, specs)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -245,11 +261,12 @@ func (s *Server) prepare(cfg *config.Config) (map[string]*spec, error) {
 	}
 	specs := map[string]*spec{}
 	var errs []error
+	gates := cycle.NewGates(s.clock.Now, s.log.With("component", "gates"))
 	for _, t := range targets {
-		if s.opts.Owns != nil && !s.opts.Owns(t) {
+		if !s.owns(t) {
 			continue
 		}
-		sp := &spec{cfg: cfg, target: t, reg: reg, schedule: t.Schedule}
+		sp := &spec{cfg: cfg, target: t, reg: reg, gates: gates, schedule: t.Schedule}
 		if sp.schedule == "" {
 			sp.schedule = DefaultSchedule
 		}
@@ -267,9 +284,15 @@ func (s *Server) prepare(cfg *config.Config) (map[string]*spec, error) {
 	return specs, nil
 }
 
-// install makes the workers match specs: new targets get a worker, removed
-// ones stop after their running cycle, the others take their new spec.
-func (s *Server) install(specs map[string]*spec) {
+// owns reports whether this process runs t: its shard's and Options.Owns.
+func (s *Server) owns(t config.Target) bool {
+	return s.opts.Shard.Owns(t.Name) && (s.opts.Owns == nil || s.opts.Owns(t))
+}
+
+// install makes the workers match specs, the owned targets of cfg: new
+// targets get a worker, removed ones stop after their running cycle, the
+// others take their new spec.
+func (s *Server) install(cfg *config.Config, specs map[string]*spec) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
@@ -299,6 +322,7 @@ func (s *Server) install(specs map[string]*spec) {
 	}
 	s.metrics.keepRepositories(keep)
 	s.metrics.targets.Set(float64(len(s.workers)))
+	s.metrics.targetsConfigured.Set(float64(len(cfg.Targets())))
 }
 
 // startWorker runs w's loop; s.mu is held.
@@ -346,7 +370,9 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	if ln != nil {
-		srv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+		// A webhook body (at most MaxWebhookBody) that takes longer than
+		// ReadTimeout to arrive is a client holding a connection open.
+		srv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 		go func() { httpErr <- srv.Serve(ln) }()
 		s.log.Info("serving", "address", ln.Addr().String())
 	}
@@ -359,7 +385,11 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	slices.Sort(names)
-	s.log.Info("scheduling", "targets", names, "workdir", s.opts.Workdir, "concurrency", cap(s.slots))
+	attrs := []any{"targets", names, "workdir", s.opts.Workdir, "concurrency", cap(s.slots)}
+	if sh := s.opts.Shard; sh.Sharded() {
+		attrs = append(attrs, "shard", sh.String())
+	}
+	s.log.Info("scheduling", attrs...)
 
 	err := s.wait(ctx, httpErr)
 	if srv != nil {
@@ -461,7 +491,7 @@ func (s *Server) Reload() error {
 		s.log.Error("config reload refused; the running config stays", "error", err)
 		return err
 	}
-	s.install(specs)
+	s.install(cfg, specs)
 	s.metrics.reloads.WithLabelValues("success").Inc()
 	s.metrics.reloadTime.Set(float64(now.UnixNano()) / 1e9)
 	s.mu.Lock()
@@ -558,7 +588,19 @@ func (s *Server) Status() Status {
 	for _, w := range s.workers {
 		workers = append(workers, w)
 	}
+	cfg := s.cfg
 	s.mu.Unlock()
+	if sh := s.opts.Shard; sh.Sharded() {
+		ss := &ShardStatus{Index: sh.Index, Count: sh.Count}
+		for _, t := range cfg.Targets() {
+			ss.TargetsConfigured++
+			if !sh.Owns(t.Name) {
+				ss.Elsewhere = append(ss.Elsewhere, ShardTarget{Name: t.Name, Shard: ShardOf(t.Name, sh.Count)})
+			}
+		}
+		st.Shard = ss
+	}
+	st.Webhooks = s.hooks.status(cfg.Webhooks)
 	for _, w := range workers {
 		st.Targets = append(st.Targets, w.status())
 	}

@@ -48,8 +48,67 @@ type Status struct {
 	Stopping bool `json:"stopping,omitempty"`
 	// Config is the config in force and the last reload.
 	Config ConfigStatus `json:"config"`
+	// Shard is this process's share of the config's targets, when
+	// targets are sharded over replicas.
+	Shard *ShardStatus `json:"shard,omitempty"`
 	// Targets are the targets this process owns, by name.
 	Targets []TargetStatus `json:"targets"`
+	// Webhooks are the webhook endpoints of the config in force, with the
+	// requests they got.
+	Webhooks []WebhookStatus `json:"webhooks,omitempty"`
+}
+
+// ShardStatus is this replica's share of the targets (--shard I/N).
+type ShardStatus struct {
+	// Index is this replica's shard, in [0, Count).
+	Index int `json:"index"`
+	Count int `json:"count"`
+	// TargetsConfigured counts the targets of the config, this shard's
+	// and the others'.
+	TargetsConfigured int `json:"targetsConfigured"`
+	// Elsewhere are the config's targets that other shards own, by name.
+	Elsewhere []ShardTarget `json:"elsewhere,omitempty"`
+}
+
+// ShardTarget is a target of another shard.
+type ShardTarget struct {
+	Name  string `json:"name"`
+	Shard int    `json:"shard"`
+}
+
+// WebhookStatus is one webhook endpoint and what it received since the
+// process started.
+type WebhookStatus struct {
+	Name string `json:"name"`
+	// Path is where registries POST: /hook/NAME.
+	Path string `json:"path"`
+	// Auth is how requests authenticate: hmac-sha256 (secretFile), bearer
+	// (tokenFile) or bearer-or-query (tokenFile with tokenInQuery).
+	Auth string `json:"auth"`
+	// Accepted and Refused count the requests since the process started.
+	Accepted int `json:"accepted"`
+	Refused  int `json:"refused"`
+	// Last is the last request, accepted or refused.
+	Last *WebhookRequest `json:"last,omitempty"`
+}
+
+// WebhookRequest is one request to a webhook.
+type WebhookRequest struct {
+	Time time.Time `json:"time"`
+	// Status is the HTTP status answered.
+	Status int `json:"status"`
+	// Result is what became of it, as the metric
+	// imagebump_webhooks_total names it.
+	Result string `json:"result"`
+	// Kind is the payload's format: dockerhub, harbor, quay, github,
+	// distribution or generic.
+	Kind string `json:"kind,omitempty"`
+	// Images are the images it named (at most 10), and Targets those it
+	// triggered.
+	Images  []string `json:"images,omitempty"`
+	Targets []string `json:"targets,omitempty"`
+	// Error says why it was refused.
+	Error string `json:"error,omitempty"`
 }
 
 // ConfigStatus describes the config in force.
@@ -125,10 +184,23 @@ type PolicyStatus struct {
 	Filtered   int `json:"filtered"`
 	Skipped    int `json:"skipped"`
 	Candidates int `json:"candidates"`
+	// Invalid counts the tags that are not valid OCI tags, never
+	// candidates.
+	Invalid int `json:"invalid"`
+	// Held is the policy's hold when it is active: Latest is reported,
+	// and the markers stay where they are.
+	Held *HoldStatus `json:"held,omitempty"`
 	// Error says why the policy has no result.
 	Error string `json:"error,omitempty"`
 	// Checked is when the scan ran.
 	Checked time.Time `json:"checked"`
+}
+
+// HoldStatus is an active hold of a policy.
+type HoldStatus struct {
+	Reason string `json:"reason"`
+	// Until is when the hold ends; absent, it holds until released.
+	Until *time.Time `json:"until,omitempty"`
 }
 
 // CycleStatus is one cycle of a target.
@@ -260,7 +332,14 @@ func policyStatuses(rep *cycle.Report, checked time.Time) []PolicyStatus {
 			Filtered:   len(p.Selection.Filtered),
 			Skipped:    len(p.Selection.Skipped),
 			Candidates: len(p.Selection.Candidates),
+			Invalid:    len(p.Selection.Invalid),
 			Checked:    checked,
+		}
+		if p.Held != nil {
+			s.Held = &HoldStatus{Reason: p.Held.Reason}
+			if u := p.Held.UntilTime(); !u.IsZero() {
+				s.Held.Until = &u
+			}
 		}
 		if p.Err != nil {
 			s.Error = p.Err.Error()

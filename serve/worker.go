@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/cycle"
 	"github.com/imagebump/imagebump/internal/redact"
 )
@@ -37,6 +38,7 @@ type worker struct {
 	nextWhy  string
 	runSince time.Time // zero unless a cycle runs
 	removed  bool
+	last     *lastCycle // the last cycle that ran to its end, for the next
 
 	// What the status keeps.
 	cycles       []CycleStatus // latest first
@@ -48,6 +50,13 @@ type worker struct {
 	unreferenced []string
 	markers      int
 	branch       string
+}
+
+// lastCycle is a target's last finished cycle and the config it ran with:
+// the next cycle of the same config skips the forge when nothing moved.
+type lastCycle struct {
+	cfg *config.Config
+	res *cycle.TargetResult
 }
 
 func newWorker(s *Server, sp *spec, after <-chan struct{}) *worker {
@@ -193,12 +202,25 @@ func (w *worker) run(why string) {
 	log := s.log.With("target", w.name)
 	log.Debug("cycle starting", "reason", why, "triggers", triggers)
 	s.metrics.running.Inc()
+	w.mu.Lock()
+	previous := w.last
+	if previous != nil && previous.cfg != sp.cfg {
+		previous = nil // a reload may change what the forge is sent
+	}
+	w.mu.Unlock()
+	var prev *cycle.TargetResult
+	if previous != nil {
+		prev = previous.res
+	}
 	res, err := s.runCycle(s.cycleCtx, cycle.TargetOptions{
 		Config:       sp.cfg,
 		Target:       sp.target,
 		Registry:     sp.reg,
 		Workdir:      s.opts.Workdir,
 		PullRequests: s.opts.PullRequests,
+		Gates:        sp.gates,
+		Now:          s.clock.Now,
+		Previous:     prev,
 		Logger:       s.log,
 	})
 	s.metrics.running.Dec()
@@ -210,6 +232,11 @@ func (w *worker) run(why string) {
 	c := cycleStatus(started, why, triggers, o, res, err)
 
 	w.mu.Lock()
+	if err == nil && res != nil {
+		w.last = &lastCycle{cfg: sp.cfg, res: res}
+	} else {
+		w.last = nil
+	}
 	w.runSince = time.Time{}
 	w.total++
 	w.cycles = append([]CycleStatus{c}, w.cycles[:min(len(w.cycles), s.opts.History-1)]...)

@@ -26,14 +26,16 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
-// hangingRegistry accepts TCP connections and never answers.
-func hangingRegistry(t *testing.T) string {
+// hangingRegistry accepts TCP connections and never answers; accepted
+// receives a value for each connection.
+func hangingRegistry(t *testing.T) (string, <-chan struct{}) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
+	accepted := make(chan struct{}, 100)
 	go func() {
 		var conns []net.Conn
 		defer func() {
@@ -47,9 +49,13 @@ func hangingRegistry(t *testing.T) string {
 				return
 			}
 			conns = append(conns, c)
+			select {
+			case accepted <- struct{}{}:
+			default:
+			}
 		}
 	}()
-	return ln.Addr().String()
+	return ln.Addr().String(), accepted
 }
 
 // TestSignals checks what a user sees when stopping imagebump: the first
@@ -57,7 +63,7 @@ func hangingRegistry(t *testing.T) string {
 // canceled"), and a second signal exits at once with code 1.
 func TestSignals(t *testing.T) {
 	bin := buildBinary(t)
-	host := hangingRegistry(t)
+	host, accepted := hangingRegistry(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "imagebump.yaml")
 	if err := os.WriteFile(cfg, []byte("registries:\n  - {host: \""+host+"\", insecure: true}\nimages:\n  - {name: app, repository: "+host+"/app, policy: {semver: \">=1.0.0\"}}\n"), 0o644); err != nil {
@@ -78,7 +84,14 @@ func TestSignals(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(500 * time.Millisecond) // let it reach the hanging registry
+		// Signal only once it waits on the registry: its handlers are set
+		// up by then, however slowly a loaded machine starts it.
+		select {
+		case <-accepted:
+		case <-time.After(60 * time.Second):
+			cmd.Process.Kill()
+			t.Fatal("imagebump never reached the registry")
+		}
 		return cmd, &stderr
 	}
 	exitCode := func(cmd *exec.Cmd) int {

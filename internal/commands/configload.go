@@ -94,6 +94,12 @@ func loadFlux(ctx context.Context, g *globalOptions, paths []string, secretsPath
 			g.stderr.Write(b.Bytes())
 		}
 	}
+	if g.fluxPolicies == nil {
+		g.fluxPolicies = map[string]flux.Object{}
+	}
+	for name, o := range native.Policies {
+		g.fluxPolicies[name] = o
+	}
 	if len(native.Config.Images) == 0 && len(native.Config.Targets()) == 0 {
 		return nil, errors.New("no ImagePolicy and no ImageUpdateAutomation found in " + fmt.Sprint(paths))
 	}
@@ -124,4 +130,14 @@ func isFluxSource(path string) bool {
 			return true
 		}
 	}
+}
+
+// policyPos says where image policy im is defined: its ImagePolicy's file
+// and line when it came from Flux objects (the native config made of them
+// is written nowhere), else its line in the config file.
+func (g *globalOptions) policyPos(cfg *config.Config, im config.Image) (file string, line int, pos string) {
+	if o, ok := g.fluxPolicies[im.Name]; ok {
+		return o.File, o.Line, o.Pos()
+	}
+	return cfg.File, im.Line, fmt.Sprintf("%s:%d", cfg.File, im.Line)
 }

@@ -320,6 +320,10 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 	}
 	tw.Flush()
 	for _, p := range rep.Policies {
+		for _, h := range p.HeldBack {
+			line := fmt.Sprintf("Held back: %s %s is %s: %s", p.Name, h.Tag, h.Gate, h.Detail)
+			fmt.Fprintln(&b, printable.String(line))
+		}
 		if h := p.Held; h != nil {
 			until := "until released (imagebump release " + p.Name + ")"
 			if u := h.UntilTime(); !u.IsZero() {

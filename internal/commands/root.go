@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/imagebump/imagebump/flux"
 	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/spf13/cobra"
 )
@@ -61,6 +62,9 @@ type globalOptions struct {
 	LogFormat   string
 	logger      *slog.Logger
 	stderr      io.Writer
+	// fluxPolicies maps the image policies read from Flux objects to
+	// their ImagePolicy, for messages that point at a policy.
+	fluxPolicies map[string]flux.Object
 }
 
 // Main runs imagebump with args and returns the process exit code.
@@ -160,6 +164,7 @@ bump as a commit or a pull request.`,
 		NewCmdFlux(g, stdout),
 		NewCmdHold(g, stdout),
 		NewCmdRelease(g, stdout),
+		NewCmdInit(g, stdout, nil),
 	}
 	for _, c := range commands {
 		// Names from the config complete where a command takes them.

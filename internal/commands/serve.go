@@ -31,6 +31,21 @@ type ServeOptions struct {
 	UnreadyAfter time.Duration
 	// Concurrency bounds the cycles running at once.
 	Concurrency int
+	// Shard is this replica's share of the targets, from --shard; the
+	// zero Shard runs every target.
+	Shard serve.Shard
+
+	shardSpec string // --shard as given
+}
+
+// hostname is the name auto/N takes the shard's ordinal from: $HOSTNAME
+// (a pod's name in Kubernetes), else the system's host name.
+func hostname() string {
+	if h := os.Getenv("HOSTNAME"); h != "" {
+		return h
+	}
+	h, _ := os.Hostname()
+	return h
 }
 
 // NewCmdServe builds `imagebump serve`.
@@ -50,11 +65,21 @@ finish and are then cancelled (a push lands whole or not at all); exit 0. A
 second signal exits at once (exit 1). SIGHUP reloads the config; a bad one is
 refused and the running one kept.
 
-HTTP on --listen: /healthz, /readyz, /metrics (Prometheus) and
-/api/v1/status (JSON). Logs are JSON unless stderr is a terminal or
---log-format is given. docs/serve.md has the details.`,
+HTTP on --listen: the status page (/) and its JSON twin (/api/v1/status),
+/healthz, /readyz, /metrics (Prometheus), and POST /hook/NAME for the
+registry webhooks of the config's webhooks: key, which scan the pushed
+images' targets at once.
+
+--shard I/N spreads the targets over N replicas with no coordination: this
+one runs the targets whose name hashes to I. --shard auto/N takes I from the
+ordinal that ends the host name, as a StatefulSet names its pods
+(imagebump-2 is shard 2).
+
+Logs are JSON unless stderr is a terminal or --log-format is given.
+docs/serve.md has the details.`,
 		Example: `  imagebump serve -c /etc/imagebump/imagebump.yaml --workdir /var/lib/imagebump
-  imagebump serve --listen 127.0.0.1:9090 --grace 1m`,
+  imagebump serve --listen 127.0.0.1:9090 --grace 1m
+  imagebump serve --shard auto/3    # in a StatefulSet of 3 replicas`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Grace < 0 || o.UnreadyAfter < 0 {
@@ -63,6 +88,13 @@ HTTP on --listen: /healthz, /readyz, /metrics (Prometheus) and
 			if o.Concurrency < 1 {
 				return usageError(fmt.Errorf("--concurrency %d: want 1 or more", o.Concurrency))
 			}
+			if o.shardSpec != "" {
+				sh, err := serve.ParseShard(o.shardSpec, hostname())
+				if err != nil {
+					return usageError(fmt.Errorf("--shard: %w", err))
+				}
+				o.Shard = sh
+			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
@@ -70,11 +102,12 @@ HTTP on --listen: /healthz, /readyz, /metrics (Prometheus) and
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Listen, "listen", ":8080", "HTTP address of /healthz, /readyz, /metrics and /api/v1/status")
+	f.StringVar(&o.Listen, "listen", ":8080", "HTTP address of the status page, /healthz, /readyz, /metrics, /api/v1/status and /hook/NAME")
 	f.StringVar(&o.Workdir, "workdir", "", "folder that keeps a working copy per target between cycles (default: $XDG_CACHE_HOME/imagebump/serve, that is ~/.cache/imagebump/serve)")
 	f.DurationVar(&o.Grace, "grace", serve.DefaultGrace, "on SIGTERM or SIGINT, how long running cycles may take to finish before they are cancelled")
 	f.DurationVar(&o.UnreadyAfter, "unready-after", serve.DefaultUnreadyAfter, "/readyz fails once a target has failed for longer than this (0: never)")
 	f.IntVar(&o.Concurrency, "concurrency", serve.DefaultConcurrency, "cycles (of different targets) running at once")
+	f.StringVar(&o.shardSpec, "shard", "", "run only the targets whose name hashes to shard I of N replicas: I/N, or auto/N to take I from the ordinal ending $HOSTNAME (a StatefulSet pod's name)")
 	return cmd
 }
 
@@ -116,6 +149,7 @@ func runServe(ctx context.Context, o *ServeOptions) error {
 		Grace:        grace,
 		UnreadyAfter: unready,
 		Concurrency:  o.Concurrency,
+		Shard:        o.Shard,
 		Logger:       o.global.logger,
 	})
 	if err != nil {

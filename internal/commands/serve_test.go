@@ -41,8 +41,14 @@ type serveProcess struct {
 
 func startServe(t *testing.T, args ...string) *serveProcess {
 	t.Helper()
+	return startServeEnv(t, nil, args...)
+}
+
+// startServeEnv is startServe with more environment variables (NAME=VALUE).
+func startServeEnv(t *testing.T, env []string, args ...string) *serveProcess {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), asBinaryEnv+"=1")
+	cmd.Env = append(append(os.Environ(), asBinaryEnv+"=1"), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -291,6 +297,7 @@ schedule: 10s
 
 // TestServeFlags checks how `serve` parses its flags, apart from running.
 func TestServeFlags(t *testing.T) {
+	t.Setenv("HOSTNAME", "imagebump-2") // as Kubernetes sets it in a StatefulSet's third pod
 	tests := []struct {
 		name string
 		args []string
@@ -300,6 +307,11 @@ func TestServeFlags(t *testing.T) {
 		{"defaults", nil, ServeOptions{Listen: ":8080", Grace: 30 * time.Second, UnreadyAfter: time.Hour, Concurrency: 4}, 0},
 		{"all", []string{"--listen", "127.0.0.1:9090", "--workdir", "/var/lib/imagebump", "--grace", "1m", "--unready-after", "0", "--concurrency", "8"},
 			ServeOptions{Listen: "127.0.0.1:9090", Workdir: "/var/lib/imagebump", Grace: time.Minute, Concurrency: 8}, 0},
+		{"shard", []string{"--shard", "1/3"}, ServeOptions{Listen: ":8080", Grace: 30 * time.Second, UnreadyAfter: time.Hour, Concurrency: 4, Shard: serve.Shard{Index: 1, Count: 3}, shardSpec: "1/3"}, 0},
+		{"shard from the pod name", []string{"--shard=auto/3"}, ServeOptions{Listen: ":8080", Grace: 30 * time.Second, UnreadyAfter: time.Hour, Concurrency: 4, Shard: serve.Shard{Index: 2, Count: 3}, shardSpec: "auto/3"}, 0},
+		{"shard beyond the replicas", []string{"--shard=auto/2"}, ServeOptions{}, ExitUsage},
+		{"shard index too high", []string{"--shard", "3/3"}, ServeOptions{}, ExitUsage},
+		{"shard without N", []string{"--shard", "1"}, ServeOptions{}, ExitUsage},
 		{"negative grace", []string{"--grace", "-1s"}, ServeOptions{}, ExitUsage},
 		{"no concurrency", []string{"--concurrency", "0"}, ServeOptions{}, ExitUsage},
 		{"an argument", []string{"extra"}, ServeOptions{}, ExitUsage},

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
@@ -18,6 +20,7 @@ import (
 	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/policy"
 	"github.com/imagebump/imagebump/registry"
+	"github.com/imagebump/imagebump/report"
 )
 
 // TagsOptions are the inputs of `imagebump tags`.
@@ -40,6 +43,9 @@ type TagsOptions struct {
 	// Insecure allows plain HTTP to the repository's registry, as
 	// `insecure: true` in the config would.
 	Insecure bool
+	// Explain walks one tag through every step: valid, excluded,
+	// filtered, range, signature, age, hold.
+	Explain string
 }
 
 // NewCmdTags builds `imagebump tags`. runF replaces the run function in
@@ -81,6 +87,7 @@ from the flags; with no policy flag the tags are only listed.`,
 	f.BoolVar(&o.Digest, "digest", false, "also resolve the digest of the picked tag")
 	f.StringVar(&o.Platform, "platform", "", "resolve this platform's digest (os/arch[/variant]) instead of the index digest")
 	f.StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
+	f.StringVar(&o.Explain, "explain", "", "walk this tag through every step (valid, excluded, filtered, range, signature, age, hold) and say where it stops")
 	f.BoolVar(&o.Insecure, "insecure", false, "allow plain HTTP to the registry (a local or test registry without TLS)")
 	cmd.MarkFlagsMutuallyExclusive("semver", "alphabetical", "numerical")
 	return cmd
@@ -104,8 +111,15 @@ type TagsReport struct {
 	Summary    string   `json:"summary,omitempty"`
 	// Note says what was made of the argument: a tag or digest given with
 	// the repository is dropped, as every tag is listed.
-	Note     string   `json:"note,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
+	Note string `json:"note,omitempty"`
+	// HeldBack are the tags, better by the rule than Latest, that a gate
+	// of the config's policy (verify, minAge) held back.
+	HeldBack []report.HeldBack `json:"heldBack,omitempty"`
+	// Held is the config's policy's active hold: its markers stay put.
+	Held *report.Hold `json:"held,omitempty"`
+	// Explain walks the tag that --explain names through every step.
+	Explain  []ExplainStep `json:"explain,omitempty"`
+	Warnings []string      `json:"warnings,omitempty"`
 }
 
 func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
@@ -118,7 +132,8 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 	var spec policy.Spec
 	hasPolicy := false
 	platform := o.Platform
-	if img, ok := lookupImage(cfg, o.Target); ok {
+	img, fromConfig := lookupImage(cfg, o.Target)
+	if fromConfig {
 		rep.Repository = img.Repository
 		rep.Policy = img.Name
 		spec = img.Spec()
@@ -183,6 +198,34 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 		rep.Excluded, rep.Filtered, rep.Skipped, rep.Invalid = res.Excluded, res.Filtered, res.Skipped, res.Invalid
 		rep.Candidates, rep.Latest, rep.Warnings = res.Candidates, res.Latest, res.Warnings
 		rep.Summary = res.Summary()
+		if fromConfig && (img.MinAge > 0 || img.Verify != nil) && res.Latest != "" {
+			// The config's gates hold back tags the rule would pick.
+			gates := cycle.NewGates(nil, o.global.logger)
+			picked, held, err := gates.Pick(ctx, client, img.WithPolicy(pol), res, tags)
+			for _, h := range held {
+				rep.HeldBack = append(rep.HeldBack, report.HeldBack{Tag: h.Tag, Digest: h.Digest, Gate: string(h.Gate), Detail: h.Detail, Until: formatTime(h.Until)})
+			}
+			if err != nil {
+				if werr := writeTags(stdout, o.Output, rep); werr != nil {
+					return werr
+				}
+				return failure(err)
+			}
+			rep.Latest = picked.Latest
+			if rep.Latest == "" {
+				rep.Summary = fmt.Sprintf("no tag matches: every candidate checked was held back (%d)", len(held))
+			}
+		}
+		if fromConfig && img.Hold.Active(time.Now()) {
+			rep.Held = &report.Hold{Reason: img.Hold.Reason, Until: formatTime(img.Hold.UntilTime())}
+		}
+	}
+	if o.Explain != "" {
+		var gated *config.Image
+		if fromConfig {
+			gated = img.WithPolicy(pol)
+		}
+		rep.Explain = explainTag(ctx, o.Explain, rep, gated, client, o.global.logger)
 	}
 	if o.Digest {
 		tag := rep.Latest
@@ -234,6 +277,9 @@ func writeTags(w io.Writer, format string, rep TagsReport) error {
 	for _, t := range rep.Candidates {
 		status[t] = "candidate"
 	}
+	for _, h := range rep.HeldBack {
+		status[h.Tag] = "held back: " + h.Gate
+	}
 	if rep.Latest != "" {
 		status[rep.Latest] = "LATEST"
 	}
@@ -270,6 +316,24 @@ func writeTags(w io.Writer, format string, rep TagsReport) error {
 	}
 	if rep.Digest != "" {
 		fmt.Fprintf(&b, "digest: %s\n", printable.String(rep.Digest))
+	}
+	for _, h := range rep.HeldBack {
+		fmt.Fprintf(&b, "held back: %s is %s: %s\n", printable.String(h.Tag), h.Gate, printable.String(h.Detail))
+	}
+	if rep.Held != nil {
+		until := "until released"
+		if rep.Held.Until != "" {
+			until = "until " + rep.Held.Until
+		}
+		fmt.Fprintf(&b, "held: the policy's markers stay where they are, %s: %s\n", until, printable.String(rep.Held.Reason))
+	}
+	if len(rep.Explain) > 0 {
+		b.WriteString("\nexplain:\n")
+		etw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		for _, e := range rep.Explain {
+			fmt.Fprintf(etw, "  %s\t%s\t%s\n", e.Step, e.Result, printable.String(e.Detail))
+		}
+		etw.Flush()
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -350,4 +414,112 @@ func withInsecure(opts registry.Options, repository string) registry.Options {
 	}
 	opts.Hosts = append(hosts, registry.Host{Host: host, Insecure: true})
 	return opts
+}
+
+// ExplainStep is one step of `tags --explain TAG`.
+type ExplainStep struct {
+	// Step is valid, excluded, filtered, range, rank, signature, age or
+	// hold.
+	Step string `json:"step"`
+	// Result is pass, stop or skip (a step that does not apply).
+	Result string `json:"result"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// explainTag walks tag through the steps that decide whether it is picked,
+// from the selection already made (rep) and, for a config policy, its
+// gates (im, nil without a config policy).
+func explainTag(ctx context.Context, tag string, rep TagsReport, im *config.Image, reg cycle.GateRegistry, logger *slog.Logger) []ExplainStep {
+	var out []ExplainStep
+	add := func(step, result, detail string) {
+		out = append(out, ExplainStep{Step: step, Result: result, Detail: detail})
+	}
+	if !slices.Contains(rep.Tags, tag) {
+		add("listed", "stop", "the registry does not list this tag")
+		return out
+	}
+	in := func(list []string) bool { return slices.Contains(list, tag) }
+	switch {
+	case !policy.ValidTag(tag) || in(rep.Invalid):
+		add("valid", "stop", "not an OCI tag ([A-Za-z0-9_][A-Za-z0-9._-]{0,127}): never picked")
+		return out
+	default:
+		add("valid", "pass", "an OCI tag")
+	}
+	if rep.Rule == "" {
+		add("rule", "skip", "no policy: give one, or a policy name from the config")
+		return out
+	}
+	if in(rep.Excluded) {
+		add("excluded", "stop", "matches an exclusion (the defaults .sig, .att, .sbom, or exclude)")
+		return out
+	}
+	add("excluded", "pass", "matches no exclusion")
+	if in(rep.Filtered) {
+		add("filtered", "stop", "does not match filterTags.pattern")
+		return out
+	}
+	add("filtered", "pass", "")
+	if in(rep.Skipped) {
+		add("range", "stop", "the rule cannot order it: "+rep.Rule)
+		return out
+	}
+	add("range", "pass", rep.Rule)
+	held := map[string]report.HeldBack{}
+	for _, h := range rep.HeldBack {
+		held[h.Tag] = h
+	}
+	switch h, ok := held[tag]; {
+	case tag == rep.Latest:
+		add("rank", "pass", "the best candidate that passes the gates")
+	case ok:
+		add("rank", "pass", fmt.Sprintf("better than the pick %q, but held back: %s", rep.Latest, h.Gate))
+	default:
+		add("rank", "stop", "a candidate, but the rule ranks "+rep.Latest+" above it")
+	}
+	if im == nil {
+		add("signature", "skip", "no verify: in a config policy")
+		add("age", "skip", "no minAge: in a config policy")
+		add("hold", "skip", "")
+		return out
+	}
+	gates := cycle.NewGates(nil, logger)
+	if im.Verify == nil && im.MinAge == 0 {
+		add("signature", "skip", "the policy has no verify:")
+		add("age", "skip", "the policy has no minAge:")
+	} else {
+		hb, err := gates.Check(ctx, reg, im, tag)
+		switch {
+		case err != nil:
+			add("gates", "stop", "could not be checked: "+err.Error())
+		case hb == nil:
+			if im.MinAge > 0 {
+				add("age", "pass", "at least "+im.MinAge.String()+" old")
+			}
+			if im.Verify != nil {
+				add("signature", "pass", "a valid signature")
+			}
+		case hb.Gate == cycle.GateAge:
+			add("age", "stop", hb.Detail)
+		default:
+			if im.MinAge > 0 {
+				add("age", "pass", "at least "+im.MinAge.String()+" old")
+			}
+			add("signature", "stop", string(hb.Gate)+": "+hb.Detail)
+		}
+	}
+	if im.Hold.Active(time.Now()) {
+		add("hold", "stop", "the policy is held ("+im.Hold.Reason+"): its markers stay where they are")
+	} else {
+		add("hold", "pass", "not held")
+	}
+	return out
+}
+
+// formatTime writes t as RFC 3339 in UTC, or "" for the zero time.
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }

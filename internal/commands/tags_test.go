@@ -7,8 +7,14 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // TestTagsFlags checks flag parsing alone: the run function is replaced.
@@ -206,5 +212,60 @@ func TestTagsReferenceAndInsecure(t *testing.T) {
 	_, stderr, code := runMain(t, "tags", host+"/acme/web")
 	if code != 1 || !strings.Contains(stderr, "insecure") {
 		t.Errorf("plain HTTP without --insecure: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestTagsExplainAgeGate walks tags through every step of a config policy
+// with a minimum age: the newest is held back as too young, and --explain
+// says which step stops each tag.
+func TestTagsExplainAgeGate(t *testing.T) {
+	host := startMemRegistry(t)
+	ctx := context.Background()
+	now := time.Now()
+	for tag, age := range map[string]time.Duration{"3.0.0": 72 * time.Hour, "3.1.0": time.Hour} {
+		img, err := random.Image(64, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, _ = mutate.CreatedAt(img, v1.Time{Time: now.Add(-age)})
+		ref, _ := name.NewTag(host+"/acme/young:"+tag, name.Insecure)
+		if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "imagebump.yaml", "registries:\n  - {host: \""+host+"\", insecure: true}\nimages:\n  - {name: young, repository: "+host+"/acme/young, policy: {semver: \">=1.0.0\"}, minAge: 24h, exclude: ['^x']}\n")
+	for _, tt := range []struct {
+		tag  string
+		want []ExplainStep // the steps checked, by step and result
+	}{
+		{"3.1.0", []ExplainStep{{Step: "valid", Result: "pass"}, {Step: "excluded", Result: "pass"}, {Step: "filtered", Result: "pass"}, {Step: "range", Result: "pass"}, {Step: "rank", Result: "pass"}, {Step: "age", Result: "stop"}, {Step: "hold", Result: "pass"}}},
+		{"3.0.0", []ExplainStep{{Step: "valid", Result: "pass"}, {Step: "excluded", Result: "pass"}, {Step: "filtered", Result: "pass"}, {Step: "range", Result: "pass"}, {Step: "rank", Result: "pass"}, {Step: "age", Result: "pass"}, {Step: "hold", Result: "pass"}}},
+		{"9.9.9", []ExplainStep{{Step: "listed", Result: "stop"}}},
+	} {
+		t.Run(tt.tag, func(t *testing.T) {
+			out, stderr, code := runMain(t, "tags", "young", "-c", cfg, "-o", "json", "--explain", tt.tag)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, out, stderr)
+			}
+			var rep TagsReport
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if rep.Latest != "3.0.0" || len(rep.HeldBack) != 1 || rep.HeldBack[0].Tag != "3.1.0" || rep.HeldBack[0].Gate != "too young" {
+				t.Errorf("latest %q held back %+v", rep.Latest, rep.HeldBack)
+			}
+			var got []ExplainStep
+			for _, s := range rep.Explain {
+				got = append(got, ExplainStep{Step: s.Step, Result: s.Result})
+			}
+			if diff := cmp.Diff(got, tt.want); diff != "" {
+				t.Errorf("explain (-got +want):\n%s", diff)
+			}
+		})
+	}
+	out, _, _ := runMain(t, "tags", "young", "-c", cfg)
+	if !strings.Contains(out, "held back: too young") || !strings.Contains(out, "held back: 3.1.0 is too young: created") {
+		t.Errorf("text output does not say why 3.1.0 was held back:\n%s", out)
 	}
 }

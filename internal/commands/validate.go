@@ -87,9 +87,10 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 		}
 		return silentExit(ExitUsage)
 	}
+	out.Config = cfg.File // the Flux path, with --flux and no imagebump.yaml
 	out.Images, out.Registries, out.Targets = len(cfg.Images), len(cfg.Registries), len(cfg.Targets())
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: config is valid (%d %s, %d %s)\n", o.global.ConfigFile,
+	fmt.Fprintf(&b, "%s: config is valid (%d %s, %d %s)\n", cfg.File,
 		len(cfg.Images), plural(len(cfg.Images), "image policy", "image policies"),
 		len(cfg.Registries), plural(len(cfg.Registries), "registry", "registries"))
 	if o.Repo != "" {
@@ -112,8 +113,9 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 		for _, im := range cfg.Images {
 			if !used[im.Name] {
 				msg := fmt.Sprintf("policy %s is used by no marker under %s", im.Name, o.Repo)
-				out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Line: im.Line, Policy: im.Name, Message: msg})
-				fmt.Fprintf(&b, "warning: %s:%d: %s\n", cfg.File, im.Line, msg)
+				file, line, pos := o.global.policyPos(cfg, im)
+				out.Warnings = append(out.Warnings, report.Problem{File: file, Line: line, Policy: im.Name, Message: msg})
+				fmt.Fprintf(&b, "warning: %s: %s\n", pos, msg)
 			}
 		}
 		for _, p := range res.Problems {

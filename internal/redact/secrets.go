@@ -146,15 +146,23 @@ func newReplacer(values []string) *strings.Replacer {
 }
 
 // Encodings returns value and the forms a server may echo it in: URL query
-// and path escaping, JSON string escaping, and standard and URL base64
-// (with and without padding). Each is distinct and non-empty.
+// and path escaping, JSON string escaping (with and without the escaping
+// of <, > and & that Go does and most other languages do not), and
+// standard and URL base64 (with and without padding). Each is distinct and
+// non-empty.
 func Encodings(value string) []string {
 	if value == "" {
 		return nil
 	}
 	forms := []string{value, url.QueryEscape(value), url.PathEscape(value)}
-	if b, err := json.Marshal(value); err == nil {
-		forms = append(forms, string(b[1:len(b)-1]))
+	for _, html := range []bool{true, false} {
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(html)
+		if err := enc.Encode(value); err == nil {
+			q := strings.TrimSuffix(b.String(), "\n")
+			forms = append(forms, q[1:len(q)-1])
+		}
 	}
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
 		forms = append(forms, enc.EncodeToString([]byte(value)))

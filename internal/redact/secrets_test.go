@@ -19,6 +19,7 @@ func TestSecretsText(t *testing.T) {
 	var s Secrets
 	s.Set("registry/password", pass)
 	s.Set("registry/token", "tok-123456")
+	s.Set("forge/token", `tok<&>"1`)
 	tests := []struct {
 		name  string
 		in    string
@@ -28,6 +29,8 @@ func TestSecretsText(t *testing.T) {
 		{name: "raw", in: "bad password " + pass + " given", want: "bad password REDACTED given"},
 		{name: "query escaped", in: "body password=" + url.QueryEscape(pass), want: "body password=REDACTED"},
 		{name: "json escaped", in: `{"message":"` + strings.ReplaceAll(pass, `"`, `\"`) + `"}`, want: `{"message":"REDACTED"}`},
+		{name: "json escaped, < > & too", in: `{"m":"tok\u003c\u0026\u003e\"1"}`, want: `{"m":"REDACTED"}`},
+		{name: "json escaped, < > & raw", in: `{"m":"tok<&>\"1"}`, want: `{"m":"REDACTED"}`},
 		{name: "base64 of the value", in: "x " + base64.StdEncoding.EncodeToString([]byte(pass)), want: "x REDACTED"},
 		{name: "token", in: "Bearer tok-123456 refused", want: "Bearer REDACTED refused"},
 		{name: "url credentials too", in: "GET https://u:v@h.io/?access_token=zz", want: "GET https://h.io/?access_token=REDACTED"},

@@ -72,6 +72,18 @@ type Options struct {
 	// filesystem driver syncs every file it writes, so pushing thousands of
 	// tags is several times faster in memory; nothing else differs.
 	InMemory bool
+	// Notify, when set, makes the registry send its event notifications
+	// (distribution's envelope of push, pull and delete events) to an
+	// endpoint, as a registry's notifications.endpoints does.
+	Notify *Notify
+}
+
+// Notify is a notification endpoint of the registry.
+type Notify struct {
+	// URL receives the events (POST).
+	URL string
+	// Headers are sent with each request, such as an Authorization.
+	Headers map[string][]string
 }
 
 // Server is a running registry.
@@ -212,7 +224,7 @@ func Start(t testing.TB, opts Options) *Server {
 
 	dir := t.TempDir()
 	s := &Server{Version: opts.Version, LogFile: filepath.Join(dir, "registry.log")}
-	cfg := config{version: opts.Version, root: filepath.Join(dir, "storage"), inMemory: opts.InMemory}
+	cfg := config{version: opts.Version, root: filepath.Join(dir, "storage"), inMemory: opts.InMemory, notify: opts.Notify}
 
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	// Push runs tagJobs requests at once; the default of 2 idle connections
@@ -479,6 +491,7 @@ type config struct {
 	htpasswd       string
 	realm          string
 	rootCertBundle string
+	notify         *Notify
 }
 
 // yaml renders the config in the format the version accepts. Both read
@@ -540,6 +553,18 @@ func (c config) yaml() ([]byte, error) {
 			token["signingalgorithms"] = []string{"ES256"}
 		}
 		doc["auth"] = map[string]any{"token": token}
+	}
+	if n := c.notify; n != nil {
+		// Retries come quickly, so that a test's endpoint that starts
+		// after the registry gets the events soon.
+		doc["notifications"] = map[string]any{"endpoints": []any{map[string]any{
+			"name":      "test",
+			"url":       n.URL,
+			"headers":   n.Headers,
+			"timeout":   "5s",
+			"threshold": 3,
+			"backoff":   "200ms",
+		}}}
 	}
 	out, err := yaml.Marshal(doc)
 	if err != nil {

@@ -1,0 +1,208 @@
+package cycle
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/internal/testkit/signed"
+	"github.com/imagebump/imagebump/internal/testkit/testregistry"
+	"github.com/imagebump/imagebump/registry"
+)
+
+// pushCreated pushes a random image created at `at` to repo:tag and returns
+// its digest.
+func pushCreated(t *testing.T, opts []remote.Option, repo, tag string, at time.Time) string {
+	t.Helper()
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img, err = mutate.CreatedAt(img, v1.Time{Time: at}); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.NewTag(repo+":"+tag, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img, opts...); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	return d.String()
+}
+
+// gateSetup starts the real distribution registry, returns a registry
+// client for it and a checkout whose one marker names default:app.
+func gateSetup(t *testing.T) (*testregistry.Server, *registry.Client, []remote.Option, string) {
+	t.Helper()
+	srv := testregistry.Start(t, testregistry.Options{Version: testregistry.V2})
+	client, err := registry.New(registry.Options{Hosts: []registry.Host{{Host: srv.Host, Insecure: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "app.yaml"), []byte("image: "+srv.Host+"/app:1.0.0 # {\"$imagepolicy\": \"default:app\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return srv, client, srv.RemoteOptions(context.Background()), root
+}
+
+func heldTags(hb []HeldBack) []string {
+	var out []string
+	for _, h := range hb {
+		out = append(out, h.Tag+" "+string(h.Gate))
+	}
+	return out
+}
+
+// TestSignatureGate: a policy whose newest tags are unsigned or wrongly
+// signed picks the newest tag with a valid signature, in either of cosign's
+// formats, against the real registry; the tags held back say why.
+func TestSignatureGate(t *testing.T) {
+	srv, client, opts, root := gateSetup(t)
+	repo := srv.Host + "/app"
+	key, other := signed.NewKey(t), signed.NewKey(t)
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	for _, tt := range []struct {
+		tag  string
+		sign func(digest string)
+	}{
+		{"1.0.0", func(d string) { signed.SignClassic(t, opts, repo, d, signed.Spec{Key: key}) }},
+		{"1.1.0", func(d string) { signed.SignBundle(t, opts, repo, d, signed.Spec{Key: key}) }},
+		{"1.2.0", func(string) {}}, // unsigned
+		{"1.3.0", func(d string) { signed.SignClassic(t, opts, repo, d, signed.Spec{Key: other}) }},
+		{"1.4.0", func(d string) { signed.SignClassic(t, opts, repo, d, signed.Spec{Key: key, Tamper: true}) }},
+	} {
+		tt.sign(pushCreated(t, opts, repo, tt.tag, old))
+	}
+	pub := key.WritePublic(t, t.TempDir(), "cosign.pub")
+	cfg, err := config.Parse([]byte(fmt.Sprintf("images:\n  - name: app\n    repository: %s\n    policy: {semver: \">=1.0.0\"}\n    verify: {key: %s}\n", repo, pub)), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gates := NewGates(nil, nil)
+	rep, err := Run(t.Context(), Options{Config: cfg, Registry: client, Root: root, Gates: gates})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rep.Policies[0]
+	if p.Err != nil {
+		t.Fatal(p.Err)
+	}
+	if p.Latest() != "1.1.0" {
+		t.Errorf("picked %q, want 1.1.0 (the newest with a valid signature)", p.Latest())
+	}
+	want := []string{"1.4.0 invalid signature", "1.3.0 invalid signature", "1.2.0 unsigned"}
+	if diff := cmp.Diff(heldTags(p.HeldBack), want); diff != "" {
+		t.Errorf("held back (-got +want):\n%s", diff)
+	}
+	if len(rep.Changes) != 1 || rep.Changes[0].New != repo+":1.1.0" {
+		t.Errorf("changes = %+v", rep.Changes)
+	}
+
+	// A second cycle with the same Gates verifies from its cache: the
+	// signed pick costs no signature request.
+	counting := &countingGateRegistry{GateRegistry: client}
+	if _, err := Run(t.Context(), Options{Config: cfg, Registry: counting, Root: root, Gates: gates}); err != nil {
+		t.Fatal(err)
+	}
+	if n := counting.fetches(); n != 0 {
+		t.Errorf("a second cycle fetched %d manifests or blobs for signatures, want 0", n)
+	}
+}
+
+// TestAgeGate: with minAge 24h, a tag whose image is an hour old is not a
+// candidate yet; the older one is picked and plan says when the new one
+// becomes a candidate.
+func TestAgeGate(t *testing.T) {
+	srv, client, opts, root := gateSetup(t)
+	repo := srv.Host + "/app"
+	now := time.Now()
+	pushCreated(t, opts, repo, "1.0.0", now.Add(-72*time.Hour))
+	pushCreated(t, opts, repo, "1.1.0", now.Add(-48*time.Hour))
+	young := now.Add(-time.Hour).Truncate(time.Second)
+	pushCreated(t, opts, repo, "1.2.0", young)
+	cfg, err := config.Parse([]byte(fmt.Sprintf("images:\n  - name: app\n    repository: %s\n    policy: {semver: \">=1.0.0\"}\n    minAge: 24h\n", repo)), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(t.Context(), Options{Config: cfg, Registry: client, Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rep.Policies[0]
+	if p.Err != nil || p.Latest() != "1.1.0" {
+		t.Fatalf("picked %q (%v), want 1.1.0", p.Latest(), p.Err)
+	}
+	if len(p.HeldBack) != 1 || p.HeldBack[0].Tag != "1.2.0" || p.HeldBack[0].Gate != GateAge || !p.HeldBack[0].Until.Equal(young.Add(24*time.Hour)) {
+		t.Errorf("held back = %+v, want 1.2.0 too young until %s", p.HeldBack, young.Add(24*time.Hour))
+	}
+	// A day later, by the clock the cycle is given, it is a candidate.
+	later := func() time.Time { return now.Add(24 * time.Hour) }
+	rep, err = Run(t.Context(), Options{Config: cfg, Registry: client, Root: root, Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Policies[0].Latest(); got != "1.2.0" {
+		t.Errorf("a day later picked %q, want 1.2.0", got)
+	}
+}
+
+// TestGateFailureFailsThePolicy: when a gate cannot be checked (the image
+// records no creation time), the policy fails rather than let the tag
+// through, and its marker stays.
+func TestGateFailureFailsThePolicy(t *testing.T) {
+	srv, client, opts, root := gateSetup(t)
+	repo := srv.Host + "/app"
+	signed.PushImage(t, opts, repo, "1.1.0") // no creation time recorded
+	cfg, err := config.Parse([]byte(fmt.Sprintf("images:\n  - name: app\n    repository: %s\n    policy: {semver: \">=1.0.0\"}\n    minAge: 1h\n", repo)), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(t.Context(), Options{Config: cfg, Registry: client, Root: root, Write: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rep.Policies[0]; p.Err == nil || !strings.Contains(p.Err.Error(), "records no creation time") {
+		t.Errorf("policy error = %v, want the gate's", p.Err)
+	}
+	if len(rep.Changes) != 0 {
+		t.Errorf("changes = %v, want none", rep.Changes)
+	}
+}
+
+// countingGateRegistry counts the fetches signature checks make.
+type countingGateRegistry struct {
+	GateRegistry
+	calls []string
+}
+
+func (c *countingGateRegistry) Manifest(ctx context.Context, repo, ref string) (registry.Manifest, error) {
+	c.calls = append(c.calls, "manifest "+ref)
+	return c.GateRegistry.Manifest(ctx, repo, ref)
+}
+
+func (c *countingGateRegistry) Blob(ctx context.Context, repo, digest string) ([]byte, error) {
+	c.calls = append(c.calls, "blob "+digest)
+	return c.GateRegistry.Blob(ctx, repo, digest)
+}
+
+func (c *countingGateRegistry) Referrers(ctx context.Context, repo, digest, artifactType string) ([]v1.Descriptor, error) {
+	c.calls = append(c.calls, "referrers "+digest)
+	return c.GateRegistry.Referrers(ctx, repo, digest, artifactType)
+}
+
+func (c *countingGateRegistry) fetches() int { return len(c.calls) }

@@ -1,0 +1,239 @@
+package discover
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagebump/imagebump/setters"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/init/*/find.txt")
+
+// casesDir holds the sample repositories init's tests share.
+var casesDir = filepath.Join("..", "testdata", "init")
+
+// testHost stands for the registry in the samples (REGISTRY there).
+const testHost = "registry.example:5000"
+
+// copyInput copies a case's input with REGISTRY replaced.
+func copyInput(t *testing.T, name string) string {
+	t.Helper()
+	dst := t.TempDir()
+	src := filepath.Join(casesDir, name, "input")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		out := filepath.Join(dst, rel)
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(out, bytes.ReplaceAll(data, []byte("REGISTRY"), []byte(testHost)), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// render writes an inventory one line per item.
+func render(inv *Inventory) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "scanned %d, chart templates %d\n", inv.FilesScanned, inv.ChartTemplates)
+	for _, u := range inv.Uses {
+		fmt.Fprintf(&b, "use %s:%d [%s] %s ns=%q repo=%s tag=%q digest=%q\n", u.File, u.Line, u.Source, u.Path, u.Namespace, u.Repository, u.Tag, u.Digest)
+		for _, v := range u.Values {
+			fmt.Fprintf(&b, "    %d:%d %s %q", v.Line, v.Column, fieldName(v.Field), v.Value)
+			if v.Marker != "" {
+				fmt.Fprintf(&b, " marked %s", setters.FormatMarker(v.Marker, v.MarkerField))
+			}
+			b.WriteString("\n")
+		}
+	}
+	for _, u := range inv.Untracked {
+		fmt.Fprintf(&b, "untracked %s:%d [%s] %s %q: %s\n", u.File, u.Line, u.Source, u.Path, u.Value, u.Reason)
+	}
+	for _, p := range inv.Problems {
+		fmt.Fprintf(&b, "problem %s\n", p.Error())
+	}
+	return strings.ReplaceAll(b.String(), testHost, "REGISTRY")
+}
+
+func fieldName(f setters.Field) string {
+	if f == setters.FieldImage {
+		return "image"
+	}
+	return string(f)
+}
+
+// TestFindCases reads each sample repository and compares what Find
+// found, reference by reference, with find.txt.
+func TestFindCases(t *testing.T) {
+	entries, err := os.ReadDir(casesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		t.Run(e.Name(), func(t *testing.T) {
+			root := copyInput(t, e.Name())
+			inv, err := Find(context.Background(), FindOptions{Root: root})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := render(inv)
+			golden := filepath.Join(casesDir, e.Name(), "find.txt")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./discover -update)", err)
+			}
+			if diff := cmp.Diff(got, string(want)); diff != "" {
+				t.Errorf("find.txt mismatch (-got +want):\n%s", diff)
+			}
+			// Every value found is where Insert looks for it.
+			for _, fm := range Markers(inv, Propose(inv, ProposeOptions{})) {
+				if fm.Err != nil {
+					t.Errorf("%s: %v", fm.File, fm.Err)
+				}
+				for _, m := range fm.Marks {
+					if m.Err != nil && strings.Contains(m.Err.Error(), "no scalar") {
+						t.Errorf("%s:%d: %v", m.File, m.Line, m.Err)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestFindPaths(t *testing.T) {
+	root := copyInput(t, "workloads")
+	inv, err := Find(context.Background(), FindOptions{Root: root, Paths: []string{"apps", "jobs/backup.yaml", "nope"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, u := range inv.Uses {
+		files = append(files, u.File)
+	}
+	if diff := cmp.Diff(files, []string{"apps/web-canary.yaml", "apps/web.yaml", "apps/web.yaml", "jobs/backup.yaml"}); diff != "" {
+		t.Errorf("files (-got +want):\n%s", diff)
+	}
+	if len(inv.Problems) != 1 || !strings.Contains(inv.Problems[0].Error(), "nope: the path does not exist") {
+		t.Errorf("problems: %v", inv.Problems)
+	}
+}
+
+func TestFindCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Find(ctx, FindOptions{Root: t.TempDir()}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Find with a cancelled ctx: %v", err)
+	}
+}
+
+// FuzzFind reads fuzzed files as a Kubernetes manifest, a kustomization,
+// a compose file and Helm values, and checks that Find does not fail on
+// them and that every value it reports is one Insert can find and mark,
+// by setters' proof.
+func FuzzFind(f *testing.F) {
+	_ = filepath.WalkDir(casesDir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && strings.Contains(p, "input") {
+			if b, err := os.ReadFile(p); err == nil {
+				f.Add(bytes.ReplaceAll(b, []byte("REGISTRY"), []byte(testHost)))
+			}
+		}
+		return nil
+	})
+	f.Add([]byte("services:\n  a:\n    <<: [*x]\n"))
+	f.Add([]byte("image: {repository: a, tag: &t 1.0.0}\nother: {image: {repository: b, tag: *t}}\n"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		root := t.TempDir()
+		for _, name := range []string{"deploy.yaml", "kustomization.yaml", "compose.yaml", "values.yaml"} {
+			if err := os.WriteFile(filepath.Join(root, name), src, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		inv, err := Find(context.Background(), FindOptions{Root: root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range inv.Uses {
+			if len(u.Values) == 0 || u.Repository == "" {
+				t.Fatalf("use without values or repository: %+v", u)
+			}
+		}
+		for _, fm := range Markers(inv, Propose(inv, ProposeOptions{})) {
+			if fm.Err != nil {
+				t.Fatalf("%s: %v", fm.File, fm.Err)
+			}
+			for _, m := range fm.Marks {
+				if m.Err != nil && strings.Contains(m.Err.Error(), "no scalar") {
+					t.Fatalf("%s:%d: %v", m.File, m.Line, m.Err)
+				}
+			}
+		}
+	})
+}
+
+// TestFindOverrideScope checks that a kustomization images entry takes
+// over the workload references only in what the kustomization builds.
+func TestFindOverrideScope(t *testing.T) {
+	root := t.TempDir()
+	deploy := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\nspec:\n  template:\n    spec:\n      containers:\n        - name: a\n          image: ghcr.io/acme/app:1.0.0\n"
+	for name, content := range map[string]string{
+		"base/deploy.yaml":                 deploy,
+		"overlays/prod/kustomization.yaml": "resources: [../../base]\nimages:\n  - name: ghcr.io/acme/app\n    newTag: 1.1.0\n",
+		"other/deploy.yaml":                deploy,
+		"flux/ks.yaml":                     "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: x}\nspec:\n  path: ./fluxed\n  images:\n    - name: ghcr.io/acme/app\n      newTag: 1.2.0\n",
+		"fluxed/deploy.yaml":               deploy,
+		"overlays/prod/local/deploy.yaml":  deploy,
+	} {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inv, err := Find(context.Background(), FindOptions{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tracked, untracked []string
+	for _, u := range inv.Uses {
+		tracked = append(tracked, u.File)
+	}
+	for _, u := range inv.Untracked {
+		untracked = append(untracked, u.File)
+	}
+	if diff := cmp.Diff(tracked, []string{"flux/ks.yaml", "other/deploy.yaml", "overlays/prod/kustomization.yaml"}); diff != "" {
+		t.Errorf("tracked (-got +want):\n%s", diff)
+	}
+	if diff := cmp.Diff(untracked, []string{"base/deploy.yaml", "fluxed/deploy.yaml", "overlays/prod/local/deploy.yaml"}); diff != "" {
+		t.Errorf("untracked (-got +want):\n%s", diff)
+	}
+}

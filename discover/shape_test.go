@@ -1,0 +1,180 @@
+package discover
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagebump/imagebump/policy"
+)
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		tag      string
+		registry []string
+		kind     Kind
+		family   string
+	}{
+		{"", nil, KindMoving, "moving:"},
+		{"latest", nil, KindMoving, "moving:latest"},
+		{"stable-alpine", nil, KindMoving, "moving:stable-alpine"},
+		{"1.2.3", nil, KindSemVer, "semver:3::"},
+		{"v1.2.3", nil, KindSemVer, "semver:3:v:"},
+		{"1.2.3-rc.1", nil, KindSemVer, "semver:3::"},
+		{"1.25.3-alpine", nil, KindSemVer, "semver:3::-alpine"},
+		{"1.25.3-alpine3.19", nil, KindSemVer, "semver:3::-alpine3.19"},
+		{"3.12", nil, KindSemVer, "semver:2::"},
+		{"3.12-slim", nil, KindSemVer, "semver:2::-slim"},
+		{"2024.01.15", nil, KindSemVer, "semver:3::"},
+		{"16", []string{"16.4", "16.4.1"}, KindMoving, "moving:16"},
+		{"3-slim", []string{"3.12-slim"}, KindMoving, "moving:3-slim"},
+		{"16", []string{"17", "18"}, KindNumerical, "numerical:^(?P<build>[0-9]+)$"},
+		{"1234", nil, KindNumerical, "numerical:^(?P<build>[0-9]+)$"},
+		{"build-41", nil, KindNumerical, "numerical:^build-(?P<build>[0-9]+)$"},
+		{"r12", nil, KindNumerical, "numerical:^r(?P<build>[0-9]+)$"},
+		{"412-abc1234", nil, KindNumerical, "numerical:^(?P<build>[0-9]+)-[0-9a-f]{7,40}$"},
+		{"20240102", nil, KindTimestamp, "timestamp:^(?P<ts>[0-9]{8})$"},
+		{"20240101-abc1234", nil, KindTimestamp, "timestamp:^(?P<ts>[0-9]{8})-[0-9a-f]{7,40}$"},
+		{"RELEASE.2024-01-02T03-04-05Z", nil, KindTimestamp, `timestamp:^RELEASE\.(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}-[0-9]{2})Z$`},
+		{"main-2024-01-02-7", nil, KindTimestamp, `timestamp:^main-(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2})-[0-9]+$`},
+		{"abc1234", nil, KindUnordered, "unordered:hash"},
+		{"sha-abc1234", nil, KindUnordered, "unordered:hash"},
+		{"1.2.3.4", nil, KindUnordered, "unordered:1.2.3.4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tag, func(t *testing.T) {
+			s := classify(tt.tag, tt.registry)
+			if s.kind != tt.kind || s.family != tt.family {
+				t.Errorf("classify(%q) = %s %q, want %s %q", tt.tag, s.kind, s.family, tt.kind, tt.family)
+			}
+		})
+	}
+}
+
+// propose1 proposes for one repository used with tags.
+func propose1(t *testing.T, registry []string, tags ...string) Proposal {
+	t.Helper()
+	inv := &Inventory{}
+	for i, tag := range tags {
+		ref := "ghcr.io/acme/app:" + tag
+		if tag == "" {
+			ref = "ghcr.io/acme/app"
+		}
+		inv.Uses = append(inv.Uses, Use{File: "f.yaml", Line: i + 1, Path: "image", Repository: "ghcr.io/acme/app", Tag: tag,
+			Values: []Value{{Line: i + 1, Column: 8, Value: ref}}})
+	}
+	opts := ProposeOptions{}
+	if registry != nil {
+		opts.Tags = map[string][]string{"ghcr.io/acme/app": registry}
+	}
+	props := Propose(inv, opts)
+	if len(props) != 1 {
+		t.Fatalf("%d proposals", len(props))
+	}
+	return props[0]
+}
+
+func TestProposeRules(t *testing.T) {
+	tests := []struct {
+		name     string
+		tags     []string
+		registry []string
+		spec     policy.Spec
+		choice   bool
+		marked   int
+		latest   string
+	}{
+		{"one version", []string{"1.2.3"}, []string{"1.2.3", "1.9.0", "2.0.0"}, policy.Spec{SemVer: ">=1.2.3 <2.0.0"}, false, 1, "1.9.0"},
+		{"floor is the lowest in the major", []string{"1.4.0", "1.2.0"}, nil, policy.Spec{SemVer: ">=1.2.0 <2.0.0"}, false, 2, ""},
+		{"highest major kept", []string{"1.4.0", "2.1.0"}, []string{"1.9.0", "2.3.0", "3.0.0"}, policy.Spec{SemVer: ">=2.1.0 <3.0.0"}, false, 1, "2.3.0"},
+		{"0.x keeps the minor", []string{"0.4.1"}, []string{"0.4.3", "0.5.0"}, policy.Spec{SemVer: ">=0.4.1 <0.5.0"}, false, 1, "0.4.3"},
+		{"prerelease in use", []string{"2.0.0-rc.1"}, []string{"2.0.0-rc.2", "2.0.1", "3.0.0-rc.1"}, policy.Spec{SemVer: ">=2.0.0-0 <3.0.0-0"}, false, 1, "2.0.1"},
+		{"calver", []string{"2024.01.15"}, []string{"2025.02.01"}, policy.Spec{SemVer: ">=2024.1.15"}, false, 1, "2025.02.01"},
+		{"flavor", []string{"1.25.3-alpine"}, []string{"1.25.3", "1.26.0-alpine", "1.27.0"}, policy.Spec{SemVer: ">=1.25.3 <2.0.0", FilterPattern: `^(?P<version>[0-9]+\.[0-9]+\.[0-9]+)-alpine$`, FilterExtract: "$version"}, false, 1, "1.26.0-alpine"},
+		{"two parts", []string{"3.12"}, []string{"3.12", "3.13", "3.13.1", "4.0"}, policy.Spec{SemVer: ">=3.12.0 <4.0.0", FilterPattern: `^(?P<major>[0-9]+)\.(?P<minor>[0-9]+)$`, FilterExtract: "${major}.${minor}.0"}, false, 1, "3.13"},
+		{"timestamps", []string{"20240101"}, []string{"20231231", "20240301", "latest"}, policy.Spec{Alphabetical: "asc", FilterPattern: "^(?P<ts>[0-9]{8})$", FilterExtract: "$ts"}, false, 1, "20240301"},
+		{"build numbers", []string{"build-9"}, []string{"build-10", "build-9"}, policy.Spec{Numerical: "asc", FilterPattern: "^build-(?P<build>[0-9]+)$", FilterExtract: "$build"}, false, 1, "build-10"},
+		{"latest is a choice", []string{"latest"}, []string{"latest"}, policy.Spec{Alphabetical: "asc", FilterPattern: "^latest$", Digest: policy.DigestAlways}, true, 1, "latest"},
+		{"no tag is a choice", []string{""}, nil, policy.Spec{Alphabetical: "asc", FilterPattern: "^latest$", Digest: policy.DigestAlways}, true, 1, ""},
+		{"majority rules", []string{"1.2.0", "1.3.0", "latest"}, nil, policy.Spec{SemVer: ">=1.2.0 <2.0.0"}, false, 2, ""},
+		{"hash", []string{"abc1234"}, []string{"abc1234"}, policy.Spec{}, true, 1, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := propose1(t, tt.registry, tt.tags...)
+			if diff := cmp.Diff(p.Spec, tt.spec); diff != "" {
+				t.Errorf("spec (-got +want):\n%s", diff)
+			}
+			if p.Choice != tt.choice || len(p.Uses) != tt.marked || p.Latest != tt.latest {
+				t.Errorf("choice %v, %d uses covered, latest %q; want %v, %d, %q (notes %q)", p.Choice, len(p.Uses), p.Latest, tt.choice, tt.marked, tt.latest, p.Notes)
+			}
+			if len(p.Uses)+len(p.Unmarked) != len(tt.tags) {
+				t.Errorf("%d uses + %d unmarked, want %d", len(p.Uses), len(p.Unmarked), len(tt.tags))
+			}
+			if p.Kind != KindUnordered {
+				if _, err := policy.New(p.Spec); err != nil {
+					t.Errorf("the proposed rule is refused: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func TestProposeNames(t *testing.T) {
+	use := func(repo, tag, ns, marker string) Use {
+		return Use{File: "f.yaml", Line: 1, Repository: repo, Tag: tag, Namespace: ns,
+			Values: []Value{{Line: 1, Column: 1, Value: repo + ":" + tag, Marker: marker}}}
+	}
+	inv := &Inventory{Uses: []Use{
+		use("ghcr.io/acme/app", "1.0.0", "prod", ""),
+		use("ghcr.io/acme/app", "1.0.0", "prod", ""),
+		use("docker.io/other/app", "1.0.0", "prod", ""),
+		use("ghcr.io/acme/web", "1.0.0", "web", ""),
+		use("ghcr.io/acme/web", "1.0.0", "shop", ""),
+		use("ghcr.io/acme/Big_Name", "1.0.0", "", ""),
+		use("ghcr.io/acme/kept", "1.0.0", "", "team:kept"),
+		use("ghcr.io/acme/api", "1.0.0", "", ""),
+		use("ghcr.io/acme/legacy", "1.0.0", "", ""),
+	}}
+	existing := []Existing{
+		{Name: "default:api", Repository: "ghcr.io/other/api"},
+		{Name: "ops:legacy", Repository: "ghcr.io/acme/legacy", Spec: policy.Spec{SemVer: ">=1.0.0"}},
+	}
+	props := Propose(inv, ProposeOptions{Existing: existing})
+	got := map[string]string{}
+	for _, p := range props {
+		got[p.Repository] = p.Policy
+		if p.Repository == "ghcr.io/acme/legacy" && !p.Existing {
+			t.Errorf("the config's policy for legacy was not reused")
+		}
+	}
+	want := map[string]string{
+		"docker.io/other/app":   "prod:other-app",
+		"ghcr.io/acme/app":      "prod:acme-app",
+		"ghcr.io/acme/web":      "default:web",
+		"ghcr.io/acme/Big_Name": "default:big-name",
+		"ghcr.io/acme/kept":     "team:kept",
+		"ghcr.io/acme/api":      "default:acme-api",
+		"ghcr.io/acme/legacy":   "ops:legacy",
+	}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("names (-got +want):\n%s", diff)
+	}
+	// Stable: the same inventory in another order gets the same names.
+	slices.Reverse(inv.Uses)
+	for _, p := range Propose(inv, ProposeOptions{Existing: existing}) {
+		if got[p.Repository] != p.Policy {
+			t.Errorf("%s named %s, then %s", p.Repository, got[p.Repository], p.Policy)
+		}
+	}
+}
+
+func TestNaturalCompare(t *testing.T) {
+	got := []string{"1.10.0", "1.9.0", "build-41", "build-9", "", "v2", "v10", "a"}
+	slices.SortFunc(got, naturalCompare)
+	want := []string{"", "1.9.0", "1.10.0", "a", "build-9", "build-41", "v2", "v10"}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("(-got +want):\n%s", diff)
+	}
+}

@@ -1,0 +1,295 @@
+package flux
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestNotesOncePerObject checks that a note about an object's setting is
+// made once, however many objects use it, and also when none does: two
+// ImagePolicies on one ImageRepository, two automations on one
+// GitRepository, and a repository and a GitRepository nothing uses.
+func TestNotesOncePerObject(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "f.yaml", `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: app, namespace: apps}
+spec: {image: 123456789012.dkr.ecr.eu-west-1.amazonaws.com/acme/app, provider: aws, secretRef: {name: pull}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: stable, namespace: apps}
+spec: {imageRepositoryRef: {name: app}, policy: {semver: {range: ">=1.0.0"}}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: next, namespace: apps}
+spec: {imageRepositoryRef: {name: app}, policy: {semver: {range: ">=2.0.0-0"}}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: unused, namespace: apps}
+spec: {image: quay.io/acme/unused, provider: gcp}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: fleet, namespace: apps}
+spec: {url: "https://git.example.com/fleet.git", provider: azure, ref: {branch: main}, secretRef: {name: git}}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: idle, namespace: apps}
+spec: {url: "https://git.example.com/idle.git", provider: github}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageUpdateAutomation
+metadata: {name: prod, namespace: apps}
+spec:
+  interval: 10m
+  sourceRef: {kind: GitRepository, name: fleet}
+  git: {commit: {author: {email: bot@example.com}}}
+  update: {path: ./prod}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageUpdateAutomation
+metadata: {name: staging, namespace: apps}
+spec:
+  interval: 10m
+  sourceRef: {kind: GitRepository, name: fleet}
+  git: {commit: {author: {email: bot@example.com}}}
+  update: {path: ./staging}
+`)
+	set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := set.Native(NativeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, note := range n.Report.Notes {
+		count[note.Object.Ref()+" "+note.Field+": "+note.Msg]++
+	}
+	for k, c := range count {
+		if c > 1 {
+			t.Errorf("%d times: %s", c, k)
+		}
+	}
+	for _, want := range []string{
+		"ImageRepository apps/app spec.secretRef: Secret apps/pull is not used: with provider aws",
+		"ImageRepository apps/unused : no ImagePolicy uses it",
+		"GitRepository apps/fleet spec.provider: provider \"azure\"",
+		"GitRepository apps/fleet spec.secretRef: Secret apps/git is not mapped",
+		"GitRepository apps/idle spec.provider: provider \"github\"",
+		"GitRepository apps/idle : no ImageUpdateAutomation uses it",
+	} {
+		found := false
+		for k := range count {
+			if strings.HasPrefix(k, want) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no note %q", want)
+		}
+	}
+	if t.Failed() {
+		var b strings.Builder
+		_ = n.Report.WriteText(&b)
+		t.Log(b.String())
+	}
+}
+
+// TestSecretPathsKeepTheirSpelling checks that the native config names the
+// Secrets' files as the user did: a path the mapping gives relative (to
+// the mapping's folder) or a relative folder of Secrets is written
+// relative to the native config's folder, an absolute one as it is; and
+// that the config read from it names the same files, absolute.
+func TestSecretPathsKeepTheirSpelling(t *testing.T) {
+	root := t.TempDir()
+	t.Chdir(root)
+	writeFile(t, root, "clusters/objects.yaml", `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: app, namespace: apps}
+spec: {image: ghcr.io/acme/app, secretRef: {name: pull}, certSecretRef: {name: ca}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: app, namespace: apps}
+spec: {imageRepositoryRef: {name: app}, policy: {semver: {range: ">=1.0.0"}}}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: fleet, namespace: apps}
+spec: {url: "https://git.example.com/fleet.git", interval: 1m, ref: {branch: main}, secretRef: {name: git}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageUpdateAutomation
+metadata: {name: apps, namespace: apps}
+spec:
+  interval: 10m
+  sourceRef: {kind: GitRepository, name: fleet}
+  git: {commit: {author: {email: bot@example.com}}}
+`)
+	abs := filepath.Join(root, "abs", "ca.crt")
+	writeFile(t, root, "ops/secrets.yaml", "apps/pull:\n  .dockerconfigjson: docker/config.json\napps/ca:\n  ca.crt: "+abs+"\n")
+	writeFile(t, root, "mounted/apps/git/username", "bot\n")
+	writeFile(t, root, "mounted/apps/git/password", "pw\n")
+	set, err := Load(context.Background(), []string{"clusters"}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		file    string // the native config
+		secrets func(t *testing.T) *Secrets
+		want    []string // in its YAML
+	}{
+		{"imagebump.yaml", mappedSecrets, []string{"dockerConfig: ops/docker/config.json", "caFile: " + abs}},
+		{"deploy/imagebump.yaml", mappedSecrets, []string{"dockerConfig: ../ops/docker/config.json", "caFile: " + abs}},
+		{"imagebump.yaml", mountedSecrets, []string{"usernameFile: mounted/apps/git/username", "passwordFile: mounted/apps/git/password"}},
+		{"deploy/imagebump.yaml", mountedSecrets, []string{"usernameFile: ../mounted/apps/git/username"}},
+	} {
+		n, err := set.Native(NativeOptions{Secrets: tt.secrets(t), File: tt.file})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range tt.want {
+			if !strings.Contains(string(n.YAML), want) {
+				t.Errorf("%s: YAML lacks %q:\n%s", tt.file, want, n.YAML)
+			}
+		}
+		c := n.Config
+		switch {
+		case c.Registries[0].Auth != nil && c.Registries[0].Auth.DockerConfig != filepath.Join(root, "ops/docker/config.json"):
+			t.Errorf("%s: config's dockerConfig = %q", tt.file, c.Registries[0].Auth.DockerConfig)
+		case c.Registries[0].CAFile != "" && c.Registries[0].CAFile != abs:
+			t.Errorf("%s: config's caFile = %q", tt.file, c.Registries[0].CAFile)
+		case c.TargetList[0].Git.Auth != nil && c.TargetList[0].Git.Auth.UsernameFile != filepath.Join(root, "mounted/apps/git/username"):
+			t.Errorf("%s: config's usernameFile = %q", tt.file, c.TargetList[0].Git.Auth.UsernameFile)
+		}
+		if c.File != tt.file {
+			t.Errorf("config's File = %q, want %q", c.File, tt.file)
+		}
+	}
+}
+
+func mappedSecrets(t *testing.T) *Secrets {
+	s, err := LoadSecrets("ops/secrets.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func mountedSecrets(*testing.T) *Secrets { return &Secrets{Dir: "mounted"} }
+
+// TestExclusionListOfDefaults checks how an exclusionList maps: it
+// replaces the defaults, as in Flux, unless it starts with imagebump's
+// defaults (as flux generate writes them), which is the same as adding the
+// rest to the defaults.
+func TestExclusionListOfDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		name, list  string
+		wantExclude []string
+		wantReplace bool
+	}{
+		{"Flux's default alone", `['^.*\.sig$']`, []string{`^.*\.sig$`}, true},
+		{"imagebump's defaults", `['^.*\.sig$', '^.*\.att$', '^.*\.sbom$']`, nil, false},
+		{"imagebump's defaults and more", `['^.*\.sig$', '^.*\.att$', '^.*\.sbom$', '-debug$']`, []string{"-debug$"}, false},
+		{"the defaults in another order", `['^.*\.att$', '^.*\.sig$', '^.*\.sbom$']`, []string{`^.*\.att$`, `^.*\.sig$`, `^.*\.sbom$`}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "f.yaml", `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: app, namespace: apps}
+spec: {image: ghcr.io/acme/app, exclusionList: `+tt.list+`}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: app, namespace: apps}
+spec: {imageRepositoryRef: {name: app}, policy: {alphabetical: {}}}
+`)
+			set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := set.Native(NativeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			im := n.Config.Images[0]
+			if !slices.Equal(im.Exclude, tt.wantExclude) || im.ExcludeReplacesDefaults != tt.wantReplace {
+				t.Errorf("exclude = %q, replaces the defaults: %v; want %q, %v", im.Exclude, im.ExcludeReplacesDefaults, tt.wantExclude, tt.wantReplace)
+			}
+		})
+	}
+}
+
+// TestAutomationPushAndInterval checks what an automation's push and
+// interval map to where imagebump differs from Flux or Flux refuses the
+// object.
+func TestAutomationPushAndInterval(t *testing.T) {
+	objects := func(spec string) string {
+		return `apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: fleet, namespace: apps}
+spec: {url: "https://git.example.com/fleet.git", interval: 1m, ref: {branch: main}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageUpdateAutomation
+metadata: {name: auto, namespace: apps}
+spec:
+  sourceRef: {kind: GitRepository, name: fleet}
+  git:
+    commit: {author: {email: bot@example.com}}
+` + spec
+	}
+	for _, tt := range []struct {
+		name, spec string
+		wantNote   string // a note on spec.git.push.refspec, at line 13
+		wantErr    string
+	}{
+		// As Flux, imagebump pushes the checkout branch, then the
+		// refspec: nothing to note.
+		{"refspec alone", "    push: {refspec: 'HEAD:refs/for/main'}\n  interval: 5m\n", "", ""},
+		{"refspec and the checkout branch", "    push: {branch: main, refspec: 'refs/heads/main:refs/for/main'}\n  interval: 5m\n", "", ""},
+		{"refspec and a branch of its own", "    push: {branch: auto, refspec: 'refs/heads/auto:refs/for/main'}\n  interval: 5m\n", "", ""},
+		{"no interval", "    push: {branch: auto}\n", "", "f.yaml:6: ImageUpdateAutomation apps/auto: spec.interval: missing or not positive: Flux requires an interval"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "f.yaml", objects(tt.spec))
+			set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := set.Native(NativeOptions{})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""), tt.wantErr) {
+					t.Errorf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			for _, note := range n.Report.Notes {
+				if note.Field == "spec.git.push.refspec" {
+					if note.Line != 13 || note.Level != Warning {
+						t.Errorf("note at line %d, level %v", note.Line, note.Level)
+					}
+					got = note.Msg
+				}
+			}
+			if tt.wantNote == "" && got != "" || !strings.Contains(got, tt.wantNote) {
+				t.Errorf("refspec note = %q, want %q", got, tt.wantNote)
+			}
+		})
+	}
+}

@@ -1,0 +1,749 @@
+package commands
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/discover"
+	"github.com/imagebump/imagebump/internal/printable"
+	"github.com/imagebump/imagebump/internal/unidiff"
+	"github.com/imagebump/imagebump/policy"
+	"github.com/imagebump/imagebump/registry"
+	"github.com/imagebump/imagebump/report"
+	"github.com/imagebump/imagebump/setters"
+)
+
+// InitOptions are the inputs of `imagebump init`.
+type InitOptions struct {
+	global *globalOptions
+
+	// Repo is the checkout to scan; "." by default.
+	Repo string
+	// Paths limits the scan to these paths below Repo.
+	Paths []string
+	// Output is text, json or diff.
+	Output string
+	// Write writes the config and the markers.
+	Write bool
+	// Insecure are registry hosts reached over plain HTTP.
+	Insecure []string
+}
+
+// NewCmdInit builds `imagebump init`. runF replaces the run function in
+// flag-parsing tests; nil means runInit.
+func NewCmdInit(g *globalOptions, stdout io.Writer, runF func(context.Context, *InitOptions, io.Writer) error) *cobra.Command {
+	o := &InitOptions{global: g}
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Find the image references, propose policies, and insert the markers (a dry run unless --write)",
+		Long: `Find every image reference in the checkout (Kubernetes workloads, kustomization
+images entries, Helm values in HelmRelease and Argo CD Application objects and
+values files, docker-compose services), group them by repository, and propose
+one image policy per repository from the tags in use and the registry's tags,
+showing what it would pick today. References that cannot be tracked are listed
+with the reason; moving tags such as latest are a choice left to you.
+
+Nothing is written unless --write: the proposed imagebump.yaml (or the entries
+added to an existing one) and the marker comments are printed, the markers as
+a unified diff. With --write, the config goes to imagebump.yaml in --repo (or
+where -c says; an existing config is only appended to), and each marker is
+added after its value, byte-minimally and verified as apply's edits are.
+Running init again changes nothing. See docs/init.md.`,
+		Example: `  imagebump init --repo .
+  imagebump init --repo . -o diff | git apply
+  imagebump init --repo . --paths clusters/prod --write && imagebump plan --repo .`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Output != "text" && o.Output != "json" && o.Output != "diff" {
+				return usageError(fmt.Errorf("-o %q: want text, json or diff", o.Output))
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o, stdout)
+			}
+			return runInit(cmd.Context(), o, stdout)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Repo, "repo", ".", "checkout to scan and mark")
+	f.StringArrayVar(&o.Paths, "paths", nil, "file or folder below --repo to scan (repeatable; default: the whole checkout)")
+	f.StringVarP(&o.Output, "output", "o", "text", "output format: text, json, or diff (a unified diff of the config and the markers that git apply accepts)")
+	f.BoolVar(&o.Write, "write", false, "write the config and insert the markers")
+	f.StringArrayVar(&o.Insecure, "insecure-registry", nil, "registry host reached over plain HTTP, such as localhost:5000 (repeatable); a new config gets it under registries")
+	return cmd
+}
+
+// InitReport is the JSON document of `imagebump init -o json`.
+type InitReport struct {
+	Version int `json:"version"`
+	// Repo is --repo; Config the config file written or extended.
+	Repo   string `json:"repo"`
+	Config string `json:"config"`
+	// ConfigExists says whether the config existed before.
+	ConfigExists bool `json:"configExists"`
+	// Written is true with --write when everything was written.
+	Written bool `json:"written"`
+	// ConfigText is the new config, or the text added to the existing
+	// one; "" when nothing is added.
+	ConfigText string       `json:"configText"`
+	Files      InitFiles    `json:"files"`
+	Policies   []InitPolicy `json:"policies"`
+	Untracked  []InitRef    `json:"untracked"`
+	Markers    []InitMarker `json:"markers"`
+	// Problems are files that could not be read, registries that failed,
+	// and writes that failed.
+	Problems []report.Problem `json:"problems"`
+}
+
+// InitFiles counts the files looked at.
+type InitFiles struct {
+	Scanned        int      `json:"scanned"`
+	ChartTemplates int      `json:"chartTemplates"`
+	Changed        []string `json:"changed"`
+}
+
+// InitPolicy is one proposal.
+type InitPolicy struct {
+	Name       string   `json:"name"`
+	Repository string   `json:"repository"`
+	Kind       string   `json:"kind"`
+	Rule       InitRule `json:"rule"`
+	Existing   bool     `json:"existing"`
+	Choice     bool     `json:"choice"`
+	Reason     string   `json:"reason"`
+	TagsInUse  []string `json:"tagsInUse"`
+	// RegistryTags and Latest are the registry's answer: how many tags it
+	// lists and what the rule picks today.
+	RegistryTags int       `json:"registryTags"`
+	Latest       string    `json:"latest"`
+	Error        string    `json:"error,omitempty"`
+	Notes        []string  `json:"notes"`
+	Uses         []InitRef `json:"uses"`
+	Unmarked     []InitRef `json:"unmarked"`
+}
+
+// InitRule is a policy's rule, as the config writes it.
+type InitRule struct {
+	SemVer       string          `json:"semver,omitempty"`
+	Alphabetical string          `json:"alphabetical,omitempty"`
+	Numerical    string          `json:"numerical,omitempty"`
+	FilterTags   *InitFilterTags `json:"filterTags,omitempty"`
+	Digest       string          `json:"digest,omitempty"`
+}
+
+// InitFilterTags is a rule's filterTags.
+type InitFilterTags struct {
+	Pattern string `json:"pattern"`
+	Extract string `json:"extract,omitempty"`
+}
+
+// InitRef is a reference in a file.
+type InitRef struct {
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Source string `json:"source"`
+	Path   string `json:"path"`
+	Value  string `json:"value"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// InitMarker is one marker insertion.
+type InitMarker struct {
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Marker string `json:"marker"`
+	Value  string `json:"value"`
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// initRun is what runInit works out before printing and writing.
+type initRun struct {
+	o          *InitOptions
+	repo       string
+	configPath string
+	configData []byte // nil when the config does not exist
+	cfg        *config.Config
+	inv        *discover.Inventory
+	props      []discover.Proposal
+	marks      []discover.FileMarkers
+	newConfig  []byte // the config's new content; nil when unchanged
+	configErr  error  // why the config cannot be extended
+	problems   []report.Problem
+}
+
+func runInit(ctx context.Context, o *InitOptions, stdout io.Writer) error {
+	r := &initRun{o: o, repo: o.Repo}
+	if r.repo == "" {
+		r.repo = "."
+	}
+	if st, err := os.Stat(r.repo); err != nil || !st.IsDir() {
+		return usageError(fmt.Errorf("--repo %s: not a directory", r.repo))
+	}
+	r.configPath = filepath.Join(r.repo, "imagebump.yaml")
+	if o.global.configSet {
+		r.configPath = o.global.ConfigFile
+	}
+	if st, err := os.Stat(r.configPath); err == nil && st.IsDir() {
+		return usageError(fmt.Errorf("-c %s is a folder: init writes one config file; name it, such as -c %s", r.configPath, filepath.Join(r.configPath, "imagebump.yaml")))
+	}
+	data, err := os.ReadFile(r.configPath)
+	switch {
+	case err == nil:
+		if isFluxSource(r.configPath) {
+			return usageError(fmt.Errorf("-c %s holds Flux objects: init writes an imagebump.yaml; give its path with -c, and the Flux objects with --flux", r.configPath))
+		}
+		r.configData = data
+	case !errors.Is(err, os.ErrNotExist):
+		return usageError(fmt.Errorf("reading config: %w", err))
+	}
+	// The policies that exist already: the config's, and those of Flux
+	// objects it (or --flux) names, so that none is proposed twice.
+	if r.configData != nil || len(o.global.Flux) > 0 {
+		g := *o.global
+		g.ConfigFile, g.configSet = r.configPath, r.configData != nil
+		cfg, err := loadConfig(&g)
+		if err != nil {
+			return usageError(fmt.Errorf("init extends %s, which is not valid; fix it first (imagebump validate -c %s):\n%w", r.configPath, r.configPath, err))
+		}
+		r.cfg = cfg
+	}
+
+	ropts := cycle.RegistryOptions(r.cfg, o.global.logger)
+	for _, h := range o.Insecure {
+		ropts = insecureHost(ropts, h)
+	}
+	client, err := registry.New(ropts)
+	if err != nil {
+		return usageError(err)
+	}
+
+	r.inv, err = discover.Find(ctx, discover.FindOptions{Root: r.repo, Paths: o.Paths, Logger: o.global.logger})
+	if err != nil {
+		if ctx.Err() != nil {
+			return failure(err)
+		}
+		return usageError(err)
+	}
+	if r.cfg != nil {
+		for _, h := range o.Insecure {
+			if !slices.ContainsFunc(r.cfg.Registries, func(reg config.Registry) bool { return reg.Host == h && reg.Insecure }) {
+				o.global.logger.Warn("the config does not allow plain HTTP to this registry, so plan and run will not reach it: add it under registries with insecure: true", "host", h, "config", r.configPath)
+			}
+		}
+	}
+	tags, errs := map[string][]string{}, map[string]error{}
+	for _, res := range client.Scan(ctx, r.inv.Repositories(), 0) {
+		if res.Err != nil {
+			errs[res.Repository] = res.Err
+			continue
+		}
+		tags[res.Repository] = res.Tags
+	}
+	if err := ctx.Err(); err != nil {
+		return failure(err)
+	}
+	var existing []discover.Existing
+	if r.cfg != nil {
+		for _, im := range r.cfg.Images {
+			existing = append(existing, discover.Existing{Name: im.Name, Repository: im.Repository, Spec: im.Spec()})
+		}
+	}
+	r.props = discover.Propose(r.inv, discover.ProposeOptions{Tags: tags, Errors: errs, Existing: existing})
+	r.marks = discover.Markers(r.inv, r.props)
+	r.planConfig()
+
+	for _, p := range r.inv.Problems {
+		r.problems = append(r.problems, report.Problem{File: p.File, Line: p.Line, Message: p.Error()})
+	}
+	failed := false
+	for _, p := range r.props {
+		if p.RegistryErr != nil {
+			failed = true
+			r.problems = append(r.problems, report.Problem{Policy: p.Policy, Message: fmt.Sprintf("policy %s: %v", p.Policy, p.RegistryErr)})
+		}
+	}
+	for _, fm := range r.marks {
+		if fm.Err != nil {
+			r.problems = append(r.problems, report.Problem{File: fm.File, Message: fm.File + ": " + fm.Err.Error()})
+		}
+	}
+
+	written := false
+	if o.Write {
+		var werr error
+		written, werr = r.write(ctx)
+		if werr != nil {
+			return werr
+		}
+		failed = failed || !written
+	}
+
+	switch o.Output {
+	case "json":
+		err = encodeJSON(stdout, r.report(written))
+	case "diff":
+		err = r.writeDiff(stdout)
+		for _, p := range r.problems {
+			o.global.logger.Error(p.Message)
+		}
+	default:
+		err = r.writeText(stdout, written)
+	}
+	if err != nil {
+		return err
+	}
+	if failed {
+		return silentExit(ExitFailure)
+	}
+	return nil
+}
+
+// insecureHost allows plain HTTP to host.
+func insecureHost(opts registry.Options, host string) registry.Options {
+	hosts := slices.Clone(opts.Hosts)
+	for i := range hosts {
+		if hosts[i].Host == host {
+			hosts[i].Insecure = true
+			opts.Hosts = hosts
+			return opts
+		}
+	}
+	opts.Hosts = append(hosts, registry.Host{Host: host, Insecure: true})
+	return opts
+}
+
+// planConfig works out the config's new content.
+func (r *initRun) planConfig() {
+	writes := slices.ContainsFunc(r.props, func(p discover.Proposal) bool { return p.Writes() })
+	switch {
+	case r.configData == nil && writes:
+		r.newConfig = discover.NewConfig(r.props, r.o.Insecure)
+		if _, err := config.Parse(r.newConfig, r.configPath); err != nil {
+			// A name taken from a marker may not be a valid policy name.
+			r.configErr, r.newConfig = fmt.Errorf("the proposed config would not be valid: %w", err), nil
+		}
+	case r.configData != nil:
+		out, err := discover.AppendImages(r.configData, r.configPath, r.props)
+		if err != nil {
+			r.configErr = err
+			return
+		}
+		if !bytes.Equal(out, r.configData) {
+			r.newConfig = out
+		}
+	}
+}
+
+// added returns the text added to the config: all of a new one.
+func (r *initRun) added() string {
+	if r.newConfig == nil {
+		return ""
+	}
+	a, b := r.configData, r.newConfig
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	return string(b[pre : len(b)-suf])
+}
+
+// manualEntries renders the entries to add by hand when the config cannot
+// be extended.
+func (r *initRun) manualEntries() string {
+	return string(discover.NewConfig(r.props, nil))
+}
+
+// write writes the config and the markers. It reports whether everything
+// was written; what failed is in r.problems.
+func (r *initRun) write(ctx context.Context) (bool, error) {
+	if r.configErr != nil {
+		r.problems = append(r.problems, report.Problem{File: r.configPath, Message: fmt.Sprintf("%s: %v; nothing was written (the markers would name policies the config lacks)", r.configPath, r.configErr)})
+		return false, nil
+	}
+	ok := true
+	if r.newConfig != nil {
+		dir, base := filepath.Split(r.configPath)
+		if dir == "" {
+			dir = "."
+		}
+		problems, err := setters.WriteFiles(ctx, dir, []setters.FileEdit{{File: base, Before: r.configData, After: r.newConfig}})
+		if err != nil {
+			return false, failure(err)
+		}
+		if len(problems) > 0 {
+			for _, p := range problems {
+				r.problems = append(r.problems, report.Problem{File: r.configPath, Message: r.configPath + ": " + p.Err.Error() + "; the markers were not written"})
+			}
+			return false, nil
+		}
+	}
+	var edits []setters.FileEdit
+	for _, fm := range r.marks {
+		if fm.Changed() {
+			edits = append(edits, setters.FileEdit{File: fm.File, Before: fm.Before, After: fm.After})
+		}
+	}
+	if len(edits) > 0 {
+		problems, err := setters.WriteFiles(ctx, r.repo, edits)
+		if err != nil {
+			return false, failure(err)
+		}
+		for _, p := range problems {
+			ok = false
+			r.problems = append(r.problems, report.Problem{File: p.File, Message: p.Error()})
+		}
+	}
+	return ok, nil
+}
+
+// configRel returns the config's path relative to the repository, for a
+// diff, and false when it lies outside.
+func (r *initRun) configRel() (string, bool) {
+	repo, err1 := filepath.Abs(r.repo)
+	cfg, err2 := filepath.Abs(r.configPath)
+	if err1 != nil || err2 != nil {
+		return "", false
+	}
+	rel, err := filepath.Rel(repo, cfg)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// writeDiff writes the config and the markers as one unified diff.
+func (r *initRun) writeDiff(w io.Writer) error {
+	var b bytes.Buffer
+	if r.newConfig != nil {
+		if rel, ok := r.configRel(); ok {
+			writeFileDiff(&b, rel, r.configData, r.newConfig)
+		} else {
+			r.o.global.logger.Warn("the config lies outside --repo, so the diff leaves it out; run with -o text to see it", "config", r.configPath)
+		}
+	}
+	if r.configErr != nil {
+		r.o.global.logger.Error(fmt.Sprintf("%s: %v; add these entries by hand:\n%s", r.configPath, r.configErr, r.manualEntries()))
+	}
+	for _, fm := range r.marks {
+		if fm.Changed() {
+			_ = unidiff.Write(&b, fm.File, fm.Before, fm.After) // writes to memory cannot fail
+		}
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// writeFileDiff writes a unified diff of one file; a nil before is a new
+// file, written as git writes one so that git apply creates it.
+func writeFileDiff(b *bytes.Buffer, file string, before, after []byte) {
+	if before != nil {
+		_ = unidiff.Write(b, file, before, after)
+		return
+	}
+	var d bytes.Buffer
+	_ = unidiff.Write(&d, file, nil, after)
+	text := d.String()
+	// unidiff names the file a/ and b/ in three header lines; a new file
+	// has no a/ side.
+	for range 3 {
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			text = text[i+1:]
+		}
+	}
+	q := unidiff.QuotePath
+	fmt.Fprintf(b, "diff --git %s %s\nnew file mode 100644\n--- /dev/null\n+++ %s\n", q("a/"+file), q("b/"+file), q("b/"+file))
+	b.WriteString(text)
+}
+
+// counts tallies the marker insertions.
+func (r *initRun) counts() (inserted, present, refused, files int) {
+	for _, fm := range r.marks {
+		if fm.Changed() {
+			files++
+		}
+		for _, m := range fm.Marks {
+			switch m.Status {
+			case setters.Inserted:
+				inserted++
+			case setters.Present:
+				present++
+			case setters.Refused:
+				refused++
+			}
+		}
+	}
+	return
+}
+
+// markerRef writes a marker's reference with its field.
+func markerRef(policy string, f setters.Field) string {
+	if f == setters.FieldImage {
+		return policy
+	}
+	return policy + ":" + string(f)
+}
+
+// latestText says what a proposal picks today.
+func latestText(p discover.Proposal) string {
+	switch {
+	case p.RegistryErr != nil:
+		return "(registry failed)"
+	case p.Kind == discover.KindUnordered:
+		return "-"
+	case p.Latest == "":
+		return "(nothing matches)"
+	}
+	return p.Latest
+}
+
+func (r *initRun) writeText(w io.Writer, written bool) error {
+	var b strings.Builder
+	ps := printable.String
+	nUses := len(r.inv.Uses)
+	fmt.Fprintf(&b, "Scanned %d YAML %s: %d image %s to %d %s, %d that cannot be tracked.\n",
+		r.inv.FilesScanned, plural(r.inv.FilesScanned, "file", "files"),
+		nUses, plural(nUses, "reference", "references"),
+		len(r.props), plural(len(r.props), "repository", "repositories"), len(r.inv.Untracked))
+	if r.inv.ChartTemplates > 0 {
+		fmt.Fprintf(&b, "Skipped %d Helm chart %s (not YAML until rendered).\n", r.inv.ChartTemplates, plural(r.inv.ChartTemplates, "template", "templates"))
+	}
+
+	var policies, choices []discover.Proposal
+	for _, p := range r.props {
+		if p.Choice {
+			choices = append(choices, p)
+		} else {
+			policies = append(policies, p)
+		}
+	}
+	if len(policies) > 0 {
+		b.WriteString("\n")
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "POLICY\tREPOSITORY\tRULE\tIN USE\tPICKS TODAY")
+		for _, p := range policies {
+			name := p.Policy
+			if p.Existing {
+				name += " (in config)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ps(name), ps(p.Repository), ps(discover.Describe(p.Spec)), ps(inUse(p.TagsInUse)), ps(latestText(p)))
+		}
+		tw.Flush()
+		var notes []string
+		for _, p := range policies {
+			if !p.Existing {
+				notes = append(notes, p.Policy+": "+p.Reason)
+			}
+			for _, n := range p.Notes {
+				notes = append(notes, p.Policy+": "+n)
+			}
+		}
+		if len(notes) > 0 {
+			b.WriteString("\nWhy, and notes:\n")
+			for _, n := range notes {
+				b.WriteString("  " + ps(n) + "\n")
+			}
+		}
+	}
+	if len(choices) > 0 {
+		b.WriteString("\nChoices to make (nothing is written or marked for these):\n")
+		for _, p := range choices {
+			var where []string
+			for _, u := range p.Uses {
+				where = append(where, fmt.Sprintf("%s:%d", u.File, u.Line))
+			}
+			fmt.Fprintf(&b, "  %s (%s): %s\n", ps(p.Repository), ps(strings.Join(where, ", ")), ps(p.Reason))
+			if p.Kind == discover.KindMoving {
+				fmt.Fprintf(&b, "    rule: %s; today: %s\n", ps(discover.Describe(p.Spec)), ps(latestText(p)))
+			}
+			for _, n := range p.Notes {
+				b.WriteString("    " + ps(n) + "\n")
+			}
+		}
+	}
+	untracked := append([]discover.Untracked(nil), r.inv.Untracked...)
+	for _, p := range r.props {
+		untracked = append(untracked, p.Unmarked...)
+	}
+	slices.SortStableFunc(untracked, func(a, b discover.Untracked) int {
+		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+	})
+	if len(untracked) > 0 {
+		b.WriteString("\nNot tracked:\n")
+		for _, u := range untracked {
+			fmt.Fprintf(&b, "  %s:%d: %s (%s): %s\n", ps(u.File), u.Line, ps(u.Value), ps(u.Source), ps(u.Reason))
+		}
+	}
+	inserted, present, refused, files := r.counts()
+	if refused > 0 {
+		b.WriteString("\nMarkers not added:\n")
+		for _, fm := range r.marks {
+			for _, m := range fm.Marks {
+				if m.Status == setters.Refused {
+					fmt.Fprintf(&b, "  %s:%d: %s (%s): %s\n", ps(m.File), m.EditorLine, ps(markerRef(m.Policy, m.Field)), ps(m.Source), ps(m.Err.Error()))
+				}
+			}
+		}
+	}
+	if len(r.problems) > 0 {
+		b.WriteString("\nProblems:\n")
+		for _, p := range r.problems {
+			b.WriteString("  " + ps(p.Message) + "\n")
+		}
+	}
+
+	switch {
+	case r.configErr != nil:
+		fmt.Fprintf(&b, "\n%s cannot be extended by adding lines (%v). Add these entries by hand:\n\n%s", ps(r.configPath), ps(r.configErr.Error()), r.manualEntries())
+	case r.newConfig != nil && r.configData == nil:
+		fmt.Fprintf(&b, "\nProposed %s (new file):\n\n%s", ps(r.configPath), r.added())
+	case r.newConfig != nil:
+		fmt.Fprintf(&b, "\nAdded to %s:\n\n%s", ps(r.configPath), r.added())
+	}
+	if inserted > 0 {
+		fmt.Fprintf(&b, "\nMarkers:\n\n")
+		for _, fm := range r.marks {
+			if fm.Changed() {
+				var d bytes.Buffer
+				_ = unidiff.Write(&d, fm.File, fm.Before, fm.After)
+				b.WriteString(printableDiff(d.String()))
+			}
+		}
+	}
+
+	b.WriteString("\n")
+	if slices.ContainsFunc(r.props, func(p discover.Proposal) bool { return p.RegistryErr != nil }) {
+		b.WriteString("Some registries failed (see the problems): their rules come from the tags in use alone, unchecked.\n")
+	}
+	switch {
+	case len(r.inv.Uses) == 0 && r.newConfig == nil:
+		fmt.Fprintf(&b, "No image reference to track under %s: nothing to propose.\n", ps(r.repo))
+	case inserted == 0 && r.newConfig == nil && r.configErr == nil:
+		fmt.Fprintf(&b, "Nothing to do: %d %s in place, and the config has every policy they name.\n", present, plural(present, "marker is", "markers are"))
+	case written:
+		fmt.Fprintf(&b, "Wrote %s and %d %s in %d %s. Next: imagebump plan --repo %s\n", r.writtenConfigText(), inserted, plural(inserted, "marker", "markers"), files, plural(files, "file", "files"), r.repo)
+	case r.o.Write:
+		b.WriteString("Nothing was written: see the problems above.\n")
+	default:
+		fmt.Fprintf(&b, "%d %s to insert in %d %s (%d in place already). Nothing was written: run again with --write.\n", inserted, plural(inserted, "marker", "markers"), files, plural(files, "file", "files"), present)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writtenConfigText names what was done to the config.
+func (r *initRun) writtenConfigText() string {
+	switch {
+	case r.newConfig == nil:
+		return "no config entry"
+	case r.configData == nil:
+		return r.configPath
+	}
+	return "the new entries of " + r.configPath
+}
+
+// printableDiff escapes each line of a diff for the terminal, keeping its
+// line breaks.
+func printableDiff(d string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(d, "\n") {
+		if l == "" {
+			continue
+		}
+		body := strings.TrimRight(l, "\r\n")
+		b.WriteString(printable.String(body))
+		b.WriteString(l[len(body):])
+	}
+	return b.String()
+}
+
+// inUse lists the tags in use.
+func inUse(tags []string) string {
+	out := make([]string, len(tags))
+	for i, t := range tags {
+		out[i] = t
+		if t == "" {
+			out[i] = "(no tag)"
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// report builds the JSON document.
+func (r *initRun) report(written bool) InitReport {
+	out := InitReport{
+		Version: 1, Repo: r.repo, Config: r.configPath, ConfigExists: r.configData != nil, Written: written,
+		ConfigText: r.added(),
+		Files:      InitFiles{Scanned: r.inv.FilesScanned, ChartTemplates: r.inv.ChartTemplates, Changed: []string{}},
+		Policies:   []InitPolicy{}, Untracked: []InitRef{}, Markers: []InitMarker{}, Problems: []report.Problem{},
+	}
+	if r.newConfig != nil {
+		if rel, ok := r.configRel(); ok {
+			out.Files.Changed = append(out.Files.Changed, rel)
+		}
+	}
+	for _, p := range r.props {
+		ip := InitPolicy{
+			Name: p.Policy, Repository: p.Repository, Kind: string(p.Kind), Rule: initRule(p.Spec),
+			Existing: p.Existing, Choice: p.Choice, Reason: p.Reason, TagsInUse: append([]string{}, p.TagsInUse...),
+			RegistryTags: p.RegistryTags, Latest: p.Latest, Notes: append([]string{}, p.Notes...),
+			Uses: []InitRef{}, Unmarked: []InitRef{},
+		}
+		if p.RegistryErr != nil {
+			ip.Error = p.RegistryErr.Error()
+		}
+		for _, u := range p.Uses {
+			ip.Uses = append(ip.Uses, InitRef{File: u.File, Line: u.Line, Source: u.Source, Path: u.Path, Value: u.Values[0].Value})
+		}
+		for _, u := range p.Unmarked {
+			ip.Unmarked = append(ip.Unmarked, InitRef(u))
+		}
+		out.Policies = append(out.Policies, ip)
+	}
+	for _, u := range r.inv.Untracked {
+		out.Untracked = append(out.Untracked, InitRef(u))
+	}
+	for _, fm := range r.marks {
+		if fm.Changed() {
+			out.Files.Changed = append(out.Files.Changed, fm.File)
+		}
+		for _, m := range fm.Marks {
+			im := InitMarker{File: m.File, Line: m.EditorLine, Marker: setters.FormatMarker(m.Policy, m.Field), Value: m.Value, Status: m.Status.String()}
+			if m.Err != nil {
+				im.Reason = m.Err.Error()
+			}
+			out.Markers = append(out.Markers, im)
+		}
+	}
+	slices.Sort(out.Files.Changed)
+	out.Problems = append(out.Problems, r.problems...)
+	return out
+}
+
+// initRule writes a spec as the config does.
+func initRule(s policy.Spec) InitRule {
+	r := InitRule{SemVer: s.SemVer, Alphabetical: s.Alphabetical, Numerical: s.Numerical}
+	if s.FilterPattern != "" {
+		r.FilterTags = &InitFilterTags{Pattern: s.FilterPattern, Extract: s.FilterExtract}
+	}
+	if s.Digest == policy.DigestAlways || s.Digest == policy.DigestIfNotPresent {
+		r.Digest = string(s.Digest)
+	}
+	return r
+}

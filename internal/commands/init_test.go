@@ -1,0 +1,464 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"gopkg.in/yaml.v3"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/internal/testkit/testregistry"
+	"github.com/imagebump/imagebump/report"
+)
+
+// initDir holds the init cases: one sample repository each under input/,
+// the tree init --write makes of it under expected/, and init's text, JSON
+// and diff outputs, with the registry's address written REGISTRY and the
+// repository's path REPO. `go test ./internal/commands -update` rewrites
+// them.
+var initDir = filepath.Join("..", "..", "testdata", "init")
+
+var (
+	initRegistryOnce sync.Once
+	initRegistryHost string
+)
+
+// startInitRegistry runs the CNCF distribution registry on loopback with
+// the tags of testdata/init/registry.yaml, once for all init tests.
+func startInitRegistry(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(initDir, "registry.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var repos map[string][]string
+	if err := yaml.Unmarshal(data, &repos); err != nil {
+		t.Fatal(err)
+	}
+	srv := testregistry.Start(t, testregistry.Options{Version: testregistry.V2, InMemory: true})
+	names := make([]string, 0, len(repos))
+	for r := range repos {
+		names = append(names, r)
+	}
+	slices.Sort(names)
+	for _, r := range names {
+		srv.Push(t, r, repos[r]...)
+	}
+	return srv.Host
+}
+
+// copyCase copies a case's input to a new folder, with REGISTRY replaced
+// by host.
+func copyCase(t *testing.T, name, host string) string {
+	t.Helper()
+	dst := t.TempDir()
+	src := filepath.Join(initDir, name, "input")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		writeFile(t, dst, filepath.ToSlash(rel), strings.ReplaceAll(string(data), "REGISTRY", host))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// initGolden compares (or, with -update, writes) an output of a case.
+func initGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/commands -update to create it)", err)
+	}
+	if diff := cmp.Diff(got, string(want)); diff != "" {
+		t.Errorf("%s mismatch (-got +want):\n%s", path, diff)
+	}
+}
+
+// normalize replaces the registry's address and the repository's path
+// with placeholders, and, in text, the padding of table columns.
+func normalize(s, host, repo string, text bool) string {
+	s = strings.ReplaceAll(s, repo, "REPO")
+	s = strings.ReplaceAll(s, host, "REGISTRY")
+	if !text {
+		return s
+	}
+	// Only the table's columns depend on the address's length.
+	lines := strings.Split(s, "\n")
+	in := false
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "POLICY "):
+			in = true
+		case l == "":
+			in = false
+		}
+		if in {
+			lines[i] = columnGap.ReplaceAllString(l, "  ")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// initCases lists the case folders.
+func initCases(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(initDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestInitCases runs init on each sample repository against the real
+// distribution registry: its outputs and the tree --write makes are
+// golden; the diff applies with git apply and gives that tree; plan then
+// picks exactly what init said it would; validate accepts every marker;
+// and init again changes nothing.
+func TestInitCases(t *testing.T) {
+	host := startInitRegistry(t)
+	for _, name := range initCases(t) {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(initDir, name)
+			repo := copyCase(t, name, host)
+			args := []string{"init", "--repo", repo, "--insecure-registry", host}
+			before, err := snapshot(repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			out, stderr, code := runMain(t, args...)
+			wantCode := 0
+			if _, err := os.Stat(filepath.Join(dir, "exit1")); err == nil {
+				wantCode = 1
+			}
+			if code != wantCode {
+				t.Fatalf("init exit %d, want %d\n%s\n%s", code, wantCode, out, stderr)
+			}
+			initGolden(t, filepath.Join(dir, "init.txt"), normalize(out, host, repo, true))
+
+			jsonOut, _, _ := runMain(t, append(args, "-o", "json")...)
+			initGolden(t, filepath.Join(dir, "init.json"), normalize(jsonOut, host, repo, false))
+			var rep InitReport
+			if err := json.Unmarshal([]byte(jsonOut), &rep); err != nil {
+				t.Fatal(err)
+			}
+
+			diffOut, _, _ := runMain(t, append(args, "-o", "diff")...)
+			initGolden(t, filepath.Join(dir, "init.diff"), normalize(diffOut, host, repo, false))
+
+			after, err := snapshot(repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(after, before); diff != "" {
+				t.Fatalf("init without --write wrote to the repository:\n%s", diff)
+			}
+
+			// The diff applies with git apply; the result is what --write
+			// writes.
+			patched := t.TempDir()
+			for f, data := range before {
+				writeFile(t, patched, f, string(data))
+			}
+			if diffOut != "" {
+				gitApply(t, patched, diffOut)
+			}
+
+			out, stderr, code = runMain(t, append(args, "--write")...)
+			if code != wantCode {
+				t.Fatalf("init --write exit %d, want %d\n%s\n%s", code, wantCode, out, stderr)
+			}
+			written, err := snapshot(repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fromDiff, err := snapshot(patched)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(fromDiff, written); diff != "" {
+				t.Errorf("git apply of init -o diff differs from init --write (-git apply +write):\n%s", diff)
+			}
+			checkExpectedTree(t, filepath.Join(dir, "expected"), written, host)
+
+			// Again: nothing changes, and init says so.
+			out, _, _ = runMain(t, args...)
+			if !strings.Contains(out, "Nothing to do") {
+				t.Errorf("second init has something to do:\n%s", out)
+			}
+			out, _, _ = runMain(t, append(args, "--write")...)
+			again, err := snapshot(repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(again, written); diff != "" {
+				t.Errorf("second init --write changed the repository:\n%s\n%s", diff, out)
+			}
+
+			cfg := filepath.Join(repo, "imagebump.yaml")
+			if _, err := os.Stat(cfg); err != nil {
+				return // nothing proposed
+			}
+			// validate accepts every marker.
+			out, stderr, code = runMain(t, "validate", "-c", cfg, "--repo", repo)
+			if code != 0 {
+				t.Errorf("validate exit %d\n%s\n%s", code, out, stderr)
+			}
+			// plan picks exactly what init proposed.
+			out, stderr, _ = runMain(t, "plan", "-c", cfg, "--repo", repo, "-o", "json")
+			var plan report.Plan
+			if err := json.Unmarshal([]byte(out), &plan); err != nil {
+				t.Fatalf("plan -o json: %v\n%s\n%s", err, out, stderr)
+			}
+			checkPicks(t, rep, plan, cfg)
+		})
+	}
+}
+
+// checkPicks checks that plan picked, for every policy init proposed and
+// marked, the tag init said the policy would pick.
+func checkPicks(t *testing.T, rep InitReport, plan report.Plan, cfgFile string) {
+	t.Helper()
+	cfg, err := config.Load(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range plan.Policies {
+		got[p.Name] = p.Latest
+	}
+	want := map[string]string{}
+	for _, p := range rep.Policies {
+		if p.Choice || len(p.Uses) == 0 {
+			continue
+		}
+		if _, ok := cfg.Image(p.Name); !ok {
+			t.Errorf("policy %s is not in the config init wrote", p.Name)
+		}
+		marked := false
+		for _, m := range rep.Markers {
+			if strings.Contains(m.Marker, `"`+p.Name) && m.Status != "refused" {
+				marked = true
+			}
+		}
+		if marked {
+			want[p.Name] = p.Latest
+		}
+	}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("plan's picks differ from init's proposals (-plan +init):\n%s", diff)
+	}
+}
+
+// checkExpectedTree compares the written tree with a case's expected/
+// folder (or, with -update, writes it).
+func checkExpectedTree(t *testing.T, expected string, got map[string][]byte, host string) {
+	t.Helper()
+	norm := map[string][]byte{}
+	for f, data := range got {
+		norm[f] = []byte(strings.ReplaceAll(string(data), host, "REGISTRY"))
+	}
+	if *update {
+		if err := os.RemoveAll(expected); err != nil {
+			t.Fatal(err)
+		}
+		for f, data := range norm {
+			writeFile(t, expected, f, string(data))
+		}
+		return
+	}
+	want, err := snapshot(expected)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/commands -update)", err)
+	}
+	if diff := cmp.Diff(stringsOf(norm), stringsOf(want)); diff != "" {
+		t.Errorf("written tree differs from %s (-got +want):\n%s", expected, diff)
+	}
+}
+
+func stringsOf(m map[string][]byte) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = string(v)
+	}
+	return out
+}
+
+// TestInitUsage checks the usage errors: exit 64, nothing written.
+func TestInitUsage(t *testing.T) {
+	repo := t.TempDir()
+	writeFile(t, repo, "app.yaml", "image: ghcr.io/acme/app:1.0.0\n")
+	bad := writeFile(t, t.TempDir(), "imagebump.yaml", "images:\n  - name: x\n")
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad output", []string{"init", "--repo", repo, "-o", "yaml"}, `-o "yaml"`},
+		{"argument", []string{"init", "--repo", repo, "extra"}, "unknown command"},
+		{"no such repo", []string{"init", "--repo", filepath.Join(repo, "nope")}, "not a directory"},
+		{"config is a folder", []string{"init", "--repo", repo, "-c", repo}, "is a folder"},
+		{"invalid config", []string{"init", "--repo", repo, "-c", bad}, "fix it first"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, stderr, code := runMain(t, tt.args...)
+			if code != ExitUsage || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want 64 and %q", code, stderr, tt.want)
+			}
+		})
+	}
+	if got, _ := snapshot(repo); len(got) != 1 {
+		t.Errorf("files written: %v", got)
+	}
+}
+
+// TestInitConfigElsewhere writes the config where -c says, outside the
+// repository, and refuses to write anything when the config cannot be
+// extended by adding lines.
+func TestInitConfigElsewhere(t *testing.T) {
+	host := startMemRegistry(t)
+	repo := t.TempDir()
+	writeFile(t, repo, "deploy/web.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n    - name: web\n      image: "+host+"/acme/web:1.0.0\n")
+	writeFile(t, repo, "values.yaml", "image:\n  repository: "+host+"/acme/api\n  tag: 2.3.0\n")
+	cfgDir := t.TempDir()
+	regs := "registries:\n  - host: " + host + "\n    insecure: true\n"
+
+	// A flow images list cannot be added to.
+	cfg := writeFile(t, cfgDir, "flow.yaml", regs+"images: []\n")
+	out, _, code := runMain(t, "init", "--repo", repo, "-c", cfg)
+	if code != 0 || !strings.Contains(out, "Add these entries by hand") || !strings.Contains(out, "name: default:api") {
+		t.Errorf("dry run with a flow images list: exit %d\n%s", code, out)
+	}
+	out, _, code = runMain(t, "init", "--repo", repo, "-c", cfg, "--write")
+	if code != ExitFailure || !strings.Contains(out, "nothing was written") {
+		t.Errorf("--write with a flow images list: exit %d, want 1\n%s", code, out)
+	}
+	if got, _ := os.ReadFile(filepath.Join(repo, "values.yaml")); strings.Contains(string(got), "imagepolicy") {
+		t.Errorf("markers were written though the config was not:\n%s", got)
+	}
+
+	// A block config outside the repository is extended; the diff leaves
+	// it out and says so.
+	cfg = writeFile(t, cfgDir, "block.yaml", regs)
+	diffOut, stderr, code := runMain(t, "init", "--repo", repo, "-c", cfg, "-o", "diff")
+	if code != 0 || strings.Contains(diffOut, "block.yaml") || !strings.Contains(stderr, "outside --repo") {
+		t.Errorf("-o diff with the config outside: exit %d\n%s\n%s", code, diffOut, stderr)
+	}
+	out, _, code = runMain(t, "init", "--repo", repo, "-c", cfg, "--write")
+	if code != 0 {
+		t.Fatalf("init --write: exit %d\n%s", code, out)
+	}
+	data, err := os.ReadFile(cfg)
+	if err != nil || !strings.HasPrefix(string(data), regs+"images:\n") {
+		t.Errorf("config:\n%s", data)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "imagebump.yaml")); err == nil {
+		t.Errorf("a config was written in the repository too")
+	}
+	out, _, code = runMain(t, "plan", "-c", cfg, "--repo", repo)
+	if code != 0 || !strings.Contains(out, "1.2.0") || !strings.Contains(out, "2.4.0") {
+		t.Errorf("plan after init: exit %d\n%s", code, out)
+	}
+}
+
+// TestInitCancelled checks that a cancelled init fails and writes nothing.
+func TestInitCancelled(t *testing.T) {
+	repo := t.TempDir()
+	writeFile(t, repo, "app.yaml", "image: ghcr.io/acme/app:1.0.0\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	code := Main(ctx, []string{"init", "--repo", repo, "--write"}, &out, &errb)
+	if code != ExitFailure {
+		t.Errorf("exit %d, want 1\n%s", code, errb.String())
+	}
+	if got, _ := snapshot(repo); len(got) != 1 {
+		t.Errorf("files written: %v", got)
+	}
+}
+
+// TestInitWithFluxPolicies checks that the policies of Flux objects count
+// as existing: their repositories get markers naming them, and no config
+// entry.
+func TestInitWithFluxPolicies(t *testing.T) {
+	host := startMemRegistry(t)
+	repo := t.TempDir()
+	writeFile(t, repo, "flux/web.yaml", `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: web, namespace: flux-system}
+spec:
+  image: `+host+`/acme/web
+  interval: 5m
+  insecure: true
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: web, namespace: flux-system}
+spec:
+  imageRepositoryRef: {name: web}
+  policy: {semver: {range: ">=1.0.0 <2"}}
+`)
+	writeFile(t, repo, "apps/web.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n    - name: web\n      image: "+host+"/acme/web:1.0.0\n")
+	flux := filepath.Join(repo, "flux")
+	out, stderr, code := runMain(t, "init", "--repo", repo, "--flux", flux, "--write")
+	if code != 0 || !strings.Contains(out, "flux-system:web (in config)") {
+		t.Fatalf("init --flux: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "imagebump.yaml")); err == nil {
+		t.Errorf("a config was written for a policy Flux defines")
+	}
+	got, _ := os.ReadFile(filepath.Join(repo, "apps/web.yaml"))
+	if !strings.Contains(string(got), `# {"$imagepolicy": "flux-system:web"}`) {
+		t.Errorf("no marker naming the Flux policy:\n%s", got)
+	}
+	out, _, code = runMain(t, "plan", "--flux", flux, "--repo", repo)
+	if code != 0 || !strings.Contains(out, "1.2.0") {
+		t.Errorf("plan --flux after init: exit %d\n%s", code, out)
+	}
+}
+
+// TestInitNothingFound checks init on a tree without images.
+func TestInitNothingFound(t *testing.T) {
+	repo := t.TempDir()
+	writeFile(t, repo, "config.yaml", "a: 1\n")
+	out, _, code := runMain(t, "init", "--repo", repo, "--write")
+	if code != 0 || !strings.Contains(out, "No image reference to track") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	if got, _ := snapshot(repo); len(got) != 1 {
+		t.Errorf("files written: %v", got)
+	}
+}
