@@ -626,7 +626,13 @@ func (ix *Index) scanPending(ctx context.Context, opts Options, root string) err
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	// The workers read the expected hashes from a copy: ix.pending loses
+	// its entries as they are read.
 	paths := slices.Sorted(maps.Keys(ix.pending))
+	want := make([]string, len(paths))
+	for i, p := range paths {
+		want[i] = ix.pending[p]
+	}
 	var next atomic.Int64
 	var mu sync.Mutex
 	limit := maxFileSize(opts)
@@ -647,7 +653,7 @@ func (ix *Index) scanPending(ctx context.Context, opts Options, root string) err
 				case err != nil:
 					stale = true
 				default:
-					stale = BlobHash(buf.Bytes()) != ix.pending[rel]
+					stale = BlobHash(buf.Bytes()) != want[i]
 				}
 				var e *fileEntry
 				if !stale {
