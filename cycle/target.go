@@ -178,7 +178,9 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		var rep *Report
 		for try := 0; ; try++ {
 			var err error
-			work = idx.forHead(repo, logger)
+			if work, err = idx.forHead(repo, logger); err != nil {
+				return nil, "", err
+			}
 			rep, err = Run(ctx, Options{
 				Config:    opts.Config,
 				Registry:  reg,
@@ -439,27 +441,31 @@ func openIndex(repo *gitwriter.Repo, t config.Target, noCache, keep bool, logger
 
 // forHead returns a copy of the index brought to the commit the worktree
 // holds now, or nil without an index.
-func (ti *targetIndex) forHead(repo *gitwriter.Repo, logger *slog.Logger) *setters.Index {
+func (ti *targetIndex) forHead(repo *gitwriter.Repo, logger *slog.Logger) (*setters.Index, error) {
 	if ti.base == nil {
-		return nil
+		return nil, nil
 	}
 	work := ti.base.Clone()
 	head := repo.Head()
 	if !work.Built() {
 		work.SetHead(head)
-		return work
+		return work, nil
 	}
 	changes, err := repo.Changes(work.Head())
 	if err != nil {
-		// The worktree was checked when the index was opened; a commit
-		// that vanished since only costs a full scan.
+		// A commit that vanished since the index was opened costs a full
+		// scan, which takes the worktree's bytes for the commit's: the
+		// worktree is checked whole first.
 		logger.Info("rebuilding the marker index", "reason", err.Error())
+		if err := repo.Clean(); err != nil {
+			return nil, err
+		}
 		work.Reset()
 		work.SetHead(head)
-		return work
+		return work, nil
 	}
 	work.Update(head, fileChanges(changes), ti.paths)
-	return work
+	return work, nil
 }
 
 // save keeps the index of the last edit, brought to the commit the

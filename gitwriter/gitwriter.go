@@ -104,6 +104,9 @@ type Repo struct {
 	// verified is set while every file of the worktree is known to be as
 	// the index says: after a clone, a reset or a check of every file.
 	verified bool
+	// editing is set while an Update's edit runs: the files it writes are
+	// in no commit yet.
+	editing bool
 	// written are the objects the last commit wrote, which its push sends.
 	written    []plumbing.Hash
 	writtenSet map[plumbing.Hash]bool
@@ -528,6 +531,14 @@ func (r *Repo) reuse(ctx context.Context) (reason string, err error) {
 // openExisting opens the working copy and checks that it is a usable
 // clone of the configured URL. It returns why not, or "".
 func (r *Repo) openExisting() (*git.Repository, string) {
+	// A working copy has one writer at a time (cycle locks the workdir):
+	// an index.lock is what a killed cycle left between writing the index
+	// and renaming it. The state file, removed before any change, already
+	// makes this Open check the worktree; the lock would only block every
+	// later commit.
+	if err := os.Remove(filepath.Join(r.dir, ".git", "index.lock")); err == nil {
+		r.log.Info("removed the index.lock an interrupted cycle left", "workdir", r.dir)
+	}
 	packs, err := filepath.Glob(filepath.Join(r.dir, ".git", "objects", "pack", "*.pack"))
 	if err == nil && len(packs) > maxPacks {
 		return nil, fmt.Sprintf("it has collected %d pack files", len(packs))

@@ -179,3 +179,33 @@ func TestTrustWorktree(t *testing.T) {
 	}
 	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
 }
+
+// TestLeftoverIndexLock: a cycle killed between writing the index and
+// renaming it leaves .git/index.lock. The next Open removes it; without
+// that, every later commit failed on the lock, cycle after cycle.
+func TestLeftoverIndexLock(t *testing.T) {
+	t.Parallel()
+	bare := testgit.NewBare(t, seed)
+	workdir := t.TempDir()
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir, TrustWorktree: true}
+	mustOpen(t, opts).Close()
+	lock := filepath.Join(workdir, ".git", "index.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		r := mustOpen(t, opts)
+		res, err := r.Update(t.Context(), Update{Commit: author}, func(ctx context.Context, dir string) ([]string, string, error) {
+			body := fmt.Sprintf("image: app:1.0.%d\n", 5+i)
+			return []string{"clusters/prod/app.yaml"}, "bump", os.WriteFile(filepath.Join(dir, "clusters/prod/app.yaml"), []byte(body), 0o644)
+		})
+		r.Close()
+		if err != nil || !res.Pushed {
+			t.Fatalf("cycle %d after a leftover index.lock: %+v, %v", i, res, err)
+		}
+		checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+	}
+	if _, err := os.Stat(lock); err == nil {
+		t.Errorf("%s is still there", lock)
+	}
+}

@@ -204,7 +204,9 @@ func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit 
 	// Until the edit says what it changed, the worktree is not known to
 	// hold any commit: a crash now makes the next Open reset it whole.
 	_ = os.Remove(r.statePath())
+	r.editing = true
 	changed, message, err := edit(ctx, r.dir)
+	r.editing = false
 	if err != nil {
 		return nil, false, fmt.Errorf("editing the working copy of %s: %w", r.remote, err)
 	}

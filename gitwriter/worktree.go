@@ -75,7 +75,14 @@ func (r *Repo) Clean() error {
 	if r.verified && !r.dirty {
 		return nil
 	}
-	return r.sync(true)
+	err := r.sync(true)
+	if r.editing {
+		// Called from an edit, which writes next: until the edit says
+		// what it changed, the worktree again holds no known commit.
+		_ = os.Remove(r.statePath())
+		r.dirty, r.verified = true, false
+	}
+	return err
 }
 
 // sync is resetIfNeeded, checking every file when verify is set.

@@ -478,6 +478,9 @@ type walker struct {
 	linked map[string]bool
 	// onLink, when set, is called with each symbolic link met.
 	onLink func(rel string)
+	// unreadFolder is set when a folder could not be read: files under it
+	// were not seen.
+	unreadFolder bool
 }
 
 // rel returns the slash-separated path of abs relative to the root.
@@ -597,6 +600,7 @@ func (w *walker) dir(top string) {
 			return cerr
 		}
 		if err != nil {
+			w.unreadFolder = true
 			w.run.problem(Problem{File: w.rel(p), Err: fmt.Errorf("reading folder: %w", err)})
 			if d != nil && d.IsDir() {
 				return fs.SkipDir
@@ -620,6 +624,7 @@ func (w *walker) dir(top string) {
 		return nil
 	})
 	if err != nil && w.ctx.Err() == nil {
+		w.unreadFolder = true
 		w.run.problem(Problem{File: w.rel(top), Err: fmt.Errorf("walking folder: %w", err)})
 	}
 }

@@ -476,6 +476,7 @@ func (ix *Index) scanAll(ctx context.Context, opts Options, root string, log *sl
 	seen := map[string]*fileEntry{}
 	var mu sync.Mutex
 	var link string // ByBlob: the first symbolic link the walk met
+	var unread bool // a file could not be read
 	var jobs atomic.Int64
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -500,11 +501,12 @@ func (ix *Index) scanAll(ctx context.Context, opts Options, root string, log *sl
 					}
 				}
 				var key statKey
-				err := readFileKey(j.abs, &buf, limit, &key)
+				err := scanReadFile(j.abs, &buf, limit, &key)
 				e, p := scanRead(j.rel, buf.Bytes(), err)
 				mu.Lock()
 				ix.read[j.rel] = true
 				if p != nil {
+					unread = true
 					r.res.Problems = append(r.res.Problems, *p)
 				}
 				if e != nil {
@@ -555,8 +557,17 @@ func (ix *Index) scanAll(ctx context.Context, opts Options, root string, log *sl
 	ix.problems = r.res.Problems
 	ix.pending = map[string]string{}
 	ix.built, ix.dirty = true, true
+	if ix.kind == ByBlob && (unread || w.unreadFolder) {
+		// A ByBlob index reads only what later commits change: a file
+		// this scan could not read would never be read again. The next
+		// scan is a full one. (ByStat walks every time and reads it.)
+		ix.built = false
+	}
 	return nil
 }
+
+// scanReadFile reads a file for a full scan; tests make it fail.
+var scanReadFile = readFileKey
 
 // scanRead makes the entry of a file from what reading it gave: nil and a
 // problem when it could not be read (it is read again next time).

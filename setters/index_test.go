@@ -1,10 +1,12 @@
 package setters
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -555,5 +557,56 @@ func TestIndexSymlinkUnsupported(t *testing.T) {
 		if !ix.Built() || res.FilesRead != want {
 			t.Errorf("run %d without the symlink: built %v, read %d files; want %d", i, ix.Built(), res.FilesRead, want)
 		}
+	}
+}
+
+// TestIndexUnreadableReadAgain: a ByBlob index reads only what later
+// commits change, so a file its full scan could not read must not be
+// forgotten: the index stays unbuilt and the next scan reads every file,
+// the one now readable included.
+func TestIndexUnreadableReadAgain(t *testing.T) {
+	trustClock(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.yaml"), markedOutside)
+	odd := filepath.Join(dir, "b.yaml")
+	writeFile(t, odd, markedOutside)
+	// As root, no permission makes a file unreadable: the read fails.
+	scanReadFile = func(path string, buf *bytes.Buffer, limit int64, key *statKey) error {
+		if path == odd {
+			return fs.ErrPermission
+		}
+		return readFileKey(path, buf, limit, key)
+	}
+	t.Cleanup(func() { scanReadFile = readFileKey })
+	ctx := context.Background()
+	opts := Options{Root: dir, Write: true, Images: map[string]Image{"apps:app": {Repository: "ghcr.io/acme/app", Tag: "1.5.0"}}}
+	ix := NewIndex(ByBlob, opts)
+	opts.Index = ix
+	if err := ix.Scan(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) == 0 {
+		t.Fatalf("b.yaml could not be read: no problem reported")
+	}
+	if ix.Built() {
+		t.Fatalf("the index counts itself built though b.yaml could not be read")
+	}
+	// b.yaml becomes readable; no commit reports it.
+	scanReadFile = readFileKey
+	if err := ix.Scan(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = Apply(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.FilesChanged, "b.yaml") {
+		t.Errorf("b.yaml, readable now, was not edited: changed %v, problems %v", res.FilesChanged, problemLines(res.Problems))
+	}
+	if !ix.Built() {
+		t.Errorf("a full scan that read every file left the index unbuilt")
 	}
 }
