@@ -610,3 +610,43 @@ func TestIndexUnreadableReadAgain(t *testing.T) {
 		t.Errorf("a full scan that read every file left the index unbuilt")
 	}
 }
+
+// TestPruneIndexes: index files unused for the age go, with the temporary
+// files of killed saves; a used index is kept, even one Save found
+// unchanged (Save refreshes its time).
+func TestPruneIndexes(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-40 * 24 * time.Hour)
+	for name, age := range map[string]time.Time{
+		"used": old, "unused": old, "fresh": time.Now(),
+		"fresh.tmp-1": time.Now(), "old.tmp-2": time.Now().Add(-2 * time.Hour),
+	} {
+		p := filepath.Join(dir, name)
+		writeFile(t, p, "x")
+		if err := os.Chtimes(p, age, age); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// "used" is an index that a run loads and saves unchanged.
+	ix := NewIndex(ByStat, Options{})
+	if err := ix.Save(filepath.Join(dir, "used")); err != nil {
+		t.Fatal(err)
+	}
+	ix.dirty = false
+	writeFile(t, filepath.Join(dir, "used"), "x")
+	if err := os.Chtimes(filepath.Join(dir, "used"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Save(filepath.Join(dir, "used")); err != nil {
+		t.Fatal(err)
+	}
+	PruneIndexes(dir, 30*24*time.Hour)
+	var left []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if want := []string{"fresh", "fresh.tmp-1", "used"}; !slices.Equal(left, want) {
+		t.Errorf("left %v, want %v", left, want)
+	}
+}

@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 )
 
 // The index file: a magic line, then uvarint-prefixed fields, then the
@@ -39,9 +41,20 @@ var buildID = sync.OnceValue(func() string {
 		return id
 	}
 	id += " " + info.Main.Path + "@" + info.Main.Version
+	vcs := false
 	for _, s := range info.Settings {
 		if s.Key == "vcs.revision" || s.Key == "vcs.modified" {
 			id += " " + s.Key + "=" + s.Value
+			vcs = true
+		}
+	}
+	if !vcs || strings.Contains(id, "vcs.modified=true") {
+		// A development build (go run, go test, a modified tree) says
+		// nothing of its code: its executable's size and time stand in.
+		if exe, err := os.Executable(); err == nil {
+			if fi, err := os.Stat(exe); err == nil {
+				id += fmt.Sprintf(" exe=%d/%d", fi.Size(), fi.ModTime().UnixNano())
+			}
 		}
 	}
 	return id
@@ -96,7 +109,12 @@ var errOtherBuild = errors.New("written by another build of imagebump")
 // loaded or saved is not written again.
 func (ix *Index) Save(path string) error {
 	if !ix.dirty {
-		if _, err := os.Stat(path); err == nil {
+		if fi, err := os.Stat(path); err == nil {
+			// Unchanged, but in use: PruneIndexes goes by the time.
+			if time.Since(fi.ModTime()) > 24*time.Hour {
+				now := time.Now()
+				_ = os.Chtimes(path, now, now)
+			}
 			return nil
 		}
 	}
@@ -418,5 +436,31 @@ func decodeError(d *decoder) error {
 			d.err = fmt.Errorf("unknown problem kind %d", k)
 		}
 		return errors.New("unknown problem")
+	}
+}
+
+// PruneIndexes removes the index files in dir that no run used for
+// maxAge (Save refreshes the time of an index it uses at least daily),
+// and the temporary files of saves that were killed. A cache folder that
+// keeps an index per checkout (plan and apply --repo) would otherwise
+// grow with every checkout ever scanned, such as a CI job's temporary
+// folders. Errors are ignored: it is a cache.
+func PruneIndexes(dir string, maxAge time.Duration) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		age := time.Since(fi.ModTime())
+		if age > maxAge || (strings.Contains(e.Name(), ".tmp-") && age > time.Hour) {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
 	}
 }
