@@ -79,6 +79,11 @@ type Options struct {
 	// registries are not asked again. Write-back uses it to redo the same
 	// edits on a newer head after a push race.
 	Selection []PolicyResult
+	// Index, when set, is the marker index of Root (see setters.Index):
+	// Run brings it up to date, learns from it which policies the markers
+	// name, and reads only the files whose markers move. Nil reads every
+	// file.
+	Index *setters.Index
 }
 
 // PolicyResult is what one image policy selected, or why it could not.
@@ -129,10 +134,19 @@ type Report struct {
 	// Markers are every marker found. None at all usually means git.paths
 	// misses the manifests, or markers are still to be written.
 	Markers []setters.Marker
-	// FilesScanned counts the YAML files read.
+	// FilesScanned counts the YAML files looked at: read, or served from
+	// the marker index.
 	FilesScanned int
+	// FilesRead counts the YAML files whose bytes were read.
+	FilesRead int
+	// FilesCached counts the YAML files served from the marker index
+	// without reading them.
+	FilesCached int
 	// FilesChanged lists the files whose bytes changed (or would).
 	FilesChanged []string
+	// Stale lists the files of a Git working copy that did not hold what
+	// the commit holds (someone else wrote them); they were left alone.
+	Stale []string
 }
 
 // Failed reports whether any policy or marker failed; the exit code of
@@ -176,7 +190,25 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		// which takes a full parse instead of a line scan.
 		var current map[string]pinned
 		var refs setters.References
-		if needsCurrent(applied) {
+		if ix := opts.Index; ix != nil {
+			if err := ix.Scan(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, Write: opts.Write, Logger: logger}); err != nil {
+				return nil, err
+			}
+			if needsCurrent(applied) {
+				// As below: the parsed markers, not the comments.
+				if err := ix.ParseMarkers(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, Logger: logger}); err != nil {
+					return nil, err
+				}
+				markers := ix.Markers()
+				current = pinnedValues(markers)
+				refs = setters.References{}
+				for _, m := range markers {
+					refs[m.Policy]++
+				}
+			} else {
+				refs = ix.References()
+			}
+		} else if needsCurrent(applied) {
 			res, err := setters.Apply(ctx, setters.Options{
 				Root: opts.Root, Paths: opts.Paths, Known: func(string) bool { return true }, Logger: logger,
 			})
@@ -241,11 +273,15 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		Write:  opts.Write,
 		OnEdit: opts.OnEdit,
 		Logger: logger,
+		Index:  opts.Index,
 	})
 	if err != nil {
 		return nil, err
 	}
 	hintUnknown(opts.Config, res.Problems)
+	if opts.Index != nil {
+		logger.Debug("scanned the markers", "files", res.FilesScanned, "read", res.FilesRead, "from_index", res.FilesCached)
+	}
 	return &Report{
 		Policies:     results,
 		Unreferenced: unreferenced,
@@ -253,7 +289,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		Problems:     res.Problems,
 		Markers:      res.Markers,
 		FilesScanned: res.FilesScanned,
+		FilesRead:    res.FilesRead,
+		FilesCached:  res.FilesCached,
 		FilesChanged: res.FilesChanged,
+		Stale:        res.Stale,
 	}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/imagebump/imagebump/config"
@@ -40,6 +41,11 @@ type PlanOptions struct {
 	Now func() time.Time
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
+	// IndexFile, when set with Repo, is where the marker index of Repo is
+	// kept between runs (a setters.ByStat index: files whose stat data did
+	// not change are served from it). It is a cache: a missing or
+	// unusable one is rebuilt, and failing to save it is only logged.
+	IndexFile string // other index files in its folder unused for indexMaxAge are removed
 }
 
 // PlanResult is what Plan found.
@@ -57,6 +63,10 @@ type PlanResult struct {
 // ErrNeedTarget is returned by Plan when Repo is empty and no target names
 // a repository to clone.
 var ErrNeedTarget = errors.New("plan without a local checkout needs a target to clone")
+
+// indexMaxAge is how long an index file of plan or apply --repo is kept
+// unused before a later run removes it.
+const indexMaxAge = 30 * 24 * time.Hour
 
 // Plan computes (or, with Write, makes) the edits a cycle would make, on a
 // local checkout or a read-only clone, and previews the pull request
@@ -88,6 +98,14 @@ func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
 		}
 		selects = t.Selects
 	}
+	var idx *setters.Index
+	if opts.IndexFile != "" && opts.Repo != "" {
+		var why string
+		idx, why = setters.LoadIndex(opts.IndexFile, setters.ByStat, setters.Options{Paths: paths})
+		if why != "" {
+			logger.Debug("building the marker index", "reason", why, "file", opts.IndexFile)
+		}
+	}
 	rep, err := Run(ctx, Options{
 		Config:   opts.Config,
 		Registry: perCycle(opts.Registry),
@@ -99,9 +117,16 @@ func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
 		Gates:    opts.Gates,
 		Now:      opts.Now,
 		Logger:   logger,
+		Index:    idx,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if idx != nil {
+		if err := idx.Save(opts.IndexFile); err != nil {
+			logger.Warn("could not save the marker index; the next run reads every file", "error", err)
+		}
+		setters.PruneIndexes(filepath.Dir(opts.IndexFile), indexMaxAge)
 	}
 	res := &PlanResult{Report: rep}
 	if opts.Write || t == nil || !WantsPullRequest(*t) {

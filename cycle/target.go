@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/imagebump/imagebump/internal/fluxmsg"
 	"github.com/imagebump/imagebump/internal/redact"
 	"github.com/imagebump/imagebump/pullrequest"
+	"github.com/imagebump/imagebump/setters"
 )
 
 // TargetOptions configure one target's cycle.
@@ -46,6 +48,17 @@ type TargetOptions struct {
 	// Logger receives progress; nil discards. RunTarget adds the target's
 	// name to it.
 	Logger *slog.Logger
+	// NoCache makes the cycle read every marked file, without the marker
+	// index kept in the working copy (see IndexFile), and check every file
+	// of a reused working copy.
+	NoCache bool
+}
+
+// IndexFile returns where the marker index of a working copy is kept:
+// inside its .git folder, so it is never committed and goes away with a
+// new clone.
+func IndexFile(workingCopy string) string {
+	return filepath.Join(workingCopy, ".git", "imagebump", "markers")
 }
 
 // TargetResult is what one target's cycle did. Fields are zero for the
@@ -142,31 +155,58 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		}
 		defer unlock()
 	}
-	repo, err := gitwriter.Open(ctx, GitOptions(t, workdir, logger))
+	gopts := GitOptions(t, workdir, logger)
+	// With the marker index, every file the cycle reads is checked against
+	// its blob hash, so a reused working copy need not be looked at whole.
+	gopts.TrustWorktree = !opts.NoCache
+	repo, err := gitwriter.Open(ctx, gopts)
 	if err != nil {
 		return fail(err)
 	}
 	defer repo.Close()
 	res.Branch, res.Head = repo.Branch(), repo.Head()
 
+	idx, err := openIndex(repo, t, opts.NoCache, workdir != "", logger)
+	if err != nil {
+		return fail(err)
+	}
 	reg := perCycle(opts.Registry)
 	commit, tmpl := commitSettings(t)
 	var selection []PolicyResult
+	var work *setters.Index // the index of the last edit
 	edit := func(ctx context.Context, dir string) ([]string, string, error) {
-		rep, err := Run(ctx, Options{
-			Config:    opts.Config,
-			Registry:  reg,
-			Root:      dir,
-			Paths:     t.Git.Paths,
-			Policies:  t.Selects,
-			Write:     true,
-			Selection: selection,
-			Gates:     opts.Gates,
-			Now:       opts.Now,
-			Logger:    logger,
-		})
-		if err != nil {
-			return nil, "", err
+		var rep *Report
+		for try := 0; ; try++ {
+			var err error
+			if work, err = idx.forHead(repo, logger); err != nil {
+				return nil, "", err
+			}
+			rep, err = Run(ctx, Options{
+				Config:    opts.Config,
+				Registry:  reg,
+				Root:      dir,
+				Paths:     t.Git.Paths,
+				Policies:  t.Selects,
+				Write:     true,
+				Selection: selection,
+				Gates:     opts.Gates,
+				Now:       opts.Now,
+				Logger:    logger,
+				Index:     work,
+			})
+			if err != nil {
+				return nil, "", err
+			}
+			if len(rep.Stale) == 0 || try > 0 {
+				break
+			}
+			// Someone else wrote in the working copy: check it whole,
+			// reset it, and do the edit again.
+			logger.Warn("files in the working copy are not what the commit holds; resetting it", "files", rep.Stale)
+			if err := repo.Clean(); err != nil {
+				return nil, "", err
+			}
+			selection = rep.Policies
 		}
 		// A retry after a push race redoes the edit on the new head with
 		// the same picks: the registries are not asked again.
@@ -176,7 +216,13 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 			return nil, "", nil
 		}
 		if WantsPullRequest(t) && rep.FailedPolicies() > 0 {
+			// Nothing is committed: the files go back as the commit has
+			// them, and the index of this edit is dropped.
 			res.Held = true
+			work = nil
+			if err := repo.Restore(rep.FilesChanged); err != nil {
+				return nil, "", err
+			}
 			return nil, "", nil
 		}
 		msg, err := commitMessage(opts.Config.File, t, tmpl, NewMessageData(rep, res.Repository, t.Name), dir)
@@ -193,6 +239,7 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 	if err != nil {
 		return fail(err)
 	}
+	idx.save(repo, work, up, logger)
 	res.Commit, res.Pushed, res.Forced, res.Attempts = up.Commit, up.Pushed, up.Forced, up.Attempts
 	if up.Branch != "" && res.PushBranch == "" {
 		res.Branch = up.Branch
@@ -347,6 +394,111 @@ func pullRequestRequest(t config.Target, base string, rep *Report, cfgFile, repo
 	}
 	req.Notes = heldNotes(rep)
 	return req, nil
+}
+
+// targetIndex is a target's marker index across the attempts of one
+// cycle: base describes a commit (its Head), and each attempt works on a
+// copy brought to the head the worktree then holds.
+type targetIndex struct {
+	base  *setters.Index // nil without an index
+	file  string         // where it is kept; "" for a temporary clone
+	paths []string
+}
+
+// openIndex loads the target's marker index from its working copy, or
+// starts an empty one. An index that cannot follow the worktree to its
+// head by a tree diff is rebuilt, by a full scan that needs a worktree
+// holding nothing but the commit: the worktree is checked whole first.
+func openIndex(repo *gitwriter.Repo, t config.Target, noCache, keep bool, logger *slog.Logger) (*targetIndex, error) {
+	ti := &targetIndex{paths: t.Git.Paths}
+	if noCache {
+		return ti, nil
+	}
+	sopts := setters.Options{Paths: t.Git.Paths}
+	if keep {
+		ti.file = IndexFile(repo.Dir())
+		var why string
+		ti.base, why = setters.LoadIndex(ti.file, setters.ByBlob, sopts)
+		if why != "" {
+			logger.Info("rebuilding the marker index", "reason", why)
+		}
+	} else {
+		ti.base = setters.NewIndex(setters.ByBlob, sopts)
+	}
+	if ti.base.Built() {
+		if _, err := repo.Changes(ti.base.Head()); err != nil {
+			logger.Info("rebuilding the marker index", "reason", err.Error())
+			ti.base.Reset()
+		}
+	}
+	if !ti.base.Built() {
+		if err := repo.Clean(); err != nil {
+			return nil, err
+		}
+	}
+	return ti, nil
+}
+
+// forHead returns a copy of the index brought to the commit the worktree
+// holds now, or nil without an index.
+func (ti *targetIndex) forHead(repo *gitwriter.Repo, logger *slog.Logger) (*setters.Index, error) {
+	if ti.base == nil {
+		return nil, nil
+	}
+	work := ti.base.Clone()
+	head := repo.Head()
+	if !work.Built() {
+		work.SetHead(head)
+		return work, nil
+	}
+	changes, err := repo.Changes(work.Head())
+	if err != nil {
+		// A commit that vanished since the index was opened costs a full
+		// scan, which takes the worktree's bytes for the commit's: the
+		// worktree is checked whole first.
+		logger.Info("rebuilding the marker index", "reason", err.Error())
+		if err := repo.Clean(); err != nil {
+			return nil, err
+		}
+		work.Reset()
+		work.SetHead(head)
+		return work, nil
+	}
+	work.Update(head, fileChanges(changes), ti.paths)
+	return work, nil
+}
+
+// save keeps the index of the last edit, brought to the commit the
+// worktree holds after the update: the edit's index describes its own
+// commit when it made one, which the worktree holds when it was pushed to
+// the tracked branch, and the base otherwise.
+func (ti *targetIndex) save(repo *gitwriter.Repo, work *setters.Index, up *gitwriter.Result, logger *slog.Logger) {
+	if work == nil || ti.file == "" {
+		return
+	}
+	if len(up.Changed) > 0 {
+		work.SetHead(up.Commit)
+	}
+	if work.Head() != repo.Head() {
+		changes, err := repo.Changes(work.Head())
+		if err != nil {
+			logger.Warn("the marker index cannot follow the working copy; the next cycle rebuilds it", "error", err)
+			work.Reset()
+		} else {
+			work.Update(repo.Head(), fileChanges(changes), ti.paths)
+		}
+	}
+	if err := work.Save(ti.file); err != nil {
+		logger.Warn("could not save the marker index; the next cycle rebuilds it", "error", err)
+	}
+}
+
+func fileChanges(in []gitwriter.FileChange) []setters.FileChange {
+	out := make([]setters.FileChange, len(in))
+	for i, c := range in {
+		out[i] = setters.FileChange{Path: c.Path, Old: c.Old, New: c.New, Symlink: c.Symlink}
+	}
+	return out
 }
 
 // heldNotes lists, for a pull request's body, what a gate or a hold kept

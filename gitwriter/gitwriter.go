@@ -12,10 +12,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/imagebump/imagebump/internal/redact"
@@ -63,6 +67,16 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives progress at info and debug level; nil discards it.
 	Logger *slog.Logger
+	// TrustWorktree makes Open trust a reused working copy's files: it
+	// checks HEAD, the branch and the index file against the state the
+	// last run recorded, and moves the worktree to the fetched head by the
+	// files a tree diff names, but does not look at every file (Git's
+	// status would stat each one) nor delete untracked files. Set it when
+	// imagebump alone writes the working copy and every file read is
+	// checked against its blob hash, as the marker index does; Clean
+	// checks everything on demand. Commits never take a file the edit did
+	// not report, trusted or not.
+	TrustWorktree bool
 }
 
 // Repo is a working copy of one branch of a remote repository. It is not
@@ -82,9 +96,20 @@ type Repo struct {
 	sshHost string
 	sshPort int
 
-	repo  *git.Repository
-	head  plumbing.Hash // the tracked branch's remote head as last fetched
-	dirty bool          // the worktree may differ from head
+	repo    *git.Repository
+	storage *filesystem.Storage // repo's object store, nil when closed
+	head    plumbing.Hash       // the tracked branch's remote head as last fetched
+	at      plumbing.Hash       // the commit the worktree and index hold
+	dirty   bool                // the worktree may differ from head
+	// verified is set while every file of the worktree is known to be as
+	// the index says: after a clone, a reset or a check of every file.
+	verified bool
+	// editing is set while an Update's edit runs: the files it writes are
+	// in no commit yet.
+	editing bool
+	// written are the objects the last commit wrote, which its push sends.
+	written    []plumbing.Hash
+	writtenSet map[plumbing.Hash]bool
 
 	secrets redact.Secrets // secrets read so far, scrubbed from error text
 
@@ -215,6 +240,32 @@ func (r *Repo) parseURL(raw string) error {
 	return nil
 }
 
+// objectCacheSize bounds the decoded objects the object store keeps (go-
+// git's default is 96 MiB). A clone's checkout reads every blob once, so
+// a large cache only holds memory; the delta bases that reading packs
+// needs most fit in this.
+const objectCacheSize = 16 * cache.MiByte
+
+// openStorage returns the object store and worktree of the working copy.
+// The store keeps its pack files open between reads (go-git's default
+// opens and closes the pack for every object it reads, which cost most of
+// the time of a tree diff); Close closes them.
+func (r *Repo) openStorage() (*filesystem.Storage, billy.Filesystem) {
+	r.closeStorage()
+	wt := osfs.New(r.dir)
+	dot, _ := wt.Chroot(".git")
+	r.storage = filesystem.NewStorageWithOptions(dot, cache.NewObjectLRU(objectCacheSize), filesystem.Options{KeepDescriptors: true})
+	return r.storage, wt
+}
+
+// closeStorage closes the pack files the object store keeps open.
+func (r *Repo) closeStorage() {
+	if r.storage != nil {
+		_ = r.storage.Close()
+		r.storage = nil
+	}
+}
+
 // Dir returns the root of the worktree.
 func (r *Repo) Dir() string { return r.dir }
 
@@ -229,6 +280,7 @@ func (r *Repo) Branch() string { return r.branch }
 // Close removes the working directory when Open created it as a temporary
 // one; a Workdir given in Options stays for the next Open.
 func (r *Repo) Close() error {
+	r.closeStorage()
 	if !r.tempDir {
 		return nil
 	}
@@ -322,6 +374,8 @@ func (r *Repo) open(ctx context.Context) error {
 			return err
 		}
 		r.log.Info("re-cloning the working copy", "reason", reason, "workdir", r.dir)
+		r.closeStorage()
+		r.repo = nil
 		if err := emptyDir(r.dir); err != nil {
 			return err
 		}
@@ -410,7 +464,8 @@ func (r *Repo) trackingRef(branch string) plumbing.ReferenceName {
 func (r *Repo) clone(ctx context.Context) error {
 	start := time.Now()
 	err := r.network(ctx, "cloning", r.branch, func(ctx context.Context, o netOpts) error {
-		repo, err := git.PlainCloneContext(ctx, r.dir, false, &git.CloneOptions{
+		sto, wt := r.openStorage()
+		repo, err := git.CloneContext(ctx, sto, wt, &git.CloneOptions{
 			URL:           r.url,
 			Auth:          o.auth,
 			ProxyOptions:  o.proxy,
@@ -419,11 +474,15 @@ func (r *Repo) clone(ctx context.Context) error {
 			SingleBranch:  true,
 			Depth:         r.opts.Depth,
 			Tags:          git.NoTags,
+			// The worktree is written below: go-git's checkout of 50,000
+			// files took most of a minute and 170 MB.
+			NoCheckout: true,
 		})
 		r.repo = repo
 		return err
 	})
 	if err != nil {
+		r.closeStorage()
 		r.repo = nil
 		// A failed clone may leave a partial .git; the next Open would
 		// find it damaged and clone again, but leave nothing behind.
@@ -434,9 +493,14 @@ func (r *Repo) clone(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading the cloned head of %s branch %q: %w", r.remote, r.branch, err)
 	}
-	r.head, r.dirty = ref.Hash(), false
-	r.recordReset()
-	r.log.Info("cloned", "head", r.head.String(), "depth", r.opts.Depth, "duration", time.Since(start).Round(time.Millisecond))
+	r.head = ref.Hash()
+	fetched := time.Since(start)
+	if err := r.checkoutAll(r.head); err != nil {
+		_ = emptyDir(r.dir)
+		return fmt.Errorf("checking out the clone of %s: %w", r.remote, err)
+	}
+	r.dirty, r.verified = false, true
+	r.log.Info("cloned", "fetch", fetched.Round(time.Millisecond), "head", r.head.String(), "depth", r.opts.Depth, "duration", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -467,12 +531,25 @@ func (r *Repo) reuse(ctx context.Context) (reason string, err error) {
 // openExisting opens the working copy and checks that it is a usable
 // clone of the configured URL. It returns why not, or "".
 func (r *Repo) openExisting() (*git.Repository, string) {
+	// A working copy has one writer at a time (cycle locks the workdir):
+	// an index.lock is what a killed cycle left between writing the index
+	// and renaming it. The state file, removed before any change, already
+	// makes this Open check the worktree; the lock would only block every
+	// later commit.
+	if err := os.Remove(filepath.Join(r.dir, ".git", "index.lock")); err == nil {
+		r.log.Info("removed the index.lock an interrupted cycle left", "workdir", r.dir)
+	}
 	packs, err := filepath.Glob(filepath.Join(r.dir, ".git", "objects", "pack", "*.pack"))
 	if err == nil && len(packs) > maxPacks {
 		return nil, fmt.Sprintf("it has collected %d pack files", len(packs))
 	}
-	repo, err := git.PlainOpen(r.dir)
+	if _, err := os.Stat(filepath.Join(r.dir, ".git", "config")); err != nil {
+		return nil, "opening it failed: " + err.Error()
+	}
+	sto, wt := r.openStorage()
+	repo, err := git.Open(sto, wt)
 	if err != nil {
+		r.closeStorage()
 		return nil, "opening it failed: " + err.Error()
 	}
 	cfg, err := repo.Config()
@@ -500,7 +577,13 @@ func (r *Repo) openExisting() (*git.Repository, string) {
 	if _, err := c.Tree(); err != nil {
 		return nil, "its HEAD tree cannot be read: " + err.Error()
 	}
-	if _, err := repo.Storer.Index(); err != nil {
+	if err := checkIndex(r.dir); errors.Is(err, errIndexFormat) {
+		// A format the fast reader does not patch: go-git's reader
+		// checks it, and the next commit resets the worktree whole.
+		if _, err := repo.Storer.Index(); err != nil {
+			return nil, "its index cannot be read: " + err.Error()
+		}
+	} else if err != nil {
 		return nil, "its index cannot be read: " + err.Error()
 	}
 	return repo, ""

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,8 +14,6 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/imagebump/imagebump/internal/retry"
 )
@@ -204,8 +200,13 @@ func (r *Repo) checkUpdate(u Update) error {
 // that redoing everything on the new head may succeed.
 func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit Edit) (res *Result, race bool, err error) {
 	base := r.head
-	r.dirty = true
+	r.dirty, r.verified = true, false
+	// Until the edit says what it changed, the worktree is not known to
+	// hold any commit: a crash now makes the next Open reset it whole.
+	_ = os.Remove(r.statePath())
+	r.editing = true
 	changed, message, err := edit(ctx, r.dir)
+	r.editing = false
 	if err != nil {
 		return nil, false, fmt.Errorf("editing the working copy of %s: %w", r.remote, err)
 	}
@@ -213,19 +214,16 @@ func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit 
 	if u.PushBranch != "" {
 		target = u.PushBranch
 	}
-	changed, err = r.differing(base, changed)
+	commit, changed, err := r.commit(base, changed, message, u.Commit, key)
 	if err != nil {
 		return nil, false, err
 	}
-	if len(changed) == 0 {
+	if commit.IsZero() {
+		// The files the edit reported hold the base's content.
+		r.at = base
+		r.recordState()
+		r.dirty = false
 		return &Result{Commit: base.String(), Branch: target}, false, nil
-	}
-	if strings.TrimSpace(message) == "" {
-		return nil, false, errors.New("the edit changed files but gave no commit message")
-	}
-	commit, err := r.commit(base, changed, message, u.Commit, key)
-	if err != nil {
-		return nil, false, err
 	}
 	res = &Result{Commit: commit.String(), Branch: target, Changed: changed}
 	if u.PushBranch == "" {
@@ -239,46 +237,19 @@ func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit 
 			err = fmt.Errorf("the commit %s is on %s branch %q, but %w", shortHash(commit), r.remote, target, err)
 		}
 	}
+	if r.at != r.head {
+		// The tracked branch stays where the remote has it (a push
+		// branch, a refspec, a failed or lost push): the worktree goes
+		// there too, by the files that differ.
+		if cerr := r.checkout(r.at, r.head); cerr != nil && err == nil {
+			err = fmt.Errorf("moving the worktree to %s: %w", shortHash(r.head), cerr)
+		}
+	}
 	if err != nil {
 		return nil, race, err
 	}
+	r.dirty = false
 	return res, false, nil
-}
-
-// differing checks the paths the edit reported and returns, sorted and
-// without duplicates, those whose content or mode differs from the base
-// commit.
-func (r *Repo) differing(base plumbing.Hash, changed []string) ([]string, error) {
-	if len(changed) == 0 {
-		return nil, nil
-	}
-	c, err := r.repo.CommitObject(base)
-	if err != nil {
-		return nil, fmt.Errorf("reading base commit %s: %w", base, err)
-	}
-	tree, err := c.Tree()
-	if err != nil {
-		return nil, fmt.Errorf("reading base tree: %w", err)
-	}
-	var out []string
-	for _, p := range changed {
-		clean, err := checkPath(p)
-		if err != nil {
-			return nil, err
-		}
-		if slices.Contains(out, clean) {
-			continue
-		}
-		differs, err := r.fileDiffers(tree, clean)
-		if err != nil {
-			return nil, err
-		}
-		if differs {
-			out = append(out, clean)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
 }
 
 // checkPath cleans a path the edit reported and refuses one outside the
@@ -294,82 +265,9 @@ func checkPath(p string) (string, error) {
 	return clean, nil
 }
 
-// fileDiffers compares a worktree file with its entry in the base tree.
-func (r *Repo) fileDiffers(tree *object.Tree, p string) (bool, error) {
-	full := filepath.Join(r.dir, filepath.FromSlash(p))
-	fi, err := os.Lstat(full)
-	entry, terr := tree.FindEntry(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return terr == nil, nil // deleted, if it was there
-	}
-	if err != nil {
-		return false, fmt.Errorf("reading changed file: %w", err)
-	}
-	if fi.IsDir() {
-		return false, fmt.Errorf("the edit reported %q, which is a directory", p)
-	}
-	if terr != nil {
-		return true, nil // a new file
-	}
-	mode, err := filemode.NewFromOSFileMode(fi.Mode())
-	if err != nil {
-		return false, fmt.Errorf("changed file %q: %w", p, err)
-	}
-	if mode != entry.Mode {
-		return true, nil
-	}
-	var content []byte
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		target, err := os.Readlink(full)
-		if err != nil {
-			return false, fmt.Errorf("reading changed symlink: %w", err)
-		}
-		content = []byte(target)
-	} else if content, err = os.ReadFile(full); err != nil {
-		return false, fmt.Errorf("reading changed file: %w", err)
-	}
-	return plumbing.ComputeHash(plumbing.BlobObject, content) != entry.Hash, nil
-}
-
-// commit stages exactly the changed paths and commits them on base, with
-// author and committer from c. It leaves the tracked branch's local ref
-// at the new commit.
-func (r *Repo) commit(base plumbing.Hash, changed []string, message string, c Commit, key *openpgp.Entity) (plumbing.Hash, error) {
-	wt, err := r.repo.Worktree()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	for _, p := range changed {
-		if _, err := os.Lstat(filepath.Join(r.dir, filepath.FromSlash(p))); errors.Is(err, fs.ErrNotExist) {
-			if _, err := wt.Remove(p); err != nil {
-				return plumbing.ZeroHash, fmt.Errorf("staging the deletion of %s: %w", p, err)
-			}
-			continue
-		}
-		if err := wt.AddWithOptions(&git.AddOptions{Path: p, SkipStatus: true}); err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("staging %s: %w", p, err)
-		}
-	}
-	if !strings.HasSuffix(message, "\n") {
-		message += "\n"
-	}
-	sig := &object.Signature{Name: c.AuthorName, Email: c.AuthorEmail, When: time.Now()}
-	h, err := wt.Commit(message, &git.CommitOptions{
-		Author:    sig,
-		Committer: sig,
-		Parents:   []plumbing.Hash{base},
-		SignKey:   key,
-	})
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("committing: %w", err)
-	}
-	return h, nil
-}
-
 // pushTracked pushes commit to the tracked branch, fast-forward only.
 func (r *Repo) pushTracked(ctx context.Context, base, commit plumbing.Hash) (race bool, err error) {
-	spec := config.RefSpec(fmt.Sprintf("%s:%s", r.branchRef(), r.branchRef()))
-	pushErr := r.push(ctx, r.branch, spec, nil)
+	pushErr := r.push(ctx, r.branch, r.branchRef(), commit, nil)
 	if pushErr == nil {
 		r.head = commit
 		return false, nil
@@ -396,13 +294,10 @@ func (r *Repo) pushTracked(ctx context.Context, base, commit plumbing.Hash) (rac
 // branch already holds a commit with the same tree on the same base.
 func (r *Repo) pushOwn(ctx context.Context, base, commit plumbing.Hash, branch string, res *Result) (race bool, err error) {
 	ref := plumbing.NewBranchReferenceName(branch)
-	// Leave the tracked branch where the remote has it; the commit lives on
-	// the push branch only.
+	// The commit lives on the push branch only; attempt moves the tracked
+	// branch back.
 	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(ref, commit)); err != nil {
 		return false, fmt.Errorf("setting local branch %q: %w", branch, err)
-	}
-	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.branchRef(), base)); err != nil {
-		return false, fmt.Errorf("resetting local branch %q: %w", r.branch, err)
 	}
 	remote, err := r.repo.Remote(remoteName)
 	if err != nil {
@@ -434,8 +329,7 @@ func (r *Repo) pushOwn(ctx context.Context, base, commit plumbing.Hash, branch s
 		}
 		lease = &git.ForceWithLease{RefName: ref, Hash: existing}
 	}
-	spec := config.RefSpec(fmt.Sprintf("%s:%s", ref, ref))
-	pushErr := r.push(ctx, branch, spec, lease)
+	pushErr := r.push(ctx, branch, ref, commit, lease)
 	if pushErr == nil {
 		res.Pushed, res.Forced = true, lease != nil
 		return false, nil
@@ -527,7 +421,7 @@ func (r *Repo) pushRefspec(ctx context.Context, commit plumbing.Hash, refspec, p
 	if err := spec.Validate(); err != nil {
 		return fmt.Errorf("push.refspec %q: %w", refspec, err)
 	}
-	err := r.push(ctx, dst, spec, nil)
+	err := r.push(ctx, dst, spec.Dst(refspecRef), commit, nil)
 	if err != nil && strings.Contains(err.Error(), "no new changes") {
 		// Gerrit refuses a second push of the same change: it has it.
 		r.log.Info("the remote already has this change", "refspec", refspec)
@@ -553,33 +447,6 @@ func notFastForward(err error) bool {
 }
 
 func shortHash(h plumbing.Hash) string { return h.String()[:12] }
-
-// push sends one refspec. lease, when set, allows a forced update over the
-// lease's commit only.
-func (r *Repo) push(ctx context.Context, branch string, spec config.RefSpec, lease *git.ForceWithLease) error {
-	if r.beforePush != nil {
-		r.beforePush()
-	}
-	start := time.Now()
-	err := r.network(ctx, "pushing to", branch, func(ctx context.Context, o netOpts) error {
-		return r.repo.PushContext(ctx, &git.PushOptions{
-			RemoteName:     remoteName,
-			RefSpecs:       []config.RefSpec{spec},
-			Auth:           o.auth,
-			ProxyOptions:   o.proxy,
-			ForceWithLease: lease,
-			Options:        r.pushOptions,
-		})
-	})
-	if errors.Is(err, git.NoErrAlreadyUpToDate) {
-		err = nil
-	}
-	if err != nil {
-		return err
-	}
-	r.log.Debug("push accepted", "branch", branch, "duration", time.Since(start).Round(time.Millisecond))
-	return nil
-}
 
 // mayBeRace reports whether a push error may come from the remote having
 // moved, which only a look at the remote can tell. Cancellation and

@@ -15,12 +15,14 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 )
 
-// resetStateFile, in .git, records the commit the worktree was last reset
-// to and the checksum of the index written then. While both still hold,
-// the index is known to equal that commit's tree, and a reused working
-// copy at the same head needs only a check of the worktree files, not a
-// full hard reset, which costs go-git a diff of the whole tree, index and
-// worktree.
+// resetStateFile, in .git, records the commit the worktree holds (last
+// reset to, moved to, or committed) and the checksum of the index written
+// then. While both hold, HEAD points at the tracked branch and the branch
+// at that commit, the index is known to equal the commit's tree, and the
+// worktree the index (unless someone else changed it: see
+// Options.TrustWorktree). The file is removed before any change to the
+// worktree and written once it is done, so a crash in between makes the
+// next Open reset the worktree whole.
 const resetStateFile = "imagebump-reset"
 
 // reset points HEAD at the tracked branch, hard-resets the branch, index
@@ -47,35 +49,74 @@ func (r *Repo) reset() error {
 	if err := cleanUntracked(r.dir, idx); err != nil {
 		return fmt.Errorf("deleting untracked files: %w", err)
 	}
-	r.dirty = false
-	r.recordReset()
+	r.dirty, r.verified = false, true
+	r.at = r.head
+	r.recordState()
 	return nil
 }
 
-// resetIfNeeded makes the worktree clean at r.head: cheaply when it
-// already is (see resetStateFile), with a hard reset otherwise.
+// resetIfNeeded makes the worktree clean at r.head. When the state file
+// says which commit it holds, it checks the files (unless
+// Options.TrustWorktree) and moves the worktree to r.head by the files
+// that differ; otherwise, or when a file differs, it hard-resets.
 func (r *Repo) resetIfNeeded() error {
-	clean, why := r.cleanAtHead()
-	if clean {
-		r.dirty = false
+	return r.sync(!r.opts.TrustWorktree)
+}
+
+// Clean checks every file of the worktree against the index, deletes
+// untracked files, and hard-resets the worktree to the head when a file
+// differs, as Open does without Options.TrustWorktree. A caller that
+// trusts the worktree calls it when a file it read was not what the
+// commit holds.
+func (r *Repo) Clean() error {
+	if r.repo == nil {
+		return errors.New("cleaning: the working copy is not open")
+	}
+	if r.verified && !r.dirty {
 		return nil
 	}
-	r.log.Debug("hard-resetting the worktree", "reason", why)
-	return r.reset()
+	err := r.sync(true)
+	if r.editing {
+		// Called from an edit, which writes next: until the edit says
+		// what it changed, the worktree again holds no known commit.
+		_ = os.Remove(r.statePath())
+		r.dirty, r.verified = true, false
+	}
+	return err
+}
+
+// sync is resetIfNeeded, checking every file when verify is set.
+func (r *Repo) sync(verify bool) error {
+	at, why := r.recordedState()
+	if why == "" && verify {
+		why = r.worktreeDiffers()
+	}
+	if why == "" {
+		r.at = at
+		if err := r.checkout(at, r.head); err != nil {
+			why = "moving the worktree failed: " + err.Error()
+		}
+	}
+	if why != "" {
+		r.log.Debug("hard-resetting the worktree", "reason", why)
+		return r.reset()
+	}
+	r.dirty, r.verified = false, verify
+	return nil
 }
 
 func (r *Repo) statePath() string { return filepath.Join(r.dir, ".git", resetStateFile) }
 func (r *Repo) indexPath() string { return filepath.Join(r.dir, ".git", "index") }
 
-// recordReset writes the reset state for r.head and the current index.
+// recordState writes the state file for r.at and the current index.
 // Failing to write it only costs the next Open a full reset.
-func (r *Repo) recordReset() {
+func (r *Repo) recordState() {
 	sum, err := indexChecksum(r.indexPath())
 	if err != nil {
 		_ = os.Remove(r.statePath())
 		return
 	}
-	_ = os.WriteFile(r.statePath(), []byte(r.head.String()+" "+sum+"\n"), 0o644)
+	_ = os.WriteFile(r.statePath(), []byte(r.at.String()+" "+sum+"\n"), 0o644)
 }
 
 // indexChecksum returns the trailing SHA-1 of an index file, which covers
@@ -100,43 +141,49 @@ func indexChecksum(path string) (string, error) {
 	return hex.EncodeToString(sum), nil
 }
 
-// cleanAtHead reports whether the working copy is clean at r.head without
-// a hard reset, deleting untracked files on the way. It is true only when
-// HEAD is the tracked branch at r.head, the index is the one the last
-// reset wrote for r.head, and every tracked file has the content and mode
-// the index says. Otherwise why says what differs.
-func (r *Repo) cleanAtHead() (clean bool, why string) {
+// recordedState returns the commit the state file says the worktree
+// holds, when the index is the one written then, HEAD points at the
+// tracked branch and the branch at that commit; otherwise why says what
+// differs. Nothing in the worktree is looked at.
+func (r *Repo) recordedState() (at plumbing.Hash, why string) {
 	state, err := os.ReadFile(r.statePath())
 	if err != nil {
-		return false, "no recorded reset"
+		return plumbing.ZeroHash, "no recorded reset"
 	}
 	head, sum, _ := strings.Cut(strings.TrimSpace(string(state)), " ")
-	if head != r.head.String() {
-		return false, "the head moved"
+	at = plumbing.NewHash(head)
+	if at.String() != head {
+		return plumbing.ZeroHash, "the recorded state is damaged"
 	}
 	if got, err := indexChecksum(r.indexPath()); err != nil || got != sum {
-		return false, "the index changed"
+		return plumbing.ZeroHash, "the index changed"
 	}
 	ref, err := r.repo.Storer.Reference(plumbing.HEAD)
 	if err != nil || ref.Type() != plumbing.SymbolicReference || ref.Target() != r.branchRef() {
-		return false, "HEAD is not the tracked branch"
+		return plumbing.ZeroHash, "HEAD is not the tracked branch"
 	}
-	if ref, err := r.repo.Storer.Reference(r.branchRef()); err != nil || ref.Hash() != r.head {
-		return false, "the local branch is not at the head"
+	if ref, err := r.repo.Storer.Reference(r.branchRef()); err != nil || ref.Hash() != at {
+		return plumbing.ZeroHash, "the local branch is not at the recorded commit"
 	}
+	return at, ""
+}
+
+// worktreeDiffers checks every tracked file against the index and deletes
+// untracked files; it returns what differs, or "".
+func (r *Repo) worktreeDiffers() string {
 	idx, err := r.repo.Storer.Index()
 	if err != nil {
-		return false, "the index cannot be read"
+		return "the index cannot be read"
 	}
 	for _, e := range idx.Entries {
 		if ok, err := entryClean(r.dir, idx, e); err != nil || !ok {
-			return false, "tracked file " + e.Name + " differs"
+			return "tracked file " + e.Name + " differs"
 		}
 	}
 	if err := cleanUntracked(r.dir, idx); err != nil {
-		return false, "deleting untracked files failed"
+		return "deleting untracked files failed"
 	}
-	return true, ""
+	return ""
 }
 
 // entryClean reports whether a worktree file has the content and mode of

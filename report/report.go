@@ -121,7 +121,13 @@ type Problem struct {
 
 // Files counts the files looked at.
 type Files struct {
-	Scanned int      `json:"scanned"`
+	// Scanned counts the YAML files looked at: Read plus Cached.
+	Scanned int `json:"scanned"`
+	// Read counts the YAML files whose bytes were read.
+	Read int `json:"read"`
+	// Cached counts the YAML files served from the marker index without
+	// reading them.
+	Cached  int      `json:"cached"`
 	Changed []string `json:"changed"`
 }
 
@@ -148,6 +154,9 @@ type Target struct {
 	Policies []Policy  `json:"policies"`
 	Changes  []Change  `json:"changes"`
 	Problems []Problem `json:"problems"`
+	// Files counts the files the scan looked at; absent when the cycle
+	// failed before it.
+	Files *Files `json:"files,omitempty"`
 	// PullRequest is what happened to the target's pull request, when it
 	// has push.pullRequest and something to propose.
 	PullRequest *pullrequest.Result `json:"pullRequest,omitempty"`
@@ -160,7 +169,7 @@ type Target struct {
 func NewPlan(rep *cycle.Report, applied bool) Plan {
 	out := Plan{Version: Version, Applied: applied}
 	out.Policies, out.Changes, out.Problems = scan(rep)
-	out.Files = Files{Scanned: rep.FilesScanned, Changed: append([]string{}, rep.FilesChanged...)}
+	out.Files = files(rep)
 	out.Markers = len(rep.Markers)
 	out.Unreferenced = append([]string{}, rep.Unreferenced...)
 	return out
@@ -175,8 +184,15 @@ func NewTarget(res *cycle.TargetResult, errText string) Target {
 		Policies: []Policy{}, Changes: []Change{}, Problems: []Problem{}}
 	if res.Report != nil {
 		t.Policies, t.Changes, t.Problems = scan(res.Report)
+		f := files(res.Report)
+		t.Files = &f
 	}
 	return t
+}
+
+// files counts a report's files.
+func files(rep *cycle.Report) Files {
+	return Files{Scanned: rep.FilesScanned, Read: rep.FilesRead, Cached: rep.FilesCached, Changed: append([]string{}, rep.FilesChanged...)}
 }
 
 // scan renders a report's policies, changes and problems; failed policies

@@ -264,6 +264,17 @@ targets:
 	if got := float64(g1-g0) / cycles; got > 2 || p1 != p0 {
 		t.Errorf("git requests per cycle with nothing new: %v (want at most 2: one fetch), pushes %d -> %d", got, p0, p1)
 	}
+	// And no file read: the marker index serves every one.
+	files := func(m map[string]*dto.MetricFamily, source string) float64 {
+		v, _ := metricValue(m, "imagebump_files_scanned_total", "target", "fleet", "source", source)
+		return v
+	}
+	if read, served := files(m1, "read")-files(m0, "read"), files(m1, "index")-files(m0, "index"); read != 0 || served == 0 {
+		t.Errorf("files per cycle with nothing new: %v read, %v served from the index; want none read", read/cycles, served/cycles)
+	}
+	if c := srv.target(t, "fleet").Cycles[0]; c.FilesRead != 0 || c.FilesFromIndex == 0 {
+		t.Errorf("status of a cycle with nothing new: %d files read, %d from the index", c.FilesRead, c.FilesFromIndex)
+	}
 
 	// A new tag becomes a commit on the first cycle that starts after it,
 	// within one interval (plus the jitter window) of the push or of the

@@ -28,6 +28,7 @@ type metrics struct {
 	waits        *prometheus.CounterVec // host
 	waitSeconds  *prometheus.CounterVec // host
 	tagsSeen     *prometheus.GaugeVec   // repository
+	files        *prometheus.CounterVec // target, source
 	bumps        *prometheus.CounterVec // policy
 	pushes       *prometheus.CounterVec // target
 	pullRequests *prometheus.CounterVec // target, outcome
@@ -72,6 +73,8 @@ func newMetrics() *metrics {
 			Help: "Time requests spent waiting for a rate limit, by host."}, []string{"host"}),
 		tagsSeen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "tags_seen",
 			Help: "Tags a repository listed at its last scan."}, []string{"repository"}),
+		files: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "files_scanned_total",
+			Help: "YAML files the cycles looked at, by target and source: read (their bytes were read) or index (served from the marker index)."}, []string{"target", "source"}),
 		bumps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "bumps_total",
 			Help: "Marked fields rewritten in pushed commits, by policy."}, []string{"policy"}),
 		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "pushes_total",
@@ -95,7 +98,7 @@ func newMetrics() *metrics {
 	}
 	m.own = []prometheus.Collector{
 		m.cycles, m.duration, m.running, m.lastSuccess, m.requests, m.throttled, m.waits, m.waitSeconds,
-		m.tagsSeen, m.bumps, m.pushes, m.pullRequests, m.reloads, m.reloadTime, m.targets,
+		m.tagsSeen, m.files, m.bumps, m.pushes, m.pullRequests, m.reloads, m.reloadTime, m.targets,
 		m.webhooks, m.webhookImages, m.targetsConfigured, m.shardInfo,
 	}
 	m.reg.MustRegister(m.own...)
@@ -126,6 +129,8 @@ func (m *metrics) cycle(target string, o outcome, res *cycle.TargetResult, end t
 		m.lastSuccess.WithLabelValues(target).Set(float64(end.UnixNano()) / 1e9)
 	}
 	if rep := res.Report; rep != nil {
+		m.files.WithLabelValues(target, "read").Add(float64(rep.FilesRead))
+		m.files.WithLabelValues(target, "index").Add(float64(rep.FilesCached))
 		for _, p := range rep.Policies {
 			if p.Err == nil || p.Selection.Seen > 0 {
 				m.setTagsSeen(p.Repository, p.Selection.Seen)
@@ -152,6 +157,7 @@ func (m *metrics) forgetTarget(target string) {
 	m.duration.DeletePartialMatch(labels)
 	m.lastSuccess.DeletePartialMatch(labels)
 	m.pushes.DeletePartialMatch(labels)
+	m.files.DeletePartialMatch(labels)
 	m.pullRequests.DeletePartialMatch(labels)
 }
 

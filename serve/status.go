@@ -226,6 +226,10 @@ type CycleStatus struct {
 	// them all).
 	Changes      []ChangeStatus `json:"changes,omitempty"`
 	ChangesTotal int            `json:"changesTotal"`
+	// FilesRead and FilesFromIndex count the YAML files the scan read,
+	// and those it served from the marker index without reading them.
+	FilesRead      int `json:"filesRead"`
+	FilesFromIndex int `json:"filesFromIndex"`
 	// PullRequest is what happened to the pull request.
 	PullRequest *PullRequestStatus `json:"pullRequest,omitempty"`
 	// Error says why the target failed.
@@ -292,6 +296,7 @@ func cycleStatus(started time.Time, reason string, triggers []string, o outcome,
 	}
 	if rep := res.Report; rep != nil {
 		c.ChangesTotal = len(rep.Changes)
+		c.FilesRead, c.FilesFromIndex = rep.FilesRead, rep.FilesCached
 		for _, ch := range rep.Changes[:min(len(rep.Changes), maxListed)] {
 			c.Changes = append(c.Changes, ChangeStatus{File: ch.File, Line: ch.Line, Policy: ch.Policy, Old: ch.Old, New: ch.New})
 		}

@@ -265,7 +265,8 @@ func (w *worker) run(why string) {
 	next := w.next
 	w.mu.Unlock()
 
-	attrs := []any{"reason", why, "result", o.result, "duration", c.DurationSeconds, "changes", c.ChangesTotal, "pushed", c.Pushed}
+	attrs := []any{"reason", why, "result", o.result, "duration", c.DurationSeconds, "changes", c.ChangesTotal, "pushed", c.Pushed,
+		"files_read", c.FilesRead, "files_from_index", c.FilesFromIndex}
 	if c.Commit != "" {
 		attrs = append(attrs, "commit", c.Commit)
 	}

@@ -254,13 +254,14 @@ func reasons(ts TargetStatus) []string {
 // cycle at start plus jitter, a failure retried after the backoff, then
 // the schedule's ticks.
 func TestServeScheduleRetryThenTick(t *testing.T) {
-	f := startFake(t, Options{Config: mustConfig(t, "1m")})
+	f := newFake(t, Options{Config: mustConfig(t, "1m")})
 	f.runner.results = func(_ string, n int) error {
 		if n == 1 {
 			return errors.New("push refused")
 		}
 		return nil
 	}
+	f.start()
 	for range 3 {
 		f.clock.WaitTimers(t, 1)
 		f.clock.AdvanceToNext(t)
@@ -543,7 +544,8 @@ func TestServeSecondSignal(t *testing.T) {
 // TestServeReadyz fails /readyz once a target has failed for longer than
 // UnreadyAfter, and passes again after a success; /healthz stays 200.
 func TestServeReadyz(t *testing.T) {
-	f := startFake(t, Options{Config: mustConfig(t, "1m", "1m"), MaxJitter: -1, UnreadyAfter: 10 * time.Minute, RetryBackoff: time.Hour, MaxRetryBackoff: time.Hour})
+	// The runner's results are set before the workers start (they read it).
+	f := newFake(t, Options{Config: mustConfig(t, "1m", "1m"), MaxJitter: -1, UnreadyAfter: 10 * time.Minute, RetryBackoff: time.Hour, MaxRetryBackoff: time.Hour})
 	failing := true
 	var mu sync.Mutex
 	f.runner.results = func(target string, _ int) error {
@@ -554,6 +556,7 @@ func TestServeReadyz(t *testing.T) {
 		}
 		return nil
 	}
+	f.start()
 	get := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
 		f.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))

@@ -65,6 +65,12 @@ type Options struct {
 	MaxFileSize int64
 	// Logger receives debug and warning messages. Nil means no logging.
 	Logger *slog.Logger
+	// Index, when set, is the marker index of Root (see Index): Apply
+	// reads only the files whose markers would change and serves the
+	// others from it, and records what it reads and writes there. Apply
+	// calls Index.Scan first, unless the caller just did (to learn which
+	// policies the markers name, say).
+	Index *Index
 }
 
 // Change is one rewritten scalar.
@@ -131,9 +137,19 @@ type Result struct {
 	Changes []Change
 	// Problems lists files and markers that could not be handled.
 	Problems []Problem
-	// FilesScanned counts the files read: those named *.yaml, *.yml or
-	// Kustomization.
+	// FilesScanned counts the files that can hold markers (those named
+	// *.yaml, *.yml or Kustomization), read or served from the index.
 	FilesScanned int
+	// FilesRead counts the files whose bytes were read; without an Index,
+	// every file scanned.
+	FilesRead int
+	// FilesCached counts the files served from the index without reading
+	// them: FilesScanned - FilesRead.
+	FilesCached int
+	// Stale lists the files of a ByBlob index's worktree that do not hold
+	// the blob the commit does; each is also a Problem wrapping ErrStale.
+	// Resetting the working copy and running again fixes them.
+	Stale []string
 	// FilesWithMarkers counts the files with at least one marker.
 	FilesWithMarkers int
 	// FilesChanged lists the files written (or, in a dry run, that would be).
@@ -161,6 +177,9 @@ var (
 // The error is only for a bad Root or a cancelled ctx; trouble with single
 // files or markers is reported in Result.Problems and the rest goes on.
 func Apply(ctx context.Context, opts Options) (*Result, error) {
+	if opts.Index != nil {
+		return applyIndexed(ctx, opts)
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -219,6 +238,7 @@ func Apply(ctx context.Context, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("writing the changes in %s: %w", opts.Root, err)
 	}
 	r.res.FilesScanned = int(r.scanned.Load())
+	r.res.FilesRead = r.res.FilesScanned
 	r.sort()
 	return r.res, nil
 }
@@ -255,6 +275,7 @@ type run struct {
 	env  env
 	log  *slog.Logger
 	root string
+	ix   *Index // the marker index, or nil
 
 	scanned atomic.Int64 // files read, for Result.FilesScanned
 	mu      sync.Mutex   // guards res and staged
@@ -388,6 +409,9 @@ func (r *run) commit(ctx context.Context, workers int) error {
 			continue
 		}
 		r.log.Debug("rewrote file", "file", s.rel, "changes", len(s.changes), "write", true)
+		if r.ix != nil && s.entry != nil {
+			r.ix.written(s.rel, s.abs, s.entry)
+		}
 		r.res.Changes = append(r.res.Changes, s.changes...)
 		r.res.FilesChanged = append(r.res.FilesChanged, s.rel)
 		if r.opts.OnEdit != nil {
@@ -407,9 +431,7 @@ func (r *run) discard() {
 // sort orders the result by file and line.
 func (r *run) sort() {
 	res := r.res
-	slices.SortStableFunc(res.Markers, func(a, b Marker) int {
-		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
-	})
+	sortMarkers(res.Markers)
 	slices.SortStableFunc(res.Changes, func(a, b Change) int {
 		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
 	})
@@ -417,6 +439,14 @@ func (r *run) sort() {
 		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), strings.Compare(a.Err.Error(), b.Err.Error()))
 	})
 	slices.Sort(res.FilesChanged)
+	slices.Sort(res.Stale)
+}
+
+// sortMarkers orders markers by file, line and column.
+func sortMarkers(ms []Marker) {
+	slices.SortStableFunc(ms, func(a, b Marker) int {
+		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
 }
 
 // candidate reports whether a file name can hold markers.
@@ -446,6 +476,11 @@ type walker struct {
 	tops []string
 	// linked are the real files sent through a symlink or a Paths entry.
 	linked map[string]bool
+	// onLink, when set, is called with each symbolic link met.
+	onLink func(rel string)
+	// unreadFolder is set when a folder could not be read: files under it
+	// were not seen.
+	unreadFolder bool
 }
 
 // rel returns the slash-separated path of abs relative to the root.
@@ -565,6 +600,7 @@ func (w *walker) dir(top string) {
 			return cerr
 		}
 		if err != nil {
+			w.unreadFolder = true
 			w.run.problem(Problem{File: w.rel(p), Err: fmt.Errorf("reading folder: %w", err)})
 			if d != nil && d.IsDir() {
 				return fs.SkipDir
@@ -588,6 +624,7 @@ func (w *walker) dir(top string) {
 		return nil
 	})
 	if err != nil && w.ctx.Err() == nil {
+		w.unreadFolder = true
 		w.run.problem(Problem{File: w.rel(top), Err: fmt.Errorf("walking folder: %w", err)})
 	}
 }
@@ -623,6 +660,9 @@ func (w *walker) removeStale(p string, d fs.DirEntry) {
 // link follows a symlink once if it stays inside the root and out of .git.
 // A file link is followed only when its own name is a candidate (wanted).
 func (w *walker) link(p string, wanted bool) {
+	if w.onLink != nil {
+		w.onLink(w.rel(p))
+	}
 	target, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		if wanted {

@@ -73,7 +73,7 @@ func TestVerify(t *testing.T) {
 				t.Fatal(err)
 			}
 			node := docs[0].Content[0].Content[1]
-			err = verify(docs, []byte(tc.new), []edit{{node: node, change: Change{New: tc.value}}})
+			_, err = verify(docs, []byte(tc.new), []edit{{node: node, change: Change{New: tc.value}}})
 			got := ""
 			if err != nil {
 				got = err.Error()

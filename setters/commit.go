@@ -41,6 +41,9 @@ type staged struct {
 	changes []Change
 	// before and after are kept for Options.OnEdit only.
 	before, after []byte
+	// entry is the marker index's entry for the new content, recorded once
+	// the file is renamed.
+	entry *fileEntry
 	// err is why the file was not renamed.
 	err error
 }

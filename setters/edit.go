@@ -18,7 +18,13 @@ import (
 type env struct {
 	images map[string]Image
 	known  func(policy string) bool
+	// scanOnly records markers and the problems that do not depend on the
+	// policies (see outcome.static), and plans no edit.
+	scanOnly bool
 }
+
+// scanEnv is the env of a scan for the marker index.
+var scanEnv = env{scanOnly: true}
 
 // edit replaces the bytes of one marked scalar.
 type edit struct {
@@ -35,6 +41,18 @@ type outcome struct {
 	problems []Problem
 	edits    []edit // applied edits, in file order
 	out      []byte // the new bytes; nil when the file does not change
+
+	// static are the problems in problems that depend on the file alone,
+	// not on which policies exist or what they selected: invalid YAML,
+	// malformed markers, markers where no scalar is. The marker index
+	// keeps them.
+	static []Problem
+	// inFlow tells, for each marker, whether its scalar sits in a flow
+	// collection, where it is never rewritten.
+	inFlow []bool
+	// after is the scan of out (markers, static problems) once the edit is
+	// verified, for the marker index.
+	after *outcome
 }
 
 // Errors for markers that sit where they cannot apply.
@@ -133,18 +151,31 @@ type rewriter struct {
 func rewrite(file string, src []byte, e env) outcome {
 	out := rewriteLines(file, src, e)
 	if ix := newLineIndex(src); ix.odd {
-		// Lines reach users as an editor counts them.
-		for i := range out.markers {
-			out.markers[i].Line = ix.editorLine(out.markers[i].Line)
-		}
-		for i := range out.changes {
-			out.changes[i].Line = ix.editorLine(out.changes[i].Line)
-		}
-		for i := range out.problems {
-			out.problems[i].Line = ix.editorLine(out.problems[i].Line)
+		// Lines reach users as an editor counts them. An edit changes no
+		// line break, so the scan after it counts lines as src does.
+		editorLines(ix, &out)
+		if out.after != nil {
+			editorLines(ix, out.after)
 		}
 	}
 	return out
+}
+
+// editorLines converts the lines of out from yaml.v3's count to an
+// editor's.
+func editorLines(ix *lineIndex, out *outcome) {
+	for i := range out.markers {
+		out.markers[i].Line = ix.editorLine(out.markers[i].Line)
+	}
+	for i := range out.changes {
+		out.changes[i].Line = ix.editorLine(out.changes[i].Line)
+	}
+	for i := range out.problems {
+		out.problems[i].Line = ix.editorLine(out.problems[i].Line)
+	}
+	for i := range out.static {
+		out.static[i].Line = ix.editorLine(out.static[i].Line)
+	}
 }
 
 // rewriteLines is rewrite with yaml.v3's line numbers.
@@ -163,7 +194,9 @@ func rewriteLines(file string, src []byte, e env) outcome {
 				}
 			}
 		}
-		out.problems = append(out.problems, Problem{File: file, Line: line, Err: err})
+		p := Problem{File: file, Line: line, Err: err}
+		out.problems = append(out.problems, p)
+		out.static = append(out.static, p)
 		return out
 	}
 	r := &rewriter{file: file, ix: newLineIndex(src), env: e, out: &out}
@@ -184,7 +217,8 @@ func rewriteLines(file string, src []byte, e env) outcome {
 	}
 	buf.Write(src[prev:])
 	newSrc := buf.Bytes()
-	if err := verify(docs, newSrc, out.edits); err != nil {
+	newDocs, err := verify(docs, newSrc, out.edits)
+	if err != nil {
 		out.problems = append(out.problems, Problem{File: file, Line: out.edits[0].change.Line, Err: &VerifyError{Err: err}})
 		out.edits = nil
 		return out
@@ -193,11 +227,28 @@ func rewriteLines(file string, src []byte, e env) outcome {
 		out.changes = append(out.changes, ed.change)
 	}
 	out.out = newSrc
+	// The new bytes are parsed already: their scan for the index costs a
+	// walk of the tree.
+	after := &outcome{}
+	sr := &rewriter{file: file, ix: newLineIndex(newSrc), env: scanEnv, out: after}
+	for _, d := range newDocs {
+		sr.visit(d, true, false)
+	}
+	out.after = after
 	return out
 }
 
+// problem records a problem that depends on the policies: which exist,
+// and what they selected.
 func (r *rewriter) problem(line int, policy string, err error) {
 	r.out.problems = append(r.out.problems, Problem{File: r.file, Line: line, Policy: policy, Err: err})
+}
+
+// staticProblem records a problem that depends on the file alone.
+func (r *rewriter) staticProblem(line int, policy string, err error) {
+	p := Problem{File: r.file, Line: line, Policy: policy, Err: err}
+	r.out.problems = append(r.out.problems, p)
+	r.out.static = append(r.out.static, p)
 }
 
 // visit walks a node. value says whether n is a value (a document's root, a
@@ -246,7 +297,7 @@ func (r *rewriter) visit(n *yaml.Node, value, inFlow bool) {
 			r.stray(n, n.HeadComment, "", n.FootComment, errNoScalar)
 		}
 		if err != nil {
-			r.problem(n.Line, "", err)
+			r.staticProblem(n.Line, "", err)
 			return
 		}
 		r.marker(n, policy, field, fromHead, inFlow)
@@ -259,7 +310,7 @@ func (r *rewriter) visit(n *yaml.Node, value, inFlow bool) {
 func (r *rewriter) stray(n *yaml.Node, head, line, foot string, lineErr error) {
 	if line != "" {
 		if policy, _, ok, _ := ParseMarker(line); ok {
-			r.problem(r.lineCommentLine(n.Line, line), policy, lineErr)
+			r.staticProblem(r.lineCommentLine(n.Line, line), policy, lineErr)
 		}
 	}
 	for _, c := range [2]string{head, foot} {
@@ -269,7 +320,7 @@ func (r *rewriter) stray(n *yaml.Node, head, line, foot string, lineErr error) {
 		for _, l := range strings.Split(c, "\n") {
 			if looksLikeMarker(l) {
 				policy, _, _, _ := ParseMarker(l)
-				r.problem(r.commentLine(n.Line, l), policy, errNoScalar)
+				r.staticProblem(r.commentLine(n.Line, l), policy, errNoScalar)
 			}
 		}
 	}
@@ -315,8 +366,12 @@ func (r *rewriter) marker(n *yaml.Node, policy string, field Field, fromHead, in
 	r.out.markers = append(r.out.markers, Marker{
 		File: r.file, Line: n.Line, Column: n.Column, Policy: policy, Field: field, Value: n.Value,
 	})
+	r.out.inFlow = append(r.out.inFlow, inFlow)
 	if inFlow {
-		r.problem(n.Line, policy, errInFlow)
+		r.staticProblem(n.Line, policy, errInFlow)
+		return
+	}
+	if r.env.scanOnly {
 		return
 	}
 	if !r.env.known(policy) {

@@ -10,6 +10,12 @@ import (
 // readFile reads the regular file at path into buf, unless it is larger
 // than limit bytes; see the Unix version.
 func readFile(path string, buf *bytes.Buffer, limit int64) error {
+	return readFileKey(path, buf, limit, nil)
+}
+
+// readFileKey is readFile that also fills key, when not nil, from the
+// file read, for the marker index.
+func readFileKey(path string, buf *bytes.Buffer, limit int64, key *statKey) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -21,6 +27,9 @@ func readFile(path string, buf *bytes.Buffer, limit int64) error {
 	}
 	if !fi.Mode().IsRegular() {
 		return errNotRegular
+	}
+	if key != nil {
+		*key = keyOf(fi)
 	}
 	buf.Reset()
 	if limit > 0 && fi.Size() > limit {

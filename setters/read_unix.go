@@ -19,6 +19,12 @@ import (
 // of being followed, and O_NONBLOCK keeps a file swapped for a FIFO from
 // blocking the open; fstat then refuses anything but a regular file.
 func readFile(path string, buf *bytes.Buffer, limit int64) error {
+	return readFileKey(path, buf, limit, nil)
+}
+
+// readFileKey is readFile that also fills key, when not nil, from the
+// fstat(2) of the file read, for the marker index.
+func readFileKey(path string, buf *bytes.Buffer, limit int64, key *statKey) error {
 	var fd int
 	var err error
 	for {
@@ -37,6 +43,9 @@ func readFile(path string, buf *bytes.Buffer, limit int64) error {
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		return errNotRegular
+	}
+	if key != nil {
+		*key = keyOfStat(&st)
 	}
 	buf.Reset()
 	read := func(b []byte) (int, error) {

@@ -50,7 +50,7 @@ func Referenced(ctx context.Context, opts Options) (References, error) {
 				if readFile(j.abs, &buf, maxFileSize(opts)) != nil {
 					continue // Apply reports it
 				}
-				scanReferences(buf.Bytes(), local)
+				scanReferences(buf.Bytes(), func(p string) { local[p]++ })
 			}
 			mu.Lock()
 			for p, n := range local {
@@ -78,9 +78,9 @@ func Referenced(ctx context.Context, opts Options) (References, error) {
 	return refs, nil
 }
 
-// scanReferences adds the policies named by well-formed marker comments in
-// src to refs.
-func scanReferences(src []byte, refs References) {
+// scanReferences calls add with the policy of each well-formed marker
+// comment in src.
+func scanReferences(src []byte, add func(policy string)) {
 	for len(src) > 0 {
 		i := bytes.Index(src, token)
 		if i < 0 {
@@ -103,7 +103,7 @@ func scanReferences(src []byte, refs References) {
 			}
 			h += off
 			if policy, _, ok, err := ParseMarker(string(line[h:])); ok && err == nil {
-				refs[policy]++
+				add(policy)
 				break
 			}
 			off = h + 1

@@ -60,7 +60,7 @@ func TestScanReferences(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := References{}
-			scanReferences([]byte(tt.src), got)
+			scanReferences([]byte(tt.src), func(p string) { got[p]++ })
 			if diff := cmp.Diff(got, tt.want); diff != "" {
 				t.Errorf("scanReferences (-got +want):\n%s", diff)
 			}

@@ -8,14 +8,14 @@ import (
 
 // verify parses the edited bytes and checks that they read as the original
 // documents but for the edited scalars, which must now read as their new
-// values, as strings.
-func verify(old []*yaml.Node, newSrc []byte, edits []edit) error {
+// values, as strings. It returns the parsed documents.
+func verify(old []*yaml.Node, newSrc []byte, edits []edit) ([]*yaml.Node, error) {
 	docs, err := parseDocs(newSrc)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(docs) != len(old) {
-		return fmt.Errorf("%d documents instead of %d", len(docs), len(old))
+		return nil, fmt.Errorf("%d documents instead of %d", len(docs), len(old))
 	}
 	changed := make(map[*yaml.Node]string, len(edits))
 	lines := make(map[int]bool, len(edits))
@@ -25,10 +25,10 @@ func verify(old []*yaml.Node, newSrc []byte, edits []edit) error {
 	}
 	for i := range docs {
 		if err := sameNode(old[i], docs[i], changed, lines); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return docs, nil
 }
 
 // sameNode compares two trees. Nodes in changed must read as their new

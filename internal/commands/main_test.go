@@ -24,5 +24,14 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(testgitea.Main(m))
+	// plan and apply keep their marker index in the user's cache folder:
+	// tests keep theirs in a folder of their own.
+	cache, err := os.MkdirTemp("", "imagebump-test-cache-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CACHE_HOME", cache)
+	code := testgitea.Main(m)
+	os.RemoveAll(cache)
+	os.Exit(code)
 }

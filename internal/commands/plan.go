@@ -3,11 +3,14 @@ package commands
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -39,6 +42,9 @@ type PlanOptions struct {
 	DetailedExitcode bool
 	// Write applies the edits (apply).
 	Write bool
+	// NoCache reads every file, without the marker index kept in the
+	// user's cache folder.
+	NoCache bool
 
 	// registry replaces the registry client in tests.
 	registry cycle.Registry
@@ -107,12 +113,40 @@ No commit, no push: for CI pipelines that commit themselves.`,
 	cmd.Flags().StringVar(&o.Repo, "repo", "", "local checkout to rewrite (required)")
 	cmd.Flags().StringVar(&o.Target, "target", "", "config target whose paths and policies apply (default: the only one, or all policies over the whole checkout)")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
+	addNoCacheFlag(cmd, &o.NoCache)
 	return cmd
+}
+
+// addNoCacheFlag adds --no-cache.
+func addNoCacheFlag(cmd *cobra.Command, p *bool) {
+	cmd.Flags().BoolVar(p, "no-cache", false, "read every file: do not use or update the marker index (see docs/cli.md)")
+}
+
+// indexFile returns where the marker index of the checkout repo is kept:
+// in the user's cache folder ($XDG_CACHE_HOME/imagebump/markers, that is
+// ~/.cache/imagebump/markers), one file per checkout named by the hash of
+// its real path, never inside the checkout. "" when there is no cache
+// folder.
+func indexFile(repo string) string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	abs, err := filepath.Abs(repo)
+	if err != nil {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(dir, "imagebump", "markers", hex.EncodeToString(sum[:16]))
 }
 
 func addPlanFlags(cmd *cobra.Command, o *PlanOptions) {
 	cmd.Flags().StringVar(&o.Repo, "repo", "", "local checkout to scan (plan without it clones the target's repository read-only into a temporary folder)")
 	cmd.Flags().StringVar(&o.Target, "target", "", "config target whose paths and policies apply (default: the only one, or all policies over the whole checkout)")
+	addNoCacheFlag(cmd, &o.NoCache)
 }
 
 func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
@@ -160,7 +194,12 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 			mu.Unlock()
 		}
 	}
+	idxFile := ""
+	if o.Repo != "" && !o.NoCache {
+		idxFile = indexFile(o.Repo)
+	}
 	plan, err := cycle.Plan(ctx, cycle.PlanOptions{
+		IndexFile:    idxFile,
 		Config:       cfg,
 		Target:       t,
 		Registry:     reg,
@@ -327,10 +366,10 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 	if applied {
 		verb = "changed"
 	}
-	fmt.Fprintf(&b, "\n%d %s in %d %s (%s), %d %s scanned, %d %s.\n",
+	fmt.Fprintf(&b, "\n%d %s in %d %s (%s), %d %s scanned (%d read, %d from the index), %d %s.\n",
 		len(rep.Changes), plural(len(rep.Changes), "field", "fields"),
 		len(rep.FilesChanged), plural(len(rep.FilesChanged), "file", "files"), verb,
-		rep.FilesScanned, plural(rep.FilesScanned, "file", "files"),
+		rep.FilesScanned, plural(rep.FilesScanned, "file", "files"), rep.FilesRead, rep.FilesCached,
 		len(problems), plural(len(problems), "problem", "problems"))
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -25,6 +25,9 @@ type RunOptions struct {
 	Target string
 	// Output is text or json.
 	Output string
+	// NoCache reads every marked file and checks every file of a reused
+	// working copy, without the marker index.
+	NoCache bool
 
 	// registry replaces the registry client in tests.
 	registry cycle.Registry
@@ -61,6 +64,7 @@ Exit 0 when every target succeeded, 1 when any policy, file or target failed
 	cmd.Flags().StringVar(&o.Workdir, "workdir", "", "folder that keeps a working copy per target between runs (default: fresh temporary clones)")
 	cmd.Flags().StringVar(&o.Target, "target", "", "run only this target")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
+	addNoCacheFlag(cmd, &o.NoCache)
 	return cmd
 }
 
@@ -88,7 +92,7 @@ func runRun(ctx context.Context, o *RunOptions, stdout io.Writer) error {
 	for _, t := range targets {
 		res, err := cycle.RunTarget(ctx, cycle.TargetOptions{
 			Config: cfg, Target: t, Registry: reg, Workdir: o.Workdir,
-			PullRequests: o.pullRequests, Logger: o.global.logger,
+			PullRequests: o.pullRequests, Logger: o.global.logger, NoCache: o.NoCache,
 		})
 		errText := ""
 		if err != nil {

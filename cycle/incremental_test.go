@@ -1,0 +1,210 @@
+package cycle
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
+	"github.com/imagebump/imagebump/setters"
+)
+
+// incrementalConfig is the config of the random histories: four policies,
+// one pinning digests.
+const incrementalConfig = `
+images:
+  - {name: apps:web, repository: reg.example/web, policy: {semver: ">=1.0.0"}}
+  - {name: apps:api, repository: reg.example/api, policy: {semver: ">=1.0.0"}}
+  - {name: apps:job, repository: reg.example/job, policy: {semver: ">=1.0.0 <2"}}
+  - {name: apps:pin, repository: reg.example/pin, policy: {semver: ">=1.0.0"}, digest: always}
+git:
+  url: URL
+  branch: main
+commit:
+  author: {name: bot, email: bot@example.invalid}
+`
+
+// markedFile returns a file with markers of random policies and forms, or
+// one of the files a fleet also holds: unmarked, broken, with a marker
+// that applies to nothing or names an unknown policy.
+func markedFile(rng *rand.Rand, tags []string) string {
+	pols := []string{"web", "api", "job", "pin"}
+	pol := func() string { return pols[rng.IntN(len(pols))] }
+	tag := func() string { return tags[rng.IntN(len(tags))] }
+	switch rng.IntN(9) {
+	case 0:
+		return "kind: ConfigMap\ndata:\n  k: v\n"
+	case 1:
+		return "broken: [\nimage: reg.example/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\n"
+	case 2:
+		return "image: reg.example/web:1.0.0 # {\"$imagepolicy\": \"apps:nope\"}\n"
+	case 3:
+		return "list: [a, b] # {\"$imagepolicy\": \"apps:web\"}\n"
+	case 4:
+		p := pol()
+		return fmt.Sprintf("images:\n  - name: reg.example/%s # {\"$imagepolicy\": \"apps:%s:name\"}\n    newTag: %q # {\"$imagepolicy\": \"apps:%s:tag\"}\n", p, p, tag(), p)
+	case 5:
+		return fmt.Sprintf("digest: sha256:%064d # {\"$imagepolicy\": \"apps:pin:digest\"}\n", rng.IntN(3))
+	default:
+		var b strings.Builder
+		b.WriteString("apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n")
+		for i := range 1 + rng.IntN(3) {
+			p := pol()
+			fmt.Fprintf(&b, "        - name: c%d\n          image: reg.example/%s:%s # {\"$imagepolicy\": \"apps:%s\"}\n", i, p, tag(), p)
+		}
+		return b.String()
+	}
+}
+
+// comparableReport is what an incremental and a full cycle must agree
+// on.
+type comparableReport struct {
+	Policies     []string
+	Unreferenced []string
+	Changes      []setters.Change
+	Problems     []string
+	Markers      []setters.Marker
+	FilesScanned int
+	FilesChanged []string
+}
+
+func comparableOf(r *Report) comparableReport {
+	c := comparableReport{Unreferenced: r.Unreferenced, Changes: r.Changes, Markers: r.Markers, FilesScanned: r.FilesScanned, FilesChanged: r.FilesChanged}
+	for _, p := range r.Policies {
+		c.Policies = append(c.Policies, p.Name+"="+p.Latest()+"@"+p.Digest)
+	}
+	for _, p := range r.Problems {
+		c.Problems = append(c.Problems, p.Error())
+	}
+	return c
+}
+
+// TestIncrementalCycleEqualsFullRescan is the property behind the marker
+// index: on random histories of a repository (commits by others that add,
+// edit, move and delete marked files; tags pushed to the registries), each
+// cycle of a target that keeps its working copy and marker index reports
+// and commits exactly what a full rescan of the same commit finds: a plan
+// over a fresh clone, which reads every file.
+func TestIncrementalCycleEqualsFullRescan(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		extra string
+	}{
+		{"tracked branch", ""},
+		{"push branch", "push:\n  branch: imagebump/main\n"},
+		{"paths", "  paths: [clusters, top.yaml]\n"},
+	} {
+		for seed := range uint64(2) {
+			t.Run(fmt.Sprintf("%s/seed=%d", tt.name, seed), func(t *testing.T) {
+				t.Parallel()
+				incrementalHistory(t, seed, tt.extra)
+			})
+		}
+	}
+}
+
+func incrementalHistory(t *testing.T, seed uint64, extra string) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	tags := []string{"1.0.0", "1.1.0", "1.2.0", "2.0.0"}
+	names := []string{"clusters/a/web.yaml", "clusters/a/api.yml", "clusters/b/Kustomization", "clusters/b/c/d.yaml",
+		"apps/x.yaml", "apps/y.yaml", "top.yaml", "notes.txt"}
+	files := map[string]string{}
+	for _, n := range names[:4] {
+		files[n] = markedFile(rng, tags)
+	}
+	bare := testgit.NewBare(t, files)
+	text := strings.Replace(incrementalConfig, "URL", "file://"+bare, 1)
+	if strings.HasPrefix(extra, "  ") {
+		text = strings.Replace(text, "  branch: main\n", "  branch: main\n"+extra, 1)
+	} else {
+		text += extra
+	}
+	cfg, err := config.Parse([]byte(text), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := cfg.Targets()[0]
+	reg := &fakeRegistry{tags: map[string][]string{}, digests: map[string]string{}}
+	for _, r := range []string{"web", "api", "job", "pin"} {
+		reg.tags["reg.example/"+r] = []string{"1.0.0"}
+		reg.digests["reg.example/"+r+":1.0.0"] = digestA
+	}
+	workdir := t.TempDir()
+	ctx := context.Background()
+	var read, scanned int
+	for round := range 14 {
+		// Others commit: files added, edited, moved, deleted.
+		add, remove := map[string]string{}, []string(nil)
+		for range rng.IntN(4) {
+			n := names[rng.IntN(len(names))]
+			_, exists := testgit.ReadFile(t, bare, "main", n)
+			switch op := rng.IntN(4); {
+			case op == 0 && exists && !slices.Contains(remove, n):
+				remove = append(remove, n)
+				delete(add, n)
+			case op == 1 && exists && !slices.Contains(remove, n):
+				to := names[rng.IntN(len(names))]
+				if _, taken := testgit.ReadFile(t, bare, "main", to); !taken && to != n {
+					c, _ := testgit.ReadFile(t, bare, "main", n)
+					remove = append(remove, n)
+					delete(add, n)
+					add[to] = c
+				}
+			default:
+				if !slices.Contains(remove, n) {
+					add[n] = markedFile(rng, tags)
+				}
+			}
+		}
+		if len(add)+len(remove) > 0 {
+			testgit.Commit(t, bare, "main", add, remove, fmt.Sprintf("others %d", round))
+		}
+		// Tags pushed.
+		for r := range reg.tags {
+			if rng.IntN(3) == 0 {
+				next := tags[rng.IntN(len(tags))]
+				if !slices.Contains(reg.tags[r], next) {
+					reg.tags[r] = append(reg.tags[r], next)
+					reg.digests[r+":"+next] = fmt.Sprintf("sha256:%064x", rng.Uint32())
+				}
+			}
+		}
+
+		plan, err := Plan(ctx, PlanOptions{Config: cfg, Target: &target, Registry: reg})
+		if err != nil {
+			t.Fatalf("round %d: full rescan: %v", round, err)
+		}
+		res, err := RunTarget(ctx, TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: workdir})
+		if err != nil {
+			t.Fatalf("round %d: incremental cycle: %v", round, err)
+		}
+		got, want := comparableOf(res.Report), comparableOf(plan.Report)
+		if diff := cmp.Diff(got, want); diff != "" {
+			t.Fatalf("round %d: the incremental cycle differs from a full rescan (-incremental +full):\n%s", round, diff)
+		}
+		read += res.Report.FilesRead
+		scanned += res.Report.FilesScanned
+		if len(want.Changes) > 0 != res.Pushed && res.PushBranch == "" {
+			t.Errorf("round %d: %d changes, pushed %v", round, len(want.Changes), res.Pushed)
+		}
+		if res.Pushed {
+			// The commit holds exactly the files the rescan would change.
+			parent := testgit.Git(t, bare, "rev-parse", res.Commit+"^")
+			files := strings.Split(testgit.Git(t, bare, "diff-tree", "-r", "--name-only", "--no-commit-id", parent, res.Commit), "\n")
+			if diff := cmp.Diff(files, want.FilesChanged); diff != "" {
+				t.Errorf("round %d: the commit's files differ from the rescan's (-commit +rescan):\n%s", round, diff)
+			}
+		}
+	}
+	t.Logf("files read %d of %d scanned", read, scanned)
+	if read >= scanned {
+		t.Errorf("the incremental cycles read %d of %d files: the index served none", read, scanned)
+	}
+}

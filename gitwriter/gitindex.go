@@ -1,0 +1,250 @@
+package gitwriter
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+)
+
+// Git's index file (.git/index) lists every tracked file with its blob
+// hash and stat data. go-git reads and writes it whole, decoding each of
+// its entries through reflection: for 50,000 files that took most of a
+// second per read or write, and Open read it on every cycle. The code
+// below reads the file as bytes, checks its checksum, and patches it: an
+// update copies the entries that did not change as they are and encodes
+// only the changed ones, so its cost is a copy and a SHA-1 of the file.
+//
+// It handles index versions 2 and 3, which go-git and git write by
+// default. Optional extensions (the cached tree, the untracked cache,
+// resolve-undo) are dropped on a patch, as they may no longer hold; git
+// rebuilds them when it wants them. An index of version 4 (prefix-
+// compressed paths) or with a required extension (a split index) is not
+// patched: the caller falls back to go-git.
+
+// errIndexFormat reports an index this code does not patch.
+var errIndexFormat = errors.New("index format not supported for patching")
+
+const indexSignature = "DIRC"
+
+// rawIndex is an index file split into entries.
+type rawIndex struct {
+	version uint32
+	entries []rawEntry
+}
+
+// rawEntry is one entry: its path and stage, and its encoded bytes.
+type rawEntry struct {
+	name  string
+	stage int
+	data  []byte
+}
+
+// readRawIndex reads and checks the index file at path.
+func readRawIndex(path string) (*rawIndex, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseRawIndex(data)
+}
+
+func parseRawIndex(data []byte) (*rawIndex, error) {
+	if len(data) < 12+sha1.Size || string(data[:4]) != indexSignature {
+		return nil, errors.New("not a git index")
+	}
+	body, sum := data[:len(data)-sha1.Size], data[len(data)-sha1.Size:]
+	if got := sha1.Sum(body); !bytes.Equal(got[:], sum) {
+		return nil, errors.New("index checksum mismatch")
+	}
+	ix := &rawIndex{version: binary.BigEndian.Uint32(data[4:8])}
+	if ix.version != 2 && ix.version != 3 {
+		return nil, errIndexFormat
+	}
+	n := int(binary.BigEndian.Uint32(data[8:12]))
+	if n > len(body)/62 {
+		return nil, errors.New("index entry count too large")
+	}
+	ix.entries = make([]rawEntry, 0, n)
+	p := 12
+	for range n {
+		if p+62 > len(body) {
+			return nil, errors.New("index truncated")
+		}
+		flags := binary.BigEndian.Uint16(body[p+60:])
+		head := 62
+		if flags&0x4000 != 0 {
+			if ix.version < 3 {
+				return nil, errors.New("extended index entry in version 2")
+			}
+			head = 64
+		}
+		nameStart := p + head
+		end := bytes.IndexByte(body[nameStart:], 0)
+		if end < 0 {
+			return nil, errors.New("index entry name not terminated")
+		}
+		name := string(body[nameStart : nameStart+end])
+		size := (head + len(name) + 8) &^ 7
+		if p+size > len(body) {
+			return nil, errors.New("index truncated")
+		}
+		ix.entries = append(ix.entries, rawEntry{name: name, stage: int(flags>>12) & 3, data: body[p : p+size]})
+		p += size
+	}
+	// Extensions: a lowercase first letter marks one a reader must
+	// understand (link: split index, sdir: sparse directories).
+	for p+8 <= len(body) {
+		sig := body[p : p+4]
+		size := int(binary.BigEndian.Uint32(body[p+4:]))
+		if sig[0] >= 'a' && sig[0] <= 'z' {
+			return nil, errIndexFormat
+		}
+		p += 8 + size
+	}
+	return ix, nil
+}
+
+// indexChange is one change to an index: set the entry of Name from a
+// file in the worktree, or remove it.
+type indexChange struct {
+	name   string
+	remove bool
+	hash   plumbing.Hash
+	mode   filemode.FileMode
+	// stat holds the entry's stat fields (ctime, mtime, dev, ino, mode,
+	// uid, gid, size: the first 40 bytes of an entry) from the file's
+	// lstat data; zero when there was none (git then hashes the file to
+	// compare it).
+	stat [40]byte
+}
+
+// statFields returns the stat fields of an index entry for the file fi
+// describes; nil gives zeros.
+func statFields(fi fs.FileInfo) [40]byte {
+	var b [40]byte
+	if fi != nil && !fillStat(b[:], fi) {
+		t := fi.ModTime()
+		binary.BigEndian.PutUint32(b[8:], uint32(t.Unix()))
+		binary.BigEndian.PutUint32(b[12:], uint32(t.Nanosecond()))
+		binary.BigEndian.PutUint32(b[36:], uint32(fi.Size()))
+	}
+	return b
+}
+
+// patch applies changes (at most one per name) to the index and returns
+// its new bytes. Stage-0 entries are replaced; an entry whose name is
+// changed loses any conflict stages.
+func (ix *rawIndex) patch(changes []indexChange) []byte {
+	byName := make(map[string]indexChange, len(changes))
+	for _, c := range changes {
+		byName[c.name] = c
+	}
+	var kept []rawEntry
+	for _, e := range ix.entries {
+		if _, changed := byName[e.name]; !changed {
+			kept = append(kept, e)
+		}
+	}
+	for _, c := range changes {
+		if !c.remove {
+			kept = append(kept, rawEntry{name: c.name, data: encodeIndexEntry(c, ix.version)})
+		}
+	}
+	slices.SortStableFunc(kept, func(a, b rawEntry) int {
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		return a.stage - b.stage
+	})
+	size := 12 + sha1.Size
+	for _, e := range kept {
+		size += len(e.data)
+	}
+	out := make([]byte, 12, size)
+	copy(out, indexSignature)
+	binary.BigEndian.PutUint32(out[4:], ix.version)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(kept)))
+	for _, e := range kept {
+		out = append(out, e.data...)
+	}
+	sum := sha1.Sum(out)
+	ix.entries = kept
+	return append(out, sum[:]...)
+}
+
+// encodeIndexEntry encodes one stage-0 entry.
+func encodeIndexEntry(c indexChange, version uint32) []byte {
+	size := (62 + len(c.name) + 8) &^ 7
+	b := make([]byte, size)
+	copy(b, c.stat[:])
+	binary.BigEndian.PutUint32(b[24:], uint32(c.mode))
+	copy(b[40:60], c.hash[:])
+	n := len(c.name)
+	if n > 0xfff {
+		n = 0xfff
+	}
+	binary.BigEndian.PutUint16(b[60:], uint16(n))
+	copy(b[62:], c.name)
+	return b
+}
+
+// writeIndexFile replaces the index file at path with data, through
+// index.lock as git does.
+func writeIndexFile(path string, data []byte) error {
+	lock := path + ".lock"
+	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("locking the index: %w", err)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(lock, path)
+	}
+	if err != nil {
+		os.Remove(lock)
+		return fmt.Errorf("writing the index: %w", err)
+	}
+	return nil
+}
+
+// checkIndex checks that the index file of the working copy at dir can
+// be read. When the state file records the index's checksum, the index
+// is the one imagebump wrote, and its header and trailing checksum are
+// enough; otherwise the whole file is parsed.
+func checkIndex(dir string) error {
+	path := filepath.Join(dir, ".git", "index")
+	if state, err := os.ReadFile(filepath.Join(dir, ".git", resetStateFile)); err == nil {
+		_, sum, _ := strings.Cut(strings.TrimSpace(string(state)), " ")
+		if got, err := indexChecksum(path); err == nil && got == sum {
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			head := make([]byte, 8)
+			if _, err := io.ReadFull(f, head); err != nil || string(head[:4]) != indexSignature {
+				return errors.New("not a git index")
+			}
+			if v := binary.BigEndian.Uint32(head[4:]); v != 2 && v != 3 {
+				return errIndexFormat
+			}
+			return nil
+		}
+	}
+	_, err := readRawIndex(path)
+	return err
+}

@@ -1,0 +1,211 @@
+package gitwriter
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
+)
+
+// checkWorkdir checks with git itself that the working copy holds rev:
+// HEAD on the tracked branch at rev, an index equal to rev's tree, every
+// file as the index says, and the files of rev's tree.
+func checkWorkdir(t *testing.T, workdir, bare, rev string) {
+	t.Helper()
+	if got := testgit.Git(t, workdir, "rev-parse", "HEAD"); got != rev {
+		t.Errorf("HEAD = %s, want %s", got, rev)
+	}
+	if got := testgit.Git(t, workdir, "symbolic-ref", "HEAD"); got != "refs/heads/main" {
+		t.Errorf("HEAD points at %s", got)
+	}
+	if got := testgit.Git(t, workdir, "status", "--porcelain", "--untracked-files=all"); got != "" {
+		t.Errorf("git status = %q, want clean", got)
+	}
+	if got := testgit.Git(t, workdir, "diff-index", "--cached", "--name-only", "HEAD"); got != "" {
+		t.Errorf("the index differs from HEAD in %q", got)
+	}
+	// What git's own refresh of the stat data would change: nothing, if the
+	// entries hold the files' stat data.
+	testgit.Git(t, workdir, "update-index", "--refresh")
+	files := strings.Split(testgit.Git(t, bare, "ls-tree", "-r", "--name-only", rev), "\n")
+	for _, f := range files {
+		want, _ := testgit.ReadFile(t, bare, rev, f)
+		b, err := os.ReadFile(filepath.Join(workdir, filepath.FromSlash(f)))
+		if err != nil || string(b) != want {
+			t.Errorf("%s = %q, %v; want %q", f, b, err, want)
+		}
+	}
+}
+
+// TestIncrementalWorktree moves a working copy through random histories:
+// commits made elsewhere (files added, edited, deleted, moved into and out
+// of new folders, a file giving way to a folder) and commits made by
+// Update, with and without a push branch. After each step, git itself
+// must find the working copy clean at the right commit, and the commits
+// Update made must hold exactly the edit on their parent.
+func TestIncrementalWorktree(t *testing.T) {
+	t.Parallel()
+	for _, trust := range []bool{false, true} {
+		t.Run(fmt.Sprintf("trust=%v", trust), func(t *testing.T) {
+			t.Parallel()
+			bare := testgit.NewBare(t, seed)
+			workdir := t.TempDir()
+			opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir, TrustWorktree: trust}
+			rng := rand.New(rand.NewPCG(1, 2))
+			names := []string{"a/b/one.yaml", "a/b/two.yaml", "a/c.yaml", "d.yaml", "e/f/g/h.yaml", "clusters/prod/app.yaml"}
+			for step := range 24 {
+				logger, logs := newLogger()
+				opts.Logger = logger
+				r := mustOpen(t, opts)
+				checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+				if step > 0 && strings.Contains(logs.String(), "hard-resetting") {
+					t.Errorf("step %d: Open reset the worktree whole:\n%s", step, logs)
+				}
+				// Someone else commits.
+				files := map[string]string{}
+				var remove []string
+				for range rng.IntN(4) {
+					n := names[rng.IntN(len(names))]
+					if _, ok := testgit.ReadFile(t, bare, "main", n); ok && rng.IntN(3) == 0 {
+						remove = append(remove, n)
+					} else {
+						files[n] = fmt.Sprintf("step %d %d\n", step, rng.IntN(100))
+					}
+				}
+				switch step {
+				case 5:
+					files["x"] = "a file\n"
+				case 12:
+					// A file gives way to a folder of the same name (in two
+					// commits, which the working copy sees as one change).
+					testgit.Commit(t, bare, "main", nil, []string{"x"}, "x goes")
+					files["x/inner.yaml"] = "inner\n"
+				case 20:
+					// And back.
+					testgit.Commit(t, bare, "main", nil, []string{"x/inner.yaml"}, "x/ goes")
+					files["x"] = "a file again\n"
+				}
+				if len(files)+len(remove) > 0 {
+					testgit.Commit(t, bare, "main", files, uniq(remove, files), fmt.Sprintf("other %d", step))
+				}
+				// imagebump commits, after a fetch within Update's retry.
+				edit := map[string]string{names[rng.IntN(len(names))]: fmt.Sprintf("bump %d\n", step)}
+				var deleted []string
+				if rng.IntN(4) == 0 {
+					deleted = append(deleted, names[rng.IntN(len(names))])
+				}
+				pushBranch := ""
+				if rng.IntN(3) == 0 {
+					pushBranch = "imagebump/main"
+				}
+				res, err := r.Update(t.Context(), Update{Commit: author, PushBranch: pushBranch}, func(ctx context.Context, dir string) ([]string, string, error) {
+					var changed []string
+					for n, c := range edit {
+						p := filepath.Join(dir, filepath.FromSlash(n))
+						if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+							return nil, "", err
+						}
+						if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+							return nil, "", err
+						}
+						changed = append(changed, n)
+					}
+					for _, n := range deleted {
+						if _, ok := edit[n]; !ok {
+							os.Remove(filepath.Join(dir, filepath.FromSlash(n)))
+							changed = append(changed, n)
+						}
+					}
+					return changed, fmt.Sprintf("bump %d", step), nil
+				})
+				if err != nil {
+					t.Fatalf("step %d: Update: %v", step, err)
+				}
+				if res.Pushed {
+					rev := res.Commit
+					parent := testgit.Git(t, bare, "rev-parse", rev+"^")
+					got := strings.Split(testgit.Git(t, bare, "diff-tree", "-r", "--name-only", "--no-commit-id", parent, rev), "\n")
+					if diff := cmp.Diff(got, res.Changed); diff != "" {
+						t.Errorf("step %d: the commit changed other files than the edit (-commit +edit):\n%s", step, diff)
+					}
+					testgit.Git(t, bare, "fsck", "--strict", "--no-dangling")
+				}
+				// With a push branch, the tracked branch stays as Open
+				// fetched it.
+				checkWorkdir(t, workdir, bare, r.Head())
+				if err := r.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// uniq drops from remove what files sets again, and duplicates.
+func uniq(remove []string, files map[string]string) []string {
+	var out []string
+	for _, r := range remove {
+		if _, ok := files[r]; !ok && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestTrustWorktree checks what TrustWorktree gives up and what Clean
+// gives back: a trusted Open does not look at the files, so an edit made
+// by hand in the working copy stays until Clean.
+func TestTrustWorktree(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	workdir := t.TempDir()
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir, TrustWorktree: true}
+	mustOpen(t, opts)
+	app := filepath.Join(workdir, "clusters/prod/app.yaml")
+	write(t, app, "image: app:9.9.9\n")
+	r := mustOpen(t, opts)
+	if b, _ := os.ReadFile(app); string(b) != "image: app:9.9.9\n" {
+		t.Fatalf("a trusted Open looked at the files: app.yaml = %q", b)
+	}
+	if err := r.Clean(); err != nil {
+		t.Fatal(err)
+	}
+	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+}
+
+// TestLeftoverIndexLock: a cycle killed between writing the index and
+// renaming it leaves .git/index.lock. The next Open removes it; without
+// that, every later commit failed on the lock, cycle after cycle.
+func TestLeftoverIndexLock(t *testing.T) {
+	t.Parallel()
+	bare := testgit.NewBare(t, seed)
+	workdir := t.TempDir()
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir, TrustWorktree: true}
+	mustOpen(t, opts).Close()
+	lock := filepath.Join(workdir, ".git", "index.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		r := mustOpen(t, opts)
+		res, err := r.Update(t.Context(), Update{Commit: author}, func(ctx context.Context, dir string) ([]string, string, error) {
+			body := fmt.Sprintf("image: app:1.0.%d\n", 5+i)
+			return []string{"clusters/prod/app.yaml"}, "bump", os.WriteFile(filepath.Join(dir, "clusters/prod/app.yaml"), []byte(body), 0o644)
+		})
+		r.Close()
+		if err != nil || !res.Pushed {
+			t.Fatalf("cycle %d after a leftover index.lock: %+v, %v", i, res, err)
+		}
+		checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+	}
+	if _, err := os.Stat(lock); err == nil {
+		t.Errorf("%s is still there", lock)
+	}
+}

@@ -1,0 +1,152 @@
+package gitwriter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+)
+
+// Pushes speak the receive-pack protocol through go-git's transports, but
+// choose the objects to send themselves. go-git's Remote.Push works out
+// what the remote lacks by walking every object reachable from the
+// remote's refs, which reads every tree of the repository: seconds on a
+// large one, for a commit of a few files. A commit that imagebump made has
+// the remote's head as its parent, and the objects it adds are exactly
+// the ones it wrote (Repo.written): those are sent, nothing is walked.
+
+// maxAncestorWalk bounds the walk that checks a push is a fast-forward.
+const maxAncestorWalk = 1000
+
+// push updates ref dst on the remote to commit, sending the objects the
+// last commit wrote. Without a lease the update must be a fast-forward
+// (or create dst); with one, dst must hold lease.Hash (zero: must not
+// exist) and is then forced. A remote already at commit is a success.
+func (r *Repo) push(ctx context.Context, branch string, dst plumbing.ReferenceName, commit plumbing.Hash, lease *git.ForceWithLease) error {
+	if r.beforePush != nil {
+		r.beforePush()
+	}
+	objects := r.written
+	err := r.network(ctx, "pushing to", branch, func(ctx context.Context, o netOpts) error {
+		ep, err := transport.NewEndpoint(r.url)
+		if err != nil {
+			return err
+		}
+		ep.Proxy = o.proxy
+		tr, err := client.NewClient(ep)
+		if err != nil {
+			return err
+		}
+		sess, err := tr.NewReceivePackSession(ep, o.auth)
+		if err != nil {
+			return err
+		}
+		defer sess.Close()
+		ar, err := sess.AdvertisedReferencesContext(ctx)
+		if err != nil {
+			return err
+		}
+		old := ar.References[dst.String()]
+		if old == commit {
+			return nil
+		}
+		switch {
+		case lease != nil && old != lease.Hash:
+			return fmt.Errorf("non-fast-forward update: %s moved on the remote since it was read", dst)
+		case lease == nil && !old.IsZero() && !r.isAncestor(old, commit):
+			return fmt.Errorf("%w: %s", git.ErrNonFastForwardUpdate, dst)
+		}
+		req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
+		if len(r.pushOptions) > 0 && ar.Capabilities.Supports(capability.PushOptions) {
+			_ = req.Capabilities.Set(capability.PushOptions)
+			for k, v := range r.pushOptions {
+				req.Options = append(req.Options, &packp.Option{Key: k, Value: v})
+			}
+		}
+		req.Commands = []*packp.Command{{Name: dst, Old: old, New: commit}}
+		rs, err := r.sendPack(ctx, sess, req, objects, !ar.Capabilities.Supports(capability.OFSDelta))
+		if err != nil {
+			return err
+		}
+		if rs != nil {
+			return rs.Error()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Record where the remote branch is now, as a fetch would.
+	if dst.IsBranch() {
+		_ = r.repo.Storer.SetReference(plumbing.NewHashReference(r.trackingRef(dst.Short()), commit))
+	}
+	r.log.Debug("push accepted", "branch", branch, "ref", dst.String(), "objects", len(objects))
+	return nil
+}
+
+// sendPack sends req with a pack of objects and returns the remote's
+// report.
+func (r *Repo) sendPack(ctx context.Context, sess transport.ReceivePackSession, req *packp.ReferenceUpdateRequest, objects []plumbing.Hash, refDeltas bool) (*packp.ReportStatus, error) {
+	rd, wr := io.Pipe()
+	req.Packfile = rd
+	done := make(chan error, 1)
+	go func() {
+		// Ends when the pack is written or the reader is closed below.
+		_, err := packfile.NewEncoder(wr, r.repo.Storer, refDeltas).Encode(objects, r.packWindow())
+		_ = wr.CloseWithError(err)
+		done <- err
+	}()
+	rs, err := sess.ReceivePack(ctx, req)
+	if err != nil {
+		_ = rd.CloseWithError(err)
+		<-done
+		return nil, err
+	}
+	if err := <-done; err != nil && !errors.Is(err, io.ErrClosedPipe) {
+		return nil, err
+	}
+	return rs, nil
+}
+
+// isAncestor reports whether commit anc is commit c or one of its
+// ancestors in the local store, within maxAncestorWalk commits. A shallow
+// history ends the walk where the local store ends.
+func (r *Repo) isAncestor(anc, c plumbing.Hash) bool {
+	seen := map[plumbing.Hash]bool{}
+	queue := []plumbing.Hash{c}
+	for len(queue) > 0 && len(seen) < maxAncestorWalk {
+		h := queue[0]
+		queue = queue[1:]
+		if h == anc {
+			return true
+		}
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		co, err := object.GetCommit(r.repo.Storer, h)
+		if err != nil {
+			continue
+		}
+		queue = append(queue, co.ParentHashes...)
+	}
+	return false
+}
+
+// packWindow is the delta window of a pushed pack: none for a remote on
+// this machine, where deltas save no transfer, git's default otherwise.
+func (r *Repo) packWindow() uint {
+	if r.kind == kindFile {
+		return 0
+	}
+	return 10
+}

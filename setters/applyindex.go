@@ -1,0 +1,239 @@
+package setters
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// applyIndexed is Apply with Options.Index: it reads and rewrites the
+// files whose markers would change, and serves every other file's
+// markers and problems from the index. Its Result equals a full Apply's
+// over the same files, but for FilesRead and FilesCached.
+func applyIndexed(ctx context.Context, opts Options) (*Result, error) {
+	ix := opts.Index
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if !ix.scanned {
+		if err := ix.Scan(ctx, opts); err != nil {
+			return nil, err
+		}
+	}
+	ix.scanned = false
+	root, err := resolveRoot(opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("scanning %s: %w", opts.Root, err)
+	}
+	e := env{images: opts.Images, known: opts.Known}
+	if e.known == nil {
+		e.known = func(p string) bool { _, ok := opts.Images[p]; return ok }
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	r := &run{opts: opts, env: e, log: log, root: root, res: &Result{}, ix: ix}
+	defer r.discard()
+	res := r.res
+	res.Problems = append(res.Problems, ix.problems...)
+	for rel := range ix.stale {
+		res.Stale = append(res.Stale, rel)
+		res.Problems = append(res.Problems, Problem{File: rel, Err: ErrStale})
+	}
+	var jobs []job
+	var want []*fileEntry
+	for rel, fe := range ix.files {
+		if !fe.token || ix.stale[rel] {
+			continue
+		}
+		markers, problems, need := fe.served(rel, e)
+		if need {
+			jobs = append(jobs, job{rel: rel, abs: filepath.Join(root, filepath.FromSlash(rel))})
+			want = append(want, fe)
+			continue
+		}
+		res.Markers = append(res.Markers, markers...)
+		res.Problems = append(res.Problems, problems...)
+		if len(markers) > 0 {
+			res.FilesWithMarkers++
+		}
+	}
+	if len(jobs) > 0 {
+		log.Debug("reading the files whose markers move", "files", len(jobs))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var next int
+	var nextMu sync.Mutex
+	var wg sync.WaitGroup
+	for range min(workers, len(jobs)) {
+		wg.Go(func() {
+			var buf bytes.Buffer
+			for {
+				nextMu.Lock()
+				i := next
+				next++
+				nextMu.Unlock()
+				if i >= len(jobs) || ctx.Err() != nil {
+					return
+				}
+				r.indexedFile(jobs[i], want[i], &buf)
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("scanning %s: %w", opts.Root, err)
+	}
+	if err := r.commit(ctx, workers); err != nil {
+		return nil, fmt.Errorf("writing the changes in %s: %w", opts.Root, err)
+	}
+	res.FilesScanned = ix.candidates
+	res.FilesRead = len(ix.read)
+	res.FilesCached = max(0, res.FilesScanned-res.FilesRead)
+	r.sort()
+	return res, nil
+}
+
+// indexedFile reads, rewrites and stages one file whose markers move, as
+// run.file does, and records what it read in the index. fe is the file's
+// entry.
+func (r *run) indexedFile(j job, fe *fileEntry, buf *bytes.Buffer) {
+	ix := r.ix
+	var key statKey
+	err := readFileKey(j.abs, buf, maxFileSize(r.opts), &key)
+	r.mu.Lock()
+	ix.read[j.rel] = true
+	r.mu.Unlock()
+	var tooLarge *TooLargeError
+	sum := blobSum(buf.Bytes())
+	switch {
+	case ix.kind == ByBlob && (err != nil || sum != fe.blob):
+		// The worktree does not hold the commit's blob: editing it would
+		// commit what someone else wrote there.
+		r.mu.Lock()
+		r.res.Stale = append(r.res.Stale, j.rel)
+		r.res.Problems = append(r.res.Problems, Problem{File: j.rel, Err: ErrStale})
+		ix.stale[j.rel] = true
+		r.mu.Unlock()
+		return
+	case errors.As(err, &tooLarge):
+		// It grew past the limit since the scan.
+		e, _ := scanRead(j.rel, nil, err)
+		r.record(j.rel, e, key)
+		if tooLarge.Marked {
+			r.problem(Problem{File: j.rel, Err: err})
+		}
+		return
+	case err != nil:
+		r.mu.Lock()
+		delete(ix.files, j.rel)
+		ix.dirty = true
+		r.res.Problems = append(r.res.Problems, Problem{File: j.rel, Err: fmt.Errorf("reading file: %w", err)})
+		r.mu.Unlock()
+		return
+	}
+	src := buf.Bytes()
+	if !bytes.Contains(src, token) {
+		// Changed since the scan, and holds no marker now.
+		r.record(j.rel, &fileEntry{}, key)
+		return
+	}
+	keep := r.opts.OnEdit != nil
+	if keep {
+		src = bytes.Clone(src)
+	}
+	out := rewrite(j.rel, src, r.env)
+	// The scan of the bytes read: what the index holds until the new
+	// bytes replace them.
+	r.record(j.rel, newEntry(src, &out, true), key)
+	var st *staged
+	if out.out != nil && r.opts.Write {
+		st, err = stage(j.abs, src, out.out)
+		if err != nil {
+			out.problems = append(out.problems, Problem{File: j.rel, Err: fmt.Errorf("writing file: %w", err)})
+			out.changes, out.out = nil, nil
+		} else {
+			st.rel, st.changes, out.changes = j.rel, out.changes, nil
+			st.entry = newEntry(out.out, out.after, true)
+			if keep {
+				st.before, st.after = src, out.out
+			}
+		}
+	}
+	if out.out != nil && st == nil {
+		r.log.Debug("rewrote file", "file", j.rel, "changes", len(out.changes), "write", false)
+		if r.opts.OnEdit != nil {
+			r.edit.Lock()
+			r.opts.OnEdit(j.rel, src, out.out)
+			r.edit.Unlock()
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.Markers = append(r.res.Markers, out.markers...)
+	r.res.Changes = append(r.res.Changes, out.changes...)
+	r.res.Problems = append(r.res.Problems, out.problems...)
+	if len(out.markers) > 0 {
+		r.res.FilesWithMarkers++
+	}
+	switch {
+	case st != nil:
+		r.staged = append(r.staged, st)
+	case out.out != nil:
+		r.res.FilesChanged = append(r.res.FilesChanged, j.rel)
+	}
+}
+
+// record keeps the entry of a file just read, with its stat key for a
+// ByStat index. A ByBlob index keeps files with the token only.
+func (r *run) record(rel string, e *fileEntry, key statKey) {
+	ix := r.ix
+	if ix.kind == ByStat {
+		e.stat = key
+		e.racy = isRacy(key, racyNow())
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ix.dirty = true
+	if ix.kind == ByBlob && !e.token {
+		delete(ix.files, rel)
+		return
+	}
+	ix.files[rel] = e
+}
+
+// written records the entry of a file Apply renamed into place. It runs
+// on one goroutine (run.commit).
+func (ix *Index) written(rel, abs string, e *fileEntry) {
+	if ix.kind == ByStat {
+		fi, err := os.Lstat(abs)
+		if err != nil {
+			delete(ix.files, rel)
+			return
+		}
+		e.stat = keyOf(fi)
+		e.racy = true // it was just written
+	}
+	ix.files[rel] = e
+	ix.dirty = true
+}
+
+// isRacy reports whether a file with stat key k, read at time now, may
+// change again without its key changing.
+func isRacy(k statKey, now time.Time) bool {
+	limit := now.Add(-racyWindow).UnixNano()
+	return k.mtime >= limit || k.ctime >= limit
+}

@@ -1,0 +1,652 @@
+package setters
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// trustClock makes the racy rule trust every stat key for the rest of the
+// test: the clock the rule reads is an hour ahead.
+func trustClock(t *testing.T) {
+	t.Helper()
+	racyNow = func() time.Time { return time.Now().Add(time.Hour) }
+	t.Cleanup(func() { racyNow = time.Now })
+}
+
+// normal is a Result without what differs between an indexed and a full
+// Apply (how many files were read), for cmp.
+func normal(r *Result) any {
+	c := *r
+	c.Problems = nil
+	c.FilesRead, c.FilesCached = 0, 0
+	return struct {
+		Result
+		Problems []string
+	}{c, problemLines(r.Problems)}
+}
+
+// TestIndexGolden runs every golden case through an index of each kind,
+// cold (the index is empty) and warm (loaded from its file, trusted), and
+// checks that each run reports what a full Apply does, and writes the
+// same bytes.
+func TestIndexGolden(t *testing.T) {
+	trustClock(t)
+	entries, err := os.ReadDir(goldenDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		for _, kind := range []IndexKind{ByStat, ByBlob} {
+			t.Run(e.Name()+"/"+kind.String(), func(t *testing.T) { indexGolden(t, e.Name(), kind) })
+		}
+	}
+}
+
+func indexGolden(t *testing.T, name string, kind IndexKind) {
+	input := filepath.Join(goldenDir, name, "input")
+	full := filepath.Join(t.TempDir(), "full")
+	indexed := filepath.Join(t.TempDir(), "indexed")
+	copyTree(t, input, full)
+	copyTree(t, input, indexed)
+	if hook := goldenHooks[name]; hook.before != nil {
+		hook.before(t, full)
+		hook.before(t, indexed)
+	}
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "index")
+	opts := Options{Images: goldenImages, Known: goldenKnown}
+	step := func(what string, write bool) *Result {
+		t.Helper()
+		opts.Write = write
+		fo := opts
+		fo.Root = full
+		want, err := Apply(ctx, fo)
+		if err != nil {
+			t.Fatalf("%s: full Apply: %v", what, err)
+		}
+		io := opts
+		io.Root = indexed
+		ix, _ := LoadIndex(file, kind, io)
+		io.Index = ix
+		got, err := Apply(ctx, io)
+		if err != nil {
+			t.Fatalf("%s: indexed Apply: %v", what, err)
+		}
+		if err := ix.Save(file); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(normal(got), normal(want)); diff != "" {
+			t.Errorf("%s: the indexed Apply differs from the full one (-indexed +full):\n%s", what, diff)
+		}
+		if diff := cmp.Diff(readTree(t, indexed), readTree(t, full)); diff != "" {
+			t.Errorf("%s: the trees differ (-indexed +full):\n%s", what, diff)
+		}
+		if got.FilesRead+got.FilesCached != got.FilesScanned {
+			t.Errorf("%s: read %d + cached %d != scanned %d", what, got.FilesRead, got.FilesCached, got.FilesScanned)
+		}
+		return got
+	}
+	cold := step("cold dry run", false)
+	if cold.FilesRead != cold.FilesScanned {
+		t.Errorf("a cold index read %d of %d files", cold.FilesRead, cold.FilesScanned)
+	}
+	warm := step("warm dry run", false)
+	// Warm, only files whose markers move are read.
+	if want := len(warm.FilesChanged) + countProblem(warm, func(err error) bool { return !isStatic(err) }); warm.FilesRead > want {
+		t.Errorf("a warm dry run read %d files, want at most %d (the files that change or fail to)", warm.FilesRead, want)
+	}
+	step("write", true)
+	again := step("again", true)
+	if len(again.FilesChanged) != 0 {
+		t.Errorf("a second write changed %v", again.FilesChanged)
+	}
+}
+
+// countProblem counts the distinct files with a problem that matches.
+func countProblem(r *Result, match func(error) bool) int {
+	files := map[string]bool{}
+	for _, p := range r.Problems {
+		if match(p.Err) {
+			files[p.File] = true
+		}
+	}
+	return len(files)
+}
+
+// isStatic reports whether a problem is one the index serves without
+// reading the file.
+func isStatic(err error) bool {
+	var up *UnknownPolicyError
+	var se *SyntaxError
+	var me *MarkerError
+	var tl *TooLargeError
+	return errors.As(err, &up) || errors.As(err, &se) || errors.As(err, &me) || errors.As(err, &tl) ||
+		errors.Is(err, errNoScalar) || errors.Is(err, errFlow) || errors.Is(err, errInFlow) ||
+		strings.Contains(err.Error(), "resolved no digest") || strings.Contains(err.Error(), "aliases are left alone")
+}
+
+// TestIndexRandomHistories is the property that makes the index safe to
+// use: over random histories of a tree (files added, edited, moved,
+// deleted; picks that move; dry runs and writes), an Apply with an index
+// kept between runs reports exactly what a full Apply does, and writes the
+// same bytes. The tree's files are the golden inputs, so every kind of
+// marker and problem appears.
+func TestIndexRandomHistories(t *testing.T) {
+	trustClock(t)
+	pool := goldenPool(t)
+	for _, kind := range []IndexKind{ByStat, ByBlob} {
+		for seed := range uint64(6) {
+			for _, paths := range [][]string{nil, {"a", "b/c.yaml", "missing"}} {
+				t.Run(fmt.Sprintf("%s/seed=%d/paths=%d", kind, seed, len(paths)), func(t *testing.T) {
+					randomHistory(t, kind, seed, paths, pool)
+				})
+			}
+		}
+	}
+}
+
+// goldenPool returns the contents of the golden inputs, and a few more.
+func goldenPool(t *testing.T) []string {
+	t.Helper()
+	var pool []string
+	seen := map[string]bool{}
+	inputs, err := filepath.Glob(filepath.Join(goldenDir, "*", "input"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range inputs {
+		for _, c := range readTree(t, in) {
+			if !seen[c] {
+				seen[c] = true
+				pool = append(pool, c)
+			}
+		}
+	}
+	slices.Sort(pool)
+	return append(pool,
+		"plain: text\n",
+		"image: ghcr.io/acme/app:1.4.2 # {\"$imagepolicy\": \"apps:app\"}\n",
+		"tag: \"1.4.2\" # {\"$imagepolicy\": \"apps:app:tag\"}\ndigest: sha256:00 # {\"$imagepolicy\": \"apps:app:digest\"}\n",
+		"image: ghcr.io/acme/app:1.4.2 # {\"$imagepolicy\": \"apps:unknown\"}\n",
+		"broken: [\nimage: x # {\"$imagepolicy\": \"apps:app\"}\n",
+	)
+}
+
+var historyNames = []string{"a/one.yaml", "a/two.yml", "a/sub/Kustomization", "b/c.yaml", "b/d.yaml", "c/e.yaml", "c/f.txt", "top.yaml", "a/three.yaml.bak"}
+
+func randomHistory(t *testing.T, kind IndexKind, seed uint64, paths []string, pool []string) {
+	rng := rand.New(rand.NewPCG(seed, uint64(kind)))
+	full := filepath.Join(t.TempDir(), "full")
+	indexed := filepath.Join(t.TempDir(), "indexed")
+	file := filepath.Join(t.TempDir(), "index")
+	ctx := context.Background()
+	tags := []string{"1.4.2", "1.5.0", "1.10", "v2.3.1", "on"}
+	images := maps.Clone(goldenImages)
+	tree := map[string]string{}
+	// setFile writes one file in both trees, through a rename, as editors
+	// and git do (a new inode: the stat key changes whatever the size).
+	setFile := func(rel, content string) {
+		for _, root := range []string{full, indexed} {
+			p := filepath.Join(root, filepath.FromSlash(rel))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p+".tmp", []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(p+".tmp", p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tree[rel] = content
+	}
+	removeFile := func(rel string) {
+		for _, root := range []string{full, indexed} {
+			if err := os.Remove(filepath.Join(root, filepath.FromSlash(rel))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		delete(tree, rel)
+	}
+	for _, n := range historyNames {
+		if rng.IntN(2) == 0 {
+			setFile(n, pool[rng.IntN(len(pool))])
+		}
+	}
+	// committed is what the index of a ByBlob working copy was last told.
+	committed := map[string]string{}
+	head := 0
+	var ix *Index
+	var read, cached int
+	defer func() {
+		t.Logf("files read %d, served from the index %d", read, cached)
+		if cached == 0 {
+			t.Error("no file was ever served from the index")
+		}
+	}()
+	for round := range 25 {
+		// Random edits to the tree.
+		for range rng.IntN(4) {
+			n := historyNames[rng.IntN(len(historyNames))]
+			_, exists := tree[n]
+			switch op := rng.IntN(5); {
+			case op == 0 && exists:
+				removeFile(n)
+			case op == 1 && exists:
+				to := historyNames[rng.IntN(len(historyNames))]
+				if _, taken := tree[to]; !taken {
+					c := tree[n]
+					removeFile(n)
+					setFile(to, c)
+				}
+			case op == 2 && exists:
+				// A bump someone else made, in place of the value.
+				setFile(n, strings.Replace(tree[n], "1.4.2", tags[rng.IntN(len(tags))], 1))
+			default:
+				setFile(n, pool[rng.IntN(len(pool))])
+			}
+		}
+		// Random tag pushes, and a policy that sometimes fails.
+		for p := range images {
+			if rng.IntN(3) == 0 {
+				im := goldenImages[p]
+				im.Tag = tags[rng.IntN(len(tags))]
+				images[p] = im
+			}
+		}
+		if rng.IntN(4) == 0 {
+			delete(images, "apps:web")
+		} else {
+			images["apps:web"] = goldenImages["apps:web"]
+		}
+		write := rng.IntN(2) == 0
+		opts := Options{Paths: paths, Images: images, Known: goldenKnown, Write: write}
+
+		fo := opts
+		fo.Root = full
+		want, err := Apply(ctx, fo)
+		if err != nil {
+			t.Fatalf("round %d: full Apply: %v", round, err)
+		}
+		io := opts
+		io.Root = indexed
+		if ix == nil || rng.IntN(3) == 0 {
+			// From the file: a new process.
+			ix, _ = LoadIndex(file, kind, io)
+		}
+		if kind == ByBlob {
+			head++
+			ix.Update(fmt.Sprint(head), diffTrees(committed, tree), paths)
+		}
+		io.Index = ix
+		got, err := Apply(ctx, io)
+		if err != nil {
+			t.Fatalf("round %d: indexed Apply: %v", round, err)
+		}
+		if diff := cmp.Diff(normal(got), normal(want)); diff != "" {
+			t.Fatalf("round %d (write %v): the indexed Apply differs from the full one (-indexed +full):\n%s", round, write, diff)
+		}
+		if err := ix.Save(file); err != nil {
+			t.Fatal(err)
+		}
+		read += got.FilesRead
+		cached += got.FilesCached
+		for _, f := range want.FilesChanged {
+			if write {
+				b, err := os.ReadFile(filepath.Join(full, filepath.FromSlash(f)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				tree[f] = string(b)
+			}
+		}
+		if diff := cmp.Diff(readTree(t, indexed), readTree(t, full)); diff != "" {
+			t.Fatalf("round %d: the trees differ (-indexed +full):\n%s", round, diff)
+		}
+		committed = maps.Clone(tree)
+	}
+}
+
+// diffTrees lists the files that differ between two trees, as a Git tree
+// diff would.
+func diffTrees(old, new map[string]string) []FileChange {
+	var out []FileChange
+	for p, c := range new {
+		o, ok := old[p]
+		switch {
+		case !ok:
+			out = append(out, FileChange{Path: p, New: BlobHash([]byte(c))})
+		case o != c:
+			out = append(out, FileChange{Path: p, Old: BlobHash([]byte(o)), New: BlobHash([]byte(c))})
+		}
+	}
+	for p, c := range old {
+		if _, ok := new[p]; !ok {
+			out = append(out, FileChange{Path: p, Old: BlobHash([]byte(c))})
+		}
+	}
+	return out
+}
+
+// TestIndexRacy checks Git's racy rule: a file whose times fall within
+// racyWindow of the scan that read it is read again, however its stat
+// data look; once the window has passed, it is served from the index.
+func TestIndexRacy(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.yaml"), markedOutside)
+	writeFile(t, filepath.Join(dir, "b.yaml"), "plain: x\n")
+	opts := Options{Root: dir, Images: goldenImages, Known: goldenKnown}
+	ctx := context.Background()
+	now := time.Now()
+	racyNow = func() time.Time { return now }
+	t.Cleanup(func() { racyNow = time.Now })
+
+	ix := NewIndex(ByStat, opts)
+	opts.Index = ix
+	for _, tt := range []struct {
+		name     string
+		clock    time.Time
+		wantRead int
+	}{
+		{"cold", now, 2},
+		{"just written: racy", now, 2},
+		{"within the window", now.Add(racyWindow / 2), 2},
+		// Read once more, as the last scan found them racy, and no more.
+		{"after the window", now.Add(racyWindow + time.Second), 2},
+		{"trusted", now.Add(racyWindow + 2*time.Second), 0},
+	} {
+		racyNow = func() time.Time { return tt.clock }
+		if err := ix.Scan(ctx, opts); err != nil {
+			t.Fatal(err)
+		}
+		opts.Images = map[string]Image{"apps:app": goldenImages["apps:app"]}
+		// The pick equals nothing in a.yaml, so reading it would be for
+		// the edit; a dry run with the file's own value reads nothing.
+		opts.Images["apps:app"] = Image{Repository: "ghcr.io/acme/app", Tag: "1.4.2"}
+		res, err := Apply(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.FilesRead != tt.wantRead {
+			t.Errorf("%s: read %d files, want %d", tt.name, res.FilesRead, tt.wantRead)
+		}
+	}
+	// A change that keeps the size is seen by its stat data.
+	racyNow = func() time.Time { return now.Add(time.Hour) }
+	writeFile(t, filepath.Join(dir, "b.yaml"), "plain: y\n")
+	if err := ix.Scan(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FilesRead != 1 {
+		t.Errorf("after an edit of one file, read %d files, want 1", res.FilesRead)
+	}
+}
+
+// TestIndexStale checks that a ByBlob index refuses to edit a worktree
+// file that is not the blob it was told of, and reports it.
+func TestIndexStale(t *testing.T) {
+	trustClock(t)
+	dir := t.TempDir()
+	orig := "image: ghcr.io/acme/app:1.4.2 # {\"$imagepolicy\": \"apps:app\"}\n"
+	writeFile(t, filepath.Join(dir, "a.yaml"), orig)
+	ctx := context.Background()
+	opts := Options{Root: dir, Images: map[string]Image{"apps:app": {Repository: "ghcr.io/acme/app", Tag: "1.4.2"}}, Write: true}
+	ix := NewIndex(ByBlob, opts)
+	opts.Index = ix
+	if _, err := Apply(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	// Someone edits the working copy; the commit did not change.
+	tampered := strings.Replace(orig, "1.4.2", "6.6.6", 1)
+	writeFile(t, filepath.Join(dir, "a.yaml"), tampered)
+	ix = ix.Clone()
+	opts.Index = ix
+	opts.Images["apps:app"] = Image{Repository: "ghcr.io/acme/app", Tag: "1.5.0"}
+	if err := ix.Scan(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(res.Stale, []string{"a.yaml"}); diff != "" {
+		t.Errorf("Stale (-got +want):\n%s", diff)
+	}
+	if len(res.Problems) != 1 || !errors.Is(res.Problems[0].Err, ErrStale) {
+		t.Errorf("problems = %v, want one ErrStale", res.Problems)
+	}
+	if got := readTestFile(t, filepath.Join(dir, "a.yaml")); got != tampered {
+		t.Errorf("the stale file was rewritten: %q", got)
+	}
+}
+
+// TestLoadIndex checks that an index file that cannot serve is replaced by
+// an empty index, with the reason.
+func TestLoadIndex(t *testing.T) {
+	trustClock(t)
+	dir := t.TempDir()
+	genTree(t, dir, 50, 5)
+	opts := Options{Root: dir, Images: testImages}
+	ix := NewIndex(ByStat, opts)
+	opts.Index = ix
+	if _, err := Apply(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "sub", "index")
+	if err := ix.Save(file); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name   string
+		data   []byte
+		kind   IndexKind
+		paths  []string
+		reason string
+	}{
+		{name: "good", data: good, kind: ByStat},
+		{name: "missing", kind: ByStat, reason: "no marker index yet"},
+		{name: "other kind", data: good, kind: ByBlob, reason: "another kind"},
+		{name: "other paths", data: good, kind: ByStat, paths: []string{"team01"}, reason: "other paths"},
+		{name: "truncated", data: good[:len(good)/2], kind: ByStat, reason: "damaged"},
+		{name: "flipped byte", data: flip(good, len(good)/3), kind: ByStat, reason: "checksum"},
+		{name: "not an index", data: []byte("hello"), kind: ByStat, reason: "not a marker index"},
+		{name: "other build", data: reseal(strings.Replace(string(good[:len(good)-32]), buildID(), "format 0 other", 1)), kind: ByStat, reason: "another build"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.data != nil {
+				if err := os.WriteFile(file, tt.data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				os.Remove(file)
+			}
+			o := opts
+			o.Paths = tt.paths
+			got, reason := LoadIndex(file, tt.kind, o)
+			if tt.reason == "" {
+				if reason != "" || got.Files() != ix.Files() || !got.Built() {
+					t.Errorf("LoadIndex = %d files, built %v, reason %q; want %d files", got.Files(), got.Built(), reason, ix.Files())
+				}
+				return
+			}
+			if !strings.Contains(reason, tt.reason) || got.Files() != 0 || got.Built() {
+				t.Errorf("LoadIndex = %d files, built %v, reason %q; want an empty index and a reason with %q", got.Files(), got.Built(), reason, tt.reason)
+			}
+		})
+	}
+}
+
+func flip(b []byte, i int) []byte {
+	c := slices.Clone(b)
+	c[i] ^= 0xff
+	return c
+}
+
+// reseal appends a valid checksum to body.
+func reseal(body string) []byte {
+	sum := sha256.Sum256([]byte(body))
+	return append([]byte(body), sum[:]...)
+}
+
+// TestIndexSymlinkUnsupported checks that a ByBlob index, which cannot
+// follow symbolic links through a tree diff, scans every file while one
+// is in scope, and serves files again once it is gone.
+func TestIndexSymlinkUnsupported(t *testing.T) {
+	trustClock(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.yaml"), markedOutside)
+	writeFile(t, filepath.Join(dir, "b.yaml"), "plain: x\n")
+	symlink(t, "a.yaml", filepath.Join(dir, "link.yaml"))
+	ctx := context.Background()
+	opts := Options{Root: dir, Images: map[string]Image{"apps:app": {Repository: "ghcr.io/acme/app", Tag: "1.4.2"}}}
+	ix := NewIndex(ByBlob, opts)
+	opts.Index = ix
+	for i := range 2 {
+		if err := ix.Scan(ctx, opts); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Apply(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ix.Built() || res.FilesRead != 2 {
+			t.Errorf("run %d with a symlink: built %v, read %d files; want a full scan of 2", i, ix.Built(), res.FilesRead)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	ix.Update("h2", []FileChange{{Path: "link.yaml", Old: "x", Symlink: true}}, nil)
+	for i := range 2 {
+		if err := ix.Scan(ctx, opts); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Apply(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 2
+		if i > 0 {
+			want = 0
+		}
+		if !ix.Built() || res.FilesRead != want {
+			t.Errorf("run %d without the symlink: built %v, read %d files; want %d", i, ix.Built(), res.FilesRead, want)
+		}
+	}
+}
+
+// TestIndexUnreadableReadAgain: a ByBlob index reads only what later
+// commits change, so a file its full scan could not read must not be
+// forgotten: the index stays unbuilt and the next scan reads every file,
+// the one now readable included.
+func TestIndexUnreadableReadAgain(t *testing.T) {
+	trustClock(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.yaml"), markedOutside)
+	odd := filepath.Join(dir, "b.yaml")
+	writeFile(t, odd, markedOutside)
+	// As root, no permission makes a file unreadable: the read fails.
+	scanReadFile = func(path string, buf *bytes.Buffer, limit int64, key *statKey) error {
+		if path == odd {
+			return fs.ErrPermission
+		}
+		return readFileKey(path, buf, limit, key)
+	}
+	t.Cleanup(func() { scanReadFile = readFileKey })
+	ctx := context.Background()
+	opts := Options{Root: dir, Write: true, Images: map[string]Image{"apps:app": {Repository: "ghcr.io/acme/app", Tag: "1.5.0"}}}
+	ix := NewIndex(ByBlob, opts)
+	opts.Index = ix
+	if err := ix.Scan(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) == 0 {
+		t.Fatalf("b.yaml could not be read: no problem reported")
+	}
+	if ix.Built() {
+		t.Fatalf("the index counts itself built though b.yaml could not be read")
+	}
+	// b.yaml becomes readable; no commit reports it.
+	scanReadFile = readFileKey
+	if err := ix.Scan(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = Apply(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.FilesChanged, "b.yaml") {
+		t.Errorf("b.yaml, readable now, was not edited: changed %v, problems %v", res.FilesChanged, problemLines(res.Problems))
+	}
+	if !ix.Built() {
+		t.Errorf("a full scan that read every file left the index unbuilt")
+	}
+}
+
+// TestPruneIndexes: index files unused for the age go, with the temporary
+// files of killed saves; a used index is kept, even one Save found
+// unchanged (Save refreshes its time).
+func TestPruneIndexes(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-40 * 24 * time.Hour)
+	for name, age := range map[string]time.Time{
+		"used": old, "unused": old, "fresh": time.Now(),
+		"fresh.tmp-1": time.Now(), "old.tmp-2": time.Now().Add(-2 * time.Hour),
+	} {
+		p := filepath.Join(dir, name)
+		writeFile(t, p, "x")
+		if err := os.Chtimes(p, age, age); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// "used" is an index that a run loads and saves unchanged.
+	ix := NewIndex(ByStat, Options{})
+	if err := ix.Save(filepath.Join(dir, "used")); err != nil {
+		t.Fatal(err)
+	}
+	ix.dirty = false
+	writeFile(t, filepath.Join(dir, "used"), "x")
+	if err := os.Chtimes(filepath.Join(dir, "used"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Save(filepath.Join(dir, "used")); err != nil {
+		t.Fatal(err)
+	}
+	PruneIndexes(dir, 30*24*time.Hour)
+	var left []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if want := []string{"fresh", "fresh.tmp-1", "used"}; !slices.Equal(left, want) {
+		t.Errorf("left %v, want %v", left, want)
+	}
+}
