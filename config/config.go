@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,6 +58,11 @@ type Config struct {
 	// Webhooks are the registry webhook endpoints of `imagebump serve`:
 	// POST /hook/NAME scans at once the images a push event names.
 	Webhooks []Webhook `yaml:"webhooks"`
+	// MaxFileSize is the largest YAML file with markers that is parsed and
+	// edited, as written: bytes, or a number with KiB, MiB or GiB ("4MiB").
+	// Empty means setters.DefaultMaxFileSize (2 MiB). See FileSizeLimit.
+	MaxFileSize string `yaml:"maxFileSize"`
+	maxFileSize int64
 
 	// File is the config's file name, as given to Load or Parse.
 	File string `yaml:"-"`
@@ -610,4 +616,32 @@ func NormalizeName(name string) string {
 		return name
 	}
 	return DefaultNamespace + ":" + name
+}
+
+// FileSizeLimit returns MaxFileSize in bytes, or 0 for the default.
+func (c *Config) FileSizeLimit() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.maxFileSize
+}
+
+// ParseByteSize parses a size as maxFileSize takes it: a whole number of
+// bytes, or one followed by KiB, MiB or GiB.
+func ParseByteSize(s string) (int64, error) {
+	num, unit := s, int64(1)
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, unit = strings.TrimSpace(n), u.size
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > (1<<40)/unit {
+		return 0, fmt.Errorf("%q is not a size: write a whole number of bytes, or one with KiB, MiB or GiB, such as 4MiB", s)
+	}
+	return n * unit, nil
 }

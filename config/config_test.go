@@ -1163,3 +1163,40 @@ targets: [{name: flux-system-auto, git: {url: "https://git.example/fleet.git"}, 
 		t.Errorf("Merge of conflicting registries = %v", err)
 	}
 }
+
+func TestMaxFileSize(t *testing.T) {
+	for _, tt := range []struct {
+		value   string
+		want    int64
+		wantErr string
+	}{
+		{"", 0, ""},
+		{"4MiB", 4 << 20, ""},
+		{`"512 KiB"`, 512 << 10, ""},
+		{`"1048576"`, 1 << 20, ""},
+		{"1GiB", 1 << 30, ""},
+		{"4MB", 0, `imagebump.yaml:1:14: maxFileSize: "4MB" is not a size`},
+		{`"0"`, 0, `maxFileSize: "0" is not a size`},
+		{"4194304", 0, "maxFileSize: expected a string, got an integer (quote it)"},
+	} {
+		t.Run(tt.value, func(t *testing.T) {
+			src := "images: []\n"
+			if tt.value != "" {
+				src = "maxFileSize: " + tt.value + "\n" + src
+			}
+			c, err := Parse([]byte(src), "imagebump.yaml")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.FileSizeLimit(); got != tt.want {
+				t.Errorf("FileSizeLimit() = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

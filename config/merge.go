@@ -15,6 +15,11 @@ import (
 func Merge(a, b *Config) (*Config, error) {
 	c := &Config{File: a.File, images: map[string]int{}}
 	var errs []error
+	for _, src := range []*Config{b, a} {
+		if src.maxFileSize != 0 {
+			c.MaxFileSize, c.maxFileSize = src.MaxFileSize, src.maxFileSize
+		}
+	}
 
 	hosts := map[string]Registry{}
 	for _, src := range []*Config{a, b} {

@@ -35,6 +35,13 @@ func (v *validator) validate() {
 	v.topLevel()
 	v.targets()
 	v.webhooks()
+	if v.c.MaxFileSize != "" {
+		n, err := ParseByteSize(v.c.MaxFileSize)
+		if err != nil {
+			v.add(v.at("maxFileSize"), "maxFileSize", "%v", err)
+		}
+		v.c.maxFileSize = n
+	}
 	v.secretRefs(reflect.ValueOf(v.c).Elem(), "")
 }
 

@@ -180,6 +180,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 
+	limit := opts.Config.FileSizeLimit()
 	results := opts.Selection
 	var unreferenced []string
 	if results == nil {
@@ -191,12 +192,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		var current map[string]pinned
 		var refs setters.References
 		if ix := opts.Index; ix != nil {
-			if err := ix.Scan(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, Write: opts.Write, Logger: logger}); err != nil {
+			if err := ix.Scan(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, MaxFileSize: limit, Write: opts.Write, Logger: logger}); err != nil {
 				return nil, err
 			}
 			if needsCurrent(applied) {
 				// As below: the parsed markers, not the comments.
-				if err := ix.ParseMarkers(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, Logger: logger}); err != nil {
+				if err := ix.ParseMarkers(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, MaxFileSize: limit, Logger: logger}); err != nil {
 					return nil, err
 				}
 				markers := ix.Markers()
@@ -210,7 +211,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			}
 		} else if needsCurrent(applied) {
 			res, err := setters.Apply(ctx, setters.Options{
-				Root: opts.Root, Paths: opts.Paths, Known: func(string) bool { return true }, Logger: logger,
+				Root: opts.Root, Paths: opts.Paths, MaxFileSize: limit, Known: func(string) bool { return true }, Logger: logger,
 			})
 			if err != nil {
 				return nil, err
@@ -222,7 +223,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			}
 		} else {
 			var err error
-			if refs, err = setters.Referenced(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, Logger: logger}); err != nil {
+			if refs, err = setters.Referenced(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, MaxFileSize: limit, Logger: logger}); err != nil {
 				return nil, err
 			}
 		}
@@ -266,14 +267,15 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 	res, err := setters.Apply(ctx, setters.Options{
-		Root:   opts.Root,
-		Paths:  opts.Paths,
-		Images: selected,
-		Known:  opts.Config.Has,
-		Write:  opts.Write,
-		OnEdit: opts.OnEdit,
-		Logger: logger,
-		Index:  opts.Index,
+		Root:        opts.Root,
+		Paths:       opts.Paths,
+		MaxFileSize: limit,
+		Images:      selected,
+		Known:       opts.Config.Has,
+		Write:       opts.Write,
+		OnEdit:      opts.OnEdit,
+		Logger:      logger,
+		Index:       opts.Index,
 	})
 	if err != nil {
 		return nil, err

@@ -3,8 +3,10 @@ package cycle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -288,4 +290,47 @@ func problemTexts(ps []setters.Problem) []string {
 		out = append(out, p.Error())
 	}
 	return out
+}
+
+// TestRunMaxFileSize: a marked file over maxFileSize is reported, not
+// edited, with and without a marker index; raising the limit edits it.
+func TestRunMaxFileSize(t *testing.T) {
+	big := "i: reg.example/app:1.0.0 # {\"$imagepolicy\": \"a:app\"}\n" + "# " + strings.Repeat("x", 2000) + "\n"
+	for _, tt := range []struct {
+		limit   string
+		indexed bool
+		edited  bool
+	}{
+		{"1KiB", false, false},
+		{"1KiB", true, false},
+		{"4KiB", false, true},
+		{"4KiB", true, true},
+	} {
+		t.Run(fmt.Sprintf("%s/index=%v", tt.limit, tt.indexed), func(t *testing.T) {
+			cfg, root := setup(t, "maxFileSize: "+tt.limit+`
+images:
+  - name: a:app
+    repository: reg.example/app
+    policy: {semver: ">=1.0.0"}
+`, map[string]string{"x.yaml": big})
+			reg := &fakeRegistry{tags: map[string][]string{"reg.example/app": {"1.0.0", "1.1.0"}}}
+			opts := Options{Config: cfg, Registry: reg, Root: root, Write: true}
+			if tt.indexed {
+				opts.Index = setters.NewIndex(setters.ByStat, setters.Options{MaxFileSize: cfg.FileSizeLimit()})
+			}
+			rep, err := Run(context.Background(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(rep.FilesChanged) == 1; got != tt.edited {
+				t.Errorf("edited %v (%v), want %v; problems %q", got, rep.FilesChanged, tt.edited, problemTexts(rep.Problems))
+			}
+			tooLarge := slices.ContainsFunc(rep.Problems, func(p setters.Problem) bool {
+				return strings.Contains(p.Error(), "over the limit of 1.0 KiB")
+			})
+			if tooLarge == tt.edited {
+				t.Errorf("problems %q: a too-large report is %v, want %v", problemTexts(rep.Problems), tooLarge, !tt.edited)
+			}
+		})
+	}
 }

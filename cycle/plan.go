@@ -101,7 +101,7 @@ func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
 	var idx *setters.Index
 	if opts.IndexFile != "" && opts.Repo != "" {
 		var why string
-		idx, why = setters.LoadIndex(opts.IndexFile, setters.ByStat, setters.Options{Paths: paths})
+		idx, why = setters.LoadIndex(opts.IndexFile, setters.ByStat, setters.Options{Paths: paths, MaxFileSize: opts.Config.FileSizeLimit()})
 		if why != "" {
 			logger.Debug("building the marker index", "reason", why, "file", opts.IndexFile)
 		}
@@ -153,7 +153,7 @@ func Validate(ctx context.Context, cfg *config.Config, t *config.Target, root st
 	if t != nil && t.Git != nil {
 		paths = t.Git.Paths
 	}
-	res, err := setters.Apply(ctx, setters.Options{Root: root, Paths: paths, Known: cfg.Has, Logger: logger})
+	res, err := setters.Apply(ctx, setters.Options{Root: root, Paths: paths, MaxFileSize: cfg.FileSizeLimit(), Known: cfg.Has, Logger: logger})
 	if err != nil {
 		return nil, err
 	}

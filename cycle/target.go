@@ -166,7 +166,7 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 	defer repo.Close()
 	res.Branch, res.Head = repo.Branch(), repo.Head()
 
-	idx, err := openIndex(repo, t, opts.NoCache, workdir != "", logger)
+	idx, err := openIndex(repo, opts.Config, t, opts.NoCache, workdir != "", logger)
 	if err != nil {
 		return fail(err)
 	}
@@ -409,12 +409,12 @@ type targetIndex struct {
 // starts an empty one. An index that cannot follow the worktree to its
 // head by a tree diff is rebuilt, by a full scan that needs a worktree
 // holding nothing but the commit: the worktree is checked whole first.
-func openIndex(repo *gitwriter.Repo, t config.Target, noCache, keep bool, logger *slog.Logger) (*targetIndex, error) {
+func openIndex(repo *gitwriter.Repo, cfg *config.Config, t config.Target, noCache, keep bool, logger *slog.Logger) (*targetIndex, error) {
 	ti := &targetIndex{paths: t.Git.Paths}
 	if noCache {
 		return ti, nil
 	}
-	sopts := setters.Options{Paths: t.Git.Paths}
+	sopts := setters.Options{Paths: t.Git.Paths, MaxFileSize: cfg.FileSizeLimit()}
 	if keep {
 		ti.file = IndexFile(repo.Dir())
 		var why string

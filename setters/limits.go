@@ -22,7 +22,7 @@ type TooLargeError struct {
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("the file is %s, over the limit of %s for files with markers; not parsed (raise maxFileSize if it is meant to be edited)", byteSize(e.Size), byteSize(e.Limit))
+	return fmt.Sprintf("the file is %s, over the limit of %s for files with markers; not parsed (raise maxFileSize in imagebump.yaml if it is meant to be edited)", byteSize(e.Size), byteSize(e.Limit))
 }
 
 // errNotRegular reports a path that is not (or no longer) a regular file.
