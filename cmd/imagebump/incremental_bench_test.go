@@ -115,7 +115,10 @@ func newBig(f *fixture) (*bigFixture, error) {
 		return nil, err
 	}
 	gitEnv := append(os.Environ(), "GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@example.invalid",
-		"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@example.invalid", "GIT_CONFIG_GLOBAL=/dev/null")
+		"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@example.invalid", "GIT_CONFIG_GLOBAL=/dev/null",
+		// No automatic gc in the background: the explicit one below would
+		// find it running.
+		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=gc.auto", "GIT_CONFIG_VALUE_0=0")
 	gitCmd := func(args ...string) (string, error) {
 		cmd := exec.Command("git", args...)
 		cmd.Env = gitEnv
