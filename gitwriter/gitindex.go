@@ -43,11 +43,11 @@ type rawIndex struct {
 	entries []rawEntry
 }
 
-// rawEntry is one entry: its path and stage, and its encoded bytes.
+// rawEntry is one entry: its path and its encoded bytes (which hold the
+// stage), both slices of the file read.
 type rawEntry struct {
-	name  string
-	stage int
-	data  []byte
+	name []byte
+	data []byte
 }
 
 // readRawIndex reads and checks the index file at path.
@@ -94,12 +94,15 @@ func parseRawIndex(data []byte) (*rawIndex, error) {
 		if end < 0 {
 			return nil, errors.New("index entry name not terminated")
 		}
-		name := string(body[nameStart : nameStart+end])
+		name := body[nameStart : nameStart+end]
 		size := (head + len(name) + 8) &^ 7
 		if p+size > len(body) {
 			return nil, errors.New("index truncated")
 		}
-		ix.entries = append(ix.entries, rawEntry{name: name, stage: int(flags>>12) & 3, data: body[p : p+size]})
+		if k := len(ix.entries); k > 0 && bytes.Compare(ix.entries[k-1].name, name) > 0 {
+			return nil, errors.New("index entries out of order")
+		}
+		ix.entries = append(ix.entries, rawEntry{name: name, data: body[p : p+size]})
 		p += size
 	}
 	// Extensions: a lowercase first letter marks one a reader must
@@ -144,42 +147,49 @@ func statFields(fi fs.FileInfo) [40]byte {
 
 // patch applies changes (at most one per name) to the index and returns
 // its new bytes. Stage-0 entries are replaced; an entry whose name is
-// changed loses any conflict stages.
+// changed loses any conflict stages. The entries are in name order (git
+// sorts them so, and parseRawIndex checks it), so the changes, sorted,
+// are merged in: a commit of a few files costs one pass over the index,
+// not a sort of it.
 func (ix *rawIndex) patch(changes []indexChange) []byte {
-	byName := make(map[string]indexChange, len(changes))
-	for _, c := range changes {
-		byName[c.name] = c
-	}
-	var kept []rawEntry
-	for _, e := range ix.entries {
-		if _, changed := byName[e.name]; !changed {
-			kept = append(kept, e)
-		}
-	}
-	for _, c := range changes {
-		if !c.remove {
-			kept = append(kept, rawEntry{name: c.name, data: encodeIndexEntry(c, ix.version)})
-		}
-	}
-	slices.SortStableFunc(kept, func(a, b rawEntry) int {
-		if c := strings.Compare(a.name, b.name); c != 0 {
-			return c
-		}
-		return a.stage - b.stage
-	})
+	cs := slices.Clone(changes)
+	slices.SortFunc(cs, func(a, b indexChange) int { return strings.Compare(a.name, b.name) })
 	size := 12 + sha1.Size
-	for _, e := range kept {
+	for _, e := range ix.entries {
 		size += len(e.data)
+	}
+	for _, c := range cs {
+		size += (62 + len(c.name) + 8) &^ 7
 	}
 	out := make([]byte, 12, size)
 	copy(out, indexSignature)
 	binary.BigEndian.PutUint32(out[4:], ix.version)
-	binary.BigEndian.PutUint32(out[8:], uint32(len(kept)))
-	for _, e := range kept {
-		out = append(out, e.data...)
+	count := 0
+	i := 0
+	for _, c := range cs {
+		name := []byte(c.name)
+		for i < len(ix.entries) && bytes.Compare(ix.entries[i].name, name) < 0 {
+			out = append(out, ix.entries[i].data...)
+			count++
+			i++
+		}
+		for i < len(ix.entries) && bytes.Equal(ix.entries[i].name, name) {
+			i++ // every stage of a changed name goes
+		}
+		if !c.remove {
+			out = append(out, encodeIndexEntry(c, ix.version)...)
+			count++
+		}
 	}
+	for ; i < len(ix.entries); i++ {
+		out = append(out, ix.entries[i].data...)
+		count++
+	}
+	binary.BigEndian.PutUint32(out[8:], uint32(count))
 	sum := sha1.Sum(out)
-	ix.entries = kept
+	// The entries now live in out; a caller that patches again reads the
+	// file again.
+	ix.entries = nil
 	return append(out, sum[:]...)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -36,6 +37,7 @@ func (r *Repo) push(ctx context.Context, branch string, dst plumbing.ReferenceNa
 		r.beforePush()
 	}
 	objects := r.written
+	started := time.Now()
 	err := r.network(ctx, "pushing to", branch, func(ctx context.Context, o netOpts) error {
 		ep, err := transport.NewEndpoint(r.url)
 		if err != nil {
@@ -89,7 +91,7 @@ func (r *Repo) push(ctx context.Context, branch string, dst plumbing.ReferenceNa
 	if dst.IsBranch() {
 		_ = r.repo.Storer.SetReference(plumbing.NewHashReference(r.trackingRef(dst.Short()), commit))
 	}
-	r.log.Debug("push accepted", "branch", branch, "ref", dst.String(), "objects", len(objects))
+	r.log.Debug("push accepted", "branch", branch, "ref", dst.String(), "objects", len(objects), "duration", time.Since(started).Round(time.Millisecond))
 	return nil
 }
 

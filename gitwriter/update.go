@@ -214,9 +214,13 @@ func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit 
 	if u.PushBranch != "" {
 		target = u.PushBranch
 	}
+	started := time.Now()
 	commit, changed, err := r.commit(base, changed, message, u.Commit, key)
 	if err != nil {
 		return nil, false, err
+	}
+	if !commit.IsZero() {
+		r.log.Debug("committed", "commit", shortHash(commit), "files", len(changed), "objects", len(r.written), "duration", time.Since(started).Round(time.Millisecond))
 	}
 	if commit.IsZero() {
 		// The files the edit reported hold the base's content.

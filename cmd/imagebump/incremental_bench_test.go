@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -189,9 +190,15 @@ func mustLook(prog string) string {
 }
 
 // cycle runs one cycle of the target in this process, as serve does.
+// With IMAGEBUMP_BENCH_LOG set, the cycles log at debug level to stderr,
+// with times, to see where a cycle's time goes.
 func (g *bigFixture) cycle(ctx context.Context, workdir string, noCache bool) (*cycle.TargetResult, error) {
+	var logger *slog.Logger
+	if os.Getenv("IMAGEBUMP_BENCH_LOG") != "" {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	return cycle.RunTarget(ctx, cycle.TargetOptions{
-		Config: g.cfg, Target: g.cfg.Targets()[0], Registry: g.reg, Workdir: workdir, NoCache: noCache,
+		Config: g.cfg, Target: g.cfg.Targets()[0], Registry: g.reg, Workdir: workdir, NoCache: noCache, Logger: logger,
 	})
 }
 
