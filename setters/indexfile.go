@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -160,12 +162,14 @@ func (ix *Index) encode() []byte {
 	e.uint(uint64(ix.candidates))
 	e.str(ix.unsupported)
 	e.uint(uint64(len(ix.pending)))
-	for p, h := range ix.pending {
+	// In name order: the same index is the same bytes.
+	for _, p := range slices.Sorted(maps.Keys(ix.pending)) {
 		e.str(p)
-		e.str(h)
+		e.str(ix.pending[p])
 	}
 	e.uint(uint64(len(ix.files)))
-	for rel, f := range ix.files {
+	for _, rel := range slices.Sorted(maps.Keys(ix.files)) {
+		f := ix.files[rel]
 		e.str(rel)
 		flags := uint64(0)
 		if f.token {
