@@ -84,6 +84,9 @@ type Options struct {
 	// name, and reads only the files whose markers move. Nil reads every
 	// file.
 	Index *setters.Index
+	// prefetch, when set, holds results selected while the working copy
+	// was fetched (see prefetch.go); Run asks only for what it lacks.
+	prefetch *prefetch
 }
 
 // PolicyResult is what one image policy selected, or why it could not.
@@ -242,7 +245,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if gates == nil && slices.ContainsFunc(images, needsGates) {
 			gates = NewGates(opts.Now, logger)
 		}
-		results = selectImages(ctx, opts.Registry, gates, images, current, opts.Concurrency, logger)
+		if opts.prefetch != nil && current == nil {
+			results = opts.prefetch.selectWith(ctx, opts.Registry, gates, images, opts.Concurrency, logger)
+		} else {
+			results = selectImages(ctx, opts.Registry, gates, images, current, opts.Concurrency, logger)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -208,3 +208,57 @@ func incrementalHistory(t *testing.T, seed uint64, extra string) {
 		t.Errorf("the incremental cycles read %d of %d files: the index served none", read, scanned)
 	}
 }
+
+// TestPrefetch: a kept working copy's cycle asks the registries for the
+// policies its last commit used while it fetches; a policy that only the
+// new commit uses is asked for after the fetch, and one the new commit no
+// longer uses is dropped from the report.
+func TestPrefetch(t *testing.T) {
+	bare := testgit.NewBare(t, map[string]string{
+		"web.yaml": "image: reg.example/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\n",
+	})
+	cfg, err := config.Parse([]byte(strings.Replace(incrementalConfig, "URL", "file://"+bare, 1)), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := cfg.Targets()[0]
+	reg := &fakeRegistry{tags: map[string][]string{
+		"reg.example/web": {"1.0.0"}, "reg.example/api": {"1.0.0", "1.1.0"},
+	}}
+	workdir := t.TempDir()
+	ctx := context.Background()
+	run := func() *TargetResult {
+		t.Helper()
+		reg.mu.Lock()
+		reg.scanned = nil
+		reg.mu.Unlock()
+		res, err := RunTarget(ctx, TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: workdir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	run() // the first cycle clones: no index yet, no prefetch
+	// Someone replaces the web marker by an api one.
+	testgit.Commit(t, bare, "main", map[string]string{
+		"api.yaml": "image: reg.example/api:1.0.0 # {\"$imagepolicy\": \"apps:api\"}\n",
+	}, []string{"web.yaml"}, "web goes, api comes")
+	res := run()
+	if diff := cmp.Diff(reg.scanned, []string{"reg.example/web", "reg.example/api"}); diff != "" {
+		t.Errorf("registries asked (-got +want): web while fetching (the last commit used it), then api:\n%s", diff)
+	}
+	var names []string
+	for _, p := range res.Report.Policies {
+		names = append(names, p.Name+"="+p.Latest())
+	}
+	if diff := cmp.Diff(names, []string{"apps:api=1.1.0"}); diff != "" {
+		t.Errorf("policies reported (-got +want):\n%s", diff)
+	}
+	if !res.Pushed || len(res.Report.Changes) != 1 {
+		t.Errorf("pushed %v with %d changes, want the api bump", res.Pushed, len(res.Report.Changes))
+	}
+	// Nothing new: the prefetch (api) is all the cycle asks.
+	if res := run(); res.Pushed || !slices.Equal(reg.scanned, []string{"reg.example/api"}) {
+		t.Errorf("a cycle with nothing new pushed %v and asked %v, want only api", res.Pushed, reg.scanned)
+	}
+}

@@ -155,6 +155,13 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		}
 		defer unlock()
 	}
+	reg := perCycle(opts.Registry)
+	var pf *prefetch
+	if workdir != "" && !opts.NoCache {
+		// The registries are asked while the working copy is fetched.
+		pf = startPrefetch(ctx, opts, reg, workdir, logger)
+		defer pf.stop()
+	}
 	gopts := GitOptions(t, workdir, logger)
 	// With the marker index, every file the cycle reads is checked against
 	// its blob hash, so a reused working copy need not be looked at whole.
@@ -170,7 +177,6 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 	if err != nil {
 		return fail(err)
 	}
-	reg := perCycle(opts.Registry)
 	commit, tmpl := commitSettings(t)
 	var selection []PolicyResult
 	var work *setters.Index // the index of the last edit
@@ -193,6 +199,7 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 				Now:       opts.Now,
 				Logger:    logger,
 				Index:     work,
+				prefetch:  pf,
 			})
 			if err != nil {
 				return nil, "", err
