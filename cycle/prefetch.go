@@ -3,6 +3,7 @@ package cycle
 import (
 	"context"
 	"log/slog"
+	"slices"
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/setters"
@@ -49,7 +50,7 @@ func startPrefetch(ctx context.Context, opts TargetOptions, reg Registry, workdi
 	ctx, cancel := context.WithCancel(ctx)
 	p := &prefetch{done: make(chan struct{}), cancel: cancel}
 	gates := opts.Gates
-	if gates == nil {
+	if gates == nil && slices.ContainsFunc(images, needsGates) {
 		gates = NewGates(opts.Now, logger)
 	}
 	go func() {
