@@ -67,7 +67,7 @@ IMAGEBUMP_TOOLS="$tools" ./scripts/build-gitea.sh
 export IMAGEBUMP_GITEA="$tools/gitea-1.26.0/gitea"
 export IMAGEBUMP_DOCKER_REGISTRY="$(command -v docker-registry)"
 
-log "checking formatting and vet"
+log "checking formatting, vet and go mod tidy"
 unformatted="$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"
 if [ -n "$unformatted" ]; then
 	echo "gofmt: these files need formatting:" >&2
@@ -75,6 +75,10 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 go vet ./...
+if ! go mod tidy -diff; then
+	echo "go.mod and go.sum are not tidy: run go mod tidy" >&2
+	exit 1
+fi
 
 # Test artefacts (such as the status page's screenshot) are kept under
 # $out/_artifacts, one folder per test.
