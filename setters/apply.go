@@ -314,16 +314,30 @@ func (r *run) file(j job, buf *bytes.Buffer) {
 	if !bytes.Contains(buf.Bytes(), token) {
 		return
 	}
+	r.rewriteFile(j, buf.Bytes(), nil)
+}
+
+// rewriteFile rewrites src, the bytes of a file that holds the marker
+// text, stages the new bytes when Options.Write is set, and adds the
+// outcome to the result. src may be the worker's read buffer. key, for a
+// run with an index, is the stat key of the bytes read: the index then
+// records their scan, and the staged file's scan for when it is renamed.
+func (r *run) rewriteFile(j job, src []byte, key *statKey) {
 	// The parsed tree and the results copy what they keep, so src can stay
 	// in buf unless OnEdit gets it: its caller may keep it.
-	src := buf.Bytes()
 	keep := r.opts.OnEdit != nil
 	if keep {
 		src = bytes.Clone(src)
 	}
 	out := rewrite(j.rel, src, r.env)
+	if key != nil {
+		// The scan of the bytes read: what the index holds until the new
+		// bytes replace them.
+		r.record(j.rel, newEntry(src, &out, true), *key)
+	}
 	var st *staged
 	if out.out != nil && r.opts.Write {
+		var err error
 		st, err = stage(j.abs, src, out.out)
 		if err != nil {
 			out.problems = append(out.problems, Problem{File: j.rel, Err: fmt.Errorf("writing file: %w", err)})
@@ -331,6 +345,9 @@ func (r *run) file(j job, buf *bytes.Buffer) {
 		} else {
 			// The changes count once the file is renamed, in commit.
 			st.rel, st.changes, out.changes = j.rel, out.changes, nil
+			if key != nil {
+				st.entry = newEntry(out.out, out.after, true)
+			}
 			if keep {
 				st.before, st.after = src, out.out
 			}

@@ -151,50 +151,7 @@ func (r *run) indexedFile(j job, fe *fileEntry, buf *bytes.Buffer) {
 		r.record(j.rel, &fileEntry{}, key)
 		return
 	}
-	keep := r.opts.OnEdit != nil
-	if keep {
-		src = bytes.Clone(src)
-	}
-	out := rewrite(j.rel, src, r.env)
-	// The scan of the bytes read: what the index holds until the new
-	// bytes replace them.
-	r.record(j.rel, newEntry(src, &out, true), key)
-	var st *staged
-	if out.out != nil && r.opts.Write {
-		st, err = stage(j.abs, src, out.out)
-		if err != nil {
-			out.problems = append(out.problems, Problem{File: j.rel, Err: fmt.Errorf("writing file: %w", err)})
-			out.changes, out.out = nil, nil
-		} else {
-			st.rel, st.changes, out.changes = j.rel, out.changes, nil
-			st.entry = newEntry(out.out, out.after, true)
-			if keep {
-				st.before, st.after = src, out.out
-			}
-		}
-	}
-	if out.out != nil && st == nil {
-		r.log.Debug("rewrote file", "file", j.rel, "changes", len(out.changes), "write", false)
-		if r.opts.OnEdit != nil {
-			r.edit.Lock()
-			r.opts.OnEdit(j.rel, src, out.out)
-			r.edit.Unlock()
-		}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.res.Markers = append(r.res.Markers, out.markers...)
-	r.res.Changes = append(r.res.Changes, out.changes...)
-	r.res.Problems = append(r.res.Problems, out.problems...)
-	if len(out.markers) > 0 {
-		r.res.FilesWithMarkers++
-	}
-	switch {
-	case st != nil:
-		r.staged = append(r.staged, st)
-	case out.out != nil:
-		r.res.FilesChanged = append(r.res.FilesChanged, j.rel)
-	}
+	r.rewriteFile(j, src, &key)
 }
 
 // record keeps the entry of a file just read, with its stat key for a
