@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/imagebump/imagebump/internal/testkit/ci"
 )
 
 // IdentityName and IdentityEmail are the author and committer of the
@@ -40,11 +42,7 @@ func RequireProgram(t testing.TB, program, debianPackage string, extraDirs ...st
 			return p
 		}
 	}
-	msg := "testgit: " + program + " not found; install the Debian package " + debianPackage
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	ci.Missing(t, "testgit: "+program+" not found; install the Debian package "+debianPackage)
 	return ""
 }
 

@@ -28,6 +28,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/imagebump/imagebump/internal/testkit/ci"
+
 	"gopkg.in/yaml.v3"
 )
 
@@ -197,11 +199,7 @@ func executable(path string) error {
 // requireTool fails the test when CI=true and skips it otherwise.
 func requireTool(t testing.TB, err error) {
 	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("testregistry: %v", err)
-		return
-	}
-	t.Skipf("testregistry: %v", err)
+	ci.Missing(t, fmt.Sprintf("testregistry: %v", err))
 }
 
 // Start runs a registry for the test. It is stopped by t.Cleanup, and its

@@ -528,7 +528,7 @@ func BenchmarkPush10000Tags(b *testing.B) {
 	}
 }
 
-// stopTB is a testing.TB whose Fatalf and Skipf record the call and end the
+// stopTB is a testing.TB whose Fatal, Fatalf, Skip and Skipf record the call and end the
 // goroutine, as the real ones do, without failing or skipping the test.
 type stopTB struct {
 	testing.TB
@@ -544,6 +544,16 @@ func (s *stopTB) Fatalf(format string, args ...any) {
 
 func (s *stopTB) Skipf(format string, args ...any) {
 	s.skip = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func (s *stopTB) Fatal(args ...any) {
+	s.fatal = fmt.Sprint(args...)
+	runtime.Goexit()
+}
+
+func (s *stopTB) Skip(args ...any) {
+	s.skip = fmt.Sprint(args...)
 	runtime.Goexit()
 }
 
