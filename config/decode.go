@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/imagebump/imagebump/internal/fluxshape"
+	"github.com/imagebump/imagebump/internal/typo"
 	"gopkg.in/yaml.v3"
 )
 
@@ -443,7 +444,7 @@ func contains(list []string, s string) bool {
 func suggest(key string, fields map[string]field) string {
 	best, bestDist := "", 3
 	for k := range fields {
-		dist := editDistance(strings.ToLower(key), strings.ToLower(k))
+		dist := typo.Distance(strings.ToLower(key), strings.ToLower(k))
 		if dist < bestDist || (dist == bestDist && best != "" && k < best) {
 			best, bestDist = k, dist
 		}
@@ -452,28 +453,4 @@ func suggest(key string, fields map[string]field) string {
 		return ""
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return math.MaxInt32
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/imagebump/imagebump/internal/typo"
 )
 
 // SuggestPolicy returns a hint for a marker naming a policy (NAMESPACE:NAME
@@ -61,7 +63,7 @@ func closest(s string, candidates []string) string {
 	}
 	best, bestDist := "", limit+1
 	for _, c := range candidates {
-		d := editDistance(strings.ToLower(s), strings.ToLower(c))
+		d := typo.Distance(strings.ToLower(s), strings.ToLower(c))
 		if d < bestDist || (d == bestDist && c < best) {
 			best, bestDist = c, d
 		}
@@ -70,29 +72,4 @@ func closest(s string, candidates []string) string {
 		return ""
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes;
-// long strings are not compared.
-func editDistance(a, b string) int {
-	if len(a) > 256 || len(b) > 256 {
-		return 1 << 30
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
