@@ -180,27 +180,11 @@ func Apply(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Index != nil {
 		return applyIndexed(ctx, opts)
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	root, err := resolveRoot(opts.Root)
+	r, workers, err := newRun(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("scanning %s: %w", opts.Root, err)
-	}
-	e := env{images: opts.Images, known: opts.Known}
-	if e.known == nil {
-		e.known = func(p string) bool { _, ok := opts.Images[p]; return ok }
-	}
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-
-	r := &run{opts: opts, env: e, log: log, root: root, res: &Result{}}
+	log, root := r.log, r.root
 	// Whatever ends the run early, no temporary file stays behind.
 	defer r.discard()
 	ctx, cancel := context.WithCancel(ctx)
@@ -219,16 +203,7 @@ func Apply(ctx context.Context, opts Options) (*Result, error) {
 		})
 	}
 	w := &walker{ctx: ctx, root: root, jobs: jobs, log: log, run: r}
-	paths := opts.Paths
-	if len(paths) == 0 {
-		paths = []string{"."}
-	}
-	for _, p := range paths {
-		if ctx.Err() != nil {
-			break
-		}
-		w.path(p)
-	}
+	w.walk(opts.Paths)
 	close(jobs)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -291,6 +266,31 @@ func (r *run) problem(p Problem) {
 	r.mu.Lock()
 	r.res.Problems = append(r.res.Problems, p)
 	r.mu.Unlock()
+}
+
+// newRun checks opts.Root and ctx and returns the run of an Apply, with
+// the number of workers it uses.
+func newRun(ctx context.Context, opts Options) (*run, int, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	root, err := resolveRoot(opts.Root)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, fmt.Errorf("scanning %s: %w", opts.Root, err)
+	}
+	e := env{images: opts.Images, known: opts.Known}
+	if e.known == nil {
+		e.known = func(p string) bool { _, ok := opts.Images[p]; return ok }
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	return &run{opts: opts, env: e, log: log, root: root, res: &Result{}, ix: opts.Index}, workers, nil
 }
 
 // file reads, screens and rewrites one file, and stages its new content
@@ -540,6 +540,20 @@ func (w *walker) covered(p string) bool {
 // inGit reports whether a root-relative slash path is in a .git folder.
 func inGit(rel string) bool {
 	return slices.Contains(strings.Split(rel, "/"), ".git")
+}
+
+// walk walks each of paths in turn (the whole root when there are none),
+// until ctx is cancelled.
+func (w *walker) walk(paths []string) {
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	for _, p := range paths {
+		if w.ctx.Err() != nil {
+			return
+		}
+		w.path(p)
+	}
 }
 
 // path scans one entry of Options.Paths.

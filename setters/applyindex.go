@@ -5,10 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"time"
 )
@@ -19,32 +17,16 @@ import (
 // over the same files, but for FilesRead and FilesCached.
 func applyIndexed(ctx context.Context, opts Options) (*Result, error) {
 	ix := opts.Index
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	if !ix.scanned {
 		if err := ix.Scan(ctx, opts); err != nil {
 			return nil, err
 		}
 	}
 	ix.scanned = false
-	root, err := resolveRoot(opts.Root)
+	r, workers, err := newRun(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("scanning %s: %w", opts.Root, err)
-	}
-	e := env{images: opts.Images, known: opts.Known}
-	if e.known == nil {
-		e.known = func(p string) bool { _, ok := opts.Images[p]; return ok }
-	}
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	r := &run{opts: opts, env: e, log: log, root: root, res: &Result{}, ix: ix}
 	defer r.discard()
 	res := r.res
 	res.Problems = append(res.Problems, ix.problems...)
@@ -58,9 +40,9 @@ func applyIndexed(ctx context.Context, opts Options) (*Result, error) {
 		if !fe.token || ix.stale[rel] {
 			continue
 		}
-		markers, problems, need := fe.served(rel, e)
+		markers, problems, need := fe.served(rel, r.env)
 		if need {
-			jobs = append(jobs, job{rel: rel, abs: filepath.Join(root, filepath.FromSlash(rel))})
+			jobs = append(jobs, job{rel: rel, abs: filepath.Join(r.root, filepath.FromSlash(rel))})
 			want = append(want, fe)
 			continue
 		}
@@ -71,7 +53,7 @@ func applyIndexed(ctx context.Context, opts Options) (*Result, error) {
 		}
 	}
 	if len(jobs) > 0 {
-		log.Debug("reading the files whose markers move", "files", len(jobs))
+		r.log.Debug("reading the files whose markers move", "files", len(jobs))
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -531,16 +531,7 @@ func (ix *Index) scanAll(ctx context.Context, opts Options, root string, log *sl
 			}
 		}
 	}
-	paths := opts.Paths
-	if len(paths) == 0 {
-		paths = []string{"."}
-	}
-	for _, p := range paths {
-		if ctx.Err() != nil {
-			break
-		}
-		w.path(p)
-	}
+	w.walk(opts.Paths)
 	close(ch)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {

@@ -385,16 +385,7 @@ func Walk(ctx context.Context, opts Options, fn func(file string, src []byte) er
 		defer close(done)
 		defer close(jobs)
 		w := &walker{ctx: ctx, root: root, jobs: jobs, log: log, run: r}
-		paths := opts.Paths
-		if len(paths) == 0 {
-			paths = []string{"."}
-		}
-		for _, p := range paths {
-			if ctx.Err() != nil {
-				return
-			}
-			w.path(p)
-		}
+		w.walk(opts.Paths)
 	}()
 	var buf bytes.Buffer
 	var fnErr error

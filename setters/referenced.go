@@ -60,16 +60,7 @@ func Referenced(ctx context.Context, opts Options) (References, error) {
 		})
 	}
 	w := &walker{ctx: ctx, root: root, jobs: jobs, log: log, run: r}
-	paths := opts.Paths
-	if len(paths) == 0 {
-		paths = []string{"."}
-	}
-	for _, p := range paths {
-		if ctx.Err() != nil {
-			break
-		}
-		w.path(p)
-	}
+	w.walk(opts.Paths)
 	close(jobs)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
