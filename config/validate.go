@@ -430,15 +430,7 @@ func (v *validator) targets() {
 		t := &v.c.TargetList[i]
 		p := fmt.Sprintf("targets[%d]", i)
 		t.Line = v.at(p).line
-		if v.require(p, "name") && t.Name != "" {
-			if len(t.Name) > 63 || !dnsLabelRE.MatchString(t.Name) {
-				v.add(v.at(p+".name"), p+".name", "%q must be a lowercase RFC 1123 label (a-z, 0-9, '-', at most 63 characters, starting and ending alphanumeric)", t.Name)
-			} else if line, dup := first[t.Name]; dup {
-				v.add(v.at(p+".name"), p+".name", "duplicate target %q (first at line %d)", t.Name, line)
-			} else {
-				first[t.Name] = v.at(p + ".name").line
-			}
-		}
+		v.uniqueLabel(p, t.Name, "target", "", first)
 		v.require(p, "git")
 		v.target(p, t.Git, &t.Commit, t.Push, t.Schedule)
 		for j, g := range t.Policies {
@@ -453,6 +445,23 @@ func (v *validator) targets() {
 	}
 }
 
+// uniqueLabel checks the required name of the entry at p: a lowercase RFC
+// 1123 label, not taken by an earlier entry of the same kind (first maps
+// names to the line that took them). why ends the label message.
+func (v *validator) uniqueLabel(p, name, kind, why string, first map[string]int) {
+	if !v.require(p, "name") || name == "" {
+		return
+	}
+	switch line, dup := first[name]; {
+	case len(name) > 63 || !dnsLabelRE.MatchString(name):
+		v.add(v.at(p+".name"), p+".name", "%q must be a lowercase RFC 1123 label (a-z, 0-9, '-', at most 63 characters, starting and ending alphanumeric)%s", name, why)
+	case dup:
+		v.add(v.at(p+".name"), p+".name", "duplicate %s %q (first at line %d)", kind, name, line)
+	default:
+		first[name] = v.at(p + ".name").line
+	}
+}
+
 // webhooks checks the webhook endpoints: unique names that fit in a URL
 // path and a label, and one way to authenticate each.
 func (v *validator) webhooks() {
@@ -461,15 +470,7 @@ func (v *validator) webhooks() {
 		h := &v.c.Webhooks[i]
 		p := fmt.Sprintf("webhooks[%d]", i)
 		h.Line = v.at(p).line
-		if v.require(p, "name") && h.Name != "" {
-			if len(h.Name) > 63 || !dnsLabelRE.MatchString(h.Name) {
-				v.add(v.at(p+".name"), p+".name", "%q must be a lowercase RFC 1123 label (a-z, 0-9, '-', at most 63 characters, starting and ending alphanumeric): it is the last element of the path /hook/NAME", h.Name)
-			} else if line, dup := first[h.Name]; dup {
-				v.add(v.at(p+".name"), p+".name", "duplicate webhook %q (first at line %d)", h.Name, line)
-			} else {
-				first[h.Name] = v.at(p + ".name").line
-			}
-		}
+		v.uniqueLabel(p, h.Name, "webhook", ": it is the last element of the path /hook/NAME", first)
 		secret, token := v.has(p+".secretFile"), v.has(p+".tokenFile")
 		switch {
 		case secret && token:
