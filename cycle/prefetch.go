@@ -23,17 +23,15 @@ type prefetch struct {
 	results map[string]PolicyResult // by policy name, once done is closed
 }
 
-// startPrefetch starts selecting the policies the kept marker index of
-// workdir names, or returns nil when there is no usable index, or when a
-// policy needs the markers' current values (the ifNotPresent digest mode)
-// that only the new commit's files give.
-func startPrefetch(ctx context.Context, opts TargetOptions, reg Registry, workdir string, logger *slog.Logger) *prefetch {
-	t := opts.Target
-	ix, why := setters.LoadIndex(IndexFile(workdir), setters.ByBlob, setters.Options{Paths: t.Git.Paths, MaxFileSize: opts.Config.FileSizeLimit()})
-	if why != "" || !ix.Built() {
+// startPrefetch starts selecting the policies that ix, the marker index
+// kept in the working copy, names, or returns nil when it is not usable,
+// or when a policy needs the markers' current values (the ifNotPresent
+// digest mode) that only the new commit's files give.
+func startPrefetch(ctx context.Context, opts TargetOptions, reg Registry, ix *setters.Index, logger *slog.Logger) *prefetch {
+	if !ix.Built() {
 		return nil
 	}
-	applied := appliedImages(opts.Config, t.Selects)
+	applied := appliedImages(opts.Config, opts.Target.Selects)
 	if needsCurrent(applied) {
 		return nil
 	}

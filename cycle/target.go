@@ -156,10 +156,14 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		defer unlock()
 	}
 	reg := perCycle(opts.Registry)
+	sopts := setters.Options{Paths: t.Git.Paths, MaxFileSize: opts.Config.FileSizeLimit()}
+	var kept *setters.Index // the marker index kept in the working copy
+	var keptWhy string      // why it cannot be used, if so
 	var pf *prefetch
 	if workdir != "" && !opts.NoCache {
+		kept, keptWhy = setters.LoadIndex(IndexFile(workdir), setters.ByBlob, sopts)
 		// The registries are asked while the working copy is fetched.
-		pf = startPrefetch(ctx, opts, reg, workdir, logger)
+		pf = startPrefetch(ctx, opts, reg, kept, logger)
 		defer pf.stop()
 	}
 	gopts := GitOptions(t, workdir, logger)
@@ -173,7 +177,7 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 	defer repo.Close()
 	res.Branch, res.Head = repo.Branch(), repo.Head()
 
-	idx, err := openIndex(repo, opts.Config, t, opts.NoCache, workdir != "", logger)
+	idx, err := openIndex(repo, t, sopts, kept, keptWhy, opts.NoCache, logger)
 	if err != nil {
 		return fail(err)
 	}
@@ -410,32 +414,38 @@ type targetIndex struct {
 	base  *setters.Index // nil without an index
 	file  string         // where it is kept; "" for a temporary clone
 	paths []string
+	// changes are the files that differ between base's head and
+	// changesTo, the head when the index was opened.
+	changes   []gitwriter.FileChange
+	changesTo string
 }
 
 // openIndex loads the target's marker index from its working copy, or
 // starts an empty one. An index that cannot follow the worktree to its
 // head by a tree diff is rebuilt, by a full scan that needs a worktree
 // holding nothing but the commit: the worktree is checked whole first.
-func openIndex(repo *gitwriter.Repo, cfg *config.Config, t config.Target, noCache, keep bool, logger *slog.Logger) (*targetIndex, error) {
+func openIndex(repo *gitwriter.Repo, t config.Target, sopts setters.Options, kept *setters.Index, keptWhy string, noCache bool, logger *slog.Logger) (*targetIndex, error) {
 	ti := &targetIndex{paths: t.Git.Paths}
 	if noCache {
 		return ti, nil
 	}
-	sopts := setters.Options{Paths: t.Git.Paths, MaxFileSize: cfg.FileSizeLimit()}
-	if keep {
+	if kept != nil {
 		ti.file = IndexFile(repo.Dir())
-		var why string
-		ti.base, why = setters.LoadIndex(ti.file, setters.ByBlob, sopts)
-		if why != "" {
-			logger.Info("rebuilding the marker index", "reason", why)
+		ti.base = kept
+		if keptWhy != "" {
+			logger.Info("rebuilding the marker index", "reason", keptWhy)
 		}
 	} else {
 		ti.base = setters.NewIndex(setters.ByBlob, sopts)
 	}
 	if ti.base.Built() {
-		if _, err := repo.Changes(ti.base.Head()); err != nil {
+		changes, err := repo.Changes(ti.base.Head())
+		if err != nil {
 			logger.Info("rebuilding the marker index", "reason", err.Error())
 			ti.base.Reset()
+		} else {
+			// forHead starts from these when the head has not moved since.
+			ti.changes, ti.changesTo = changes, repo.Head()
 		}
 	}
 	if !ti.base.Built() {
@@ -458,7 +468,10 @@ func (ti *targetIndex) forHead(repo *gitwriter.Repo, logger *slog.Logger) (*sett
 		work.SetHead(head)
 		return work, nil
 	}
-	changes, err := repo.Changes(work.Head())
+	changes, err := ti.changes, error(nil)
+	if work.Head() != ti.base.Head() || head != ti.changesTo {
+		changes, err = repo.Changes(work.Head())
+	}
 	if err != nil {
 		// A commit that vanished since the index was opened costs a full
 		// scan, which takes the worktree's bytes for the commit's: the
