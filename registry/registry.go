@@ -261,7 +261,15 @@ func New(opts Options) (*Client, error) {
 		errs = append(errs, fmt.Errorf("backoff %v is greater than max backoff %v", c.backoff, c.maxBackoff))
 	}
 	if c.base == nil {
-		c.base = http.DefaultTransport.(*http.Transport).Clone()
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		// Keep a connection for every request a host may have in
+		// flight: the default of 2 closes the rest after each burst,
+		// and the next burst dials them again.
+		t.MaxIdleConnsPerHost = DefaultConcurrency
+		for _, hc := range opts.Hosts {
+			t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, hc.Concurrency)
+		}
+		c.base = t
 	}
 	if c.keychain == nil {
 		c.keychain = authn.DefaultKeychain
