@@ -570,12 +570,8 @@ func (r *Repo) openExisting() (*git.Repository, string) {
 	if err != nil {
 		return nil, "its HEAD cannot be resolved: " + err.Error()
 	}
-	c, err := repo.CommitObject(head.Hash())
-	if err != nil {
-		return nil, "its HEAD commit cannot be read: " + err.Error()
-	}
-	if _, err := c.Tree(); err != nil {
-		return nil, "its HEAD tree cannot be read: " + err.Error()
+	if _, err := commitTree(repo, head.Hash()); err != nil {
+		return nil, "its HEAD cannot be read: " + err.Error()
 	}
 	if err := checkIndex(r.dir); errors.Is(err, errIndexFormat) {
 		// A format the fast reader does not patch: go-git's reader

@@ -1,6 +1,7 @@
 package gitwriter
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -17,9 +18,12 @@ import (
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // Commits are built from the edits as Git's plumbing builds them
@@ -115,15 +119,38 @@ func (r *Repo) diffCommits(from, to plumbing.Hash) ([]treeChange, error) {
 }
 
 func (r *Repo) commitTree(h plumbing.Hash) (*object.Tree, error) {
-	c, err := r.repo.CommitObject(h)
+	return commitTree(r.repo, h)
+}
+
+// commitTree reads the tree of commit h.
+func commitTree(repo *git.Repository, h plumbing.Hash) (*object.Tree, error) {
+	th, err := treeHashOf(repo, h)
 	if err != nil {
 		return nil, fmt.Errorf("reading commit %s: %w", shortHash(h), err)
 	}
-	t, err := c.Tree()
+	t, err := repo.TreeObject(th)
 	if err != nil {
 		return nil, fmt.Errorf("reading the tree of commit %s: %w", shortHash(h), err)
 	}
 	return t, nil
+}
+
+// treeHashOf reads the tree hash from commit h's first line without
+// decoding the rest: a bump commit's message can list thousands of
+// files, and decoding it took more time than the rest of a cycle with
+// nothing new.
+func treeHashOf(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, error) {
+	rd, err := commitReader(repo, h)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	defer rd.Close()
+	line, err := bufio.NewReaderSize(rd, 128).ReadSlice('\n')
+	hex, ok := bytes.CutPrefix(bytes.TrimSuffix(line, []byte("\n")), []byte("tree "))
+	if err != nil || !ok || !plumbing.IsHash(string(hex)) {
+		return plumbing.ZeroHash, fmt.Errorf("commit %s does not start with a tree line", shortHash(h))
+	}
+	return plumbing.NewHash(string(hex)), nil
 }
 
 // fileEdit is the new state of one path: a blob with a mode, or gone.
@@ -680,4 +707,46 @@ func (r *Repo) Restore(paths []string) error {
 		ic = append(ic, indexChange{name: clean, hash: e.Hash, mode: e.Mode, stat: statFields(fi)})
 	}
 	return r.moveTo(r.head, ic)
+}
+
+// commitReader streams the content of commit h. A loose commit, as every
+// commit this package writes is, is inflated only as far as it is read;
+// go-git's store would inflate the whole object into memory first.
+func commitReader(repo *git.Repository, h plumbing.Hash) (io.ReadCloser, error) {
+	if sto, ok := repo.Storer.(*filesystem.Storage); ok {
+		hex := h.String()
+		fs := sto.Filesystem()
+		if f, err := fs.Open(fs.Join("objects", hex[:2], hex[2:])); err == nil {
+			zr, err := objfile.NewReader(f)
+			if err != nil {
+				f.Close()
+				return nil, err
+			}
+			t, _, err := zr.Header()
+			if err == nil && t != plumbing.CommitObject {
+				err = fmt.Errorf("object %s is a %s, not a commit", shortHash(h), t)
+			}
+			if err != nil {
+				zr.Close()
+				f.Close()
+				return nil, err
+			}
+			return looseObject{zr, f}, nil
+		}
+	}
+	o, err := repo.Storer.EncodedObject(plumbing.CommitObject, h)
+	if err != nil {
+		return nil, err
+	}
+	return o.Reader()
+}
+
+// looseObject reads a loose object's content and closes its file too.
+type looseObject struct {
+	*objfile.Reader
+	file io.Closer
+}
+
+func (o looseObject) Close() error {
+	return errors.Join(o.Reader.Close(), o.file.Close())
 }

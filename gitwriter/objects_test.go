@@ -1,0 +1,53 @@
+package gitwriter
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
+)
+
+// TestTreeHashOf reads the tree of a commit with a long message from its
+// first line, loose and packed, as go-git's full decode gives it, and
+// refuses an object that is not a commit.
+func TestTreeHashOf(t *testing.T) {
+	bare := testgit.NewBare(t, map[string]string{"a.yaml": "a: 1\n"})
+	msg := "Bump\n\n" + strings.Repeat("- a file that moved\n", 5000)
+	head := plumbing.NewHash(testgit.Commit(t, bare, "main", map[string]string{"b/c.yaml": "c: 2\n"}, nil, msg))
+	blob := plumbing.NewHash(testgit.Git(t, bare, "rev-parse", "main:a.yaml"))
+	hex := head.String()
+	loose := filepath.Join(bare, "objects", hex[:2], hex[2:])
+
+	for _, packed := range []bool{false, true} {
+		if packed {
+			testgit.Git(t, bare, "repack", "-a", "-d", "-q")
+			testgit.Git(t, bare, "prune-packed")
+		}
+		if _, err := os.Stat(loose); (err == nil) == packed {
+			t.Fatalf("packed=%v: the commit's loose file exists=%v", packed, err == nil)
+		}
+		repo, err := git.PlainOpen(bare)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := repo.CommitObject(head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := treeHashOf(repo, head)
+		if err != nil || got != c.TreeHash {
+			t.Errorf("packed=%v: treeHashOf = %s, %v; want %s", packed, got, err, c.TreeHash)
+		}
+		if _, err := treeHashOf(repo, blob); err == nil {
+			t.Errorf("packed=%v: treeHashOf(a blob) gave no error", packed)
+		}
+		if _, err := treeHashOf(repo, plumbing.NewHash(strings.Repeat("ab", 20))); err == nil {
+			t.Errorf("packed=%v: treeHashOf(a missing object) gave no error", packed)
+		}
+	}
+}
