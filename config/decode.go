@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/imagebump/imagebump/internal/fluxshape"
@@ -411,8 +412,23 @@ type field struct {
 	secret bool
 }
 
+// fieldCache holds fieldsOf's maps by type: a config is walked field by
+// field several times, and building the maps each time was most of
+// loading a config of hundreds of images.
+var fieldCache sync.Map // reflect.Type -> map[string]field
+
 // fieldsOf maps the yaml key of each decoded field of struct type t to it.
+// The map is shared: callers must not change it.
 func fieldsOf(t reflect.Type) map[string]field {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]field)
+	}
+	m := buildFields(t)
+	fieldCache.Store(t, m)
+	return m
+}
+
+func buildFields(t reflect.Type) map[string]field {
 	m := map[string]field{}
 	for i := range t.NumField() {
 		sf := t.Field(i)

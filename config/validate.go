@@ -779,6 +779,11 @@ func resolvePaths(v reflect.Value, dir string) {
 	}
 }
 
+// composite reports whether a value of kind k can hold struct fields.
+func composite(k reflect.Kind) bool {
+	return k == reflect.Pointer || k == reflect.Slice || k == reflect.Struct
+}
+
 // secretRefs checks every file reference below v (key path p): env:NAME is
 // allowed only on secret keys, and must name a variable properly.
 func (v *validator) secretRefs(rv reflect.Value, p string) {
@@ -788,12 +793,18 @@ func (v *validator) secretRefs(rv reflect.Value, p string) {
 			v.secretRefs(rv.Elem(), p)
 		}
 	case reflect.Slice:
+		if !composite(rv.Type().Elem().Kind()) {
+			return
+		}
 		for i := range rv.Len() {
 			v.secretRefs(rv.Index(i), fmt.Sprintf("%s[%d]", p, i))
 		}
 	case reflect.Struct:
 		for key, f := range fieldsOf(rv.Type()) {
 			fv := rv.Field(f.index)
+			if !f.path && !composite(fv.Kind()) {
+				continue
+			}
 			kp := key
 			if p != "" {
 				kp = p + "." + key
