@@ -461,9 +461,12 @@ func (r *run) sort() {
 
 // sortMarkers orders markers by file, line and column.
 func sortMarkers(ms []Marker) {
-	slices.SortStableFunc(ms, func(a, b Marker) int {
+	byPlace := func(a, b Marker) int {
 		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
-	})
+	}
+	if !slices.IsSortedFunc(ms, byPlace) {
+		slices.SortStableFunc(ms, byPlace)
+	}
 }
 
 // candidate reports whether a file name can hold markers.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 )
@@ -34,22 +35,26 @@ func applyIndexed(ctx context.Context, opts Options) (*Result, error) {
 		res.Stale = append(res.Stale, rel)
 		res.Problems = append(res.Problems, Problem{File: rel, Err: ErrStale})
 	}
+	// Files in path order give markers already in order, which spares
+	// the final sort moving thousands of them.
+	var rels []string
+	var markers int
+	for rel, fe := range ix.files {
+		if fe.token && !ix.stale[rel] {
+			rels = append(rels, rel)
+			markers += len(fe.markers)
+		}
+	}
+	slices.Sort(rels)
+	res.Markers = slices.Grow(res.Markers, markers)
+	values := map[valueKey]valueOf{}
 	var jobs []job
 	var want []*fileEntry
-	for rel, fe := range ix.files {
-		if !fe.token || ix.stale[rel] {
-			continue
-		}
-		markers, problems, need := fe.served(rel, r.env)
-		if need {
+	for _, rel := range rels {
+		fe := ix.files[rel]
+		if fe.served(rel, r.env, values, res) {
 			jobs = append(jobs, job{rel: rel, abs: filepath.Join(r.root, filepath.FromSlash(rel))})
 			want = append(want, fe)
-			continue
-		}
-		res.Markers = append(res.Markers, markers...)
-		res.Problems = append(res.Problems, problems...)
-		if len(markers) > 0 {
-			res.FilesWithMarkers++
 		}
 	}
 	if len(jobs) > 0 {

@@ -383,41 +383,64 @@ func newEntry(src []byte, out *outcome, token bool) *fileEntry {
 	return e
 }
 
-// served returns what Apply reports for an indexed file that it does not
-// read: its markers and problems, given the policies. need is set when
-// some marker would change, so the file must be read and rewritten.
-func (e *fileEntry) served(rel string, env env) (markers []Marker, problems []Problem, need bool) {
+// served appends the file's markers and problems to res, as a read of
+// the file would give them, unless a marker's value would change (or the
+// file was never parsed): then res is left as it was and need is true.
+// values caches the new value of each policy and field across files.
+func (e *fileEntry) served(rel string, env env, values map[valueKey]valueOf, res *Result) (need bool) {
 	if !e.parsed {
-		return nil, nil, true
+		return true
 	}
+	nm, np := len(res.Markers), len(res.Problems)
 	for _, m := range e.markers {
 		if m.inFlow {
 			continue
 		}
 		if !env.known(m.policy) {
-			problems = append(problems, Problem{File: rel, Line: m.line, Policy: m.policy, Err: &UnknownPolicyError{Policy: m.policy}})
+			res.Problems = append(res.Problems, Problem{File: rel, Line: m.line, Policy: m.policy, Err: &UnknownPolicyError{Policy: m.policy}})
 			continue
 		}
 		img, ok := env.images[m.policy]
 		if !ok {
 			continue
 		}
-		v, err := newValue(img, m.policy, m.field)
-		if err != nil {
-			problems = append(problems, Problem{File: rel, Line: m.line, Policy: m.policy, Err: err})
+		k := valueKey{m.policy, m.field}
+		v, ok := values[k]
+		if !ok {
+			v.value, v.err = newValue(img, m.policy, m.field)
+			values[k] = v
+		}
+		if v.err != nil {
+			res.Problems = append(res.Problems, Problem{File: rel, Line: m.line, Policy: m.policy, Err: v.err})
 			continue
 		}
-		if v != m.value {
-			return nil, nil, true
+		if v.value != m.value {
+			res.Markers, res.Problems = res.Markers[:nm], res.Problems[:np]
+			return true
 		}
 	}
 	for _, m := range e.markers {
-		markers = append(markers, m.marker(rel))
+		res.Markers = append(res.Markers, m.marker(rel))
 	}
 	for _, p := range e.problems {
-		problems = append(problems, Problem{File: rel, Line: p.line, Policy: p.policy, Err: p.err})
+		res.Problems = append(res.Problems, Problem{File: rel, Line: p.line, Policy: p.policy, Err: p.err})
 	}
-	return markers, problems, false
+	if len(e.markers) > 0 {
+		res.FilesWithMarkers++
+	}
+	return false
+}
+
+// valueKey and valueOf are what served caches: the new value a policy
+// gives a field, or why it gives none.
+type valueKey struct {
+	policy string
+	field  Field
+}
+
+type valueOf struct {
+	value string
+	err   error
 }
 
 // ErrStale is wrapped by the Problem of a file in a ByBlob index's

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // The index file: a magic line, then uvarint-prefixed fields, then the
@@ -262,8 +263,9 @@ func encodeError(e *encoder, err error) {
 type decoder struct {
 	b   []byte
 	err error
-	// interned holds one copy of each policy name and field.
-	interned map[string]string
+	// text is the whole body as one string: strings read are slices of
+	// it, so that decoding allocates none for them.
+	text string
 }
 
 var errTruncated = errors.New("truncated")
@@ -318,17 +320,13 @@ func (d *decoder) bytes(n int) []byte {
 	return v
 }
 
-func (d *decoder) str() string { return string(d.bytes(d.count(1))) }
-
-// istr reads a string that repeats across files, kept once in memory.
-func (d *decoder) istr() string {
-	b := d.bytes(d.count(1))
-	if s, ok := d.interned[string(b)]; ok {
-		return s
+func (d *decoder) str() string {
+	n := d.count(1)
+	at := len(d.text) - len(d.b)
+	if d.bytes(n); d.err != nil {
+		return ""
 	}
-	s := string(b)
-	d.interned[s] = s
-	return s
+	return d.text[at : at+n]
 }
 
 func (d *decoder) bool() bool {
@@ -336,6 +334,8 @@ func (d *decoder) bool() bool {
 	return len(b) == 1 && b[0] == 1
 }
 
+// decodeIndex decodes an index file's content. The strings of the index
+// share data's memory, so data must not be changed afterwards.
 func decodeIndex(data []byte) (*Index, error) {
 	if !bytes.HasPrefix(data, []byte(indexMagic)) {
 		return nil, errors.New("not a marker index")
@@ -347,7 +347,8 @@ func decodeIndex(data []byte) (*Index, error) {
 	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
 		return nil, errors.New("checksum mismatch")
 	}
-	d := &decoder{b: body[len(indexMagic):], interned: map[string]string{}}
+	d := &decoder{b: body[len(indexMagic):]}
+	d.text = unsafe.String(unsafe.SliceData(d.b), len(d.b))
 	if id := d.str(); d.err == nil && id != buildID() {
 		return nil, errOtherBuild
 	}
@@ -366,13 +367,15 @@ func decodeIndex(data []byte) (*Index, error) {
 	}
 	n = d.count(2)
 	ix.files = make(map[string]*fileEntry, n)
-	for range n {
+	entries := make([]fileEntry, n)
+	for i := range n {
 		if d.err != nil {
 			break
 		}
 		rel := d.str()
 		flags := d.uint()
-		f := &fileEntry{token: flags&1 != 0, racy: flags&2 != 0, parsed: flags&8 != 0}
+		f := &entries[i]
+		*f = fileEntry{token: flags&1 != 0, racy: flags&2 != 0, parsed: flags&8 != 0}
 		f.stat.weak = flags&4 != 0
 		if ix.kind == ByStat {
 			f.stat.dev = d.uint()
@@ -390,19 +393,19 @@ func decodeIndex(data []byte) (*Index, error) {
 		if m := d.count(5); m > 0 {
 			f.markers = make([]indexMarker, m)
 			for i := range f.markers {
-				f.markers[i] = indexMarker{line: int(d.uint()), column: int(d.uint()), policy: d.istr(), field: Field(d.istr()), value: d.istr(), inFlow: d.bool()}
+				f.markers[i] = indexMarker{line: int(d.uint()), column: int(d.uint()), policy: d.str(), field: Field(d.str()), value: d.str(), inFlow: d.bool()}
 			}
 		}
 		if m := d.count(3); m > 0 {
 			f.problems = make([]indexProblem, m)
 			for i := range f.problems {
-				f.problems[i] = indexProblem{line: int(d.uint()), policy: d.istr(), err: decodeError(d)}
+				f.problems[i] = indexProblem{line: int(d.uint()), policy: d.str(), err: decodeError(d)}
 			}
 		}
 		if m := d.count(1); m > 0 {
 			f.refs = make([]string, m)
 			for i := range f.refs {
-				f.refs[i] = d.istr()
+				f.refs[i] = d.str()
 			}
 		}
 	}
