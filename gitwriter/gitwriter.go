@@ -385,7 +385,7 @@ func (r *Repo) open(ctx context.Context) error {
 
 // defaultBranch asks the remote which branch its HEAD points at.
 func (r *Repo) defaultBranch(ctx context.Context) (string, error) {
-	refs, err := r.listRemote(ctx, git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: remoteName, URLs: []string{r.url}}), "HEAD")
+	refs, err := r.listRemote(ctx, "listing the refs of", git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: remoteName, URLs: []string{r.url}}), "HEAD")
 	if err != nil {
 		return "", err
 	}
@@ -397,10 +397,11 @@ func (r *Repo) defaultBranch(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("finding the default branch of %s: the remote's HEAD points at no branch: %w", r.remote, ErrBranchNotFound)
 }
 
-// listRemote returns the remote's refs (git ls-remote).
-func (r *Repo) listRemote(ctx context.Context, remote *git.Remote, branch string) ([]*plumbing.Reference, error) {
+// listRemote returns the remote's refs (git ls-remote); op names the
+// operation in errors.
+func (r *Repo) listRemote(ctx context.Context, op string, remote *git.Remote, branch string) ([]*plumbing.Reference, error) {
 	var refs []*plumbing.Reference
-	err := r.network(ctx, "listing the refs of", branch, func(ctx context.Context, o netOpts) error {
+	err := r.network(ctx, op, branch, func(ctx context.Context, o netOpts) error {
 		var err error
 		refs, err = remote.ListContext(ctx, &git.ListOptions{Auth: o.auth, ProxyOptions: o.proxy})
 		return err
@@ -593,6 +594,24 @@ func isLocalDamage(err error) bool {
 
 // fetch updates the remote-tracking ref of the tracked branch and r.head.
 func (r *Repo) fetch(ctx context.Context) error {
+	// go-git's fetch reads every object the remote's refs name to see
+	// whether it has it, and a bump commit with a long message is slow
+	// to read: when the remote's branch is where it was fetched last and
+	// the commit is in the store, that one request is all a fetch does.
+	if tracked, err := r.repo.Reference(r.trackingRef(r.branch), true); err == nil {
+		remote, err := r.repo.Remote(remoteName)
+		if err != nil {
+			return err
+		}
+		h, err := r.lsBranch(ctx, "fetching", remote, r.branch)
+		if err != nil {
+			return err
+		}
+		if h == tracked.Hash() && r.repo.Storer.HasEncodedObject(h) == nil {
+			r.head = h
+			return nil
+		}
+	}
 	spec := config.RefSpec(fmt.Sprintf("+%s:%s", r.branchRef(), r.trackingRef(r.branch)))
 	err := r.network(ctx, "fetching", r.branch, func(ctx context.Context, o netOpts) error {
 		return r.repo.FetchContext(ctx, &git.FetchOptions{

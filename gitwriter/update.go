@@ -341,7 +341,7 @@ func (r *Repo) pushOwn(ctx context.Context, base, commit plumbing.Hash, branch s
 	if !r.mayBeRace(ctx, pushErr) {
 		return false, pushErr
 	}
-	now, err := r.lsBranch(ctx, remote, branch)
+	now, err := r.lsBranch(ctx, "listing the refs of", remote, branch)
 	if err != nil {
 		r.log.Debug("could not list the remote after a failed push", "error", err)
 		return false, pushErr
@@ -360,7 +360,7 @@ func (r *Repo) pushOwn(ctx context.Context, base, commit plumbing.Hash, branch s
 // into the local store when missing, or the zero hash when the branch does
 // not exist.
 func (r *Repo) remoteBranch(ctx context.Context, remote *git.Remote, branch string) (plumbing.Hash, error) {
-	h, err := r.lsBranch(ctx, remote, branch)
+	h, err := r.lsBranch(ctx, "listing the refs of", remote, branch)
 	if err != nil || h.IsZero() {
 		return h, err
 	}
@@ -390,8 +390,8 @@ func (r *Repo) remoteBranch(ctx context.Context, remote *git.Remote, branch stri
 }
 
 // lsBranch returns where the remote branch points, or the zero hash.
-func (r *Repo) lsBranch(ctx context.Context, remote *git.Remote, branch string) (plumbing.Hash, error) {
-	refs, err := r.listRemote(ctx, remote, branch)
+func (r *Repo) lsBranch(ctx context.Context, op string, remote *git.Remote, branch string) (plumbing.Hash, error) {
+	refs, err := r.listRemote(ctx, op, remote, branch)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
