@@ -194,8 +194,17 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		// which takes a full parse instead of a line scan.
 		var current map[string]pinned
 		var refs setters.References
+		// Without a prefetch, the tag listings start as the scan finds
+		// the policies, rather than after it.
+		var list lister = opts.Registry
+		var onRef func(string)
+		if opts.prefetch == nil && !needsCurrent(applied) {
+			ahead := startListAhead(ctx, opts.Registry, applied, opts.Concurrency)
+			defer ahead.stop()
+			list, onRef = ahead, ahead.add
+		}
 		if ix := opts.Index; ix != nil {
-			if err := ix.Scan(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, MaxFileSize: limit, Write: opts.Write, Logger: logger}); err != nil {
+			if err := ix.Scan(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, MaxFileSize: limit, Write: opts.Write, OnReference: onRef, Logger: logger}); err != nil {
 				return nil, err
 			}
 			if needsCurrent(applied) {
@@ -226,7 +235,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			}
 		} else {
 			var err error
-			if refs, err = setters.Referenced(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, MaxFileSize: limit, Logger: logger}); err != nil {
+			if refs, err = setters.Referenced(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, MaxFileSize: limit, OnReference: onRef, Logger: logger}); err != nil {
 				return nil, err
 			}
 		}
@@ -248,7 +257,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if opts.prefetch != nil && current == nil {
 			results = opts.prefetch.selectWith(ctx, opts.Registry, gates, images, opts.Concurrency, logger)
 		} else {
-			results = selectImages(ctx, opts.Registry, gates, images, current, opts.Concurrency, logger)
+			results = selectListed(ctx, list, opts.Registry, gates, images, current, opts.Concurrency, logger)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -385,6 +394,16 @@ func splitReference(ref string) pinned {
 // asks. current holds what the files pin now, for the ifNotPresent mode. One
 // failing repository fails only its own policies.
 func selectImages(ctx context.Context, reg Registry, gates *Gates, images []*config.Image, current map[string]pinned, concurrency int, logger *slog.Logger) []PolicyResult {
+	return selectListed(ctx, reg, reg, gates, images, current, concurrency, logger)
+}
+
+// lister lists the tags of repositories, as Registry.Scan does.
+type lister interface {
+	Scan(ctx context.Context, repositories []string, concurrency int) []registry.Result
+}
+
+// selectListed is selectImages with the tag listings taken from list.
+func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, images []*config.Image, current map[string]pinned, concurrency int, logger *slog.Logger) []PolicyResult {
 	if concurrency <= 0 {
 		concurrency = 8
 	}
@@ -397,7 +416,7 @@ func selectImages(ctx context.Context, reg Registry, gates *Gates, images []*con
 		}
 	}
 	scans := map[string]registry.Result{}
-	for _, r := range reg.Scan(ctx, repos, concurrency) {
+	for _, r := range list.Scan(ctx, repos, concurrency) {
 		scans[r.Repository] = r
 	}
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"sync"
 
 	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/registry"
 	"github.com/imagebump/imagebump/setters"
 )
 
@@ -104,4 +106,109 @@ func (p *prefetch) selectWith(ctx context.Context, reg Registry, gates *Gates, i
 		}
 	}
 	return out
+}
+
+// A listAhead overlaps the tag listings with the scan that finds which
+// policies the markers name, when no prefetch could start them before:
+// the scan reports each policy as it reads the comment, and the first
+// report of a policy's repository starts listing it. Run's selection then
+// takes the listings through Scan, as it would take the registry's.
+// Every repository listed ahead is one the scan's answer names, so no
+// registry is asked more than a cycle without it would ask.
+type listAhead struct {
+	reg    Registry
+	ctx    context.Context
+	cancel context.CancelFunc
+	repoOf map[string]string // repository by policy name
+	sem    chan struct{}
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	lists map[string]*listing // by repository
+}
+
+type listing struct {
+	done chan struct{}
+	res  registry.Result
+}
+
+// startListAhead returns a listAhead for the images, which list at most
+// concurrency repositories at once (8 if concurrency < 1).
+func startListAhead(ctx context.Context, reg Registry, images []*config.Image, concurrency int) *listAhead {
+	if concurrency <= 0 {
+		concurrency = 8
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	a := &listAhead{
+		reg: reg, ctx: ctx, cancel: cancel,
+		repoOf: make(map[string]string, len(images)),
+		sem:    make(chan struct{}, concurrency),
+		lists:  map[string]*listing{},
+	}
+	for _, im := range images {
+		a.repoOf[im.Name] = im.Repository
+	}
+	return a
+}
+
+// add starts listing the repository of policy, unless it is not one of
+// the images or is listed already. It is safe for concurrent use.
+func (a *listAhead) add(policy string) {
+	repo, ok := a.repoOf[policy]
+	if !ok {
+		return
+	}
+	a.mu.Lock()
+	if _, ok := a.lists[repo]; ok {
+		a.mu.Unlock()
+		return
+	}
+	l := &listing{done: make(chan struct{})}
+	a.lists[repo] = l
+	a.mu.Unlock()
+	a.wg.Go(func() {
+		defer close(l.done)
+		a.sem <- struct{}{}
+		defer func() { <-a.sem }()
+		l.res = a.reg.Scan(a.ctx, []string{repo}, 1)[0]
+	})
+}
+
+// Scan returns the listings of repositories, in order: those listed ahead
+// once they are done, the others listed now.
+func (a *listAhead) Scan(ctx context.Context, repositories []string, concurrency int) []registry.Result {
+	out := make([]registry.Result, len(repositories))
+	var rest []string
+	var restAt []int
+	a.mu.Lock()
+	ahead := make([]*listing, len(repositories))
+	for i, repo := range repositories {
+		if ahead[i] = a.lists[repo]; ahead[i] == nil {
+			rest = append(rest, repo)
+			restAt = append(restAt, i)
+		}
+	}
+	a.mu.Unlock()
+	if len(rest) > 0 {
+		for j, r := range a.reg.Scan(ctx, rest, concurrency) {
+			out[restAt[j]] = r
+		}
+	}
+	for i, l := range ahead {
+		if l != nil {
+			<-l.done
+			out[i] = l.res
+		}
+	}
+	return out
+}
+
+// stop cancels the listings still running and waits for them; nil is a
+// no-op.
+func (a *listAhead) stop() {
+	if a == nil {
+		return
+	}
+	a.cancel()
+	a.wg.Wait()
 }

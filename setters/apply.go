@@ -59,6 +59,13 @@ type Options struct {
 	// bytes (in a dry run too), after the file was written. Calls may come
 	// from any goroutine but never overlap. The slices must not be modified.
 	OnEdit func(file string, before, after []byte)
+	// OnReference, if set, is called with the policy of each marker
+	// comment in the files that Referenced and Index.Scan read, as they
+	// read them, and in the entries a full Index.Scan keeps unread, so
+	// that a caller can start asking registries before the scan ends.
+	// Calls come from any goroutine, at the same time, and repeat a
+	// policy once per comment.
+	OnReference func(policy string)
 	// MaxFileSize is the size in bytes above which a file is not parsed: a
 	// file that holds a marker is reported, one without is skipped. Zero
 	// means DefaultMaxFileSize; negative means no limit.

@@ -520,12 +520,14 @@ func (ix *Index) scanAll(ctx context.Context, opts Options, root string, log *sl
 						mu.Lock()
 						seen[j.rel] = old
 						mu.Unlock()
+						report(opts, old)
 						continue
 					}
 				}
 				var key statKey
 				err := scanReadFile(j.abs, &buf, limit, &key)
 				e, p := scanRead(j.rel, buf.Bytes(), err)
+				report(opts, e)
 				mu.Lock()
 				ix.read[j.rel] = true
 				if p != nil {
@@ -578,6 +580,17 @@ func (ix *Index) scanAll(ctx context.Context, opts Options, root string, log *sl
 		ix.built = false
 	}
 	return nil
+}
+
+// report passes the policies an entry's comments name to
+// opts.OnReference; e may be nil.
+func report(opts Options, e *fileEntry) {
+	if opts.OnReference == nil || e == nil {
+		return
+	}
+	for _, p := range e.refs {
+		opts.OnReference(p)
+	}
 }
 
 // scanReadFile reads a file for a full scan; tests make it fail.
@@ -683,6 +696,7 @@ func (ix *Index) scanPending(ctx context.Context, opts Options, root string) err
 				var e *fileEntry
 				if !stale {
 					e, _ = scanRead(rel, buf.Bytes(), err)
+					report(opts, e)
 				}
 				mu.Lock()
 				ix.read[rel] = true

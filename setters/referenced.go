@@ -20,7 +20,8 @@ type References map[string]int
 // Apply would not apply (a marker inside a block scalar, say), never the
 // reverse: it is for deciding which registries to ask before editing.
 //
-// Only Root, Paths, Workers, MaxFileSize and Logger are read from opts.
+// Only Root, Paths, Workers, MaxFileSize, OnReference and Logger are read
+// from opts.
 func Referenced(ctx context.Context, opts Options) (References, error) {
 	log := opts.Logger
 	if log == nil {
@@ -50,7 +51,12 @@ func Referenced(ctx context.Context, opts Options) (References, error) {
 				if readFile(j.abs, &buf, maxFileSize(opts)) != nil {
 					continue // Apply reports it
 				}
-				scanReferences(buf.Bytes(), func(p string) { local[p]++ })
+				scanReferences(buf.Bytes(), func(p string) {
+					local[p]++
+					if opts.OnReference != nil {
+						opts.OnReference(p)
+					}
+				})
 			}
 			mu.Lock()
 			for p, n := range local {

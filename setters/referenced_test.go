@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -65,5 +66,65 @@ func TestScanReferences(t *testing.T) {
 				t.Errorf("scanReferences (-got +want):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestOnReference checks that the scans report every marker comment as
+// they find it: Referenced, and an Index's Scan both when it reads the
+// files and when it keeps their entries unread.
+func TestOnReference(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"a.yaml":     "image: r/a:1 # {\"$imagepolicy\": \"ns:a\"}\n",
+		"b/c.yaml":   "tag: 1 # {\"$imagepolicy\": \"ns:a:tag\"}\nname: r/b # {\"$imagepolicy\": \"ns:b:name\"}\n",
+		"d/e/f.yaml": "plain: 1\n",
+		"g.txt":      "image: r/g:1 # {\"$imagepolicy\": \"ns:g\"}\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := References{"ns:a": 2, "ns:b": 1}
+	var mu sync.Mutex
+	var got References
+	opts := Options{Root: root, OnReference: func(p string) {
+		mu.Lock()
+		got[p]++
+		mu.Unlock()
+	}}
+
+	got = References{}
+	refs, err := Referenced(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Referenced reported (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, refs); diff != "" {
+		t.Errorf("Referenced returned (-want +got):\n%s", diff)
+	}
+
+	trustClock(t)
+	ix := NewIndex(ByStat, opts)
+	for _, scan := range []string{"reading every file", "keeping the entries"} {
+		got = References{}
+		if err := ix.Scan(context.Background(), opts); err != nil {
+			t.Fatal(err)
+		}
+		if read := len(ix.read) > 0; read != (scan == "reading every file") {
+			t.Errorf("Index.Scan %s read files: %v", scan, read)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Index.Scan %s reported (-want +got):\n%s", scan, diff)
+		}
+		if diff := cmp.Diff(want, ix.References()); diff != "" {
+			t.Errorf("Index.References after %s (-want +got):\n%s", scan, diff)
+		}
 	}
 }

@@ -1,0 +1,104 @@
+package cycle
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/registry"
+)
+
+// blockingRegistry lists a repository once its gate is closed, or fails
+// it when ctx ends first, and records what it was asked.
+type blockingRegistry struct {
+	gates map[string]chan struct{}
+
+	mu     sync.Mutex
+	listed []string
+}
+
+func (b *blockingRegistry) Scan(ctx context.Context, repos []string, _ int) []registry.Result {
+	out := make([]registry.Result, len(repos))
+	for i, r := range repos {
+		b.mu.Lock()
+		b.listed = append(b.listed, r)
+		b.mu.Unlock()
+		out[i] = registry.Result{Repository: r, Tags: []string{"1.0.0", r}}
+		if g := b.gates[r]; g != nil {
+			select {
+			case <-g:
+			case <-ctx.Done():
+				out[i] = registry.Result{Repository: r, Err: ctx.Err()}
+			}
+		}
+	}
+	return out
+}
+
+func (b *blockingRegistry) Digest(context.Context, string, string, string) (string, error) {
+	return "", errors.New("no digests here")
+}
+
+func (b *blockingRegistry) asked() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Sorted(slices.Values(b.listed))
+}
+
+func TestListAhead(t *testing.T) {
+	images := []*config.Image{
+		{Name: "ns:a", Repository: "reg/a"},
+		{Name: "ns:a-pre", Repository: "reg/a"}, // shares a's repository
+		{Name: "ns:b", Repository: "reg/b"},
+		{Name: "ns:c", Repository: "reg/c"},
+	}
+	reg := &blockingRegistry{gates: map[string]chan struct{}{"reg/b": make(chan struct{})}}
+	a := startListAhead(context.Background(), reg, images, 2)
+	defer a.stop()
+
+	// What the scan reports, repeated and from several goroutines; a
+	// policy that is not one of the images starts nothing.
+	var wg sync.WaitGroup
+	for _, p := range []string{"ns:a", "ns:a-pre", "ns:b", "ns:a", "ns:other"} {
+		wg.Go(func() { a.add(p) })
+	}
+	wg.Wait()
+
+	// b's listing is still running when the selection asks: Scan waits
+	// for it, lists c now, and keeps the order asked.
+	done := make(chan []registry.Result)
+	go func() { done <- a.Scan(context.Background(), []string{"reg/c", "reg/b", "reg/a"}, 2) }()
+	close(reg.gates["reg/b"])
+	got := <-done
+	var repos []string
+	for _, r := range got {
+		if r.Err != nil || len(r.Tags) != 2 || r.Tags[1] != r.Repository {
+			t.Errorf("result %+v, want the listing of %s", r, r.Repository)
+		}
+		repos = append(repos, r.Repository)
+	}
+	if diff := cmp.Diff([]string{"reg/c", "reg/b", "reg/a"}, repos); diff != "" {
+		t.Errorf("results' order (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"reg/a", "reg/b", "reg/c"}, reg.asked()); diff != "" {
+		t.Errorf("listed (-want +got): each repository once\n%s", diff)
+	}
+}
+
+// TestListAheadStop checks that stop ends a listing still running.
+func TestListAheadStop(t *testing.T) {
+	reg := &blockingRegistry{gates: map[string]chan struct{}{"reg/a": make(chan struct{})}}
+	a := startListAhead(context.Background(), reg, []*config.Image{{Name: "ns:a", Repository: "reg/a"}}, 1)
+	a.add("ns:a")
+	a.stop() // returns only once the listing gave up
+	if l := a.lists["reg/a"]; l == nil || !errors.Is(l.res.Err, context.Canceled) {
+		t.Errorf("the listing after stop: %+v, want it canceled", l)
+	}
+	var none *listAhead
+	none.stop()
+}
