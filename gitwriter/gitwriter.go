@@ -571,8 +571,11 @@ func (r *Repo) openExisting() (*git.Repository, string) {
 	if err != nil {
 		return nil, "its HEAD cannot be resolved: " + err.Error()
 	}
+	if err := checkCommit(repo, head.Hash()); err != nil {
+		return nil, "its HEAD commit cannot be read: " + err.Error()
+	}
 	if _, err := commitTree(repo, head.Hash()); err != nil {
-		return nil, "its HEAD cannot be read: " + err.Error()
+		return nil, "its HEAD tree cannot be read: " + err.Error()
 	}
 	if err := checkIndex(r.dir); errors.Is(err, errIndexFormat) {
 		// A format the fast reader does not patch: go-git's reader
@@ -592,13 +595,24 @@ func isLocalDamage(err error) bool {
 	return errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, plumbing.ErrInvalidType)
 }
 
+// deepens reports whether a fetch may deepen a shallow working copy (a
+// depth other than 1): go-git's fetch then asks for the head even when it
+// has it, and so does fetch.
+func (r *Repo) deepens() bool {
+	if r.opts.Depth == 1 {
+		return false
+	}
+	shallow, _ := r.repo.Storer.Shallow()
+	return len(shallow) > 0
+}
+
 // fetch updates the remote-tracking ref of the tracked branch and r.head.
 func (r *Repo) fetch(ctx context.Context) error {
 	// go-git's fetch reads every object the remote's refs name to see
 	// whether it has it, and a bump commit with a long message is slow
 	// to read: when the remote's branch is where it was fetched last and
 	// the commit is in the store, that one request is all a fetch does.
-	if tracked, err := r.repo.Reference(r.trackingRef(r.branch), true); err == nil {
+	if tracked, err := r.repo.Reference(r.trackingRef(r.branch), true); err == nil && !r.deepens() {
 		remote, err := r.repo.Remote(remoteName)
 		if err != nil {
 			return err

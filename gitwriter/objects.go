@@ -146,11 +146,36 @@ func treeHashOf(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, error) {
 	}
 	defer rd.Close()
 	line, err := bufio.NewReaderSize(rd, 128).ReadSlice('\n')
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("reading commit %s: %w", shortHash(h), err)
+	}
 	hex, ok := bytes.CutPrefix(bytes.TrimSuffix(line, []byte("\n")), []byte("tree "))
-	if err != nil || !ok || !plumbing.IsHash(string(hex)) {
-		return plumbing.ZeroHash, fmt.Errorf("commit %s does not start with a tree line", shortHash(h))
+	if !ok || !plumbing.IsHash(string(hex)) {
+		return plumbing.ZeroHash, fmt.Errorf("commit %s does not start with a tree line: %w", shortHash(h), plumbing.ErrInvalidType)
 	}
 	return plumbing.NewHash(string(hex)), nil
+}
+
+// checkCommit reads commit h whole: a loose commit is streamed and checked
+// against its hash, which go-git's reader does not do; a packed one is
+// decoded.
+func checkCommit(repo *git.Repository, h plumbing.Hash) error {
+	lo, err := looseReader(repo, h)
+	if err != nil {
+		return err
+	}
+	if lo == nil {
+		_, err := repo.CommitObject(h)
+		return err
+	}
+	defer lo.Close()
+	if _, err := io.Copy(io.Discard, lo); err != nil {
+		return fmt.Errorf("reading commit %s: %w", shortHash(h), err)
+	}
+	if got := lo.Hash(); got != h {
+		return fmt.Errorf("commit %s is damaged: its content hashes to %s", shortHash(h), shortHash(got))
+	}
+	return nil
 }
 
 // fileEdit is the new state of one path: a blob with a mode, or gone.
@@ -713,26 +738,12 @@ func (r *Repo) Restore(paths []string) error {
 // commit this package writes is, is inflated only as far as it is read;
 // go-git's store would inflate the whole object into memory first.
 func commitReader(repo *git.Repository, h plumbing.Hash) (io.ReadCloser, error) {
-	if sto, ok := repo.Storer.(*filesystem.Storage); ok {
-		hex := h.String()
-		fs := sto.Filesystem()
-		if f, err := fs.Open(fs.Join("objects", hex[:2], hex[2:])); err == nil {
-			zr, err := objfile.NewReader(f)
-			if err != nil {
-				f.Close()
-				return nil, err
-			}
-			t, _, err := zr.Header()
-			if err == nil && t != plumbing.CommitObject {
-				err = fmt.Errorf("object %s is a %s, not a commit", shortHash(h), t)
-			}
-			if err != nil {
-				zr.Close()
-				f.Close()
-				return nil, err
-			}
-			return looseObject{zr, f}, nil
-		}
+	lo, err := looseReader(repo, h)
+	switch {
+	case err != nil:
+		return nil, err
+	case lo != nil:
+		return lo, nil
 	}
 	o, err := repo.Storer.EncodedObject(plumbing.CommitObject, h)
 	if err != nil {
@@ -741,12 +752,42 @@ func commitReader(repo *git.Repository, h plumbing.Hash) (io.ReadCloser, error) 
 	return o.Reader()
 }
 
+// looseReader opens commit h's loose object file, past its header, or
+// returns nil when h is not a loose object of a repository on disk.
+func looseReader(repo *git.Repository, h plumbing.Hash) (*looseObject, error) {
+	sto, ok := repo.Storer.(*filesystem.Storage)
+	if !ok {
+		return nil, nil
+	}
+	hex := h.String()
+	fs := sto.Filesystem()
+	f, err := fs.Open(fs.Join("objects", hex[:2], hex[2:]))
+	if err != nil {
+		return nil, nil
+	}
+	zr, err := objfile.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("reading commit %s: %w", shortHash(h), err)
+	}
+	t, _, err := zr.Header()
+	if err == nil && t != plumbing.CommitObject {
+		err = fmt.Errorf("object %s is a %s, not a commit: %w", shortHash(h), t, plumbing.ErrInvalidType)
+	}
+	if err != nil {
+		zr.Close()
+		f.Close()
+		return nil, err
+	}
+	return &looseObject{zr, f}, nil
+}
+
 // looseObject reads a loose object's content and closes its file too.
 type looseObject struct {
 	*objfile.Reader
 	file io.Closer
 }
 
-func (o looseObject) Close() error {
+func (o *looseObject) Close() error {
 	return errors.Join(o.Reader.Close(), o.file.Close())
 }

@@ -1,6 +1,9 @@
 package gitwriter
 
 import (
+	"bytes"
+	"compress/zlib"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,5 +52,54 @@ func TestTreeHashOf(t *testing.T) {
 		if _, err := treeHashOf(repo, plumbing.NewHash(strings.Repeat("ab", 20))); err == nil {
 			t.Errorf("packed=%v: treeHashOf(a missing object) gave no error", packed)
 		}
+		if err := checkCommit(repo, head); err != nil {
+			t.Errorf("packed=%v: checkCommit = %v", packed, err)
+		}
+	}
+}
+
+// TestCheckCommitDamaged damages a loose commit past its first line: the
+// tree still reads, and checkCommit, which Open uses to decide to clone
+// again, reports the damage.
+func TestCheckCommitDamaged(t *testing.T) {
+	bare := testgit.NewBare(t, map[string]string{"a.yaml": "a: 1\n"})
+	head := plumbing.NewHash(testgit.Commit(t, bare, "main", map[string]string{"b.yaml": "b: 2\n"}, nil, "Bump b\n\n- b.yaml"))
+	hex := head.String()
+	loose := filepath.Join(bare, "objects", hex[:2], hex[2:])
+	raw, err := os.ReadFile(loose)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zlib.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	content, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := bytes.Replace(content, []byte("Bump b"), []byte("Bump c"), 1)
+	if bytes.Equal(damaged, content) {
+		t.Fatal("the commit holds no message to damage")
+	}
+	var buf bytes.Buffer
+	zw := zlib.NewWriter(&buf)
+	zw.Write(damaged)
+	zw.Close()
+	if err := os.Chmod(loose, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(loose, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := git.PlainOpen(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := treeHashOf(repo, head); err != nil {
+		t.Errorf("treeHashOf of a commit damaged past its first line = %v", err)
+	}
+	if err := checkCommit(repo, head); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Errorf("checkCommit of a damaged commit = %v, want it reported as damaged", err)
 	}
 }

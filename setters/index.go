@@ -451,8 +451,8 @@ var ErrStale = errors.New("the file in the working copy is not the one the commi
 // opts.Paths): a ByStat index walks the tree and reads the files whose
 // stat data changed, a ByBlob index reads the files Update reported. An
 // index that is not built reads every file. Only Root, Paths, Workers,
-// MaxFileSize, Write (a walk removes stale temporary files when set) and
-// Logger are read from opts.
+// MaxFileSize, Write (a walk removes stale temporary files when set),
+// OnReference and Logger are read from opts.
 //
 // The error is only for a bad Root or a cancelled ctx; unreadable files
 // are reported by the Apply that follows.
