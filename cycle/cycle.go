@@ -194,11 +194,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		// which takes a full parse instead of a line scan.
 		var current map[string]pinned
 		var refs setters.References
+		pinning := needsCurrent(applied)
 		// Without a prefetch, the tag listings start as the scan finds
 		// the policies, rather than after it.
 		var list lister = opts.Registry
 		var onRef func(string)
-		if opts.prefetch == nil && !needsCurrent(applied) {
+		if opts.prefetch == nil && !pinning {
 			ahead := startListAhead(ctx, opts.Registry, applied, opts.Concurrency)
 			defer ahead.stop()
 			list, onRef = ahead, ahead.add
@@ -207,7 +208,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			if err := ix.Scan(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, MaxFileSize: limit, Write: opts.Write, OnReference: onRef, Logger: logger}); err != nil {
 				return nil, err
 			}
-			if needsCurrent(applied) {
+			if pinning {
 				// As below: the parsed markers, not the comments.
 				if err := ix.ParseMarkers(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, MaxFileSize: limit, Logger: logger}); err != nil {
 					return nil, err
@@ -221,7 +222,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			} else {
 				refs = ix.References()
 			}
-		} else if needsCurrent(applied) {
+		} else if pinning {
 			res, err := setters.Apply(ctx, setters.Options{
 				Root: opts.Root, Paths: opts.Paths, MaxFileSize: limit, Known: func(string) bool { return true }, Logger: logger,
 			})
@@ -250,10 +251,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if len(unreferenced) > 0 {
 			logger.Debug("policies not asked for: no marker names them", "policies", unreferenced)
 		}
-		gates := opts.Gates
-		if gates == nil && slices.ContainsFunc(images, needsGates) {
-			gates = NewGates(opts.Now, logger)
-		}
+		gates := gatesFor(opts.Gates, images, opts.Now, logger)
 		if opts.prefetch != nil && current == nil {
 			results = opts.prefetch.selectWith(ctx, opts.Registry, gates, images, opts.Concurrency, logger)
 		} else {
@@ -389,6 +387,19 @@ func splitReference(ref string) pinned {
 	return p
 }
 
+// defaultConcurrency is how many repositories a selection lists at once
+// when Options.Concurrency is not set; each host's own limit applies too.
+const defaultConcurrency = 8
+
+// gatesFor returns gates, or new Gates when it is nil and some image needs
+// them (minAge or verify), or nil.
+func gatesFor(gates *Gates, images []*config.Image, now func() time.Time, logger *slog.Logger) *Gates {
+	if gates == nil && slices.ContainsFunc(images, needsGates) {
+		gates = NewGates(now, logger)
+	}
+	return gates
+}
+
 // selectImages lists the tags of each image's repository (each repository once),
 // picks the latest tag by each policy, and resolves digests where the policy
 // asks. current holds what the files pin now, for the ifNotPresent mode. One
@@ -405,7 +416,7 @@ type lister interface {
 // selectListed is selectImages with the tag listings taken from list.
 func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, images []*config.Image, current map[string]pinned, concurrency int, logger *slog.Logger) []PolicyResult {
 	if concurrency <= 0 {
-		concurrency = 8
+		concurrency = defaultConcurrency
 	}
 	var repos []string
 	seen := map[string]bool{}

@@ -3,7 +3,6 @@ package cycle
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"sync"
 
 	"github.com/imagebump/imagebump/config"
@@ -49,10 +48,7 @@ func startPrefetch(ctx context.Context, opts TargetOptions, reg Registry, ix *se
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	p := &prefetch{done: make(chan struct{}), cancel: cancel}
-	gates := opts.Gates
-	if gates == nil && slices.ContainsFunc(images, needsGates) {
-		gates = NewGates(opts.Now, logger)
-	}
+	gates := gatesFor(opts.Gates, images, opts.Now, logger)
 	go func() {
 		defer close(p.done)
 		results := selectImages(ctx, reg, gates, images, nil, 0, logger)
@@ -133,10 +129,10 @@ type listing struct {
 }
 
 // startListAhead returns a listAhead for the images, which list at most
-// concurrency repositories at once (8 if concurrency < 1).
+// concurrency repositories at once (defaultConcurrency if concurrency < 1).
 func startListAhead(ctx context.Context, reg Registry, images []*config.Image, concurrency int) *listAhead {
 	if concurrency <= 0 {
-		concurrency = 8
+		concurrency = defaultConcurrency
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	a := &listAhead{
