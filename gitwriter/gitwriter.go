@@ -571,10 +571,11 @@ func (r *Repo) openExisting() (*git.Repository, string) {
 	if err != nil {
 		return nil, "its HEAD cannot be resolved: " + err.Error()
 	}
-	if err := checkCommit(repo, head.Hash()); err != nil {
+	tree, err := checkCommit(repo, head.Hash())
+	if err != nil {
 		return nil, "its HEAD commit cannot be read: " + err.Error()
 	}
-	if _, err := commitTree(repo, head.Hash()); err != nil {
+	if _, err := repo.TreeObject(tree); err != nil {
 		return nil, "its HEAD tree cannot be read: " + err.Error()
 	}
 	if err := checkIndex(r.dir); errors.Is(err, errIndexFormat) {

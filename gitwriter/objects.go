@@ -118,17 +118,13 @@ func (r *Repo) diffCommits(from, to plumbing.Hash) ([]treeChange, error) {
 	return out, nil
 }
 
-func (r *Repo) commitTree(h plumbing.Hash) (*object.Tree, error) {
-	return commitTree(r.repo, h)
-}
-
 // commitTree reads the tree of commit h.
-func commitTree(repo *git.Repository, h plumbing.Hash) (*object.Tree, error) {
-	th, err := treeHashOf(repo, h)
+func (r *Repo) commitTree(h plumbing.Hash) (*object.Tree, error) {
+	th, err := treeHashOf(r.repo, h)
 	if err != nil {
 		return nil, fmt.Errorf("reading commit %s: %w", shortHash(h), err)
 	}
-	t, err := repo.TreeObject(th)
+	t, err := r.repo.TreeObject(th)
 	if err != nil {
 		return nil, fmt.Errorf("reading the tree of commit %s: %w", shortHash(h), err)
 	}
@@ -145,7 +141,13 @@ func treeHashOf(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, err
 	}
 	defer rd.Close()
-	line, err := bufio.NewReaderSize(rd, 128).ReadSlice('\n')
+	return readTreeLine(bufio.NewReaderSize(rd, 128), h)
+}
+
+// readTreeLine reads the first line of commit h's content, "tree HEX",
+// and returns the tree hash.
+func readTreeLine(br *bufio.Reader, h plumbing.Hash) (plumbing.Hash, error) {
+	line, err := br.ReadSlice('\n')
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("reading commit %s: %w", shortHash(h), err)
 	}
@@ -156,26 +158,34 @@ func treeHashOf(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, error) {
 	return plumbing.NewHash(string(hex)), nil
 }
 
-// checkCommit reads commit h whole: a loose commit is streamed and checked
-// against its hash, which go-git's reader does not do; a packed one is
-// decoded.
-func checkCommit(repo *git.Repository, h plumbing.Hash) error {
+// checkCommit reads commit h whole and returns its tree hash: a loose
+// commit is streamed and checked against its hash, which go-git's reader
+// does not do; a packed one is decoded.
+func checkCommit(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, error) {
 	lo, err := looseReader(repo, h)
 	if err != nil {
-		return err
+		return plumbing.ZeroHash, err
 	}
 	if lo == nil {
-		_, err := repo.CommitObject(h)
-		return err
+		c, err := repo.CommitObject(h)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		return c.TreeHash, nil
 	}
 	defer lo.Close()
-	if _, err := io.Copy(io.Discard, lo); err != nil {
-		return fmt.Errorf("reading commit %s: %w", shortHash(h), err)
+	br := bufio.NewReader(lo)
+	tree, err := readTreeLine(br, h)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("reading commit %s: %w", shortHash(h), err)
 	}
 	if got := lo.Hash(); got != h {
-		return fmt.Errorf("commit %s is damaged: its content hashes to %s", shortHash(h), shortHash(got))
+		return plumbing.ZeroHash, fmt.Errorf("commit %s is damaged: its content hashes to %s", shortHash(h), shortHash(got))
 	}
-	return nil
+	return tree, nil
 }
 
 // fileEdit is the new state of one path: a blob with a mode, or gone.

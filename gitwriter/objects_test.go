@@ -52,8 +52,8 @@ func TestTreeHashOf(t *testing.T) {
 		if _, err := treeHashOf(repo, plumbing.NewHash(strings.Repeat("ab", 20))); err == nil {
 			t.Errorf("packed=%v: treeHashOf(a missing object) gave no error", packed)
 		}
-		if err := checkCommit(repo, head); err != nil {
-			t.Errorf("packed=%v: checkCommit = %v", packed, err)
+		if got, err := checkCommit(repo, head); err != nil || got != c.TreeHash {
+			t.Errorf("packed=%v: checkCommit = %s, %v; want %s", packed, got, err, c.TreeHash)
 		}
 	}
 }
@@ -99,7 +99,7 @@ func TestCheckCommitDamaged(t *testing.T) {
 	if _, err := treeHashOf(repo, head); err != nil {
 		t.Errorf("treeHashOf of a commit damaged past its first line = %v", err)
 	}
-	if err := checkCommit(repo, head); err == nil || !strings.Contains(err.Error(), "damaged") {
+	if _, err := checkCommit(repo, head); err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Errorf("checkCommit of a damaged commit = %v, want it reported as damaged", err)
 	}
 }

@@ -219,9 +219,6 @@ func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit 
 	if err != nil {
 		return nil, false, err
 	}
-	if !commit.IsZero() {
-		r.log.Debug("committed", "commit", shortHash(commit), "files", len(changed), "objects", len(r.written), "duration", time.Since(started).Round(time.Millisecond))
-	}
 	if commit.IsZero() {
 		// The files the edit reported hold the base's content.
 		r.at = base
@@ -229,6 +226,7 @@ func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit 
 		r.dirty = false
 		return &Result{Commit: base.String(), Branch: target}, false, nil
 	}
+	r.log.Debug("committed", "commit", shortHash(commit), "files", len(changed), "objects", len(r.written), "duration", time.Since(started).Round(time.Millisecond))
 	res = &Result{Commit: commit.String(), Branch: target, Changed: changed}
 	if u.PushBranch == "" {
 		race, err = r.pushTracked(ctx, base, commit)
