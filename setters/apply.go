@@ -278,10 +278,7 @@ func (r *run) problem(p Problem) {
 // newRun checks opts.Root and ctx and returns the run of an Apply, with
 // the number of workers it uses.
 func newRun(ctx context.Context, opts Options) (*run, int, error) {
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := loggerOf(opts)
 	root, err := resolveRoot(opts.Root)
 	if err != nil {
 		return nil, 0, err
@@ -293,10 +290,7 @@ func newRun(ctx context.Context, opts Options) (*run, int, error) {
 	if e.known == nil {
 		e.known = func(p string) bool { _, ok := opts.Images[p]; return ok }
 	}
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
+	workers := workerCount(opts)
 	return &run{opts: opts, env: e, log: log, root: root, res: &Result{}, ix: opts.Index}, workers, nil
 }
 
@@ -764,6 +758,22 @@ type pathError struct {
 
 func (e *pathError) Error() string { return e.op + ": " + e.err.Error() }
 func (e *pathError) Unwrap() error { return e.err }
+
+// workerCount is Options.Workers, or runtime.GOMAXPROCS(0) when unset.
+func workerCount(opts Options) int {
+	if opts.Workers > 0 {
+		return opts.Workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// loggerOf is Options.Logger, or a logger that discards when unset.
+func loggerOf(opts Options) *slog.Logger {
+	if opts.Logger != nil {
+		return opts.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
 
 // maxFileSize returns the file size limit opts ask for.
 func maxFileSize(opts Options) int64 {

@@ -296,7 +296,15 @@ func copyTree(t *testing.T, src, dst string) {
 	}
 }
 
-func writeFile(t *testing.T, p, content string) {
+// writeFiles writes each file of files (by slash path) under dir.
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		writeFile(t, filepath.Join(dir, filepath.FromSlash(name)), content)
+	}
+}
+
+func writeFile(t testing.TB, p, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -457,10 +456,7 @@ var ErrStale = errors.New("the file in the working copy is not the one the commi
 // The error is only for a bad Root or a cancelled ctx; unreadable files
 // are reported by the Apply that follows.
 func (ix *Index) Scan(ctx context.Context, opts Options) error {
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := loggerOf(opts)
 	root, err := resolveRoot(opts.Root)
 	if err != nil {
 		return err
@@ -490,10 +486,7 @@ func (ix *Index) Scan(ctx context.Context, opts Options) error {
 // scanAll walks the tree as Apply does. ByStat reads only the files whose
 // stat key changed; ByBlob reads every file.
 func (ix *Index) scanAll(ctx context.Context, opts Options, root string, log *slog.Logger) error {
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
+	workers := workerCount(opts)
 	start := racyNow()
 	r := &run{opts: opts, log: log, root: root, res: &Result{}}
 	seen := map[string]*fileEntry{}
@@ -660,10 +653,7 @@ func (ix *Index) scanPending(ctx context.Context, opts Options, root string) err
 	if len(ix.pending) == 0 {
 		return nil
 	}
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
+	workers := workerCount(opts)
 	// The workers read the expected hashes from a copy: ix.pending loses
 	// its entries as they are read.
 	paths := slices.Sorted(maps.Keys(ix.pending))

@@ -3,8 +3,6 @@ package setters
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -28,15 +26,7 @@ func FuzzDecodeIndex(f *testing.F) {
 		"unknown/u.yaml":  "u: z:1 # {\"$imagepolicy\": \"apps:unknown\"}\n",
 		"large/big.yaml ": "# x\n",
 	}
-	for name, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			f.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			f.Fatal(err)
-		}
-	}
+	writeFiles(f, dir, files)
 	for _, kind := range []IndexKind{ByStat, ByBlob} {
 		opts := Options{Root: dir, Images: map[string]Image{"apps:app": {Repository: "ghcr.io/acme/app", Tag: "1.0.0"}}}
 		ix := NewIndex(kind, opts)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -368,10 +367,7 @@ func EditorLine(src []byte, line int) int {
 // Problems and skipped. Only Root, Paths, MaxFileSize and Logger are read
 // from opts. An error from fn ends the walk and is returned.
 func Walk(ctx context.Context, opts Options, fn func(file string, src []byte) error) ([]Problem, error) {
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := loggerOf(opts)
 	root, err := resolveRoot(opts.Root)
 	if err != nil {
 		return nil, err

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
-	"runtime"
 	"sync"
 )
 
@@ -23,18 +21,12 @@ type References map[string]int
 // Only Root, Paths, Workers, MaxFileSize, OnReference and Logger are read
 // from opts.
 func Referenced(ctx context.Context, opts Options) (References, error) {
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := loggerOf(opts)
 	root, err := resolveRoot(opts.Root)
 	if err != nil {
 		return nil, err
 	}
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
+	workers := workerCount(opts)
 	r := &run{opts: opts, log: log, root: root, res: &Result{}}
 	refs := References{}
 	var mu sync.Mutex

@@ -80,15 +80,7 @@ func TestOnReference(t *testing.T) {
 		"d/e/f.yaml": "plain: 1\n",
 		"g.txt":      "image: r/g:1 # {\"$imagepolicy\": \"ns:g\"}\n",
 	}
-	for name, content := range files {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, root, files)
 	want := References{"ns:a": 2, "ns:b": 1}
 	var mu sync.Mutex
 	var got References
