@@ -62,7 +62,6 @@ type Config struct {
 	// edited, as written: bytes, or a number with KiB, MiB or GiB ("4MiB").
 	// Empty means setters.DefaultMaxFileSize (2 MiB). See FileSizeLimit.
 	MaxFileSize string `yaml:"maxFileSize"`
-	maxFileSize int64
 
 	// File is the config's file name, as given to Load or Parse.
 	File string `yaml:"-"`
@@ -618,12 +617,14 @@ func NormalizeName(name string) string {
 	return DefaultNamespace + ":" + name
 }
 
-// FileSizeLimit returns MaxFileSize in bytes, or 0 for the default.
+// FileSizeLimit returns MaxFileSize in bytes, or 0 for the default (and
+// for a size that does not parse, which validation refuses).
 func (c *Config) FileSizeLimit() int64 {
-	if c == nil {
+	if c == nil || c.MaxFileSize == "" {
 		return 0
 	}
-	return c.maxFileSize
+	n, _ := ParseByteSize(c.MaxFileSize)
+	return n
 }
 
 // ParseByteSize parses a size as maxFileSize takes it: a whole number of

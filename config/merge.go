@@ -16,8 +16,8 @@ func Merge(a, b *Config) (*Config, error) {
 	c := &Config{File: a.File, images: map[string]int{}}
 	var errs []error
 	for _, src := range []*Config{b, a} {
-		if src.maxFileSize != 0 {
-			c.MaxFileSize, c.maxFileSize = src.MaxFileSize, src.maxFileSize
+		if src.MaxFileSize != "" {
+			c.MaxFileSize = src.MaxFileSize
 		}
 	}
 

@@ -36,11 +36,9 @@ func (v *validator) validate() {
 	v.targets()
 	v.webhooks()
 	if v.c.MaxFileSize != "" {
-		n, err := ParseByteSize(v.c.MaxFileSize)
-		if err != nil {
+		if _, err := ParseByteSize(v.c.MaxFileSize); err != nil {
 			v.add(v.at("maxFileSize"), "maxFileSize", "%v", err)
 		}
-		v.c.maxFileSize = n
 	}
 	v.secretRefs(reflect.ValueOf(v.c).Elem(), "")
 }
