@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
@@ -456,5 +457,66 @@ func searchTree(t *testing.T, dir, secret string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestIndexFailsDuringPush: the index is written while the push runs. When
+// writing it fails (here another git holds .git/index.lock), the error
+// says what happened to the commit, and the next Open resets the working
+// copy to a clean state that a later cycle commits from.
+func TestIndexFailsDuringPush(t *testing.T) {
+	for _, pushFails := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pushFails=%v", pushFails), func(t *testing.T) {
+			bare, s, auth := httpRemote(t)
+			base := mainSHA(t, bare)
+			workdir := t.TempDir()
+			opts := Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: workdir}
+			r := mustOpen(t, opts)
+			lock := filepath.Join(workdir, ".git", "index.lock")
+			edit := func(ctx context.Context, dir string) ([]string, string, error) {
+				if err := os.WriteFile(lock, nil, 0o644); err != nil {
+					return nil, "", err
+				}
+				return setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)(ctx, dir)
+			}
+			s.FailReceivePack(pushFails)
+			_, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 1}, edit)
+			r.Close()
+			if err == nil {
+				t.Fatal("Update succeeded with the index locked")
+			}
+			wants := []string{"updating the index of the working copy failed", "locking the index: " + lock + " exists"}
+			if pushFails {
+				wants = append(wants, "pushing to "+s.URL)
+				if got := mainSHA(t, bare); got != base {
+					t.Errorf("remote main = %s after a refused push, want %s", got, base)
+				}
+			} else {
+				head := mainSHA(t, bare)
+				wants = append(wants, "the commit "+head[:12]+" is on "+s.URL+` branch "main"`)
+				if content, _ := testgit.ReadFile(t, bare, "main", "clusters/prod/app.yaml"); content != "image: app:1.1.0\n" {
+					t.Errorf("the pushed commit holds app.yaml = %q", content)
+				}
+			}
+			for _, want := range wants {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(workdir, ".git", resetStateFile)); err == nil {
+				t.Error("the state file records a working copy whose index was not written")
+			}
+
+			// The lock's holder is gone; the next cycle starts clean.
+			s.FailReceivePack(false)
+			r = mustOpen(t, opts)
+			checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+			res, err := r.Update(t.Context(), Update{Commit: author}, setFiles(map[string]string{"clusters/prod/web.yaml": "image: web:2.0.0\n"}, "Bump web", nil))
+			r.Close()
+			if err != nil || !res.Pushed {
+				t.Fatalf("the next Update = %+v, %v", res, err)
+			}
+			checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+		})
 	}
 }

@@ -214,6 +214,9 @@ func encodeIndexEntry(c indexChange, version uint32) []byte {
 func writeIndexFile(path string, data []byte) error {
 	lock := path + ".lock"
 	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("locking the index: %s exists: is a git command running in the working copy? (a lock left by an interrupted cycle is removed when the working copy is next opened)", lock)
+	}
 	if err != nil {
 		return fmt.Errorf("locking the index: %w", err)
 	}

@@ -384,30 +384,32 @@ var invalidSignatureChars = strings.NewReplacer("<", "", ">", "", "\n", "")
 // commit makes the commit of the changed paths on base, with author and
 // committer from c, signed with key when set: the blobs, the trees along
 // the changed paths, the commit. It moves the tracked branch's local ref
-// and the index to the new commit, which the worktree then holds. changed
-// lists the paths that differ from base; when none do, there is no commit
-// and the hash is zero.
-func (r *Repo) commit(base plumbing.Hash, paths []string, message string, c Commit, key *openpgp.Entity) (commit plumbing.Hash, changed []string, err error) {
+// and the index to the new commit, which the worktree then holds; the
+// index is written in the background (see moveToLater), and finish must
+// be called before the index or the worktree is used again. changed
+// lists the paths that differ from base; when none do, there is no commit,
+// the hash is zero and finish is nil.
+func (r *Repo) commit(base plumbing.Hash, paths []string, message string, c Commit, key *openpgp.Entity) (commit plumbing.Hash, changed []string, finish func() error, err error) {
 	r.written, r.writtenSet = r.written[:0], map[plumbing.Hash]bool{}
 	baseTree, err := r.commitTree(base)
 	if err != nil {
-		return plumbing.ZeroHash, nil, err
+		return plumbing.ZeroHash, nil, nil, err
 	}
 	changed, edits, err := r.readEdits(baseTree, paths)
 	if err != nil || len(changed) == 0 {
-		return plumbing.ZeroHash, nil, err
+		return plumbing.ZeroHash, nil, nil, err
 	}
 	if strings.TrimSpace(message) == "" {
-		return plumbing.ZeroHash, nil, errors.New("the edit changed files but gave no commit message")
+		return plumbing.ZeroHash, nil, nil, errors.New("the edit changed files but gave no commit message")
 	}
 	tree, _, err := r.buildTree(baseTree, edits)
 	if err != nil {
-		return plumbing.ZeroHash, nil, fmt.Errorf("building the commit's trees: %w", err)
+		return plumbing.ZeroHash, nil, nil, fmt.Errorf("building the commit's trees: %w", err)
 	}
 	if tree.IsZero() {
 		// Every file deleted: the commit holds the empty tree.
 		if tree, err = r.writeObject(plumbing.TreeObject, nil); err != nil {
-			return plumbing.ZeroHash, nil, err
+			return plumbing.ZeroHash, nil, nil, err
 		}
 	}
 	if !strings.HasSuffix(message, "\n") {
@@ -418,40 +420,37 @@ func (r *Repo) commit(base plumbing.Hash, paths []string, message string, c Comm
 	if key != nil {
 		unsigned := r.repo.Storer.NewEncodedObject()
 		if err := co.EncodeWithoutSignature(unsigned); err != nil {
-			return plumbing.ZeroHash, nil, err
+			return plumbing.ZeroHash, nil, nil, err
 		}
 		rd, err := unsigned.Reader()
 		if err != nil {
-			return plumbing.ZeroHash, nil, err
+			return plumbing.ZeroHash, nil, nil, err
 		}
 		var b bytes.Buffer
 		err = openpgp.ArmoredDetachSign(&b, key, rd, nil)
 		rd.Close()
 		if err != nil {
-			return plumbing.ZeroHash, nil, fmt.Errorf("signing the commit: %w", err)
+			return plumbing.ZeroHash, nil, nil, fmt.Errorf("signing the commit: %w", err)
 		}
 		co.PGPSignature = b.String()
 	}
 	obj := r.repo.Storer.NewEncodedObject()
 	if err := co.Encode(obj); err != nil {
-		return plumbing.ZeroHash, nil, err
+		return plumbing.ZeroHash, nil, nil, err
 	}
 	content, err := readAll(obj)
 	if err != nil {
-		return plumbing.ZeroHash, nil, err
+		return plumbing.ZeroHash, nil, nil, err
 	}
 	if commit, err = r.writeObject(plumbing.CommitObject, content); err != nil {
-		return plumbing.ZeroHash, nil, fmt.Errorf("committing: %w", err)
+		return plumbing.ZeroHash, nil, nil, fmt.Errorf("committing: %w", err)
 	}
 	var ic []indexChange
 	for _, p := range changed {
 		e := edits[p]
 		ic = append(ic, indexChange{name: p, remove: e.remove, hash: e.hash, mode: e.mode, stat: statFields(e.fi)})
 	}
-	if err := r.moveTo(commit, ic); err != nil {
-		return plumbing.ZeroHash, nil, err
-	}
-	return commit, changed, nil
+	return commit, changed, r.moveToLater(commit, ic), nil
 }
 
 // checkout moves the worktree, the index and the tracked branch's local
@@ -661,29 +660,58 @@ func (r *Repo) pruneDirs(dir string) {
 // with changes, points HEAD at the tracked branch and the branch at
 // commit, and writes the state file.
 func (r *Repo) moveTo(commit plumbing.Hash, changes []indexChange) error {
+	return r.moveToLater(commit, changes)()
+}
+
+// moveToLater is moveTo with the index patched in the background: on
+// 50,000 files, reading, merging and writing the index takes tens of
+// milliseconds that a commit's push can hide. HEAD and the branch move
+// before it returns; finish waits for the index and writes the state
+// file, and nothing may read or write the index, or move the worktree,
+// before it has returned. Until then no state file is there, so a working
+// copy left by a crash is reset whole by the next Open.
+//
+// Only the index file is touched in the background, never go-git's
+// store, which is not safe for concurrent use.
+func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish func() error) {
 	_ = os.Remove(r.statePath())
-	raw, err := readRawIndex(r.indexPath())
-	switch {
-	case errors.Is(err, errIndexFormat):
-		if err := r.patchIndexSlowly(changes); err != nil {
-			return err
-		}
-	case err != nil:
-		return fmt.Errorf("reading the index: %w", err)
-	default:
-		if err := writeIndexFile(r.indexPath(), raw.patch(changes)); err != nil {
-			return err
-		}
-	}
+	path := r.indexPath()
+	done := make(chan error, 1)
+	go func() { done <- patchIndexFile(path, changes) }()
+	var refErr error
 	if err := r.repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, r.branchRef())); err != nil {
-		return fmt.Errorf("pointing HEAD at %q: %w", r.branch, err)
+		refErr = fmt.Errorf("pointing HEAD at %q: %w", r.branch, err)
+	} else if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.branchRef(), commit)); err != nil {
+		refErr = fmt.Errorf("setting branch %q: %w", r.branch, err)
 	}
-	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.branchRef(), commit)); err != nil {
-		return fmt.Errorf("setting branch %q: %w", r.branch, err)
+	return func() error {
+		err := <-done
+		if errors.Is(err, errIndexFormat) {
+			err = r.patchIndexSlowly(changes)
+		}
+		if err == nil {
+			err = refErr
+		}
+		if err != nil {
+			return err
+		}
+		r.at = commit
+		r.recordState()
+		return nil
 	}
-	r.at = commit
-	r.recordState()
-	return nil
+}
+
+// patchIndexFile applies changes to the index file at path; it returns
+// errIndexFormat, having changed nothing, for an index it does not patch.
+func patchIndexFile(path string, changes []indexChange) error {
+	raw, err := readRawIndex(path)
+	if errors.Is(err, errIndexFormat) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("reading the index: %w", err)
+	}
+	return writeIndexFile(path, raw.patch(changes))
 }
 
 // patchIndexSlowly applies changes through go-git's index reader and

@@ -215,7 +215,7 @@ func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit 
 		target = u.PushBranch
 	}
 	started := time.Now()
-	commit, changed, err := r.commit(base, changed, message, u.Commit, key)
+	commit, changed, finish, err := r.commit(base, changed, message, u.Commit, key)
 	if err != nil {
 		return nil, false, err
 	}
@@ -238,6 +238,19 @@ func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit 
 		if err = r.pushRefspec(ctx, commit, u.Refspec, target); err != nil {
 			err = fmt.Errorf("the commit %s is on %s branch %q, but %w", shortHash(commit), r.remote, target, err)
 		}
+	}
+	// The index was written while the push ran.
+	if ferr := finish(); ferr != nil {
+		// The worktree is recorded nowhere and r.dirty stays set: the
+		// next attempt or Open resets it whole.
+		if err != nil {
+			return nil, false, fmt.Errorf("%w; and updating the index of the working copy failed: %w", err, ferr)
+		}
+		done := "committed " + shortHash(commit)
+		if res.Pushed {
+			done = fmt.Sprintf("the commit %s is on %s branch %q", shortHash(commit), r.remote, target)
+		}
+		return nil, false, fmt.Errorf("%s, but updating the index of the working copy failed (the next cycle resets the working copy): %w", done, ferr)
 	}
 	if r.at != r.head {
 		// The tracked branch stays where the remote has it (a push
