@@ -21,7 +21,10 @@
 //
 // Update calls Edit on a clean worktree at the remote head, compares the
 // files it reports with that commit, and commits only those that differ,
-// staged one by one, with the author as committer too. Without
+// with the author as committer too: it writes their blobs, the trees along
+// their paths and the commit, as git's plumbing does, and patches the Git
+// index (.git/index) while the push runs. A working copy left between the
+// two by a crash is reset whole by the next Open. Without
 // Update.PushBranch it pushes to the tracked branch, fast-forward only; when
 // the push fails and a fetch shows the remote moved, it resets to the new
 // head, calls Edit again and retries, up to Update.MaxAttempts times with
