@@ -460,17 +460,19 @@ func searchTree(t *testing.T, dir, secret string) {
 	}
 }
 
-// TestIndexFailsDuringPush: the index is written while the push runs. When
-// writing it fails (here another git holds .git/index.lock), the error
-// says what happened to the commit, and the next Open resets the working
-// copy to a clean state that a later cycle commits from.
+// TestIndexFailsDuringPush: the index is written while the push runs.
+// When writing it fails (here another git holds .git/index.lock), a
+// pushed commit is still reported as pushed, with a warning, and a failed
+// push says both what failed and that the index did; either way the
+// working copy is recorded nowhere and is reset before it is used again.
 func TestIndexFailsDuringPush(t *testing.T) {
 	for _, pushFails := range []bool{false, true} {
 		t.Run(fmt.Sprintf("pushFails=%v", pushFails), func(t *testing.T) {
 			bare, s, auth := httpRemote(t)
 			base := mainSHA(t, bare)
 			workdir := t.TempDir()
-			opts := Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: workdir}
+			logger, logs := newLogger()
+			opts := Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: workdir, Logger: logger}
 			r := mustOpen(t, opts)
 			lock := filepath.Join(workdir, ".git", "index.lock")
 			edit := func(ctx context.Context, dir string) ([]string, string, error) {
@@ -480,43 +482,79 @@ func TestIndexFailsDuringPush(t *testing.T) {
 				return setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)(ctx, dir)
 			}
 			s.FailReceivePack(pushFails)
-			_, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 1}, edit)
-			r.Close()
-			if err == nil {
-				t.Fatal("Update succeeded with the index locked")
-			}
-			wants := []string{"updating the index of the working copy failed", "locking the index: " + lock + " exists"}
+			res, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 1}, edit)
 			if pushFails {
-				wants = append(wants, "pushing to "+s.URL)
+				if err == nil {
+					t.Fatalf("Update = %+v with every push refused", res)
+				}
+				for _, want := range []string{"pushing to " + s.URL, "updating the index of the working copy failed", "locking the index: " + lock + " exists"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not contain %q", err, want)
+					}
+				}
 				if got := mainSHA(t, bare); got != base {
 					t.Errorf("remote main = %s after a refused push, want %s", got, base)
 				}
 			} else {
-				head := mainSHA(t, bare)
-				wants = append(wants, "the commit "+head[:12]+" is on "+s.URL+` branch "main"`)
+				if err != nil || !res.Pushed || res.Commit != mainSHA(t, bare) {
+					t.Fatalf("Update = %+v, %v; want the commit pushed", res, err)
+				}
 				if content, _ := testgit.ReadFile(t, bare, "main", "clusters/prod/app.yaml"); content != "image: app:1.1.0\n" {
 					t.Errorf("the pushed commit holds app.yaml = %q", content)
 				}
-			}
-			for _, want := range wants {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q does not contain %q", err, want)
+				if got := logs.String(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, "updating the index of the working copy failed") || !strings.Contains(got, "index.lock exists") {
+					t.Errorf("no warning about the index in the log:\n%s", got)
 				}
 			}
 			if _, err := os.Stat(filepath.Join(workdir, ".git", resetStateFile)); err == nil {
 				t.Error("the state file records a working copy whose index was not written")
 			}
 
-			// The lock's holder is gone; the next cycle starts clean.
+			// The lock's holder is done. The same Repo resets the working
+			// copy before its next edit, and commits from a clean one.
+			if err := os.Remove(lock); err != nil {
+				t.Fatal(err)
+			}
 			s.FailReceivePack(false)
-			r = mustOpen(t, opts)
-			checkWorkdir(t, workdir, bare, mainSHA(t, bare))
-			res, err := r.Update(t.Context(), Update{Commit: author}, setFiles(map[string]string{"clusters/prod/web.yaml": "image: web:2.0.0\n"}, "Bump web", nil))
-			r.Close()
+			res, err = r.Update(t.Context(), Update{Commit: author}, func(ctx context.Context, dir string) ([]string, string, error) {
+				if got, _ := os.ReadFile(filepath.Join(dir, "clusters/prod/app.yaml")); pushFails && string(got) != seed["clusters/prod/app.yaml"] {
+					t.Errorf("the next edit found app.yaml = %q, not the remote's", got)
+				}
+				return setFiles(map[string]string{"clusters/prod/web.yaml": "image: web:2.0.0\n"}, "Bump web", nil)(ctx, dir)
+			})
 			if err != nil || !res.Pushed {
 				t.Fatalf("the next Update = %+v, %v", res, err)
 			}
 			checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+			r.Close()
+			r = mustOpen(t, opts)
+			checkWorkdir(t, workdir, bare, mainSHA(t, bare))
 		})
+	}
+}
+
+// TestRefFailsBeforePush: when the branch's local ref cannot be moved to
+// the new commit, nothing is pushed.
+func TestRefFailsBeforePush(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	base := mainSHA(t, bare)
+	workdir := t.TempDir()
+	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: workdir})
+	_, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 1}, func(ctx context.Context, dir string) ([]string, string, error) {
+		// A folder where the branch's ref file goes.
+		ref := filepath.Join(dir, ".git", "refs", "heads", "main")
+		if err := os.RemoveAll(ref); err != nil {
+			return nil, "", err
+		}
+		if err := os.MkdirAll(filepath.Join(ref, "x"), 0o755); err != nil {
+			return nil, "", err
+		}
+		return setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)(ctx, dir)
+	})
+	if err == nil || !strings.Contains(err.Error(), `setting branch "main"`) {
+		t.Fatalf("Update error = %v, want one about setting the branch", err)
+	}
+	if got := mainSHA(t, bare); got != base {
+		t.Errorf("remote main = %s, want %s: a commit whose ref could not be set was pushed", got, base)
 	}
 }

@@ -450,7 +450,10 @@ func (r *Repo) commit(base plumbing.Hash, paths []string, message string, c Comm
 		e := edits[p]
 		ic = append(ic, indexChange{name: p, remove: e.remove, hash: e.hash, mode: e.mode, stat: statFields(e.fi)})
 	}
-	return commit, changed, r.moveToLater(commit, ic), nil
+	if finish, err = r.moveToLater(commit, ic); err != nil {
+		return plumbing.ZeroHash, nil, nil, err
+	}
+	return commit, changed, finish, nil
 }
 
 // checkout moves the worktree, the index and the tracked branch's local
@@ -656,41 +659,45 @@ func (r *Repo) pruneDirs(dir string) {
 	}
 }
 
-// moveTo records that the worktree holds commit: it patches the index
-// with changes, points HEAD at the tracked branch and the branch at
-// commit, and writes the state file.
+// moveTo records that the worktree holds commit: it points HEAD at the
+// tracked branch and the branch at commit, patches the index with changes,
+// and writes the state file.
 func (r *Repo) moveTo(commit plumbing.Hash, changes []indexChange) error {
-	return r.moveToLater(commit, changes)()
+	finish, err := r.moveToLater(commit, changes)
+	if err != nil {
+		return err
+	}
+	return finish()
 }
 
 // moveToLater is moveTo with the index patched in the background: on
 // 50,000 files, reading, merging and writing the index takes tens of
 // milliseconds that a commit's push can hide. HEAD and the branch move
-// before it returns; finish waits for the index and writes the state
-// file, and nothing may read or write the index, or move the worktree,
-// before it has returned. Until then no state file is there, so a working
-// copy left by a crash is reset whole by the next Open.
+// before it returns (when they cannot, it waits for the index and returns
+// the error); finish waits for the index and writes the state file, and
+// nothing may read or write the index, or move the worktree, before it
+// has returned. Until then no state file is there, so a working copy left
+// by a crash is reset whole by the next Open.
 //
 // Only the index file is touched in the background, never go-git's
 // store, which is not safe for concurrent use.
-func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish func() error) {
+func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish func() error, err error) {
 	_ = os.Remove(r.statePath())
 	path := r.indexPath()
 	done := make(chan error, 1)
 	go func() { done <- patchIndexFile(path, changes) }()
-	var refErr error
 	if err := r.repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, r.branchRef())); err != nil {
-		refErr = fmt.Errorf("pointing HEAD at %q: %w", r.branch, err)
-	} else if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.branchRef(), commit)); err != nil {
-		refErr = fmt.Errorf("setting branch %q: %w", r.branch, err)
+		<-done
+		return nil, fmt.Errorf("pointing HEAD at %q: %w", r.branch, err)
+	}
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.branchRef(), commit)); err != nil {
+		<-done
+		return nil, fmt.Errorf("setting branch %q: %w", r.branch, err)
 	}
 	return func() error {
 		err := <-done
 		if errors.Is(err, errIndexFormat) {
 			err = r.patchIndexSlowly(changes)
-		}
-		if err == nil {
-			err = refErr
 		}
 		if err != nil {
 			return err
@@ -698,7 +705,7 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 		r.at = commit
 		r.recordState()
 		return nil
-	}
+	}, nil
 }
 
 // patchIndexFile applies changes to the index file at path; it returns

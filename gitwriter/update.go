@@ -241,16 +241,16 @@ func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit 
 	}
 	// The index was written while the push ran.
 	if ferr := finish(); ferr != nil {
-		// The worktree is recorded nowhere and r.dirty stays set: the
-		// next attempt or Open resets it whole.
+		// The worktree is recorded nowhere and r.dirty stays set, so the
+		// next attempt or Open resets it whole; until then it is not
+		// moved. A race is not retried: the retry would start with that
+		// reset.
 		if err != nil {
 			return nil, false, fmt.Errorf("%w; and updating the index of the working copy failed: %w", err, ferr)
 		}
-		done := "committed " + shortHash(commit)
-		if res.Pushed {
-			done = fmt.Sprintf("the commit %s is on %s branch %q", shortHash(commit), r.remote, target)
-		}
-		return nil, false, fmt.Errorf("%s, but updating the index of the working copy failed (the next cycle resets the working copy): %w", done, ferr)
+		// What was asked is done: only the working copy needs the reset.
+		r.log.Warn("updating the index of the working copy failed after the commit; the next cycle resets the working copy", "commit", shortHash(commit), "error", ferr)
+		return res, false, nil
 	}
 	if r.at != r.head {
 		// The tracked branch stays where the remote has it (a push
