@@ -248,10 +248,14 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 	}
 	up, err := repo.Update(ctx, update, edit)
 	if err != nil {
+		if up != nil {
+			// Pushed, then a later step failed: the report says both.
+			res.took(up)
+		}
 		return fail(err)
 	}
 	idx.save(repo, work, up, logger)
-	res.Commit, res.Pushed, res.Forced, res.Attempts = up.Commit, up.Pushed, up.Forced, up.Attempts
+	res.took(up)
 	if up.Branch != "" && res.PushBranch == "" {
 		res.Branch = up.Branch
 	}
@@ -280,6 +284,11 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		res.PullRequest, res.prDone = pr, true
 	}
 	return res, nil
+}
+
+// took records what Update did.
+func (r *TargetResult) took(up *gitwriter.Result) {
+	r.Commit, r.Pushed, r.Forced, r.Attempts = up.Commit, up.Pushed, up.Forced, up.Attempts
 }
 
 // proposal fingerprints what a cycle asks of the forge: the base it starts

@@ -80,6 +80,31 @@ func TestRunTargetCommitsThenNothing(t *testing.T) {
 	}
 }
 
+// TestRunTargetPushedThenFailed: the bump reaches the push branch, then
+// the refspec's push fails (its destination holds a commit the new one
+// does not build on). The result says the commit was pushed, beside the
+// error, so that the report reads "pushed, then FAILED", not "not pushed".
+func TestRunTargetPushedThenFailed(t *testing.T) {
+	cfg, bare := targetSetup(t, "push: {branch: auto, refspec: \"refs/heads/auto:refs/for/main\"}\n")
+	elsewhere := testgit.Commit(t, bare, "other", map[string]string{"other.yaml": "a: 1\n"}, nil, "elsewhere")
+	testgit.Git(t, bare, "update-ref", "refs/for/main", elsewhere)
+	reg := &fakeRegistry{tags: map[string][]string{
+		"reg.example/web": {"1.0.0", "1.2.0"},
+		"reg.example/api": {"1.0.0", "1.1.0"},
+	}}
+	res, err := RunTarget(context.Background(), TargetOptions{Config: cfg, Target: cfg.Targets()[0], Registry: reg, Workdir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "refs/for/main") {
+		t.Fatalf("RunTarget error = %v, want the refspec's push refused", err)
+	}
+	auto := testgit.Refs(t, bare)["refs/heads/auto"]
+	if res == nil || !res.Pushed || res.Commit != auto || auto == "" {
+		t.Errorf("RunTarget = %+v; want the push to auto (%s) reported with the error", res, auto)
+	}
+	if got := testgit.Refs(t, bare)["refs/for/main"]; got != elsewhere {
+		t.Errorf("refs/for/main = %s, want it left at %s", got, elsewhere)
+	}
+}
+
 // TestRunTargetNoMarkers checks that a target whose files hold no marker
 // asks no registry at all.
 func TestRunTargetNoMarkers(t *testing.T) {

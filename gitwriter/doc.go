@@ -24,9 +24,8 @@
 // with the author as committer too: it writes their blobs, the trees along
 // their paths and the commit, as git's plumbing does, and patches the Git
 // index (.git/index) while the push runs. A working copy left between the
-// two by a crash is reset whole by the next Open; an index that cannot be
-// written after a push that succeeded is logged as a warning, and the
-// working copy is reset before it is used again. Without
+// two by a crash is reset whole by the next Open, and one whose index could
+// not be written is reset before it is used again. Without
 // Update.PushBranch it pushes to the tracked branch, fast-forward only; when
 // the push fails and a fetch shows the remote moved, it resets to the new
 // head, calls Edit again and retries, up to Update.MaxAttempts times with

@@ -120,9 +120,14 @@ func TestUpdateRefspecNotFastForward(t *testing.T) {
 			testgit.Git(t, bare, "update-ref", "refs/for/main", old)
 			r := mustOpen(t, Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: t.TempDir()})
 			edit := setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)
-			_, err := r.Update(t.Context(), Update{Commit: author, PushBranch: "auto", Refspec: "refs/heads/auto:refs/for/main"}, edit)
+			res, err := r.Update(t.Context(), Update{Commit: author, PushBranch: "auto", Refspec: "refs/heads/auto:refs/for/main"}, edit)
 			if err == nil {
 				t.Fatal("Update succeeded over a ref it would have to force")
+			}
+			// The push branch got the commit before the refspec failed:
+			// the result says so.
+			if auto := testgit.Refs(t, bare)["refs/heads/auto"]; res == nil || !res.Pushed || res.Commit != auto || auto == "" {
+				t.Errorf("Update = %+v; want the push to auto (%s) reported with the error", res, auto)
 			}
 			for _, want := range []string{`refspec "refs/heads/auto:refs/for/main"`, "remote's refs/for/main", "not a fast-forward", "never forces"} {
 				if !strings.Contains(err.Error(), want) {

@@ -105,7 +105,9 @@ type Result struct {
 
 // Update runs edit on the working copy, commits what it changed and pushes
 // the commit as u says. When edit changes nothing, there is no commit and
-// no push, and Result.Pushed is false.
+// no push, and Result.Pushed is false. When a step after a successful push
+// fails (the refspec's push, updating the working copy), the Result comes
+// with the error, with Pushed set; on any other error it is nil.
 func (r *Repo) Update(ctx context.Context, u Update, edit Edit) (*Result, error) {
 	if err := r.checkUpdate(u); err != nil {
 		return nil, err
@@ -169,7 +171,10 @@ func (r *Repo) Update(ctx context.Context, u Update, edit Edit) (*Result, error)
 			return res, nil
 		}
 		if !race {
-			return nil, err
+			if res != nil {
+				res.Attempts = attempt
+			}
+			return res, err
 		}
 		lastErr = err
 		if attempt < maxAttempts {
@@ -245,12 +250,11 @@ func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit 
 		// next attempt or Open resets it whole; until then it is not
 		// moved. A race is not retried: the retry would start with that
 		// reset.
+		ferr = fmt.Errorf("updating the index of the working copy failed (the next cycle resets the working copy): %w", ferr)
 		if err != nil {
-			return nil, false, fmt.Errorf("%w; and updating the index of the working copy failed: %w", err, ferr)
+			return nil, false, fmt.Errorf("%w; and %w", err, ferr)
 		}
-		// What was asked is done: only the working copy needs the reset.
-		r.log.Warn("updating the index of the working copy failed after the commit; the next cycle resets the working copy", "commit", shortHash(commit), "error", ferr)
-		return res, false, nil
+		return pushedOnly(res), false, ferr
 	}
 	if r.at != r.head {
 		// The tracked branch stays where the remote has it (a push
@@ -261,10 +265,19 @@ func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit 
 		}
 	}
 	if err != nil {
-		return nil, race, err
+		return pushedOnly(res), race, err
 	}
 	r.dirty = false
 	return res, false, nil
+}
+
+// pushedOnly returns res when its commit was pushed, for an error that
+// came after the push, and nil otherwise.
+func pushedOnly(res *Result) *Result {
+	if res != nil && res.Pushed {
+		return res
+	}
+	return nil
 }
 
 // checkPath cleans a path the edit reported and refuses one outside the
