@@ -252,7 +252,7 @@ func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit 
 		// reset.
 		ferr = fmt.Errorf("updating the index of the working copy failed (the next cycle resets the working copy): %w", ferr)
 		if err != nil {
-			return nil, false, fmt.Errorf("%w; and %w", err, ferr)
+			ferr = fmt.Errorf("%w; and %w", err, ferr)
 		}
 		return pushedOnly(res), false, ferr
 	}
