@@ -1,6 +1,7 @@
 package gitwriter
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,6 +87,36 @@ func TestUpdateRefspecSourceMustBeTheCommit(t *testing.T) {
 	_, err := r.Update(t.Context(), Update{Commit: author, Refspec: "refs/heads/other:refs/for/main"}, edit)
 	if err == nil || !strings.Contains(err.Error(), "the source must name the commit imagebump made") {
 		t.Errorf("Update = %v, want a refusal of the source", err)
+	}
+}
+
+// TestUpdateRefspecAndIndexFail: the push branch gets the commit, then the
+// refspec's push fails and so does writing the Git index (another git
+// holds index.lock): the error names both, and the result still says the
+// push branch has the commit.
+func TestUpdateRefspecAndIndexFail(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	old := testgit.Commit(t, bare, "other", map[string]string{"other.yaml": "a: 1\n"}, nil, "elsewhere")
+	testgit.Git(t, bare, "update-ref", "refs/for/main", old)
+	workdir := t.TempDir()
+	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: workdir})
+	edit := func(ctx context.Context, dir string) ([]string, string, error) {
+		if err := os.WriteFile(filepath.Join(dir, ".git", "index.lock"), nil, 0o644); err != nil {
+			return nil, "", err
+		}
+		return setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)(ctx, dir)
+	}
+	res, err := r.Update(t.Context(), Update{Commit: author, PushBranch: "auto", Refspec: "refs/heads/auto:refs/for/main"}, edit)
+	if err == nil {
+		t.Fatal("Update succeeded")
+	}
+	for _, want := range []string{"remote's refs/for/main", "updating the index of the working copy failed"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if auto := testgit.Refs(t, bare)["refs/heads/auto"]; res == nil || !res.Pushed || res.Commit != auto {
+		t.Errorf("Update = %+v; want the push to auto (%s) reported with the error", res, auto)
 	}
 }
 
