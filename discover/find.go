@@ -11,7 +11,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -240,7 +239,7 @@ func chartTemplate(root, file string) bool {
 }
 
 // yamlErrLine finds the line in a yaml.v3 error.
-var yamlErrLine = regexp.MustCompile(`(?s)^line (\d+): (.*)$`)
+var yamlErrLine = lazyRegexp(`(?s)^line (\d+): (.*)$`)
 
 // fileFinder finds the references in one file.
 type fileFinder struct {
@@ -302,7 +301,7 @@ func (f *fileFinder) run() {
 	if err != nil {
 		line := 0
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")
-		if m := yamlErrLine.FindStringSubmatch(msg); m != nil {
+		if m := yamlErrLine().FindStringSubmatch(msg); m != nil {
 			line, _ = strconv.Atoi(m[1])
 			msg = m[2]
 		}
@@ -355,10 +354,10 @@ var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Ku
 
 // valuesName matches Helm values file names: values.yaml, values-prod.yaml,
 // values.prod.yaml, prod.values.yaml, prod-values.yaml.
-var valuesName = regexp.MustCompile(`^(?:values(?:[.-][^/]*)?|[^/]*[.-]values)\.ya?ml$`)
+var valuesName = lazyRegexp(`^(?:values(?:[.-][^/]*)?|[^/]*[.-]values)\.ya?ml$`)
 
 // composeName matches docker-compose file names.
-var composeName = regexp.MustCompile(`^(?:docker-)?compose(?:[.-][^/]*)?\.ya?ml$`)
+var composeName = lazyRegexp(`^(?:docker-)?compose(?:[.-][^/]*)?\.ya?ml$`)
 
 // document reads one document whose root is a mapping.
 func (f *fileFinder) document(m *kyaml.Node) {
@@ -369,9 +368,9 @@ func (f *fileFinder) document(m *kyaml.Node) {
 		f.kustomization(m, "", "kustomization", namespaceOf(str(field(m, "namespace"))), f.builds(m))
 	case kind != "" && apiVersion != "":
 		f.object(m, "")
-	case isMapping(field(m, "services")) && (composeName.MatchString(base) || composeLike(field(m, "services"))):
+	case isMapping(field(m, "services")) && (composeName().MatchString(base) || composeLike(field(m, "services"))):
 		f.compose(m)
-	case valuesName.MatchString(base):
+	case valuesName().MatchString(base):
 		f.helmValues(m, "", site{source: "Helm values"}, 0)
 	}
 }

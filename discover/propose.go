@@ -397,7 +397,7 @@ func (p *Proposal) ask(tags map[string][]string, errs map[string]error) {
 // numbers: 1.9.0 before 1.10.0, build-9 before build-41.
 func naturalCompare(a, b string) int {
 	for a != "" && b != "" {
-		da, db := digitsRE.FindStringIndex(a), digitsRE.FindStringIndex(b)
+		da, db := digitsRE().FindStringIndex(a), digitsRE().FindStringIndex(b)
 		if da == nil || db == nil || da[0] != 0 || db[0] != 0 {
 			// Compare up to the next digit run.
 			na, nb := len(a), len(b)
@@ -451,11 +451,11 @@ func Describe(s policy.Spec) string {
 }
 
 // nameRE keeps the characters a policy name may hold.
-var nameRE = regexp.MustCompile(`[^a-z0-9]+`)
+var nameRE = lazyRegexp(`[^a-z0-9]+`)
 
 // sanitize turns text into a name Kubernetes' RFC 1123 rules accept.
 func sanitize(s string) string {
-	s = strings.Trim(nameRE.ReplaceAllString(strings.ToLower(s), "-"), "-")
+	s = strings.Trim(nameRE().ReplaceAllString(strings.ToLower(s), "-"), "-")
 	if len(s) > 63 {
 		s = strings.Trim(s[:63], "-")
 	}

@@ -3,7 +3,6 @@ package discover
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -19,13 +18,13 @@ var (
 
 // variableRE matches shell-style variables, as docker-compose and Flux's
 // post-build substitution read them, and Kubernetes' $(VAR).
-var variableRE = regexp.MustCompile(`\$\{[^}]*\}|\$\([A-Za-z_][A-Za-z0-9_]*\)|\$[A-Za-z_][A-Za-z0-9_]*`)
+var variableRE = lazyRegexp(`\$\{[^}]*\}|\$\([A-Za-z_][A-Za-z0-9_]*\)|\$[A-Za-z_][A-Za-z0-9_]*`)
 
 // digestRE matches an OCI digest.
-var digestRE = regexp.MustCompile(`^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}$`)
+var digestRE = lazyRegexp(`^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}$`)
 
 // tagRE matches a valid tag.
-var tagRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+var tagRE = lazyRegexp(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
 
 // untrackable reports why a value cannot be tracked because of what it
 // holds: a variable or a template. It returns nil for a plain value.
@@ -33,7 +32,7 @@ func untrackable(v string) error {
 	switch {
 	case strings.Contains(v, "{{"):
 		return errTemplate
-	case variableRE.MatchString(v):
+	case variableRE().MatchString(v):
 		return errVariable
 	}
 	return nil
@@ -51,13 +50,13 @@ func splitRef(s string) (repo, tag, digest string, err error) {
 	repo = s
 	if i := strings.IndexByte(repo, '@'); i >= 0 {
 		repo, digest = repo[:i], repo[i+1:]
-		if !digestRE.MatchString(digest) {
+		if !digestRE().MatchString(digest) {
 			return "", "", "", fmt.Errorf("not an image reference: %q is not a digest", digest)
 		}
 	}
 	if i := strings.LastIndexByte(repo, ':'); i > strings.LastIndexByte(repo, '/') {
 		repo, tag = repo[:i], repo[i+1:]
-		if !tagRE.MatchString(tag) {
+		if !tagRE().MatchString(tag) {
 			return "", "", "", fmt.Errorf("not an image reference: %q is not a tag", tag)
 		}
 	}

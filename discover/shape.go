@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Kind is the kind of rule proposed for a repository.
@@ -64,24 +65,31 @@ type shape struct {
 	why string
 }
 
+// lazyRegexp returns a function that compiles expr on its first call.
+// discover runs only for `init`, and compiling its expressions when the
+// package loads cost every command of the binary about 3 ms of start-up.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
+
 var (
 	// versionRE reads 1.2.3, v1.2, 3-alpine, 1.25.3-alpine3.19, 2.0.0-rc.1.
-	versionRE = regexp.MustCompile(`^(v?)([0-9]+)(?:\.([0-9]+))?(?:\.([0-9]+))?((?:-[A-Za-z0-9][A-Za-z0-9._-]*)?)$`)
+	versionRE = lazyRegexp(`^(v?)([0-9]+)(?:\.([0-9]+))?(?:\.([0-9]+))?((?:-[A-Za-z0-9][A-Za-z0-9._-]*)?)$`)
 	// preRE reads a prerelease suffix.
-	preRE = regexp.MustCompile(`^-(?i:alpha|beta|rc|pre|preview|dev|snapshot|canary|next|nightly|m)(?:[.-]?[0-9]+)*$`)
+	preRE = lazyRegexp(`^-(?i:alpha|beta|rc|pre|preview|dev|snapshot|canary|next|nightly|m)(?:[.-]?[0-9]+)*$`)
 	// dateRE finds a date with one separator (or none) and an optional
 	// time after it.
-	dateRE = regexp.MustCompile(`(?:19|20)[0-9]{2}(?:-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])|\.(?:0[1-9]|1[0-2])\.(?:0[1-9]|[12][0-9]|3[01])|_(?:0[1-9]|1[0-2])_(?:0[1-9]|[12][0-9]|3[01])|(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01]))(?:[T_.-]?[0-2][0-9][-:._]?[0-5][0-9](?:[-:._]?[0-5][0-9])?(?:\.[0-9]+)?)?`)
+	dateRE = lazyRegexp(`(?:19|20)[0-9]{2}(?:-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])|\.(?:0[1-9]|1[0-2])\.(?:0[1-9]|[12][0-9]|3[01])|_(?:0[1-9]|1[0-2])_(?:0[1-9]|[12][0-9]|3[01])|(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01]))(?:[T_.-]?[0-2][0-9][-:._]?[0-5][0-9](?:[-:._]?[0-5][0-9])?(?:\.[0-9]+)?)?`)
 	// buildRE reads a build number with an optional word before it and an
 	// optional commit hash after it: 1234, build-1234, r12, 1234-abc1234.
-	buildRE = regexp.MustCompile(`^((?:[A-Za-z][A-Za-z_]*[-._]?)?)([0-9]+)((?:[-._][0-9a-f]{7,40})?)$`)
+	buildRE = lazyRegexp(`^((?:[A-Za-z][A-Za-z_]*[-._]?)?)([0-9]+)((?:[-._][0-9a-f]{7,40})?)$`)
 	// hashRE reads a bare commit hash.
-	hashRE = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
+	hashRE = lazyRegexp(`^[0-9a-f]{7,40}$`)
 	// shaRE reads a commit hash, optionally after a word.
-	shaRE = regexp.MustCompile(`^(?:[A-Za-z]+[-_])?[0-9a-f]{7,40}$`)
+	shaRE = lazyRegexp(`^(?:[A-Za-z]+[-_])?[0-9a-f]{7,40}$`)
 	// hexSuffixRE reads a commit hash after a separator.
-	hexSuffixRE = regexp.MustCompile(`^[-._][0-9a-f]{7,40}$`)
-	digitsRE    = regexp.MustCompile(`[0-9]+`)
+	hexSuffixRE = lazyRegexp(`^[-._][0-9a-f]{7,40}$`)
+	digitsRE    = lazyRegexp(`[0-9]+`)
 )
 
 // classify reads the shape of one tag in use. lineTags are the registry's
@@ -93,22 +101,22 @@ func classify(tag string, registryTags []string) shape {
 	case !strings.ContainsAny(tag, "0123456789"):
 		return shape{kind: KindMoving, family: "moving:" + tag, why: tag + " is a tag that moves"}
 	}
-	if m := versionRE.FindStringSubmatch(tag); m != nil {
+	if m := versionRE().FindStringSubmatch(tag); m != nil {
 		if s, ok := versionShape(tag, m, registryTags); ok {
 			return s
 		}
 	}
-	if loc := dateRE.FindStringIndex(tag); loc != nil {
+	if loc := dateRE().FindStringIndex(tag); loc != nil {
 		return timestampShape(tag, loc)
 	}
-	if hashRE.MatchString(tag) && strings.ContainsAny(tag, "abcdef") && strings.ContainsAny(tag, "0123456789") {
+	if hashRE().MatchString(tag) && strings.ContainsAny(tag, "abcdef") && strings.ContainsAny(tag, "0123456789") {
 		return shape{kind: KindUnordered, family: "unordered:hash", why: tag + " looks like a commit hash: such tags carry no order, so no policy can tell which is newer (tag the images with a version, a timestamp or a build number too)"}
 	}
-	if m := buildRE.FindStringSubmatch(tag); m != nil {
+	if m := buildRE().FindStringSubmatch(tag); m != nil {
 		pattern := "^" + regexp.QuoteMeta(m[1]) + "(?P<build>[0-9]+)" + generalize(m[3]) + "$"
 		return shape{kind: KindNumerical, family: "numerical:" + pattern, pattern: pattern, extract: "$build", why: "the build number " + tag}
 	}
-	if shaRE.MatchString(tag) {
+	if shaRE().MatchString(tag) {
 		return shape{kind: KindUnordered, family: "unordered:hash", why: tag + " looks like a commit hash: such tags carry no order, so no policy can tell which is newer (tag the images with a version, a timestamp or a build number too)"}
 	}
 	return shape{kind: KindUnordered, family: "unordered:" + tag, why: tag + " is neither a version, a timestamp nor a build number, so no order is proposed"}
@@ -130,7 +138,7 @@ func versionShape(tag string, m []string, registryTags []string) (shape, bool) {
 	}
 	suffix := m[5]
 	switch {
-	case suffix != "" && preRE.MatchString(suffix) && s.parts == 3:
+	case suffix != "" && preRE().MatchString(suffix) && s.parts == 3:
 		s.pre = true
 	case suffix != "":
 		s.suffix = suffix
@@ -175,7 +183,7 @@ func timestampShape(tag string, loc []int) shape {
 func digitShape(s string) string {
 	var b strings.Builder
 	last := 0
-	for _, loc := range digitsRE.FindAllStringIndex(s, -1) {
+	for _, loc := range digitsRE().FindAllStringIndex(s, -1) {
 		b.WriteString(regexp.QuoteMeta(s[last:loc[0]]))
 		fmt.Fprintf(&b, "[0-9]{%d}", loc[1]-loc[0])
 		last = loc[1]
@@ -191,12 +199,12 @@ func generalize(s string) string {
 	if s == "" {
 		return ""
 	}
-	if hexSuffixRE.MatchString(s) {
+	if hexSuffixRE().MatchString(s) {
 		return regexp.QuoteMeta(s[:1]) + "[0-9a-f]{7,40}"
 	}
 	var b strings.Builder
 	last := 0
-	for _, loc := range digitsRE.FindAllStringIndex(s, -1) {
+	for _, loc := range digitsRE().FindAllStringIndex(s, -1) {
 		b.WriteString(regexp.QuoteMeta(s[last:loc[0]]))
 		b.WriteString("[0-9]+")
 		last = loc[1]

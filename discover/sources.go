@@ -3,7 +3,6 @@ package discover
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
@@ -35,11 +34,11 @@ var containerLists = []struct{ key, item string }{
 }
 
 // dnsLabel matches a Kubernetes namespace name.
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+var dnsLabel = lazyRegexp(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // namespaceOf returns ns if it is a usable namespace name, else "".
 func namespaceOf(ns string) string {
-	if len(ns) <= 63 && dnsLabel.MatchString(ns) {
+	if len(ns) <= 63 && dnsLabel().MatchString(ns) {
 		return ns
 	}
 	return ""
@@ -187,7 +186,7 @@ func (f *fileFinder) kustomization(m *kyaml.Node, prefix, what, ns string, scope
 		case untrackable(newTag.Value) != nil:
 			f.untracked(newTag.Line, s, p+".newTag", newTag.Value, untrackable(newTag.Value))
 			continue
-		case !tagRE.MatchString(newTag.Value):
+		case !tagRE().MatchString(newTag.Value):
 			f.untracked(newTag.Line, s, p+".newTag", newTag.Value, fmt.Errorf("not an image reference: %q is not a tag", newTag.Value))
 			continue
 		}
@@ -198,7 +197,7 @@ func (f *fileFinder) kustomization(m *kyaml.Node, prefix, what, ns string, scope
 			u.Values = append(u.Values, value(newName, setters.FieldName))
 		}
 		if digest != nil && digest.Value != "" {
-			if !digestRE.MatchString(digest.Value) || untrackable(digest.Value) != nil {
+			if !digestRE().MatchString(digest.Value) || untrackable(digest.Value) != nil {
 				f.untracked(digest.Line, s, p+".digest", digest.Value, fmt.Errorf("not a digest: %q", digest.Value))
 				continue
 			}
@@ -415,7 +414,7 @@ func (f *fileFinder) split(s site, p string, repoN, regN, tagN, digN *kyaml.Node
 		}
 		return
 	}
-	if !tagRE.MatchString(tagN.Value) {
+	if !tagRE().MatchString(tagN.Value) {
 		f.untracked(tagN.Line, s, p, tagN.Value, fmt.Errorf("not an image reference: %q is not a tag", tagN.Value))
 		return
 	}
@@ -425,7 +424,7 @@ func (f *fileFinder) split(s site, p string, repoN, regN, tagN, digN *kyaml.Node
 		u.Values = append(u.Values, value(repoN, setters.FieldName))
 	}
 	if hasDigest {
-		if !digestRE.MatchString(digN.Value) {
+		if !digestRE().MatchString(digN.Value) {
 			f.untracked(digN.Line, s, p, digN.Value, fmt.Errorf("not a digest: %q", digN.Value))
 			return
 		}
