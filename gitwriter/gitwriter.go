@@ -627,12 +627,26 @@ func (r *Repo) fetch(ctx context.Context) error {
 			return nil
 		}
 	}
-	spec := config.RefSpec(fmt.Sprintf("+%s:%s", r.branchRef(), r.trackingRef(r.branch)))
-	err := r.network(ctx, "fetching", r.branch, func(ctx context.Context, o netOpts) error {
+	h, err := r.fetchBranch(ctx, r.branch, r.opts.Depth)
+	if err != nil {
+		return err
+	}
+	if h != r.head {
+		r.log.Debug("fetched", "head", h.String())
+	}
+	r.head = h
+	return nil
+}
+
+// fetchBranch fetches the remote's branch into its remote-tracking ref,
+// depth commits deep (0: all), and returns where the ref points.
+func (r *Repo) fetchBranch(ctx context.Context, branch string, depth int) (plumbing.Hash, error) {
+	spec := config.RefSpec(fmt.Sprintf("+%s:%s", plumbing.NewBranchReferenceName(branch), r.trackingRef(branch)))
+	err := r.network(ctx, "fetching", branch, func(ctx context.Context, o netOpts) error {
 		return r.repo.FetchContext(ctx, &git.FetchOptions{
 			RemoteName:   remoteName,
 			RefSpecs:     []config.RefSpec{spec},
-			Depth:        r.opts.Depth,
+			Depth:        depth,
 			Auth:         o.auth,
 			ProxyOptions: o.proxy,
 			Tags:         git.NoTags,
@@ -640,15 +654,11 @@ func (r *Repo) fetch(ctx context.Context) error {
 		})
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return err
+		return plumbing.ZeroHash, err
 	}
-	ref, err := r.repo.Reference(r.trackingRef(r.branch), true)
+	ref, err := r.repo.Reference(r.trackingRef(branch), true)
 	if err != nil {
-		return fmt.Errorf("reading the fetched head of %s branch %q: %w", r.remote, r.branch, err)
+		return plumbing.ZeroHash, fmt.Errorf("reading the fetched head of %s branch %q: %w", r.remote, branch, err)
 	}
-	if ref.Hash() != r.head {
-		r.log.Debug("fetched", "head", ref.Hash().String())
-	}
-	r.head = ref.Hash()
-	return nil
+	return ref.Hash(), nil
 }

@@ -391,26 +391,7 @@ func (r *Repo) remoteBranch(ctx context.Context, remote *git.Remote, branch stri
 	if _, err := r.repo.CommitObject(h); err == nil {
 		return h, nil
 	}
-	spec := config.RefSpec(fmt.Sprintf("+%s:%s", plumbing.NewBranchReferenceName(branch), r.trackingRef(branch)))
-	err = r.network(ctx, "fetching", branch, func(ctx context.Context, o netOpts) error {
-		return r.repo.FetchContext(ctx, &git.FetchOptions{
-			RemoteName:   remoteName,
-			RefSpecs:     []config.RefSpec{spec},
-			Depth:        1,
-			Auth:         o.auth,
-			ProxyOptions: o.proxy,
-			Tags:         git.NoTags,
-			Force:        true,
-		})
-	})
-	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return plumbing.ZeroHash, err
-	}
-	ref, err := r.repo.Reference(r.trackingRef(branch), true)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("reading fetched push branch %q: %w", branch, err)
-	}
-	return ref.Hash(), nil
+	return r.fetchBranch(ctx, branch, 1)
 }
 
 // lsBranch returns where the remote branch points, or the zero hash.
