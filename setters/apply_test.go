@@ -141,9 +141,7 @@ func TestApplyErrors(t *testing.T) {
 func writeRepo(t *testing.T, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for p, c := range files {
-		writeFile(t, filepath.Join(dir, filepath.FromSlash(p)), c)
-	}
+	writeFiles(t, dir, files)
 	return dir
 }
 
