@@ -390,7 +390,8 @@ func (e *fileEntry) served(rel string, env env, values map[valueKey]valueOf, res
 	if !e.parsed {
 		return true
 	}
-	nm, np := len(res.Markers), len(res.Problems)
+	// Only problems are added before need can be known.
+	np := len(res.Problems)
 	for _, m := range e.markers {
 		if m.inFlow {
 			continue
@@ -414,7 +415,7 @@ func (e *fileEntry) served(rel string, env env, values map[valueKey]valueOf, res
 			continue
 		}
 		if v.value != m.value {
-			res.Markers, res.Problems = res.Markers[:nm], res.Problems[:np]
+			res.Problems = res.Problems[:np]
 			return true
 		}
 	}
