@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"strings"
 	"time"
 
 	"github.com/imagebump/imagebump/cycle"
@@ -299,9 +298,7 @@ func cycleStatus(started time.Time, reason string, triggers []string, o outcome,
 		c.ChangesTotal = len(rep.Changes)
 		c.FilesRead, c.FilesFromIndex = rep.FilesRead, rep.FilesCached
 		for _, ch := range rep.Changes[:min(len(rep.Changes), maxListed)] {
-			// Copies: the report's strings may share the memory of
-			// the whole marker index, which the status outlives.
-			c.Changes = append(c.Changes, ChangeStatus{File: strings.Clone(ch.File), Line: ch.Line, Policy: strings.Clone(ch.Policy), Old: strings.Clone(ch.Old), New: strings.Clone(ch.New)})
+			c.Changes = append(c.Changes, ChangeStatus{File: ch.File, Line: ch.Line, Policy: ch.Policy, Old: ch.Old, New: ch.New})
 		}
 		for _, p := range rep.Policies {
 			if p.Err != nil {

@@ -137,7 +137,9 @@ type Marker struct {
 // line, and do not depend on scheduling.
 type Result struct {
 	// Markers lists every well-formed marker on a scalar value, including
-	// those naming unknown policies.
+	// those naming unknown policies. The strings of markers and problems
+	// served from an Index share the memory of its whole decoded text:
+	// copy what must outlive the Index. Changes share nothing with it.
 	Markers []Marker
 	// Changes lists the scalars that were (or, in a dry run, would be)
 	// rewritten.

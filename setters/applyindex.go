@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -53,7 +54,9 @@ func applyIndexed(ctx context.Context, opts Options) (*Result, error) {
 	for _, rel := range rels {
 		fe := ix.files[rel]
 		if fe.served(rel, r.env, values, res) {
-			jobs = append(jobs, job{rel: rel, abs: filepath.Join(r.root, filepath.FromSlash(rel))})
+			// A copy: rel shares the memory of the whole decoded index,
+			// and the changes made from the file outlive the cycle.
+			jobs = append(jobs, job{rel: strings.Clone(rel), abs: filepath.Join(r.root, filepath.FromSlash(rel))})
 			want = append(want, fe)
 		}
 	}

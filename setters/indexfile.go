@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 )
 
 // The index file: a magic line, then uvarint-prefixed fields, then the
@@ -334,8 +333,7 @@ func (d *decoder) bool() bool {
 	return len(b) == 1 && b[0] == 1
 }
 
-// decodeIndex decodes an index file's content. The strings of the index
-// share data's memory, so data must not be changed afterwards.
+// decodeIndex decodes an index file's content.
 func decodeIndex(data []byte) (*Index, error) {
 	if !bytes.HasPrefix(data, []byte(indexMagic)) {
 		return nil, errors.New("not a marker index")
@@ -348,7 +346,8 @@ func decodeIndex(data []byte) (*Index, error) {
 		return nil, errors.New("checksum mismatch")
 	}
 	d := &decoder{b: body[len(indexMagic):]}
-	d.text = unsafe.String(unsafe.SliceData(d.b), len(d.b))
+	// One copy of the text: the decoded strings are slices of it.
+	d.text = string(d.b)
 	if id := d.str(); d.err == nil && id != buildID() {
 		return nil, errOtherBuild
 	}
