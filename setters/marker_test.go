@@ -102,10 +102,14 @@ func FuzzParseMarker(f *testing.F) {
 		`# {"$imagepolicy" 1}`,
 		`## {`,
 		`# plain comment`,
+		"# {\"$imagepolicy\": \"a:\\u0062\"}",
+		"# {\"$imagepolicy\": \"a:\xffb\"}",
+		"#{\t\"$imagepolicy\"\r\n:\"a:b\"\n}",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, comment string) {
+		checkSimpleMarker(t, markerText(comment))
 		policy, field, ok, err := ParseMarker(comment)
 		if !ok {
 			if err != nil || policy != "" || field != "" {
@@ -129,4 +133,53 @@ func FuzzParseMarker(f *testing.F) {
 			t.Fatalf("round trip of %q through %s: got %q, %q, %v, %v", comment, again, p2, f2, ok2, err2)
 		}
 	})
+}
+
+// checkSimpleMarker fails when simpleMarker accepts text and the JSON
+// decoder reads it differently.
+func checkSimpleMarker(t *testing.T, text string) {
+	t.Helper()
+	ref, ok := simpleMarker(text)
+	if !ok {
+		return
+	}
+	want, reason, err := decodeMarker(text)
+	if reason != "" || want != ref {
+		t.Fatalf("simpleMarker(%q) = %q; the decoder gives %q, %q, %v", text, ref, want, reason, err)
+	}
+}
+
+// TestSimpleMarker checks which texts the fast path takes, and that it
+// reads each as the decoder does.
+func TestSimpleMarker(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want string
+		fast bool // false when the decoder must read it
+	}{
+		{`{"$imagepolicy": "apps:app"}`, "apps:app", true},
+		{`{"$imagepolicy":"a:b:tag"}`, "a:b:tag", true},
+		{"{ \t\"$imagepolicy\"\r\n :\n \"a:b\" \t}", "a:b", true},
+		{`{"$imagepolicy": "a:b é"}`, "a:b é", true},
+		{`{"$imagepolicy": ""}`, "", true},
+		{`{"$imagepolicy": "a:\u0062"}`, "", false},
+		{`{"$imagepolicy": "a:\"b"}`, "", false},
+		{"{\"$imagepolicy\": \"a:\xffb\"}", "", false},
+		{"{\"$imagepolicy\": \"a:\x01b\"}", "", false},
+		{`{"$imagepolicy": "a:b", "x": "y"}`, "", false},
+		{`{"x": "y", "$imagepolicy": "a:b"}`, "", false},
+		{`{"$imagepolicy": "a:b"}}`, "", false},
+		{`{"$imagepolicy": "a:b"`, "", false},
+		{`{"$imagepolicy": 1}`, "", false},
+		{`{"$ImagePolicy": "a:b"}`, "", false},
+		{"{\"$imagepolicy\"\u00a0: \"a:b\"}", "", false},
+	} {
+		t.Run(tc.text, func(t *testing.T) {
+			ref, ok := simpleMarker(tc.text)
+			if ok != tc.fast || ref != tc.want {
+				t.Errorf("simpleMarker(%q) = %q, %v; want %q, %v", tc.text, ref, ok, tc.want, tc.fast)
+			}
+			checkSimpleMarker(t, tc.text)
+		})
+	}
 }
