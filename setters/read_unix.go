@@ -83,5 +83,12 @@ func readFileKey(path string, buf *bytes.Buffer, limit int64, key *statKey) erro
 			buf.Reset()
 			return &TooLargeError{Size: st.Size, Limit: limit, Marked: true}
 		}
+		if int64(buf.Len()) == st.Size && n < cap(b) {
+			// All fstat counted came in a read that did not fill the
+			// buffer: the read that would return end of file is one
+			// system call per file saved. A file that grows later is
+			// read as it was, as if read a moment earlier.
+			return nil
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"syscall"
 )
 
@@ -55,9 +56,9 @@ func writeTemp(dir, base string, mode fs.FileMode, own owner, data []byte, fsync
 	// The replacement keeps the original's owner and group. Only root may
 	// give a file away; anyone else whose new file would not match is
 	// refused rather than change who owns the file.
-	if own.uid >= 0 && (own.uid != syscall.Geteuid() || own.gid != syscall.Getegid()) {
+	if euid, egid := processIDs(); own.uid >= 0 && (own.uid != euid || own.gid != egid) {
 		if err = retry(func() error { return syscall.Fchown(fd, own.uid, own.gid) }); err != nil {
-			return "", &pathError{op: fmt.Sprintf("keeping the owner %d:%d (imagebump runs as %d:%d)", own.uid, own.gid, syscall.Geteuid(), syscall.Getegid()), err: err}
+			return "", &pathError{op: fmt.Sprintf("keeping the owner %d:%d (imagebump runs as %d:%d)", own.uid, own.gid, euid, egid), err: err}
 		}
 	}
 	// chown(2) clears set-id bits, so the mode comes after it.
@@ -81,6 +82,10 @@ func writeTemp(dir, base string, mode fs.FileMode, own owner, data []byte, fsync
 	}
 	return path, nil
 }
+
+// processIDs returns the effective user and group IDs of the process,
+// which never change while it runs: asked once, not twice per file written.
+var processIDs = sync.OnceValues(func() (int, int) { return syscall.Geteuid(), syscall.Getegid() })
 
 // retry calls f again as long as it is interrupted.
 func retry(f func() error) error {
