@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -291,15 +290,6 @@ func targetNames(targets []config.Target) string {
 		names[i] = t.Name
 	}
 	return strings.Join(names, ", ")
-}
-
-// encodeJSON writes v indented, without escaping <, > and & (ranges such
-// as ">=1.0.0" stay readable).
-func encodeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }
 
 func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
