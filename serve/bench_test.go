@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/internal/testkit/releasebin"
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
 )
 
@@ -170,14 +171,13 @@ func BenchmarkServeSoak(b *testing.B) {
 	}
 }
 
-// buildImagebump builds the imagebump binary into dir.
+// buildImagebump builds the imagebump binary into dir, as the release
+// builds it.
 func buildImagebump(b *testing.B, dir string) string {
 	b.Helper()
-	bin := filepath.Join(dir, "imagebump")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/imagebump/imagebump/cmd/imagebump")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		b.Fatalf("building imagebump: %v", err)
+	bin, err := releasebin.Build(dir)
+	if err != nil {
+		b.Fatal(err)
 	}
 	return bin
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/imagebump/imagebump/internal/commands"
+	"github.com/imagebump/imagebump/internal/testkit/releasebin"
 	"github.com/imagebump/imagebump/internal/testkit/treegen"
 	"github.com/imagebump/imagebump/report"
 )
@@ -236,14 +237,9 @@ func newFixture() (f *fixture, err error) {
 		return f, err
 	}
 
-	f.bin = filepath.Join(dir, "imagebump")
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		goCmd = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-	}
-	build := exec.Command(goCmd, "build", "-o", f.bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		return f, fmt.Errorf("building imagebump: %w\n%s", err, out)
+	// Timed as shipped: static, stripped.
+	if f.bin, err = releasebin.Build(dir); err != nil {
+		return f, err
 	}
 
 	if f.host, f.stopRegistry, err = startRegistry(); err != nil {
