@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -236,4 +237,30 @@ func readString(t *testing.T, p string) string {
 func exists(p string) bool {
 	_, err := os.Lstat(p)
 	return err == nil
+}
+
+// TestReadFileSizes reads files of sizes around the read buffer's, which
+// end either with a short read or with a read that returns end of file,
+// with and without a size limit.
+func TestReadFileSizes(t *testing.T) {
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	for _, size := range []int{0, 1, 4095, 4096, 16383, 16384, 16385, 32768, 49152, 100000, 1 << 20} {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte('a' + i%26)
+		}
+		p := filepath.Join(dir, fmt.Sprintf("f%d", size))
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, limit := range []int64{0, int64(size), 8 << 20} {
+			if err := readFile(p, &buf, limit); err != nil {
+				t.Fatalf("readFile of %d bytes, limit %d: %v", size, limit, err)
+			}
+			if !bytes.Equal(buf.Bytes(), data) {
+				t.Errorf("readFile of %d bytes, limit %d, read %d bytes, not the file's", size, limit, buf.Len())
+			}
+		}
+	}
 }

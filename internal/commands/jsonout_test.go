@@ -35,6 +35,7 @@ func TestEncodeJSON(t *testing.T) {
 		"brackets":      []string{"{", "}", "[", "]", ",", ":", `"`, `\`, `\"}`, "a\\", "a\\\\\"b"},
 		"escapes":       []string{"tab\there", "new\nline", "\x01\x7f", "<&>", "\u2028\u2029", "é\xff"},
 		"semver ranges": map[string]string{"policy": ">=1.0.0 <2.0.0"},
+		"raw message":   map[string]any{"raw": json.RawMessage(` { "a" : [ ] , "b" : "x\\\"}" } `), "n": json.Number("1e3")},
 		"structs": []change{
 			{File: "a.yaml", Line: 3, From: "x:1", Extra: map[string]any{"k": []any{1, "2", map[string]any{}}}},
 			{File: `we"ird\.yaml`, Line: 0},

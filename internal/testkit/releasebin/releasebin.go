@@ -13,12 +13,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 )
 
-// Env and Flags are the release build's environment and go build flags;
-// TestMatchesRelease checks them against .goreleaser.yaml and the
-// Dockerfile.
+// Env and Flags are the release build's environment and go build flags,
+// but for the version the release stamps in with -X (it changes no
+// timing); TestMatchesRelease checks them against .goreleaser.yaml and
+// the Dockerfile.
 var (
 	Env   = []string{"CGO_ENABLED=0"}
 	Flags = []string{"-trimpath", "-ldflags", "-s -w"}
@@ -29,7 +29,7 @@ var (
 func Build(dir string) (string, error) {
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
-		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return "", fmt.Errorf("building imagebump: no go command on PATH: %w", err)
 	}
 	bin := filepath.Join(dir, "imagebump")
 	args := append([]string{"build", "-o", bin}, Flags...)
