@@ -26,7 +26,10 @@ var (
 
 // Build builds ./cmd/imagebump of this module into dir as the release
 // does and returns the binary's path.
-func Build(dir string) (string, error) {
+func Build(dir string) (string, error) { return build(dir) }
+
+// build is Build with more environment, such as GOOS to cross-build.
+func build(dir string, env ...string) (string, error) {
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
 		return "", fmt.Errorf("building imagebump: no go command on PATH: %w", err)
@@ -34,7 +37,7 @@ func Build(dir string) (string, error) {
 	bin := filepath.Join(dir, "imagebump")
 	args := append([]string{"build", "-o", bin}, Flags...)
 	cmd := exec.Command(goCmd, append(args, "github.com/imagebump/imagebump/cmd/imagebump")...)
-	cmd.Env = append(os.Environ(), Env...)
+	cmd.Env = append(append(os.Environ(), Env...), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building imagebump as the release does: %w\n%s", err, out)
 	}
