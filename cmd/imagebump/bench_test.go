@@ -607,24 +607,28 @@ func BenchmarkApplyVsGrep(b *testing.B) {
 // with cp -a and synced, so that its writeback does not land in a timed
 // run. The copies stay until the fixture is removed.
 //
-// Why not restore one copy between runs: apply replaces each file it
+// Why a new copy, each in a place of its own: apply replaces each file it
 // changes by renaming a new file over it, which frees the old file's
 // inode. On ext4 without a journal (this VM's file system), creating a
-// file skips, one at a time, every free inode of its group that was freed
-// within the last minute (find_inode_bit and recently_deleted in
-// fs/ext4/ialloc.c). Back-to-back applies over one copy would each scan
-// the 842 inodes the previous one freed for each of their own 842 new
-// files: a quarter of apply's CPU in perf, and a third more wall time
-// (docs/benchmarks.md). An apply in a checkout is not preceded, within the
-// minute, by another that replaced the same files. Removing old copies
-// would free inodes in the same way, so they are kept.
+// file skips, one at a time, every free inode of its block group that was
+// freed within the last minute (find_inode_bit and recently_deleted in
+// fs/ext4/ialloc.c). Back-to-back applies over one copy, or over copies
+// next to each other on disk, would each scan the 842 inodes the previous
+// one freed for each of their own 842 new files: a quarter of apply's CPU
+// in perf, and a third more wall time (docs/benchmarks.md). An apply in a
+// checkout is not preceded, within the minute, by another that replaced
+// files beside it. So the copies are made in a folder whose subfolders
+// ext4 spreads over the disk (spreadSubfolders), and old copies are not
+// removed, which would free inodes in the same way.
 func (f *fixture) freshCopy(b *testing.B, t *tree) string {
 	b.Helper()
 	t.copies++
-	work := filepath.Join(f.dir, "copies", fmt.Sprintf("%d-%d", t.stats.Files, t.copies))
-	if err := os.MkdirAll(filepath.Dir(work), 0o755); err != nil {
+	copies := filepath.Join(f.dir, "copies")
+	if err := os.MkdirAll(copies, 0o755); err != nil {
 		b.Fatal(err)
 	}
+	spreadSubfolders(copies)
+	work := filepath.Join(copies, fmt.Sprintf("%d-%d", t.stats.Files, t.copies))
 	if out, err := exec.Command("cp", "-a", t.root, work).CombinedOutput(); err != nil {
 		b.Fatalf("copying the tree: %v: %s", err, out)
 	}

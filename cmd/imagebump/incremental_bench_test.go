@@ -539,14 +539,23 @@ func (g *bigFixture) history(b *testing.B, n, k int) string {
 	return g.head(b)
 }
 
-// copyDir copies a folder with cp -a into a new temporary one.
+// copyDir copies a folder with cp -a into a new temporary one, placed
+// apart from the last (see fixture.freshCopy).
 func copyDir(b *testing.B, dir string) string {
 	b.Helper()
-	to := filepath.Join(b.TempDir(), "copy")
+	to := filepath.Join(spreadTempDir(b), "copy")
 	if out, err := exec.Command("cp", "-a", dir, to).CombinedOutput(); err != nil {
 		b.Fatalf("cp: %v: %s", err, out)
 	}
 	return to
+}
+
+// spreadTempDir returns a new temporary folder whose subfolders the file
+// system places apart (see spreadSubfolders).
+func spreadTempDir(b *testing.B) string {
+	dir := b.TempDir()
+	spreadSubfolders(dir)
+	return dir
 }
 
 // indexLoadEnv makes the test binary load the marker index at the path it
@@ -668,7 +677,7 @@ func BenchmarkFirstRun(b *testing.B) {
 		for range max(1, *reps/2) {
 			b.StopTimer()
 			g.setMain(b, g.initial)
-			work := filepath.Join(b.TempDir(), "work")
+			work := filepath.Join(spreadTempDir(b), "work")
 			copyTree := copyDir(b, g.tree)
 			syncFS()
 			b.StartTimer()
