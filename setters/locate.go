@@ -26,7 +26,23 @@ type lineIndex struct {
 }
 
 func newLineIndex(src []byte) *lineIndex {
-	ix := &lineIndex{src: src, starts: []int{0}}
+	lines := bytes.Count(src, lf) + 1
+	ix := &lineIndex{src: src, starts: make([]int, 1, lines), ends: make([]int, 0, lines)}
+	if !mayHaveOddBreak(src) {
+		// LF is the only break: find each with IndexByte, which is many
+		// times faster than looking at every byte.
+		for i := 0; ; {
+			j := bytes.IndexByte(src[i:], '\n')
+			if j < 0 {
+				break
+			}
+			ix.ends = append(ix.ends, i+j)
+			i += j + 1
+			ix.starts = append(ix.starts, i)
+		}
+		ix.ends = append(ix.ends, len(src))
+		return ix
+	}
 	for i := 0; i < len(src); {
 		n := breakLen(src[i:])
 		if n == 0 {
@@ -42,6 +58,15 @@ func newLineIndex(src []byte) *lineIndex {
 	}
 	ix.ends = append(ix.ends, len(src))
 	return ix
+}
+
+var lf = []byte{'\n'}
+
+// mayHaveOddBreak reports whether src holds a byte that starts a line
+// break other than LF: CR, or the first byte of NEL (0xC2) or of LINE and
+// PARAGRAPH SEPARATOR (0xE2). Without one, every break is an LF.
+func mayHaveOddBreak(src []byte) bool {
+	return bytes.IndexByte(src, '\r') >= 0 || bytes.IndexByte(src, 0xC2) >= 0 || bytes.IndexByte(src, 0xE2) >= 0
 }
 
 // breakLen returns the length of the line break at the start of b, or 0.
