@@ -21,7 +21,8 @@ func main() {
 	// A soft memory limit makes the collector run sooner once the heap
 	// nears it, which keeps a first run on a large repository from
 	// growing the heap far past what is live; it is not a cap on what is
-	// live. GOMEMLIMIT overrides it.
+	// live. GOMEMLIMIT overrides it. plan, apply and validate collect
+	// only as the heap nears it (internal/batchgc, docs/cli.md).
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(128 << 20)
 	}

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -34,4 +35,22 @@ func TestMain(m *testing.M) {
 	code := testgitea.Main(m)
 	os.RemoveAll(cache)
 	os.Exit(code)
+}
+
+// TestOneShotTreeCommands checks which commands run with batchgc's
+// collector settings: those that read a tree once and exit, and not run
+// or serve.
+func TestOneShotTreeCommands(t *testing.T) {
+	root := NewCmdRoot(io.Discard, io.Discard)
+	want := map[string]bool{"plan": true, "apply": true, "validate": true}
+	for _, c := range root.Commands() {
+		if got := c.Annotations[oneShotTree] != ""; got != want[c.Name()] {
+			t.Errorf("%s: one-shot tree annotation %v, want %v", c.Name(), got, want[c.Name()])
+		}
+	}
+	for name := range want {
+		if c, _, err := root.Find([]string{name}); err != nil || c.Name() != name {
+			t.Errorf("no %s command", name)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/imagebump/imagebump/flux"
+	"github.com/imagebump/imagebump/internal/batchgc"
 	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/spf13/cobra"
 )
@@ -113,6 +114,12 @@ func isCobraUsageError(err error) bool {
 	return false
 }
 
+// oneShotTree is the annotation of the commands that read a tree once and
+// exit (plan, apply, validate): they run with internal/batchgc's garbage
+// collector settings. run and serve keep Go's: run's first cycle on a
+// large repository holds more, and serve lives on.
+const oneShotTree = "imagebump/one-shot-tree"
+
 // NewCmdRoot builds the imagebump command tree.
 func NewCmdRoot(stdout, stderr io.Writer) *cobra.Command {
 	g := &globalOptions{stderr: stderr}
@@ -136,6 +143,9 @@ bump as a commit or a pull request.`,
 				return usageError(err)
 			}
 			g.logger = logger
+			if cmd.Annotations[oneShotTree] != "" {
+				batchgc.Enable()
+			}
 			return nil
 		},
 	}

@@ -30,6 +30,7 @@ func NewCmdValidate(g *globalOptions, stdout io.Writer, runF func(context.Contex
 	o := &ValidateOptions{global: g}
 	cmd := &cobra.Command{
 		Use:   "validate",
+		Annotations: map[string]string{oneShotTree: "true"},
 		Short: "Check the config and the markers, without touching the network",
 		Long: `Check the config (strict keys, policies, patterns, ranges) and, with --repo,
 every marker in the checkout: markers naming unknown policies, malformed
