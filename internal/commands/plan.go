@@ -55,9 +55,9 @@ type PlanOptions struct {
 func NewCmdPlan(g *globalOptions, stdout io.Writer, runF func(context.Context, *PlanOptions, io.Writer) error) *cobra.Command {
 	o := &PlanOptions{global: g}
 	cmd := &cobra.Command{
-		Use:   "plan",
+		Use:         "plan",
 		Annotations: map[string]string{oneShotTree: "true"},
-		Short: "Show what would move, from what to what, in which file and line",
+		Short:       "Show what would move, from what to what, in which file and line",
 		Long: `Scan the registries, select the latest tag per policy, find every marker in
 the checkout and show the edits a run would make. Nothing is written.
 
@@ -93,9 +93,9 @@ would and nothing failed, 1 when something failed and nothing would change,
 func NewCmdApply(g *globalOptions, stdout io.Writer, runF func(context.Context, *PlanOptions, io.Writer) error) *cobra.Command {
 	o := &PlanOptions{global: g, Write: true}
 	cmd := &cobra.Command{
-		Use:   "apply",
+		Use:         "apply",
 		Annotations: map[string]string{oneShotTree: "true"},
-		Short: "Rewrite a local checkout in place, with no Git operations",
+		Short:       "Rewrite a local checkout in place, with no Git operations",
 		Long: `Do what plan shows, and write the edits into the checkout: only the bytes of
 each marked scalar change, each file is verified and written atomically.
 No commit, no push: for CI pipelines that commit themselves.`,

@@ -29,9 +29,9 @@ type ValidateOptions struct {
 func NewCmdValidate(g *globalOptions, stdout io.Writer, runF func(context.Context, *ValidateOptions, io.Writer) error) *cobra.Command {
 	o := &ValidateOptions{global: g}
 	cmd := &cobra.Command{
-		Use:   "validate",
+		Use:         "validate",
 		Annotations: map[string]string{oneShotTree: "true"},
-		Short: "Check the config and the markers, without touching the network",
+		Short:       "Check the config and the markers, without touching the network",
 		Long: `Check the config (strict keys, policies, patterns, ranges) and, with --repo,
 every marker in the checkout: markers naming unknown policies, malformed
 markers, markers on flow collections, YAML files that do not parse. Policies
