@@ -60,13 +60,21 @@ func newLineIndex(src []byte) *lineIndex {
 	return ix
 }
 
+// lf is a line feed, for bytes.Count.
 var lf = []byte{'\n'}
 
-// mayHaveOddBreak reports whether src holds a byte that starts a line
-// break other than LF: CR, or the first byte of NEL (0xC2) or of LINE and
-// PARAGRAPH SEPARATOR (0xE2). Without one, every break is an LF.
+// The line breaks other than LF and CR that yaml.v3 counts.
+var (
+	nel = []byte("\u0085")
+	ls  = []byte("\u2028")
+	ps  = []byte("\u2029")
+)
+
+// mayHaveOddBreak reports whether src holds a line break other than LF:
+// a CR, a NEL, or a LINE or PARAGRAPH SEPARATOR. Without one, every break
+// is an LF.
 func mayHaveOddBreak(src []byte) bool {
-	return bytes.IndexByte(src, '\r') >= 0 || bytes.IndexByte(src, 0xC2) >= 0 || bytes.IndexByte(src, 0xE2) >= 0
+	return bytes.IndexByte(src, '\r') >= 0 || bytes.Contains(src, nel) || bytes.Contains(src, ls) || bytes.Contains(src, ps)
 }
 
 // breakLen returns the length of the line break at the start of b, or 0.

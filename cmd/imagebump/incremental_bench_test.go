@@ -553,6 +553,7 @@ func copyDir(b *testing.B, dir string) string {
 // spreadTempDir returns a new temporary folder whose subfolders the file
 // system places apart (see spreadSubfolders).
 func spreadTempDir(b *testing.B) string {
+	b.Helper()
 	dir := b.TempDir()
 	spreadSubfolders(dir)
 	return dir

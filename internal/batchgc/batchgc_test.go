@@ -1,71 +1,57 @@
 package batchgc
 
 import (
-	"runtime"
+	"math"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
-	"time"
 )
 
-// gcPercent reads the current proportional target.
-func gcPercent() int {
-	p := debug.SetGCPercent(0)
-	debug.SetGCPercent(p)
-	return p
+// gcPercent reads the current proportional target without changing it.
+func gcPercent(t *testing.T) int {
+	t.Helper()
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		t.Fatal("no /gc/gogc:percent metric")
+	}
+	v := s[0].Value.Uint64()
+	if v == math.MaxUint64 { // off
+		return -1
+	}
+	return int(v)
 }
 
 func TestEnable(t *testing.T) {
-	t.Setenv("GOGC", "") // Enable reads "" as unset
-	defer debug.SetGCPercent(debug.SetGCPercent(Percent))
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
-
-	t.Run("no limit", func(t *testing.T) {
-		debug.SetGCPercent(Percent)
-		debug.SetMemoryLimit(1<<63 - 1)
-		Enable()
-		if p := gcPercent(); p != Percent {
-			t.Errorf("without a memory limit the target is %d, want %d", p, Percent)
-		}
-	})
-
-	t.Run("GOGC set", func(t *testing.T) {
-		t.Setenv("GOGC", "150")
-		debug.SetGCPercent(150)
-		debug.SetMemoryLimit(64 << 20)
-		Enable()
-		if p := gcPercent(); p != 150 {
-			t.Errorf("with GOGC set the target is %d, want 150", p)
-		}
-	})
-
-	t.Run("off until half the limit is live", func(t *testing.T) {
-		debug.SetGCPercent(Percent)
-		debug.SetMemoryLimit(64 << 20)
-		Enable()
-		if p := gcPercent(); p != -1 {
-			t.Fatalf("after Enable the target is %d, want -1 (off)", p)
-		}
-		// Collections with little live keep it off.
-		for range 3 {
-			runtime.GC()
-		}
-		time.Sleep(50 * time.Millisecond)
-		if p := gcPercent(); p != -1 {
-			t.Fatalf("with little live the target is %d, want -1 (off)", p)
-		}
-		// More than half the limit live turns it back on.
-		live := make([][]byte, 40)
-		for i := range live {
-			live[i] = make([]byte, 1<<20)
-		}
-		deadline := time.Now().Add(5 * time.Second)
-		for gcPercent() != Percent && time.Now().Before(deadline) {
-			runtime.GC()
-			time.Sleep(10 * time.Millisecond)
-		}
-		runtime.KeepAlive(live)
-		if p := gcPercent(); p != Percent {
-			t.Errorf("with 40 MB live under a 64 MB limit the target is %d, want %d", p, Percent)
-		}
-	})
+	for _, tc := range []struct {
+		name      string
+		gogc      string
+		memlimit  string
+		limit     int64
+		want      int // the target between Enable and restore
+		startFrom int
+	}{
+		{name: "main's limit", limit: 128 << 20, startFrom: 100, want: -1},
+		{name: "restores what was there", limit: 128 << 20, startFrom: 150, want: -1},
+		{name: "no limit", limit: math.MaxInt64, startFrom: 100, want: 100},
+		{name: "GOGC set", gogc: "150", limit: 128 << 20, startFrom: 150, want: 150},
+		{name: "GOMEMLIMIT set", memlimit: "2GiB", limit: 2 << 30, startFrom: 100, want: 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOGC", tc.gogc) // "" reads as unset
+			t.Setenv("GOMEMLIMIT", tc.memlimit)
+			debug.SetGCPercent(tc.startFrom)
+			debug.SetMemoryLimit(tc.limit)
+			restore := Enable()
+			if got := gcPercent(t); got != tc.want {
+				t.Errorf("after Enable the target is %d, want %d", got, tc.want)
+			}
+			restore()
+			if got := gcPercent(t); got != tc.startFrom {
+				t.Errorf("after restore the target is %d, want %d", got, tc.startFrom)
+			}
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -38,8 +39,9 @@ func TestMain(m *testing.M) {
 }
 
 // TestOneShotTreeCommands checks which commands run with batchgc's
-// collector settings: those that read a tree once and exit, and not run
-// or serve.
+// collector settings, and that Main restores them: plan, apply and
+// validate, which read a tree once and exit, and not run, serve or the
+// others.
 func TestOneShotTreeCommands(t *testing.T) {
 	root := NewCmdRoot(io.Discard, io.Discard)
 	want := map[string]bool{"plan": true, "apply": true, "validate": true}
@@ -48,9 +50,31 @@ func TestOneShotTreeCommands(t *testing.T) {
 			t.Errorf("%s: one-shot tree annotation %v, want %v", c.Name(), got, want[c.Name()])
 		}
 	}
-	for name := range want {
-		if c, _, err := root.Find([]string{name}); err != nil || c.Name() != name {
-			t.Errorf("no %s command", name)
+
+	// Through Main: which commands enable it, and that it is undone.
+	var enabled, restored int
+	defer func(f func() func()) { enableBatchGC = f }(enableBatchGC)
+	enableBatchGC = func() func() {
+		enabled++
+		return func() { restored++ }
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "imagebump.yaml")
+	if err := os.WriteFile(cfg, []byte("images:\n  app:\n    image: registry.example.com/app\n    semver: \">=1.0.0\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"validate", "--repo", dir, "-c", cfg}, 1},
+		{[]string{"version"}, 0},
+		{[]string{"validate", "--repo", filepath.Join(dir, "missing"), "-c", cfg}, 1},
+	} {
+		enabled, restored = 0, 0
+		_, stderr, _ := runMain(t, tc.args...)
+		if enabled != tc.want || restored != tc.want {
+			t.Errorf("%v: enabled %d and restored %d times, want %d (stderr: %s)", tc.args, enabled, restored, tc.want, stderr)
 		}
 	}
 }

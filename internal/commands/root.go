@@ -66,13 +66,21 @@ type globalOptions struct {
 	// fluxPolicies maps the image policies read from Flux objects to
 	// their ImagePolicy, for messages that point at a policy.
 	fluxPolicies map[string]flux.Object
+	// restoreGC undoes batchgc.Enable once the command is done; nil
+	// when the command did not call it.
+	restoreGC func()
 }
 
 // Main runs imagebump with args and returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := NewCmdRoot(stdout, stderr)
+	root, g := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	if g.restoreGC != nil {
+		// Main may run more than once in a process (tests do): the next
+		// command starts from the settings this one found.
+		g.restoreGC()
+	}
 	code := exitCode(err)
 	var silent silentExit
 	if err != nil && !errors.As(err, &silent) {
@@ -116,12 +124,22 @@ func isCobraUsageError(err error) bool {
 
 // oneShotTree is the annotation of the commands that read a tree once and
 // exit (plan, apply, validate): they run with internal/batchgc's garbage
-// collector settings. run and serve keep Go's: run's first cycle on a
-// large repository holds more, and serve lives on.
+// collector settings. The other commands keep Go's: run's first cycle on
+// a large repository holds more, and serve lives on.
 const oneShotTree = "imagebump/one-shot-tree"
+
+// enableBatchGC is batchgc.Enable; tests see through it which commands
+// call it.
+var enableBatchGC = batchgc.Enable
 
 // NewCmdRoot builds the imagebump command tree.
 func NewCmdRoot(stdout, stderr io.Writer) *cobra.Command {
+	root, _ := newRoot(stdout, stderr)
+	return root
+}
+
+// newRoot is NewCmdRoot, with the global options the commands share.
+func newRoot(stdout, stderr io.Writer) (*cobra.Command, *globalOptions) {
 	g := &globalOptions{stderr: stderr}
 	root := &cobra.Command{
 		Use:   "imagebump",
@@ -144,7 +162,7 @@ bump as a commit or a pull request.`,
 			}
 			g.logger = logger
 			if cmd.Annotations[oneShotTree] != "" {
-				batchgc.Enable()
+				g.restoreGC = enableBatchGC()
 			}
 			return nil
 		},
@@ -186,7 +204,7 @@ bump as a commit or a pull request.`,
 		}
 	}
 	root.AddCommand(commands...)
-	return root
+	return root, g
 }
 
 // newLogger builds the process logger; only the command line picks the level
