@@ -612,7 +612,8 @@ func BenchmarkApplyVsGrep(b *testing.B) {
 // changes by renaming a new file over it, which frees the old file's
 // inode. On ext4 without a journal (this VM's file system), creating a
 // file skips, one at a time, every free inode of its block group that was
-// freed within the last minute (find_inode_bit and recently_deleted in
+// freed within the last minute, or six while the block holding it is not
+// yet written back (find_inode_bit and recently_deleted in
 // fs/ext4/ialloc.c). Back-to-back applies over one copy, or over copies
 // next to each other on disk, would each scan the 842 inodes the previous
 // one freed for each of their own 842 new files: a quarter of apply's CPU
