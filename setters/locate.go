@@ -26,38 +26,55 @@ type lineIndex struct {
 }
 
 func newLineIndex(src []byte) *lineIndex {
+	// Without another kind of break, IndexByte finds each LF many times
+	// faster than looking at every byte.
+	return indexLines(src, !mayHaveOddBreak(src))
+}
+
+// indexLines indexes the lines of src, finding each break with nextLF
+// when lfOnly is set, with nextBreak otherwise.
+func indexLines(src []byte, lfOnly bool) *lineIndex {
 	lines := bytes.Count(src, lf) + 1
 	ix := &lineIndex{src: src, starts: make([]int, 1, lines), ends: make([]int, 0, lines)}
-	if !mayHaveOddBreak(src) {
-		// LF is the only break: find each with IndexByte, which is many
-		// times faster than looking at every byte.
-		for i := 0; ; {
-			j := bytes.IndexByte(src[i:], '\n')
-			if j < 0 {
-				break
-			}
-			ix.ends = append(ix.ends, i+j)
-			i += j + 1
-			ix.starts = append(ix.starts, i)
+	for i := 0; ; {
+		var j, n int
+		if lfOnly {
+			j, n = nextLF(src, i)
+		} else {
+			j, n = nextBreak(src, i)
 		}
-		ix.ends = append(ix.ends, len(src))
-		return ix
-	}
-	for i := 0; i < len(src); {
-		n := breakLen(src[i:])
 		if n == 0 {
-			i++
-			continue
+			break
 		}
-		ix.ends = append(ix.ends, i)
-		if src[i] != '\n' && n != 2 || n == 2 && src[i] != '\r' {
+		ix.ends = append(ix.ends, j)
+		if src[j] != '\n' && n != 2 || n == 2 && src[j] != '\r' {
 			ix.odd = true
 		}
-		i += n
+		i = j + n
 		ix.starts = append(ix.starts, i)
 	}
 	ix.ends = append(ix.ends, len(src))
 	return ix
+}
+
+// nextBreak returns the offset and length of the first line break of any
+// kind at or after i, or a length of 0 when there is none.
+func nextBreak(src []byte, i int) (at, n int) {
+	for ; i < len(src); i++ {
+		if n := breakLen(src[i:]); n > 0 {
+			return i, n
+		}
+	}
+	return 0, 0
+}
+
+// nextLF is nextBreak for a source whose only breaks are LF.
+func nextLF(src []byte, i int) (at, n int) {
+	j := bytes.IndexByte(src[i:], '\n')
+	if j < 0 {
+		return 0, 0
+	}
+	return i + j, 1
 }
 
 // lf is a line feed, for bytes.Count.

@@ -5,30 +5,11 @@ import (
 	"testing"
 )
 
-// lineIndexByByte is newLineIndex without the LF-only fast path: every
-// byte is looked at. The tests hold the two to the same answer.
-func lineIndexByByte(src []byte) *lineIndex {
-	ix := &lineIndex{src: src, starts: []int{0}}
-	for i := 0; i < len(src); {
-		n := breakLen(src[i:])
-		if n == 0 {
-			i++
-			continue
-		}
-		ix.ends = append(ix.ends, i)
-		if src[i] != '\n' && n != 2 || n == 2 && src[i] != '\r' {
-			ix.odd = true
-		}
-		i += n
-		ix.starts = append(ix.starts, i)
-	}
-	ix.ends = append(ix.ends, len(src))
-	return ix
-}
-
+// checkLineIndex holds newLineIndex, which takes the LF-only path where it
+// can, to the index that looks at every byte for every kind of break.
 func checkLineIndex(t *testing.T, src []byte) {
 	t.Helper()
-	got, want := newLineIndex(src), lineIndexByByte(src)
+	got, want := newLineIndex(src), indexLines(src, false)
 	if !slices.Equal(got.starts, want.starts) || !slices.Equal(got.ends, want.ends) || got.odd != want.odd {
 		t.Errorf("newLineIndex(%q) = starts %v ends %v odd %v, want %v %v %v", src, got.starts, got.ends, got.odd, want.starts, want.ends, want.odd)
 	}
