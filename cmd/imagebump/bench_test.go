@@ -85,6 +85,7 @@ type fixture struct {
 	stopRegistry func()
 	trees        map[int]*tree
 	cache        string // XDG_CACHE_HOME of every process the benchmarks start
+	copies       string // where freshCopy makes its copies
 }
 
 // coldCache removes the marker indexes plan and apply kept, so that the
@@ -225,6 +226,11 @@ func newFixture() (f *fixture, err error) {
 	if err := os.Setenv("XDG_CACHE_HOME", f.cache); err != nil {
 		return f, err
 	}
+	f.copies = filepath.Join(dir, "copies")
+	if err := os.Mkdir(f.copies, 0o755); err != nil {
+		return f, err
+	}
+	spreadSubfolders(f.copies)
 	defer func() {
 		if err != nil {
 			if f.stopRegistry != nil {
@@ -620,24 +626,23 @@ func BenchmarkApplyVsGrep(b *testing.B) {
 // in perf, and a third more wall time (docs/benchmarks.md). An apply in a
 // checkout is not preceded, within the minute, by another that replaced
 // files beside it. So the copies are made in a folder whose subfolders
-// ext4 spreads over the disk (spreadSubfolders), and old copies are not
-// removed, which would free inodes in the same way.
+// ext4 spreads over the disk (spreadSubfolders, on fixture.copies), and
+// old copies are not removed, which would free inodes in the same way.
 func (f *fixture) freshCopy(b *testing.B, t *tree) string {
 	b.Helper()
 	t.copies++
-	copies := filepath.Join(f.dir, "copies")
-	if t.copies == 1 {
-		if err := os.MkdirAll(copies, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		spreadSubfolders(copies)
-	}
-	work := filepath.Join(copies, fmt.Sprintf("%d-%d", t.stats.Files, t.copies))
-	if out, err := exec.Command("cp", "-a", t.root, work).CombinedOutput(); err != nil {
-		b.Fatalf("copying the tree: %v: %s", err, out)
-	}
+	work := filepath.Join(f.copies, fmt.Sprintf("%d-%d", t.stats.Files, t.copies))
+	copyTree(b, t.root, work)
 	syscall.Sync()
 	return work
+}
+
+// copyTree copies the folder from to the new path to with cp -a.
+func copyTree(b *testing.B, from, to string) {
+	b.Helper()
+	if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
+		b.Fatalf("copying %s: %v: %s", from, err, out)
+	}
 }
 
 // reportRatio reports the medians, their ratio and the peak memory, and says
@@ -712,10 +717,8 @@ func BenchmarkPlanInProcess(b *testing.B) {
 // the garbage collector settings of plan and apply depend on
 // (internal/batchgc), until the benchmark ends.
 func likeMain(b *testing.B) {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		prev := debug.SetMemoryLimit(128 << 20)
-		b.Cleanup(func() { debug.SetMemoryLimit(prev) })
-	}
+	prev := setMemoryLimit()
+	b.Cleanup(func() { debug.SetMemoryLimit(prev) })
 }
 
 // BenchmarkApplyInProcess is BenchmarkPlanInProcess for apply, cold as in

@@ -544,9 +544,7 @@ func (g *bigFixture) history(b *testing.B, n, k int) string {
 func copyDir(b *testing.B, dir string) string {
 	b.Helper()
 	to := filepath.Join(spreadTempDir(b), "copy")
-	if out, err := exec.Command("cp", "-a", dir, to).CombinedOutput(); err != nil {
-		b.Fatalf("cp: %v: %s", err, out)
-	}
+	copyTree(b, dir, to)
 	return to
 }
 

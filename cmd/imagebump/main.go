@@ -23,11 +23,21 @@ func main() {
 	// nears it, which keeps a first run on a large repository from
 	// growing the heap far past what is live; it is not a cap on what is
 	// live. GOMEMLIMIT overrides it.
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(128 << 20)
-	}
+	setMemoryLimit()
 	ctx, stop := commands.SignalContext(context.Background(), os.Stderr)
 	code := commands.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// softMemoryLimit is the soft memory limit of every command.
+const softMemoryLimit = 128 << 20
+
+// setMemoryLimit sets softMemoryLimit unless GOMEMLIMIT is set, and returns
+// the limit there was.
+func setMemoryLimit() int64 {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return debug.SetMemoryLimit(-1) // -1 only reads it
+	}
+	return debug.SetMemoryLimit(softMemoryLimit)
 }

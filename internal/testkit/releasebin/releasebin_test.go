@@ -51,15 +51,15 @@ func TestMatchesRelease(t *testing.T) {
 			build = line
 		}
 	}
-	ld, ok := strings.CutPrefix(build[strings.Index(build, "-ldflags")+1:], `ldflags "`)
-	if !strings.Contains(build, "-ldflags") || !ok {
+	before, after, ok := strings.Cut(build, `-ldflags "`)
+	if !ok {
 		t.Fatalf("the Dockerfile's go build (%s) has no quoted -ldflags", build)
 	}
-	ld, rest, _ := strings.Cut(ld, `"`)
+	ld, rest, _ := strings.Cut(after, `"`)
 	if strings.TrimSpace(strings.Split(ld, "-X")[0]) != Flags[2] {
 		t.Errorf("the Dockerfile's go build links with -ldflags %q, releasebin with %q", ld, Flags[2])
 	}
-	fields := strings.Fields(build[:strings.Index(build, "-ldflags")] + rest)
+	fields := strings.Fields(before + rest)
 	for _, want := range Env {
 		if !slices.Contains(fields, want) {
 			t.Errorf("the Dockerfile's go build (%s) does not set %s", build, want)
