@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -260,5 +261,63 @@ func TestPrefetch(t *testing.T) {
 	// Nothing new: the prefetch (api) is all the cycle asks.
 	if res := run(); res.Pushed || !slices.Equal(reg.scanned, []string{"reg.example/api"}) {
 		t.Errorf("a cycle with nothing new pushed %v and asked %v, want only api", res.Pushed, reg.scanned)
+	}
+}
+
+// TestPrefetchFromPrevious: given its last cycle, as serve gives it, a
+// cycle asks the registries for that cycle's policies without the kept
+// index: here there is none, and without Previous nothing is prefetched.
+func TestPrefetchFromPrevious(t *testing.T) {
+	bare := testgit.NewBare(t, map[string]string{
+		"web.yaml": "image: reg.example/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\n",
+	})
+	cfg, err := config.Parse([]byte(strings.Replace(incrementalConfig, "URL", "file://"+bare, 1)), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := cfg.Targets()[0]
+	reg := &fakeRegistry{tags: map[string][]string{
+		"reg.example/web": {"1.0.0"}, "reg.example/api": {"1.0.0", "1.1.0"},
+	}}
+	workdir := t.TempDir()
+	ctx := context.Background()
+	run := func(prev *TargetResult) *TargetResult {
+		t.Helper()
+		// No kept index: only Previous can name the last commit's policies.
+		if err := os.RemoveAll(IndexFile(WorkdirFor(workdir, target.Name))); err != nil {
+			t.Fatal(err)
+		}
+		reg.mu.Lock()
+		reg.scanned = nil
+		reg.mu.Unlock()
+		res, err := RunTarget(ctx, TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: workdir, Previous: prev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	first := run(nil)
+	// Without Previous, the listing starts with the scan, of what it finds.
+	if res := run(nil); !slices.Equal(reg.scanned, []string{"reg.example/web"}) {
+		t.Errorf("without Previous, asked %v, want web once", reg.scanned)
+	} else if res.Pushed {
+		t.Error("a cycle with nothing new pushed")
+	}
+	testgit.Commit(t, bare, "main", map[string]string{
+		"api.yaml": "image: reg.example/api:1.0.0 # {\"$imagepolicy\": \"apps:api\"}\n",
+	}, []string{"web.yaml"}, "web goes, api comes")
+	res := run(first)
+	if diff := cmp.Diff(reg.scanned, []string{"reg.example/web", "reg.example/api"}); diff != "" {
+		t.Errorf("registries asked (-got +want): web, which the last cycle used, then api:\n%s", diff)
+	}
+	var names []string
+	for _, p := range res.Report.Policies {
+		names = append(names, p.Name+"="+p.Latest())
+	}
+	if diff := cmp.Diff(names, []string{"apps:api=1.1.0"}); diff != "" {
+		t.Errorf("policies reported (-got +want): web's prefetched result dropped\n%s", diff)
+	}
+	if !res.Pushed || len(res.Report.Changes) != 1 {
+		t.Errorf("pushed %v with %d changes, want the api bump", res.Pushed, len(res.Report.Changes))
 	}
 }

@@ -7,39 +7,50 @@ import (
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/registry"
-	"github.com/imagebump/imagebump/setters"
 )
 
 // A prefetch overlaps the two network waits of a cycle with nothing new:
-// the fetch of the working copy and the tag listings. The marker index
-// kept from the last cycle names the policies the last commit's markers
-// use; their registries are asked while the fetch runs. Once the fetch
-// and the scan tell which policies the new commit uses, Run takes the
-// prefetched results it needs and asks only for policies the last commit
-// did not use. A policy the new commit no longer uses was asked for once
-// in vain; its result is dropped, as if never asked.
+// the fetch of the working copy and the tag listings. The policies the
+// last commit's markers name are asked for while the fetch runs: serve
+// knows them from its last cycle of the target, before anything is read;
+// a process that keeps no cycle takes them from the marker index kept in
+// the working copy. Once the fetch and the scan tell which policies the
+// new commit uses, Run takes the prefetched results it needs and asks
+// only for policies the last commit did not use. A policy the new commit
+// no longer uses was asked for once in vain; its result is dropped, as if
+// never asked.
 type prefetch struct {
 	done    chan struct{}
 	cancel  context.CancelFunc
 	results map[string]PolicyResult // by policy name, once done is closed
 }
 
-// startPrefetch starts selecting the policies that ix, the marker index
-// kept in the working copy, names, or returns nil when it is not usable,
-// or when a policy needs the markers' current values (the ifNotPresent
-// digest mode) that only the new commit's files give.
-func startPrefetch(ctx context.Context, opts TargetOptions, reg Registry, ix *setters.Index, logger *slog.Logger) *prefetch {
-	if !ix.Built() {
+// lastUsed returns which policies prev, the caller's last cycle of the
+// target, asked the registries for, or nil when there is no such cycle or
+// it asked for none.
+func lastUsed(prev *TargetResult) func(name string) bool {
+	if prev == nil || prev.Report == nil || len(prev.Report.Policies) == 0 {
 		return nil
 	}
+	names := make(map[string]bool, len(prev.Report.Policies))
+	for _, p := range prev.Report.Policies {
+		names[p.Name] = true
+	}
+	return func(name string) bool { return names[name] }
+}
+
+// startPrefetch starts selecting the target's policies that used says
+// the last commit's markers name, or returns nil when there are none, or
+// when a policy needs the markers' current values (the ifNotPresent
+// digest mode) that only the new commit's files give.
+func startPrefetch(ctx context.Context, opts TargetOptions, reg Registry, used func(name string) bool, logger *slog.Logger) *prefetch {
 	applied := appliedImages(opts.Config, opts.Target.Selects)
 	if needsCurrent(applied) {
 		return nil
 	}
-	refs := ix.References()
 	var images []*config.Image
 	for _, im := range applied {
-		if refs[im.Name] > 0 {
+		if used(im.Name) {
 			images = append(images, im)
 		}
 	}

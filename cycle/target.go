@@ -161,9 +161,19 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 	var keptWhy string      // why it cannot be used, if so
 	var pf *prefetch
 	if workdir != "" && !opts.NoCache {
+		// The registries are asked while the working copy is fetched, for
+		// the policies the last commit's markers name: as the caller's
+		// last cycle found them, known at once, or else as the kept index
+		// has them, once it is read.
+		used := lastUsed(opts.Previous)
+		if used != nil {
+			pf = startPrefetch(ctx, opts, reg, used, logger)
+		}
 		kept, keptWhy = setters.LoadIndex(IndexFile(workdir), setters.ByBlob, sopts)
-		// The registries are asked while the working copy is fetched.
-		pf = startPrefetch(ctx, opts, reg, kept, logger)
+		if used == nil && kept.Built() {
+			refs := kept.References()
+			pf = startPrefetch(ctx, opts, reg, func(name string) bool { return refs[name] > 0 }, logger)
+		}
 		defer pf.stop()
 	}
 	gopts := GitOptions(t, workdir, logger)

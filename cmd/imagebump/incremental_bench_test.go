@@ -79,10 +79,11 @@ type bigFixture struct {
 	url     string
 	config  string
 	cfg     *config.Config
-	initial string // the generated tree's commit
-	bumped  string // its bumps, made by the first cycle
-	serve   string // a serve working copy folder (cycle.TargetOptions.Workdir) at bumped
-	run     string // a run working copy folder at bumped
+	initial string              // the generated tree's commit
+	bumped  string              // its bumps, made by the first cycle
+	serve   string              // a serve working copy folder (cycle.TargetOptions.Workdir) at bumped
+	last    *cycle.TargetResult // the last cycle in serve, for the next one
+	run     string              // a run working copy folder at bumped
 	reg     cycle.Registry
 	srv     *httptest.Server
 }
@@ -197,9 +198,22 @@ func (g *bigFixture) cycle(ctx context.Context, workdir string, noCache bool) (*
 	if os.Getenv("IMAGEBUMP_BENCH_LOG") != "" {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return cycle.RunTarget(ctx, cycle.TargetOptions{
-		Config: g.cfg, Target: g.cfg.Targets()[0], Registry: g.reg, Workdir: workdir, NoCache: noCache, Logger: logger,
+	// serve's worker gives each cycle the target's last one, after a
+	// success; so do the cycles in serve's working copy.
+	var prev *cycle.TargetResult
+	if workdir == g.serve {
+		prev = g.last
+	}
+	res, err := cycle.RunTarget(ctx, cycle.TargetOptions{
+		Config: g.cfg, Target: g.cfg.Targets()[0], Registry: g.reg, Workdir: workdir, NoCache: noCache, Logger: logger, Previous: prev,
 	})
+	if workdir == g.serve {
+		g.last = nil
+		if err == nil {
+			g.last = res
+		}
+	}
+	return res, err
 }
 
 // runProcess times `imagebump run --workdir workdir -o json` and returns
