@@ -25,6 +25,14 @@ import (
 // the remote's head as its parent, and the objects it adds are exactly
 // the ones it wrote (Repo.written): those are sent, nothing is walked.
 
+// The pack holds each object whole, without deltas against the others.
+// A delta window of 10 (git's default) saved 3% of the pack of a policy
+// move (92 objects, 100 against 104 kB) for 17 ms more of encoding, and
+// 25% of a first run's (8,041 objects, 2.2 against 2.9 MB) for a second
+// more: a push only gains from it on a link slower than about 6 Mbit/s.
+// Git saves far more by sending deltas against the objects the remote
+// already has (a thin pack); go-git's encoder cannot.
+
 // maxAncestorWalk bounds the walk that checks a push is a fast-forward.
 const maxAncestorWalk = 1000
 
@@ -103,7 +111,7 @@ func (r *Repo) sendPack(ctx context.Context, sess transport.ReceivePackSession, 
 	done := make(chan error, 1)
 	go func() {
 		// Ends when the pack is written or the reader is closed below.
-		_, err := packfile.NewEncoder(wr, r.repo.Storer, refDeltas).Encode(objects, r.packWindow())
+		_, err := packfile.NewEncoder(wr, r.repo.Storer, refDeltas).Encode(objects, 0)
 		_ = wr.CloseWithError(err)
 		done <- err
 	}()
@@ -142,13 +150,4 @@ func (r *Repo) isAncestor(anc, c plumbing.Hash) bool {
 		queue = append(queue, co.ParentHashes...)
 	}
 	return false
-}
-
-// packWindow is the delta window of a pushed pack: none for a remote on
-// this machine, where deltas save no transfer, git's default otherwise.
-func (r *Repo) packWindow() uint {
-	if r.kind == kindFile {
-		return 0
-	}
-	return 10
 }
