@@ -97,21 +97,26 @@ func TestIncrementalCycleEqualsFullRescan(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		extra string
+		// serve gives each cycle the last one, as serve does: the prefetch
+		// and the marker index then come from it (ReloadIndex).
+		serve bool
 	}{
-		{"tracked branch", ""},
-		{"push branch", "push:\n  branch: imagebump/main\n"},
-		{"paths", "  paths: [clusters, top.yaml]\n"},
+		{"tracked branch", "", false},
+		{"push branch", "push:\n  branch: imagebump/main\n", false},
+		{"paths", "  paths: [clusters, top.yaml]\n", false},
+		{"tracked branch, as serve", "", true},
+		{"push branch, as serve", "push:\n  branch: imagebump/main\n", true},
 	} {
 		for seed := range uint64(2) {
 			t.Run(fmt.Sprintf("%s/seed=%d", tt.name, seed), func(t *testing.T) {
 				t.Parallel()
-				incrementalHistory(t, seed, tt.extra)
+				incrementalHistory(t, seed, tt.extra, tt.serve)
 			})
 		}
 	}
 }
 
-func incrementalHistory(t *testing.T, seed uint64, extra string) {
+func incrementalHistory(t *testing.T, seed uint64, extra string, serve bool) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	tags := []string{"1.0.0", "1.1.0", "1.2.0", "2.0.0"}
 	names := []string{"clusters/a/web.yaml", "clusters/a/api.yml", "clusters/b/Kustomization", "clusters/b/c/d.yaml",
@@ -140,6 +145,7 @@ func incrementalHistory(t *testing.T, seed uint64, extra string) {
 	workdir := t.TempDir()
 	ctx := context.Background()
 	var read, scanned int
+	var previous *TargetResult
 	for round := range 14 {
 		// Others commit: files added, edited, moved, deleted.
 		add, remove := map[string]string{}, []string(nil)
@@ -182,9 +188,15 @@ func incrementalHistory(t *testing.T, seed uint64, extra string) {
 		if err != nil {
 			t.Fatalf("round %d: full rescan: %v", round, err)
 		}
-		res, err := RunTarget(ctx, TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: workdir})
+		res, err := RunTarget(ctx, TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: workdir, Previous: previous})
 		if err != nil {
 			t.Fatalf("round %d: incremental cycle: %v", round, err)
+		}
+		if serve {
+			if round > 0 && previous.index == nil {
+				t.Errorf("round %d: the last cycle kept no marker index for this one", round)
+			}
+			previous = res
 		}
 		got, want := comparableOf(res.Report), comparableOf(plan.Report)
 		if diff := cmp.Diff(got, want); diff != "" {

@@ -103,6 +103,10 @@ type TargetResult struct {
 	// changes, notes), and prDone says the forge step succeeded for it.
 	proposal string
 	prDone   bool
+	// index is the marker index saved in the working copy, which the next
+	// cycle given this one as Previous takes instead of reading it again
+	// (setters.ReloadIndex).
+	index *setters.Index
 }
 
 // Failed reports whether the cycle's scan reported a failed policy or a
@@ -169,7 +173,11 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		if used != nil {
 			pf = startPrefetch(ctx, opts, reg, used, logger)
 		}
-		kept, keptWhy = setters.LoadIndex(IndexFile(workdir), setters.ByBlob, sopts)
+		var last *setters.Index
+		if opts.Previous != nil {
+			last = opts.Previous.index
+		}
+		kept, keptWhy = setters.ReloadIndex(last, IndexFile(workdir), setters.ByBlob, sopts)
 		if used == nil && kept.Built() {
 			refs := kept.References()
 			pf = startPrefetch(ctx, opts, reg, func(name string) bool { return refs[name] > 0 }, logger)
@@ -268,7 +276,9 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		}
 		return fail(err)
 	}
-	idx.save(repo, work, up, logger)
+	if idx.save(repo, work, up, logger) {
+		res.index = work
+	}
 	res.took(up)
 	if up.Branch != "" && res.PushBranch == "" {
 		res.Branch = up.Branch
@@ -514,10 +524,11 @@ func (ti *targetIndex) forHead(repo *gitwriter.Repo, logger *slog.Logger) (*sett
 // save keeps the index of the last edit, brought to the commit the
 // worktree holds after the update: the edit's index describes its own
 // commit when it made one, which the worktree holds when it was pushed to
-// the tracked branch, and the base otherwise.
-func (ti *targetIndex) save(repo *gitwriter.Repo, work *setters.Index, up *gitwriter.Result, logger *slog.Logger) {
+// the tracked branch, and the base otherwise. It reports whether the file
+// now holds work.
+func (ti *targetIndex) save(repo *gitwriter.Repo, work *setters.Index, up *gitwriter.Result, logger *slog.Logger) (saved bool) {
 	if work == nil || ti.file == "" {
-		return
+		return false
 	}
 	if len(up.Changed) > 0 {
 		work.SetHead(up.Commit)
@@ -533,7 +544,9 @@ func (ti *targetIndex) save(repo *gitwriter.Repo, work *setters.Index, up *gitwr
 	}
 	if err := work.Save(ti.file); err != nil {
 		logger.Warn("could not save the marker index; the next cycle rebuilds it", "error", err)
+		return false
 	}
+	return true
 }
 
 func fileChanges(in []gitwriter.FileChange) []setters.FileChange {

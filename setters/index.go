@@ -192,6 +192,9 @@ type Index struct {
 	problems []Problem       // of the walk or the Paths, from the last Scan
 	stale    map[string]bool // ByBlob: files that do not hash as expected
 	dirty    bool            // changed since loaded or saved
+	// from identifies the file the index was loaded from or saved to,
+	// while it is not dirty (see ReloadIndex); zero when unknown.
+	from statKey
 	// scanned is set by Scan and cleared by the Apply that follows it.
 	scanned bool
 }

@@ -501,6 +501,73 @@ func TestLoadIndex(t *testing.T) {
 	}
 }
 
+// TestReloadIndex: ReloadIndex copies the index the caller kept while the
+// file at the path is the one it was loaded from or saved to, and reads
+// the file otherwise.
+func TestReloadIndex(t *testing.T) {
+	trustClock(t)
+	dir := t.TempDir()
+	genTree(t, dir, 50, 5)
+	opts := Options{Root: dir, Images: testImages}
+	ix := NewIndex(ByStat, opts)
+	opts.Index = ix
+	if _, err := Apply(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	opts.Index = nil
+	file := filepath.Join(t.TempDir(), "index")
+	if err := ix.Save(file); err != nil {
+		t.Fatal(err)
+	}
+	saved := loadIndexFile
+	t.Cleanup(func() { loadIndexFile = saved })
+	reads := 0
+	loadIndexFile = func(p string) ([]byte, statKey, error) {
+		reads++
+		return saved(p)
+	}
+	reload := func(name string, prev *Index, o Options, wantReads int, wantReason string) *Index {
+		t.Helper()
+		reads = 0
+		got, reason := ReloadIndex(prev, file, ByStat, o)
+		if reads != wantReads || !strings.Contains(reason, wantReason) || (wantReason == "") != (reason == "") {
+			t.Errorf("%s: read the file %d times, reason %q; want %d, %q", name, reads, reason, wantReads, wantReason)
+		}
+		if got == prev {
+			t.Errorf("%s: got the kept index itself, want a copy", name)
+		}
+		return got
+	}
+
+	got := reload("just saved", ix, opts, 0, "")
+	if got.Files() != ix.Files() || !got.Built() {
+		t.Errorf("the copy has %d files, built %v; want %d, built", got.Files(), got.Built(), ix.Files())
+	}
+	got.Reset()
+	if ix.Files() == 0 || !ix.Built() {
+		t.Error("resetting the copy emptied the kept index")
+	}
+	loaded, _ := LoadIndex(file, ByStat, opts)
+	reload("just loaded", loaded, opts, 0, "")
+	reload("nothing kept", nil, opts, 1, "")
+	changed := ix.Clone()
+	changed.dirty = true
+	reload("changed since saved", changed, opts, 1, "")
+	other := opts
+	other.Paths = []string{"team01"}
+	reload("other paths", ix, other, 1, "other paths")
+
+	// Another index saved over the file: its content, not the kept one.
+	if err := NewIndex(ByStat, opts).Save(file); err != nil {
+		t.Fatal(err)
+	}
+	if got := reload("replaced", ix, opts, 1, ""); got.Built() {
+		t.Error("after the file was replaced, got the kept index")
+	}
+	os.Remove(file)
+	reload("removed", ix, opts, 1, "no marker index yet")
+}
+
 func flip(b []byte, i int) []byte {
 	c := slices.Clone(b)
 	c[i] ^= 0xff

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"math/rand/v2"
@@ -82,7 +83,7 @@ var sentinels = map[int]error{errKindNoScalar: errNoScalar, errKindFlow: errFlow
 // next Scan fills) and says why in reason.
 func LoadIndex(path string, kind IndexKind, opts Options) (ix *Index, reason string) {
 	empty := NewIndex(kind, opts)
-	data, err := os.ReadFile(path)
+	data, from, err := loadIndexFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return empty, "no marker index yet"
@@ -100,7 +101,48 @@ func LoadIndex(path string, kind IndexKind, opts Options) (ix *Index, reason str
 	case ix.shape != empty.shape:
 		return empty, "the marker index was made for other paths or limits"
 	}
+	ix.from = from
 	return ix, ""
+}
+
+// ReloadIndex is LoadIndex for a caller that kept prev, an index it
+// loaded from path or saved there: while path still holds that file
+// (the same device, inode, size and times) and prev is unchanged since,
+// of the same kind and made for the same options, it returns a copy of
+// prev without reading the file. serve keeps each target's index between
+// cycles so.
+func ReloadIndex(prev *Index, path string, kind IndexKind, opts Options) (ix *Index, reason string) {
+	if prev != nil && !prev.dirty && !prev.from.weak && prev.from != (statKey{}) &&
+		prev.kind == kind && prev.shape == shapeOf(opts) {
+		if fi, err := os.Stat(path); err == nil && keyOf(fi) == prev.from {
+			ix := prev.Clone()
+			ix.problems = nil // as decoded: they are the last Scan's
+			return ix, ""
+		}
+	}
+	return LoadIndex(path, kind, opts)
+}
+
+// loadIndexFile is how LoadIndex reads the file; tests count the calls.
+var loadIndexFile = readIndexFile
+
+// readIndexFile reads the file at path and returns, with its bytes, the
+// stat key of the file read.
+func readIndexFile(path string) ([]byte, statKey, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, statKey{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, statKey{}, err
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, statKey{}, err
+	}
+	return data, keyOf(fi), nil
 }
 
 // errOtherBuild reports an index written by another build.
@@ -116,6 +158,7 @@ func (ix *Index) Save(path string) error {
 			if time.Since(fi.ModTime()) > 24*time.Hour {
 				now := time.Now()
 				_ = os.Chtimes(path, now, now)
+				ix.from = statKey{} // its times changed
 			}
 			return nil
 		}
@@ -134,6 +177,12 @@ func (ix *Index) Save(path string) error {
 		return fmt.Errorf("saving the marker index: %w", err)
 	}
 	ix.dirty = false
+	// What ReloadIndex compares; a file replaced between the rename and
+	// this stat is one the caller's lock on path should have kept out.
+	ix.from = statKey{}
+	if fi, err := os.Stat(path); err == nil {
+		ix.from = keyOf(fi)
+	}
 	return nil
 }
 
