@@ -38,21 +38,21 @@ func applyIndexed(ctx context.Context, opts Options) (*Result, error) {
 	}
 	// Files in path order give markers already in order, which spares
 	// the final sort moving thousands of them.
-	var rels []string
 	var markers int
-	for rel, fe := range ix.files {
-		if fe.token && !ix.stale[rel] {
-			rels = append(rels, rel)
+	for _, fe := range ix.files {
+		if fe.token {
 			markers += len(fe.markers)
 		}
 	}
-	slices.Sort(rels)
 	res.Markers = slices.Grow(res.Markers, markers)
 	values := map[valueKey]valueOf{}
 	var jobs []job
 	var want []*fileEntry
-	for _, rel := range rels {
+	for _, rel := range ix.paths() {
 		fe := ix.files[rel]
+		if !fe.token || ix.stale[rel] {
+			continue
+		}
 		if fe.served(rel, r.env, values, res) {
 			// A copy: rel shares the memory of the whole decoded index,
 			// and the changes made from the file outlive the cycle.

@@ -176,6 +176,9 @@ type Index struct {
 	// built is set once a full scan filled the index.
 	built bool
 	files map[string]*fileEntry
+	// order is the names of files in path order, as the index file lists
+	// them or as last sorted; see paths.
+	order []string
 	// candidates counts the files in scope that can hold markers, with or
 	// without the token (ByBlob keeps entries for files with the token
 	// only).
@@ -244,6 +247,30 @@ func (ix *Index) Clone() *Index {
 	c.read, c.stale, c.scanned = nil, nil, false
 	c.problems = slices.Clone(ix.problems)
 	return &c
+}
+
+// paths returns the names of the files the index holds, in path order:
+// order while it names exactly those files (it is never changed in
+// place, so copies share it), else the names sorted anew.
+func (ix *Index) paths() []string {
+	if len(ix.order) == len(ix.files) && ix.orderHolds() {
+		return ix.order
+	}
+	ix.order = slices.Sorted(maps.Keys(ix.files))
+	return ix.order
+}
+
+// orderHolds reports whether every name in order is a file of the index;
+// with as many names as files, and no name twice (they came from a map's
+// keys, or from an index file, where a name twice leaves fewer files),
+// they are the same set.
+func (ix *Index) orderHolds() bool {
+	for _, rel := range ix.order {
+		if _, ok := ix.files[rel]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // Reset empties the index, so that the next Scan reads every file.

@@ -717,3 +717,38 @@ func TestPruneIndexes(t *testing.T) {
 		t.Errorf("left %v, want %v", left, want)
 	}
 }
+
+// TestIndexPaths: the files in path order, kept while they hold and
+// sorted again once files come or go, whatever their count.
+func TestIndexPaths(t *testing.T) {
+	ix := NewIndex(ByBlob, Options{})
+	for _, rel := range []string{"b/x.yaml", "a.yaml", "b/a.yaml"} {
+		ix.files[rel] = &fileEntry{}
+	}
+	want := []string{"a.yaml", "b/a.yaml", "b/x.yaml"}
+	first := ix.paths()
+	if diff := cmp.Diff(want, first); diff != "" {
+		t.Fatalf("paths (-want +got):\n%s", diff)
+	}
+	if again := ix.paths(); &again[0] != &first[0] {
+		t.Error("paths sorted again an order that still holds")
+	}
+	c := ix.Clone()
+	for _, tt := range []struct {
+		name   string
+		change func(*Index)
+		want   []string
+	}{
+		{"one more", func(ix *Index) { ix.files["0.yaml"] = &fileEntry{} }, []string{"0.yaml", "a.yaml", "b/a.yaml", "b/x.yaml"}},
+		{"one gone", func(ix *Index) { delete(ix.files, "0.yaml") }, want},
+		{"one for another", func(ix *Index) { delete(ix.files, "a.yaml"); ix.files["c.yaml"] = &fileEntry{} }, []string{"b/a.yaml", "b/x.yaml", "c.yaml"}},
+	} {
+		tt.change(c)
+		if diff := cmp.Diff(tt.want, c.paths()); diff != "" {
+			t.Errorf("%s: paths of the copy (-want +got):\n%s", tt.name, diff)
+		}
+	}
+	if diff := cmp.Diff(want, ix.paths()); diff != "" {
+		t.Errorf("paths of the original after its copy changed (-want +got):\n%s", diff)
+	}
+}

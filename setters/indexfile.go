@@ -217,7 +217,7 @@ func (ix *Index) encode() []byte {
 		e.str(ix.pending[p])
 	}
 	e.uint(uint64(len(ix.files)))
-	for _, rel := range slices.Sorted(maps.Keys(ix.files)) {
+	for _, rel := range ix.paths() {
 		f := ix.files[rel]
 		e.str(rel)
 		flags := uint64(0)
@@ -415,12 +415,14 @@ func decodeIndex(data []byte) (*Index, error) {
 	}
 	n = d.count(2)
 	ix.files = make(map[string]*fileEntry, n)
+	ix.order = make([]string, 0, n)
 	entries := make([]fileEntry, n)
 	for i := range n {
 		if d.err != nil {
 			break
 		}
 		rel := d.str()
+		ix.order = append(ix.order, rel)
 		flags := d.uint()
 		f := &entries[i]
 		*f = fileEntry{token: flags&1 != 0, racy: flags&2 != 0, parsed: flags&8 != 0}
