@@ -196,7 +196,8 @@ func mustLook(prog string) string {
 func (g *bigFixture) cycle(ctx context.Context, workdir string, noCache bool) (*cycle.TargetResult, error) {
 	var logger *slog.Logger
 	if os.Getenv("IMAGEBUMP_BENCH_LOG") != "" {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: microseconds}))
+		logger.Debug("cycle starting", "workdir", filepath.Base(workdir))
 	}
 	// serve's worker gives each cycle the target's last one, after a
 	// success; so do the cycles in serve's working copy.
@@ -214,6 +215,14 @@ func (g *bigFixture) cycle(ctx context.Context, workdir string, noCache bool) (*
 		}
 	}
 	return res, err
+}
+
+// microseconds shows a log record's time to the microsecond.
+func microseconds(_ []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey {
+		return slog.String(slog.TimeKey, a.Value.Time().Format("15:04:05.000000"))
+	}
+	return a
 }
 
 // runProcess times `imagebump run --workdir workdir -o json` and returns
