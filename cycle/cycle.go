@@ -87,10 +87,6 @@ type Options struct {
 	// prefetch, when set, holds results selected while the working copy
 	// was fetched (see prefetch.go); Run asks only for what it lacks.
 	prefetch *prefetch
-	// workingCopy says Root is a target's working copy, whose files are
-	// checked against their commit before they are used again: the
-	// files written need not be durable (setters.Options.NoSync).
-	workingCopy bool
 }
 
 // PolicyResult is what one image policy selected, or why it could not.
@@ -291,7 +287,6 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		Images:      selected,
 		Known:       opts.Config.Has,
 		Write:       opts.Write,
-		NoSync:      opts.workingCopy,
 		OnEdit:      opts.OnEdit,
 		Logger:      logger,
 		Index:       opts.Index,

@@ -222,10 +222,6 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 				Logger:    logger,
 				Index:     work,
 				prefetch:  pf,
-				// A crash may lose what the edit wrote; the commit is
-				// made from the files read back now, and the next cycle
-				// checks each file it reads against its blob hash.
-				workingCopy: true,
 			})
 			if err != nil {
 				return nil, "", err
