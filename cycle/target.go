@@ -514,6 +514,15 @@ func (ti *targetIndex) forHead(repo *gitwriter.Repo, logger *slog.Logger) (*sett
 		return work, nil
 	}
 	work.Update(head, fileChanges(changes), ti.paths)
+	if !work.Built() {
+		// The changes made the index unusable (a symbolic link came into
+		// scope): the scan reads every file without checking it against
+		// its blob, so the worktree is checked whole first, as openIndex
+		// does for an index that was unusable from the start.
+		if err := repo.Clean(); err != nil {
+			return nil, err
+		}
+	}
 	return work, nil
 }
 
