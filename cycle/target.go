@@ -40,10 +40,13 @@ type TargetOptions struct {
 	Gates *Gates
 	// Now is the clock of holds and minimum ages; nil means time.Now.
 	Now func() time.Time
-	// Previous is this target's last cycle, when the caller keeps one
-	// (serve does). When the tracked branch has not moved and the cycle
-	// proposes exactly what Previous did, the forge is not asked again:
-	// a cycle with nothing new costs the tag listings and one fetch.
+	// Previous is this target's last successful cycle, when the caller
+	// keeps one (serve does). Its policies are asked for at once, while
+	// the working copy is fetched; the marker index it saved is taken
+	// from memory while the file on disk is still that one
+	// (setters.ReloadIndex); and when the tracked branch has not moved and
+	// the cycle proposes exactly what Previous did, the forge is not asked
+	// again: a cycle with nothing new costs the tag listings and one fetch.
 	Previous *TargetResult
 	// Logger receives progress; nil discards. RunTarget adds the target's
 	// name to it.

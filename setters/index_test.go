@@ -557,6 +557,14 @@ func TestReloadIndex(t *testing.T) {
 	other.Paths = []string{"team01"}
 	reload("other paths", ix, other, 1, "other paths")
 
+	// The same index saved again: the same bytes and size, another file.
+	before := ix.Clone()
+	ix.dirty = true
+	if err := ix.Save(file); err != nil {
+		t.Fatal(err)
+	}
+	reload("saved again", before, opts, 1, "")
+	reload("as saved again", ix, opts, 0, "")
 	// Another index saved over the file: its content, not the kept one.
 	if err := NewIndex(ByStat, opts).Save(file); err != nil {
 		t.Fatal(err)
