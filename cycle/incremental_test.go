@@ -336,52 +336,83 @@ func TestPrefetchFromPrevious(t *testing.T) {
 }
 
 // TestFullScanResetsTheWorkingCopy: when a new commit makes the kept index
-// unusable (a symbolic link comes into scope, so the cycle scans every
-// file), a file someone changed in the working copy is reset before the
-// scan reads it: the commit pushed holds the remote's bytes with the bump,
-// never the local ones.
+// unusable (a symbolic link comes into scope, or above a path in scope,
+// so the cycle scans every file), a file someone changed in the working
+// copy is reset before the scan reads it: the commit pushed holds the
+// remote's bytes with the bump, never the local ones.
 func TestFullScanResetsTheWorkingCopy(t *testing.T) {
 	original := "image: reg.example/api:1.0.0 # {\"$imagepolicy\": \"apps:api\"}\n"
-	bare := testgit.NewBare(t, map[string]string{
-		"web.yaml":   "image: reg.example/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\n",
-		"other.yaml": original,
-	})
-	cfg, err := config.Parse([]byte(strings.Replace(incrementalConfig, "URL", "file://"+bare, 1)), "imagebump.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := cfg.Targets()[0]
-	reg := &fakeRegistry{tags: map[string][]string{"reg.example/web": {"1.0.0"}, "reg.example/api": {"1.0.0"}}}
-	workdir := t.TempDir()
-	ctx := context.Background()
-	if _, err := RunTarget(ctx, TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: workdir}); err != nil {
-		t.Fatal(err)
-	}
-	// Someone writes in the working copy: a marker still, other bytes.
-	local := filepath.Join(WorkdirFor(workdir, target.Name), "other.yaml")
-	if err := os.WriteFile(local, []byte("local: change\n"+original), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// Others commit a symbolic link, and api gets a new tag.
-	clone := t.TempDir()
-	testgit.Git(t, clone, "clone", "--quiet", bare, ".")
-	if err := os.Symlink("web.yaml", filepath.Join(clone, "link.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	testgit.Git(t, clone, "add", "link.yaml")
-	testgit.Git(t, clone, "commit", "--quiet", "-m", "a link")
-	testgit.Git(t, clone, "push", "--quiet", "origin", "HEAD:main")
-	reg.tags["reg.example/api"] = []string{"1.0.0", "1.1.0"}
+	web := "image: reg.example/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\n"
+	for _, tt := range []struct {
+		name  string
+		files map[string]string
+		paths string
+		other string // the file changed locally, then bumped
+		link  func(t *testing.T, clone string)
+	}{
+		{
+			name:  "a link in scope",
+			files: map[string]string{"web.yaml": web, "other.yaml": original},
+			other: "other.yaml",
+			link: func(t *testing.T, clone string) {
+				if err := os.Symlink("web.yaml", filepath.Join(clone, "link.yaml")); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+		{
+			name:  "a link above a path",
+			files: map[string]string{"clusters/a/web.yaml": web, "real/a/web.yaml": web, "real/a/other.yaml": original},
+			paths: "  paths: [clusters/a]\n",
+			other: "real/a/other.yaml",
+			link: func(t *testing.T, clone string) {
+				testgit.Git(t, clone, "rm", "-r", "--quiet", "clusters")
+				if err := os.Symlink("real", filepath.Join(clone, "clusters")); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bare := testgit.NewBare(t, tt.files)
+			text := strings.Replace(incrementalConfig, "URL", "file://"+bare, 1)
+			text = strings.Replace(text, "  branch: main\n", "  branch: main\n"+tt.paths, 1)
+			cfg, err := config.Parse([]byte(text), "imagebump.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := cfg.Targets()[0]
+			reg := &fakeRegistry{tags: map[string][]string{"reg.example/web": {"1.0.0"}, "reg.example/api": {"1.0.0"}}}
+			workdir := t.TempDir()
+			ctx := context.Background()
+			if _, err := RunTarget(ctx, TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: workdir}); err != nil {
+				t.Fatal(err)
+			}
+			// Someone writes in the working copy: a marker still, other bytes.
+			local := filepath.Join(WorkdirFor(workdir, target.Name), filepath.FromSlash(tt.other))
+			if err := os.WriteFile(local, []byte("local: change\n"+original), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// Others commit a symbolic link, and api gets a new tag.
+			clone := t.TempDir()
+			testgit.Git(t, clone, "clone", "--quiet", bare, ".")
+			tt.link(t, clone)
+			testgit.Git(t, clone, "add", "--all")
+			testgit.Git(t, clone, "commit", "--quiet", "-m", "a link")
+			testgit.Git(t, clone, "push", "--quiet", "origin", "HEAD:main")
+			reg.tags["reg.example/api"] = []string{"1.0.0", "1.1.0"}
 
-	res, err := RunTarget(ctx, TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: workdir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Pushed {
-		t.Fatalf("the api bump was not pushed: %+v", res.Report.Problems)
-	}
-	got, _ := testgit.ReadFile(t, bare, "main", "other.yaml")
-	if want := strings.Replace(original, "1.0.0", "1.1.0", 1); got != want {
-		t.Errorf("other.yaml pushed:\n%s\nwant the remote's bytes with the bump:\n%s", got, want)
+			res, err := RunTarget(ctx, TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: workdir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Pushed {
+				t.Fatalf("the api bump was not pushed: %+v", res.Report.Problems)
+			}
+			got, _ := testgit.ReadFile(t, bare, "main", tt.other)
+			if want := strings.Replace(original, "1.0.0", "1.1.0", 1); got != want {
+				t.Errorf("%s pushed:\n%s\nwant the remote's bytes with the bump:\n%s", tt.other, got, want)
+			}
+		})
 	}
 }

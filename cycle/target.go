@@ -517,11 +517,12 @@ func (ti *targetIndex) forHead(repo *gitwriter.Repo, logger *slog.Logger) (*sett
 		return work, nil
 	}
 	work.Update(head, fileChanges(changes), ti.paths)
-	if !work.Built() {
+	if work.ScansAll(repo.Dir(), ti.paths) {
 		// The changes made the index unusable (a symbolic link came into
-		// scope): the scan reads every file without checking it against
-		// its blob, so the worktree is checked whole first, as openIndex
-		// does for an index that was unusable from the start.
+		// scope, or above a path in scope): the scan reads every file
+		// without checking it against its blob, so the worktree is
+		// checked whole first, as openIndex does for an index that was
+		// unusable from the start.
 		if err := repo.Clean(); err != nil {
 			return nil, err
 		}

@@ -260,12 +260,14 @@ func (ix *Index) paths() []string {
 	return ix.order
 }
 
-// orderHolds reports whether every name in order is a file of the index;
-// with as many names as files, and no name twice (they came from a map's
-// keys, or from an index file, where a name twice leaves fewer files),
-// they are the same set.
+// orderHolds reports whether the names in order increase strictly and
+// are each a file of the index: with as many names as files, they are
+// the same set, in path order.
 func (ix *Index) orderHolds() bool {
-	for _, rel := range ix.order {
+	for i, rel := range ix.order {
+		if i > 0 && ix.order[i-1] >= rel {
+			return false
+		}
 		if _, ok := ix.files[rel]; !ok {
 			return false
 		}
@@ -317,6 +319,24 @@ func (ix *Index) Update(head string, changes []FileChange, paths []string) {
 		}
 		ix.pending[c.Path] = c.New
 	}
+}
+
+// ScansAll reports whether the next Scan of a ByBlob index over the tree
+// at root, for paths, reads every file in scope without checking it
+// against a blob hash: when the index is not built, or when a path now
+// is or passes through a symbolic link, which the index cannot follow by
+// tree diffs (Scan then marks it unusable). A caller whose files must
+// hold what a commit holds checks them whole before such a scan. It is
+// false for a ByStat index, whose every Scan checks each file's stat.
+func (ix *Index) ScansAll(root string, paths []string) bool {
+	if ix.kind != ByBlob {
+		return false
+	}
+	if !ix.Built() {
+		return true
+	}
+	unsupported, _ := checkPaths(root, paths)
+	return unsupported != ""
 }
 
 // SetHead records that the worktree holds commit head, with the files

@@ -759,4 +759,41 @@ func TestIndexPaths(t *testing.T) {
 	if diff := cmp.Diff(want, ix.paths()); diff != "" {
 		t.Errorf("paths of the original after its copy changed (-want +got):\n%s", diff)
 	}
+	// An order naming a file twice (a damaged file could) while another
+	// is missing is sorted again too.
+	ix.files["c.yaml"] = &fileEntry{}
+	ix.order = []string{"a.yaml", "a.yaml", "b/a.yaml", "b/x.yaml"}
+	if diff := cmp.Diff([]string{"a.yaml", "b/a.yaml", "b/x.yaml", "c.yaml"}, ix.paths()); diff != "" {
+		t.Errorf("paths after an order with a name twice (-want +got):\n%s", diff)
+	}
+}
+
+// TestScansAll: a built ByBlob index scans by diffs until a path in scope
+// is or passes through a symbolic link.
+func TestScansAll(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "real", "a", "x.yaml"), "a: 1\n")
+	writeFile(t, filepath.Join(root, "plain", "a", "x.yaml"), "a: 1\n")
+	if err := os.Symlink("real", filepath.Join(root, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	built := NewIndex(ByBlob, Options{})
+	built.built = true
+	for _, tt := range []struct {
+		name  string
+		ix    *Index
+		paths []string
+		want  bool
+	}{
+		{"built, whole tree", built, nil, false},
+		{"built, a plain path", built, []string{"plain/a"}, false},
+		{"built, a path through a link", built, []string{"linked/a"}, true},
+		{"built, a link as the path", built, []string{"linked"}, true},
+		{"not built", NewIndex(ByBlob, Options{}), []string{"plain/a"}, true},
+		{"by stat", NewIndex(ByStat, Options{}), []string{"linked/a"}, false},
+	} {
+		if got := tt.ix.ScansAll(root, tt.paths); got != tt.want {
+			t.Errorf("%s: ScansAll = %v, want %v", tt.name, got, tt.want)
+		}
+	}
 }
