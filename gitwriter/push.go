@@ -29,7 +29,7 @@ import (
 // A delta window of 10 (git's default) saved 3% of the pack of a policy
 // move (92 objects, 100 against 104 kB) for 17 ms more of encoding, and
 // 25% of a first run's (8,041 objects, 2.2 against 2.9 MB) for a second
-// more: a push only gains from it on a link slower than 2 Mbit/s (the
+// more: a push only gains from it on a link slower than 1.6 Mbit/s (the
 // policy move) to 6 Mbit/s (the first run).
 // Git saves far more by sending deltas against the objects the remote
 // already has (a thin pack); go-git's encoder cannot.
