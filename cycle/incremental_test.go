@@ -64,6 +64,24 @@ func markedFile(rng *rand.Rand, tags []string) string {
 	}
 }
 
+// incrementalTarget parses incrementalConfig for the repository at bare,
+// with extra: indented, under git (paths: ...); otherwise at the top
+// (push: ...).
+func incrementalTarget(t *testing.T, bare, extra string) (*config.Config, config.Target) {
+	t.Helper()
+	text := strings.Replace(incrementalConfig, "URL", "file://"+bare, 1)
+	if strings.HasPrefix(extra, "  ") {
+		text = strings.Replace(text, "  branch: main\n", "  branch: main\n"+extra, 1)
+	} else {
+		text += extra
+	}
+	cfg, err := config.Parse([]byte(text), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, cfg.Targets()[0]
+}
+
 // comparableReport is what an incremental and a full cycle must agree
 // on.
 type comparableReport struct {
@@ -127,17 +145,7 @@ func incrementalHistory(t *testing.T, seed uint64, extra string, serve bool) {
 		files[n] = markedFile(rng, tags)
 	}
 	bare := testgit.NewBare(t, files)
-	text := strings.Replace(incrementalConfig, "URL", "file://"+bare, 1)
-	if strings.HasPrefix(extra, "  ") {
-		text = strings.Replace(text, "  branch: main\n", "  branch: main\n"+extra, 1)
-	} else {
-		text += extra
-	}
-	cfg, err := config.Parse([]byte(text), "imagebump.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := cfg.Targets()[0]
+	cfg, target := incrementalTarget(t, bare, extra)
 	reg := &fakeRegistry{tags: map[string][]string{}, digests: map[string]string{}}
 	for _, r := range []string{"web", "api", "job", "pin"} {
 		reg.tags["reg.example/"+r] = []string{"1.0.0"}
@@ -223,105 +231,55 @@ func incrementalHistory(t *testing.T, seed uint64, extra string, serve bool) {
 	}
 }
 
-// TestPrefetch: a kept working copy's cycle asks the registries for the
-// policies its last commit used while it fetches; a policy that only the
-// new commit uses is asked for after the fetch, and one the new commit no
-// longer uses is dropped from the report.
-func TestPrefetch(t *testing.T) {
-	bare := testgit.NewBare(t, map[string]string{
-		"web.yaml": "image: reg.example/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\n",
-	})
-	cfg, err := config.Parse([]byte(strings.Replace(incrementalConfig, "URL", "file://"+bare, 1)), "imagebump.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := cfg.Targets()[0]
-	reg := &fakeRegistry{tags: map[string][]string{
-		"reg.example/web": {"1.0.0"}, "reg.example/api": {"1.0.0", "1.1.0"},
-	}}
-	workdir := t.TempDir()
-	ctx := context.Background()
-	run := func() *TargetResult {
-		t.Helper()
-		reg.mu.Lock()
-		reg.scanned = nil
-		reg.mu.Unlock()
-		res, err := RunTarget(ctx, TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: workdir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
-	run() // the first cycle clones: no index yet, no prefetch
-	// Someone replaces the web marker by an api one.
-	testgit.Commit(t, bare, "main", map[string]string{
-		"api.yaml": "image: reg.example/api:1.0.0 # {\"$imagepolicy\": \"apps:api\"}\n",
-	}, []string{"web.yaml"}, "web goes, api comes")
-	res := run()
-	if diff := cmp.Diff(reg.scanned, []string{"reg.example/web", "reg.example/api"}); diff != "" {
-		t.Errorf("registries asked (-got +want): web while fetching (the last commit used it), then api:\n%s", diff)
-	}
-	var names []string
-	for _, p := range res.Report.Policies {
-		names = append(names, p.Name+"="+p.Latest())
-	}
-	if diff := cmp.Diff(names, []string{"apps:api=1.1.0"}); diff != "" {
-		t.Errorf("policies reported (-got +want):\n%s", diff)
-	}
-	if !res.Pushed || len(res.Report.Changes) != 1 {
-		t.Errorf("pushed %v with %d changes, want the api bump", res.Pushed, len(res.Report.Changes))
-	}
-	// Nothing new: the prefetch (api) is all the cycle asks.
-	if res := run(); res.Pushed || !slices.Equal(reg.scanned, []string{"reg.example/api"}) {
-		t.Errorf("a cycle with nothing new pushed %v and asked %v, want only api", res.Pushed, reg.scanned)
-	}
+// prefetchFixture is a repository with a web marker, which the commit
+// of replaceWebByAPI replaces by an api one, and a registry that records
+// what it lists.
+type prefetchFixture struct {
+	bare, workdir string
+	cfg           *config.Config
+	target        config.Target
+	reg           *fakeRegistry
 }
 
-// TestPrefetchFromPrevious: given its last cycle, as serve gives it, a
-// cycle asks the registries for that cycle's policies without the kept
-// index: here there is none, and without Previous nothing is prefetched.
-func TestPrefetchFromPrevious(t *testing.T) {
-	bare := testgit.NewBare(t, map[string]string{
+func newPrefetchFixture(t *testing.T) *prefetchFixture {
+	f := &prefetchFixture{bare: testgit.NewBare(t, map[string]string{
 		"web.yaml": "image: reg.example/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\n",
-	})
-	cfg, err := config.Parse([]byte(strings.Replace(incrementalConfig, "URL", "file://"+bare, 1)), "imagebump.yaml")
+	}), workdir: t.TempDir()}
+	f.cfg, f.target = incrementalTarget(t, f.bare, "")
+	f.reg = &fakeRegistry{tags: map[string][]string{
+		"reg.example/web": {"1.0.0"}, "reg.example/api": {"1.0.0", "1.1.0"},
+	}}
+	return f
+}
+
+// run runs a cycle given prev, with the registry's record emptied first.
+func (f *prefetchFixture) run(t *testing.T, prev *TargetResult) *TargetResult {
+	t.Helper()
+	f.reg.mu.Lock()
+	f.reg.scanned = nil
+	f.reg.mu.Unlock()
+	res, err := RunTarget(context.Background(), TargetOptions{Config: f.cfg, Target: f.target, Registry: f.reg, Workdir: f.workdir, Previous: prev})
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := cfg.Targets()[0]
-	reg := &fakeRegistry{tags: map[string][]string{
-		"reg.example/web": {"1.0.0"}, "reg.example/api": {"1.0.0", "1.1.0"},
-	}}
-	workdir := t.TempDir()
-	ctx := context.Background()
-	run := func(prev *TargetResult) *TargetResult {
-		t.Helper()
-		// No kept index: only Previous can name the last commit's policies.
-		if err := os.RemoveAll(IndexFile(WorkdirFor(workdir, target.Name))); err != nil {
-			t.Fatal(err)
-		}
-		reg.mu.Lock()
-		reg.scanned = nil
-		reg.mu.Unlock()
-		res, err := RunTarget(ctx, TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: workdir, Previous: prev})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
-	first := run(nil)
-	// Without Previous, the listing starts with the scan, of what it finds.
-	if res := run(nil); !slices.Equal(reg.scanned, []string{"reg.example/web"}) {
-		t.Errorf("without Previous, asked %v, want web once", reg.scanned)
-	} else if res.Pushed {
-		t.Error("a cycle with nothing new pushed")
-	}
-	testgit.Commit(t, bare, "main", map[string]string{
+	return res
+}
+
+// replaceWebByAPI is someone's commit replacing the web marker by an api
+// one.
+func (f *prefetchFixture) replaceWebByAPI(t *testing.T) {
+	testgit.Commit(t, f.bare, "main", map[string]string{
 		"api.yaml": "image: reg.example/api:1.0.0 # {\"$imagepolicy\": \"apps:api\"}\n",
 	}, []string{"web.yaml"}, "web goes, api comes")
-	res := run(first)
-	if diff := cmp.Diff(reg.scanned, []string{"reg.example/web", "reg.example/api"}); diff != "" {
-		t.Errorf("registries asked (-got +want): web, which the last cycle used, then api:\n%s", diff)
+}
+
+// checkAPIBump checks the cycle after replaceWebByAPI: web was asked for
+// first (the last commit used it), then api; web's result is dropped
+// from the report; the api bump is pushed.
+func (f *prefetchFixture) checkAPIBump(t *testing.T, res *TargetResult) {
+	t.Helper()
+	if diff := cmp.Diff(f.reg.scanned, []string{"reg.example/web", "reg.example/api"}); diff != "" {
+		t.Errorf("registries asked (-got +want): web, which the last commit used, then api:\n%s", diff)
 	}
 	var names []string
 	for _, p := range res.Report.Policies {
@@ -333,6 +291,45 @@ func TestPrefetchFromPrevious(t *testing.T) {
 	if !res.Pushed || len(res.Report.Changes) != 1 {
 		t.Errorf("pushed %v with %d changes, want the api bump", res.Pushed, len(res.Report.Changes))
 	}
+}
+
+// TestPrefetch: a kept working copy's cycle asks the registries for the
+// policies its last commit used while it fetches; a policy that only the
+// new commit uses is asked for after the fetch, and one the new commit no
+// longer uses is dropped from the report.
+func TestPrefetch(t *testing.T) {
+	f := newPrefetchFixture(t)
+	f.run(t, nil) // the first cycle clones: no index yet, no prefetch
+	f.replaceWebByAPI(t)
+	f.checkAPIBump(t, f.run(t, nil))
+	// Nothing new: the prefetch (api) is all the cycle asks.
+	if res := f.run(t, nil); res.Pushed || !slices.Equal(f.reg.scanned, []string{"reg.example/api"}) {
+		t.Errorf("a cycle with nothing new pushed %v and asked %v, want only api", res.Pushed, f.reg.scanned)
+	}
+}
+
+// TestPrefetchFromPrevious: given its last cycle, as serve gives it, a
+// cycle asks the registries for that cycle's policies without the kept
+// index: here there is none, and without Previous nothing is prefetched.
+func TestPrefetchFromPrevious(t *testing.T) {
+	f := newPrefetchFixture(t)
+	run := func(prev *TargetResult) *TargetResult {
+		t.Helper()
+		// No kept index: only Previous can name the last commit's policies.
+		if err := os.RemoveAll(IndexFile(WorkdirFor(f.workdir, f.target.Name))); err != nil {
+			t.Fatal(err)
+		}
+		return f.run(t, prev)
+	}
+	first := run(nil)
+	// Without Previous, the listing starts with the scan, of what it finds.
+	if res := run(nil); !slices.Equal(f.reg.scanned, []string{"reg.example/web"}) {
+		t.Errorf("without Previous, asked %v, want web once", f.reg.scanned)
+	} else if res.Pushed {
+		t.Error("a cycle with nothing new pushed")
+	}
+	f.replaceWebByAPI(t)
+	f.checkAPIBump(t, run(first))
 }
 
 // TestFullScanResetsTheWorkingCopy: when a new commit makes the kept index
@@ -375,13 +372,7 @@ func TestFullScanResetsTheWorkingCopy(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			bare := testgit.NewBare(t, tt.files)
-			text := strings.Replace(incrementalConfig, "URL", "file://"+bare, 1)
-			text = strings.Replace(text, "  branch: main\n", "  branch: main\n"+tt.paths, 1)
-			cfg, err := config.Parse([]byte(text), "imagebump.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			target := cfg.Targets()[0]
+			cfg, target := incrementalTarget(t, bare, tt.paths)
 			reg := &fakeRegistry{tags: map[string][]string{"reg.example/web": {"1.0.0"}, "reg.example/api": {"1.0.0"}}}
 			workdir := t.TempDir()
 			ctx := context.Background()

@@ -441,9 +441,10 @@ func TestIndexStale(t *testing.T) {
 	}
 }
 
-// TestLoadIndex checks that an index file that cannot serve is replaced by
-// an empty index, with the reason.
-func TestLoadIndex(t *testing.T) {
+// savedIndex returns the ByStat index of a 50-file tree, filled by an
+// Apply with opts, and the file in a new folder it was saved to.
+func savedIndex(t *testing.T) (*Index, Options, string) {
+	t.Helper()
 	trustClock(t)
 	dir := t.TempDir()
 	genTree(t, dir, 50, 5)
@@ -453,10 +454,18 @@ func TestLoadIndex(t *testing.T) {
 	if _, err := Apply(context.Background(), opts); err != nil {
 		t.Fatal(err)
 	}
+	opts.Index = nil
 	file := filepath.Join(t.TempDir(), "sub", "index")
 	if err := ix.Save(file); err != nil {
 		t.Fatal(err)
 	}
+	return ix, opts, file
+}
+
+// TestLoadIndex checks that an index file that cannot serve is replaced by
+// an empty index, with the reason.
+func TestLoadIndex(t *testing.T) {
+	ix, opts, file := savedIndex(t)
 	good, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -505,20 +514,7 @@ func TestLoadIndex(t *testing.T) {
 // file at the path is the one it was loaded from or saved to, and reads
 // the file otherwise.
 func TestReloadIndex(t *testing.T) {
-	trustClock(t)
-	dir := t.TempDir()
-	genTree(t, dir, 50, 5)
-	opts := Options{Root: dir, Images: testImages}
-	ix := NewIndex(ByStat, opts)
-	opts.Index = ix
-	if _, err := Apply(context.Background(), opts); err != nil {
-		t.Fatal(err)
-	}
-	opts.Index = nil
-	file := filepath.Join(t.TempDir(), "index")
-	if err := ix.Save(file); err != nil {
-		t.Fatal(err)
-	}
+	ix, opts, file := savedIndex(t)
 	saved := loadIndexFile
 	t.Cleanup(func() { loadIndexFile = saved })
 	reads := 0
