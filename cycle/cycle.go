@@ -87,6 +87,10 @@ type Options struct {
 	// prefetch, when set, holds results selected while the working copy
 	// was fetched (see prefetch.go); Run asks only for what it lacks.
 	prefetch *prefetch
+	// workingCopy says Root is a target's working copy, which gitwriter
+	// makes durable before its Git index records the files written: the
+	// edit need not (setters.Options.NoSync).
+	workingCopy bool
 }
 
 // PolicyResult is what one image policy selected, or why it could not.
@@ -287,6 +291,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		Images:      selected,
 		Known:       opts.Config.Has,
 		Write:       opts.Write,
+		NoSync:      opts.workingCopy,
 		OnEdit:      opts.OnEdit,
 		Logger:      logger,
 		Index:       opts.Index,

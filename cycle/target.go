@@ -225,6 +225,9 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 				Logger:    logger,
 				Index:     work,
 				prefetch:  pf,
+				// gitwriter syncs the files the edit wrote while the
+				// push runs, before its Git index records them.
+				workingCopy: true,
 			})
 			if err != nil {
 				return nil, "", err

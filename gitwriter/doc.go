@@ -21,11 +21,13 @@
 //
 // Update calls Edit on a clean worktree at the remote head, compares the
 // files it reports with that commit, and commits only those that differ,
-// with the author as committer too: it writes their blobs, the trees along
-// their paths and the commit, as git's plumbing does, and patches the Git
-// index (.git/index) while the push runs. A working copy left between the
-// two by a crash is reset whole by the next Open, and one whose index could
-// not be written is reset before it is used again. Without
+// with the author as committer too: it makes their blobs, the trees along
+// their paths and the commit, as git's plumbing does, and pushes them from
+// memory while it stores them in the working copy and patches the Git index
+// (.git/index); the local branch moves to the commit after that. A working
+// copy left between the two by a crash is reset whole by the next Open, and
+// one whose index, objects or branch could not be written is reset before
+// it is used again. Without
 // Update.PushBranch it pushes to the tracked branch, fast-forward only; when
 // the push fails and a fetch shows the remote moved, it resets to the new
 // head, calls Edit again and retries, up to Update.MaxAttempts times with

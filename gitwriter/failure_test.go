@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -485,7 +487,7 @@ func TestIndexFailsDuringPush(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Update = %+v with the index locked", res)
 			}
-			wants := []string{"updating the index of the working copy failed", "locking the index: " + lock + " exists"}
+			wants := []string{"updating the working copy to the new commit failed", "locking the index: " + lock + " exists"}
 			if pushFails {
 				wants = append(wants, "pushing to "+s.URL)
 				if res != nil {
@@ -534,16 +536,18 @@ func TestIndexFailsDuringPush(t *testing.T) {
 	}
 }
 
-// TestRefFailsBeforePush: when the branch's local ref cannot be moved to
-// the new commit, nothing is pushed.
-func TestRefFailsBeforePush(t *testing.T) {
+// TestRefFailsAfterPush: the branch's local ref moves once the push has
+// sent the commit (its objects are stored meanwhile). When it cannot be
+// moved, the pushed commit is reported with the error, as when the index
+// cannot be written, and the working copy is reset before its next use.
+func TestRefFailsAfterPush(t *testing.T) {
 	bare := testgit.NewBare(t, seed)
-	base := mainSHA(t, bare)
 	workdir := t.TempDir()
-	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: workdir})
-	_, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 1}, func(ctx context.Context, dir string) ([]string, string, error) {
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+	r := mustOpen(t, opts)
+	ref := filepath.Join(workdir, ".git", "refs", "heads", "main")
+	res, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 1}, func(ctx context.Context, dir string) ([]string, string, error) {
 		// A folder where the branch's ref file goes.
-		ref := filepath.Join(dir, ".git", "refs", "heads", "main")
 		if err := os.RemoveAll(ref); err != nil {
 			return nil, "", err
 		}
@@ -552,10 +556,131 @@ func TestRefFailsBeforePush(t *testing.T) {
 		}
 		return setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)(ctx, dir)
 	})
-	if err == nil || !strings.Contains(err.Error(), `setting branch "main"`) {
-		t.Fatalf("Update error = %v, want one about setting the branch", err)
+	for _, want := range []string{"updating the working copy to the new commit failed", `setting branch "main"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Update error = %v, want one containing %q", err, want)
+		}
 	}
-	if got := mainSHA(t, bare); got != base {
-		t.Errorf("remote main = %s, want %s: a commit whose ref could not be set was pushed", got, base)
+	if res == nil || !res.Pushed || res.Commit != mainSHA(t, bare) {
+		t.Fatalf("Update = %+v; want the pushed commit %s reported with the error", res, mainSHA(t, bare))
+	}
+	if content, _ := testgit.ReadFile(t, bare, "main", "clusters/prod/app.yaml"); content != "image: app:1.1.0\n" {
+		t.Errorf("the pushed commit holds app.yaml = %q", content)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, ".git", resetStateFile)); err == nil {
+		t.Error("the state file records a working copy whose branch was not moved")
+	}
+	r.Close()
+	if err := os.RemoveAll(ref); err != nil {
+		t.Fatal(err)
+	}
+	r = mustOpen(t, opts)
+	defer r.Close()
+	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+}
+
+// TestObjectsFailAfterPush: a commit's objects are stored in the working
+// copy while the push sends them from memory. When they cannot be stored,
+// the pushed commit is reported with the error, no local ref names the
+// commit, and the working copy is reset before its next use.
+func TestObjectsFailAfterPush(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	workdir := t.TempDir()
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+	r := mustOpen(t, opts)
+	defer r.Close()
+	base := mainSHA(t, bare)
+	// Objects go into a folder that is a file.
+	blocked := filepath.Join(t.TempDir(), "objects")
+	if err := os.WriteFile(blocked, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.loose.dir = blocked
+	res, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 1}, setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil))
+	for _, want := range []string{"updating the working copy to the new commit failed", "in the working copy"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Update error = %v, want one containing %q", err, want)
+		}
+	}
+	if res == nil || !res.Pushed || res.Commit != mainSHA(t, bare) {
+		t.Fatalf("Update = %+v; want the pushed commit %s reported with the error", res, mainSHA(t, bare))
+	}
+	if got := testgit.Git(t, workdir, "rev-parse", "refs/heads/main"); got != base {
+		t.Errorf("the local branch is at %s, want %s: it names a commit not stored", got, base)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, ".git", resetStateFile)); err == nil {
+		t.Error("the state file records a working copy whose objects were not stored")
+	}
+	// The same Repo, objects stored again, resets the working copy, finds
+	// the remote moved (to the commit it could not store) and commits on
+	// it; so does the next cycle's Open.
+	r.loose.dir = filepath.Join(workdir, ".git", "objects")
+	res, err = r.Update(t.Context(), Update{Commit: author}, setFiles(map[string]string{"clusters/prod/web.yaml": "image: web:2.0.0\n"}, "Bump web", nil))
+	if err != nil || !res.Pushed {
+		t.Fatalf("the next Update = %+v, %v", res, err)
+	}
+	if content, _ := testgit.ReadFile(t, bare, "main", "clusters/prod/app.yaml"); content != "image: app:1.1.0\n" {
+		t.Errorf("the next commit lost app.yaml's bump: %q", content)
+	}
+	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+	r.Close()
+	r = mustOpen(t, opts)
+	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+}
+
+// TestFilesSyncedBeforeIndex: the files an edit wrote are synced, once,
+// before the Git index records them; an error syncing them is reported
+// like one writing the index, and the working copy is not recorded.
+func TestFilesSyncedBeforeIndex(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fail=%v", fail), func(t *testing.T) {
+			bare := testgit.NewBare(t, seed)
+			workdir := t.TempDir()
+			r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: workdir})
+			defer r.Close()
+			index := filepath.Join(workdir, ".git", "index")
+			before, err := os.ReadFile(index)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var synced [][]string
+			orig := syncFiles
+			defer func() { syncFiles = orig }()
+			syncFiles = func(dir string, paths []string) error {
+				if now, _ := os.ReadFile(index); !bytes.Equal(now, before) {
+					t.Error("the index was written before the files were synced")
+				}
+				synced = append(synced, slices.Clone(paths))
+				if fail {
+					return errors.New("disk on fire")
+				}
+				return orig(dir, paths)
+			}
+			res, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 1}, setFiles(map[string]string{
+				"clusters/prod/app.yaml": "image: app:1.1.0\n", "clusters/prod/web.yaml": "image: web:1.1.0\n",
+			}, "Bump", nil))
+			if want := [][]string{{"clusters/prod/app.yaml", "clusters/prod/web.yaml"}}; !reflect.DeepEqual(synced, want) {
+				t.Errorf("synced %q, want %q", synced, want)
+			}
+			if res == nil || !res.Pushed {
+				t.Fatalf("Update = %+v, %v; want the commit pushed", res, err)
+			}
+			_, stateErr := os.Stat(filepath.Join(workdir, ".git", resetStateFile))
+			if !fail {
+				if err != nil || stateErr != nil {
+					t.Errorf("Update error %v, state file %v", err, stateErr)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "syncing the files written: disk on fire") {
+				t.Errorf("Update error = %v, want the sync's", err)
+			}
+			if stateErr == nil {
+				t.Error("the state file records a working copy whose files were not synced")
+			}
+			if now, _ := os.ReadFile(index); !bytes.Equal(now, before) {
+				t.Error("the index records files that were not synced")
+			}
+		})
 	}
 }

@@ -108,8 +108,15 @@ type Repo struct {
 	// in no commit yet.
 	editing bool
 	// written are the objects the last commit wrote, which its push sends.
-	written    []plumbing.Hash
+	written    []newObject
 	writtenSet map[plumbing.Hash]bool
+	loose      looseWriter // writes them into the object store
+	// storing reports when storeLater has stored them, storeErr why it
+	// could not; made is their commit and madeParent its parent.
+	storing    chan error
+	storeErr   error
+	made       plumbing.Hash
+	madeParent plumbing.Hash
 
 	secrets redact.Secrets // secrets read so far, scrubbed from error text
 
@@ -255,6 +262,7 @@ func (r *Repo) openStorage() (*filesystem.Storage, billy.Filesystem) {
 	wt := osfs.New(r.dir)
 	dot, _ := wt.Chroot(".git")
 	r.storage = filesystem.NewStorageWithOptions(dot, cache.NewObjectLRU(objectCacheSize), filesystem.Options{KeepDescriptors: true})
+	r.loose.dir = filepath.Join(r.dir, ".git", "objects")
 	return r.storage, wt
 }
 
@@ -280,6 +288,7 @@ func (r *Repo) Branch() string { return r.branch }
 // Close removes the working directory when Open created it as a temporary
 // one; a Workdir given in Options stays for the next Open.
 func (r *Repo) Close() error {
+	_ = r.waitStored()
 	r.closeStorage()
 	if !r.tempDir {
 		return nil

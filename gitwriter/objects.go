@@ -190,108 +190,110 @@ func checkCommit(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, error) {
 
 // fileEdit is the new state of one path: a blob with a mode, or gone.
 type fileEdit struct {
-	hash   plumbing.Hash
-	mode   filemode.FileMode
-	remove bool
-	fi     fs.FileInfo // the worktree file's lstat data, for the index
+	hash    plumbing.Hash
+	mode    filemode.FileMode
+	remove  bool
+	content []byte      // the blob's, stored once the path is known to change
+	fi      fs.FileInfo // the worktree file's lstat data, for the index
 }
 
 // readEdits reads the paths an edit reported from the worktree and
-// returns, sorted and without duplicates, those whose content or mode
-// differ from the base tree, with their new state. New blobs are written
-// to the object store.
-func (r *Repo) readEdits(base *object.Tree, changed []string) ([]string, map[string]fileEdit, error) {
+// returns their new state, keyed by the cleaned path. Whether each
+// differs from the base tree is for buildTree to find, which reads the
+// base's trees along the paths once.
+func (r *Repo) readEdits(changed []string) (map[string]fileEdit, error) {
 	edits := map[string]fileEdit{}
-	seen := map[string]bool{}
-	var out []string
 	for _, p := range changed {
 		clean, err := checkPath(p)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		if seen[clean] {
+		if _, seen := edits[clean]; seen {
 			continue
 		}
-		seen[clean] = true
 		full := filepath.Join(r.dir, filepath.FromSlash(clean))
-		entry, terr := base.FindEntry(clean)
-		if terr != nil {
-			entry = nil
-		}
 		fi, err := os.Lstat(full)
 		if errors.Is(err, fs.ErrNotExist) {
-			if entry != nil && entry.Mode != filemode.Dir {
-				edits[clean] = fileEdit{remove: true}
-				out = append(out, clean)
-			}
+			edits[clean] = fileEdit{remove: true}
 			continue
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading changed file: %w", err)
+			return nil, fmt.Errorf("reading changed file: %w", err)
 		}
 		if fi.IsDir() {
-			return nil, nil, fmt.Errorf("the edit reported %q, which is a directory", p)
+			return nil, fmt.Errorf("the edit reported %q, which is a directory", p)
 		}
 		mode, err := filemode.NewFromOSFileMode(fi.Mode())
 		if err != nil {
-			return nil, nil, fmt.Errorf("changed file %q: %w", p, err)
+			return nil, fmt.Errorf("changed file %q: %w", p, err)
 		}
 		var content []byte
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			target, err := os.Readlink(full)
 			if err != nil {
-				return nil, nil, fmt.Errorf("reading changed symlink: %w", err)
+				return nil, fmt.Errorf("reading changed symlink: %w", err)
 			}
 			content = []byte(target)
 		} else if content, err = os.ReadFile(full); err != nil {
-			return nil, nil, fmt.Errorf("reading changed file: %w", err)
+			return nil, fmt.Errorf("reading changed file: %w", err)
 		}
-		h := plumbing.ComputeHash(plumbing.BlobObject, content)
-		if entry != nil && entry.Hash == h && entry.Mode == mode {
-			continue
-		}
-		if _, err := r.writeObject(plumbing.BlobObject, content); err != nil {
-			return nil, nil, fmt.Errorf("storing %s: %w", clean, err)
-		}
-		edits[clean] = fileEdit{hash: h, mode: mode, fi: fi}
-		out = append(out, clean)
+		edits[clean] = fileEdit{hash: plumbing.ComputeHash(plumbing.BlobObject, content), mode: mode, content: content, fi: fi}
 	}
-	slices.Sort(out)
-	return out, edits, nil
+	return edits, nil
 }
 
-// writeObject stores an object and records it for the next push.
+// writeObject makes an object in memory, for storeLater to store and the
+// next push to send, and returns its hash.
 func (r *Repo) writeObject(t plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
-	obj := r.repo.Storer.NewEncodedObject()
-	obj.SetType(t)
-	obj.SetSize(int64(len(content)))
-	w, err := obj.Writer()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if _, err := w.Write(content); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if err := w.Close(); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	h, err := r.repo.Storer.SetEncodedObject(obj)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
+	h := plumbing.ComputeHash(t, content)
 	// Two files with the same content are one blob, sent once: a pack
 	// that counts an object twice is refused.
 	if !r.writtenSet[h] {
 		r.writtenSet[h] = true
-		r.written = append(r.written, h)
+		r.written = append(r.written, newObject{typ: t, hash: h, content: content})
 	}
 	return h, nil
 }
 
+// storeLater writes the objects of commit, whose parent is base, into the
+// object store in the background, while the push sends them from memory.
+// Whatever reads them from the store calls waitStored first; isAncestor
+// knows commit's parent without reading it.
+func (r *Repo) storeLater(commit, base plumbing.Hash) {
+	objs := r.written
+	done := make(chan error, 1)
+	go func() {
+		for _, o := range objs {
+			if err := r.loose.write(o.typ, o.hash, o.content); err != nil {
+				done <- fmt.Errorf("storing object %s in the working copy: %w", o.hash, err)
+				return
+			}
+		}
+		done <- nil
+	}()
+	r.storing, r.storeErr = done, nil
+	r.made, r.madeParent = commit, base
+}
+
+// waitStored waits for the objects storeLater writes and returns why they
+// could not all be written, until the next storeLater.
+func (r *Repo) waitStored() error {
+	if r.storing != nil {
+		r.storeErr = <-r.storing
+		r.storing = nil
+	}
+	return r.storeErr
+}
+
 // buildTree returns the hash of tree (nil: an empty one) with edits
 // applied, keyed by paths relative to it; empty is set when nothing is
-// left in it. Only the subtrees that edits reach are read and written.
-func (r *Repo) buildTree(tree *object.Tree, edits map[string]fileEdit) (h plumbing.Hash, empty bool, err error) {
+// left in it. Only the subtrees that edits reach are read, and only those
+// that change are written. The paths whose entry changes are added to
+// changed, under prefix ("" or a folder path ending in "/"); the blobs of
+// those are for the caller to store. An edit that leaves its path as the
+// tree has it changes nothing, and neither does removing a path the tree
+// lacks or holds as a folder.
+func (r *Repo) buildTree(tree *object.Tree, edits map[string]fileEdit, prefix string, changed *[]string) (h plumbing.Hash, empty bool, err error) {
 	var entries []object.TreeEntry
 	if tree != nil {
 		entries = slices.Clone(tree.Entries)
@@ -299,6 +301,7 @@ func (r *Repo) buildTree(tree *object.Tree, edits map[string]fileEdit) (h plumbi
 	at := func(name string) int {
 		return slices.IndexFunc(entries, func(e object.TreeEntry) bool { return e.Name == name })
 	}
+	touched := false
 	sub := map[string]map[string]fileEdit{}
 	for p, e := range edits {
 		name, rest, nested := strings.Cut(p, "/")
@@ -311,14 +314,19 @@ func (r *Repo) buildTree(tree *object.Tree, edits map[string]fileEdit) (h plumbi
 		}
 		i := at(name)
 		switch {
-		case e.remove && i >= 0:
-			entries = slices.Delete(entries, i, i+1)
+		case e.remove && (i < 0 || entries[i].Mode == filemode.Dir):
+			continue
 		case e.remove:
+			entries = slices.Delete(entries, i, i+1)
+		case i >= 0 && entries[i].Hash == e.hash && entries[i].Mode == e.mode:
+			continue
 		case i >= 0:
 			entries[i] = object.TreeEntry{Name: name, Mode: e.mode, Hash: e.hash}
 		default:
 			entries = append(entries, object.TreeEntry{Name: name, Mode: e.mode, Hash: e.hash})
 		}
+		touched = true
+		*changed = append(*changed, prefix+name)
 	}
 	for _, name := range slices.Sorted(mapsKeys(sub)) {
 		var subtree *object.Tree
@@ -328,22 +336,29 @@ func (r *Repo) buildTree(tree *object.Tree, edits map[string]fileEdit) (h plumbi
 				return plumbing.ZeroHash, false, fmt.Errorf("reading tree %s: %w", name, err)
 			}
 		}
-		sh, subEmpty, err := r.buildTree(subtree, sub[name])
+		sh, subEmpty, err := r.buildTree(subtree, sub[name], prefix+name+"/", changed)
 		if err != nil {
 			return plumbing.ZeroHash, false, err
 		}
 		switch {
+		case subtree != nil && !subEmpty && sh == subtree.Hash:
+			continue
+		case subtree == nil && subEmpty:
+			continue
 		case subEmpty && i >= 0:
 			entries = slices.Delete(entries, i, i+1)
-		case subEmpty:
 		case i >= 0:
 			entries[i] = object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: sh}
 		default:
 			entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: sh})
 		}
+		touched = true
 	}
 	if len(entries) == 0 {
 		return plumbing.ZeroHash, true, nil
+	}
+	if !touched && tree != nil {
+		return tree.Hash, false, nil
 	}
 	sort.Sort(object.TreeEntrySorter(entries))
 	obj := r.repo.Storer.NewEncodedObject()
@@ -390,21 +405,35 @@ var invalidSignatureChars = strings.NewReplacer("<", "", ">", "", "\n", "")
 // lists the paths that differ from base; when none do, there is no commit,
 // the hash is zero and finish is nil.
 func (r *Repo) commit(base plumbing.Hash, paths []string, message string, c Commit, key *openpgp.Entity) (commit plumbing.Hash, changed []string, finish func() error, err error) {
-	r.written, r.writtenSet = r.written[:0], map[plumbing.Hash]bool{}
+	// The last commit's finish has waited for its objects and reported
+	// their error.
+	_ = r.waitStored()
+	r.written, r.writtenSet = nil, map[plumbing.Hash]bool{}
 	baseTree, err := r.commitTree(base)
 	if err != nil {
 		return plumbing.ZeroHash, nil, nil, err
 	}
-	changed, edits, err := r.readEdits(baseTree, paths)
-	if err != nil || len(changed) == 0 {
+	edits, err := r.readEdits(paths)
+	if err != nil {
 		return plumbing.ZeroHash, nil, nil, err
+	}
+	tree, _, err := r.buildTree(baseTree, edits, "", &changed)
+	if err != nil {
+		return plumbing.ZeroHash, nil, nil, fmt.Errorf("building the commit's trees: %w", err)
+	}
+	if len(changed) == 0 {
+		return plumbing.ZeroHash, nil, nil, nil
 	}
 	if strings.TrimSpace(message) == "" {
 		return plumbing.ZeroHash, nil, nil, errors.New("the edit changed files but gave no commit message")
 	}
-	tree, _, err := r.buildTree(baseTree, edits)
-	if err != nil {
-		return plumbing.ZeroHash, nil, nil, fmt.Errorf("building the commit's trees: %w", err)
+	slices.Sort(changed)
+	for _, p := range changed {
+		if e := edits[p]; !e.remove {
+			if _, err := r.writeObject(plumbing.BlobObject, e.content); err != nil {
+				return plumbing.ZeroHash, nil, nil, fmt.Errorf("storing %s: %w", p, err)
+			}
+		}
 	}
 	if tree.IsZero() {
 		// Every file deleted: the commit holds the empty tree.
@@ -450,10 +479,8 @@ func (r *Repo) commit(base plumbing.Hash, paths []string, message string, c Comm
 		e := edits[p]
 		ic = append(ic, indexChange{name: p, remove: e.remove, hash: e.hash, mode: e.mode, stat: statFields(e.fi)})
 	}
-	if finish, err = r.moveToLater(commit, ic); err != nil {
-		return plumbing.ZeroHash, nil, nil, err
-	}
-	return commit, changed, finish, nil
+	r.storeLater(commit, base)
+	return commit, changed, r.moveToLater(commit, ic), nil
 }
 
 // checkout moves the worktree, the index and the tracked branch's local
@@ -659,41 +686,43 @@ func (r *Repo) pruneDirs(dir string) {
 	}
 }
 
-// moveTo records that the worktree holds commit: it points HEAD at the
-// tracked branch and the branch at commit, patches the index with changes,
-// and writes the state file.
+// moveTo records that the worktree holds commit: it patches the index
+// with changes, points HEAD at the tracked branch and the branch at
+// commit, and writes the state file.
 func (r *Repo) moveTo(commit plumbing.Hash, changes []indexChange) error {
-	finish, err := r.moveToLater(commit, changes)
-	if err != nil {
-		return err
-	}
-	return finish()
+	return r.moveToLater(commit, changes)()
 }
 
 // moveToLater is moveTo with the index patched in the background: on
 // 50,000 files, reading, merging and writing the index takes tens of
-// milliseconds that a commit's push can hide. HEAD and the branch move
-// before it returns (when they cannot, it waits for the index and returns
-// the error); finish waits for the index and writes the state file, and
-// nothing may read or write the index, or move the worktree, before it
-// has returned. Until then no state file is there, so a working copy left
-// by a crash is reset whole by the next Open.
+// milliseconds that a commit's push can hide, and so does making the files
+// written durable first (see durable.go). finish waits for the index
+// and for the objects of the commit being stored (storeLater), then
+// moves HEAD and the branch and writes the state file; nothing may read
+// or write the index, or move the worktree, before it has returned.
+// Until then no state file is there, so a working copy left by a crash
+// is reset whole by the next Open; and no ref names a commit whose
+// objects may not be stored yet.
 //
 // Only the index file is touched in the background, never go-git's
 // store, which is not safe for concurrent use.
-func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish func() error, err error) {
+func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish func() error) {
 	_ = os.Remove(r.statePath())
 	path := r.indexPath()
 	done := make(chan error, 1)
-	go func() { done <- patchIndexFile(path, changes) }()
-	if err := r.repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, r.branchRef())); err != nil {
-		<-done
-		return nil, fmt.Errorf("pointing HEAD at %q: %w", r.branch, err)
-	}
-	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.branchRef(), commit)); err != nil {
-		<-done
-		return nil, fmt.Errorf("setting branch %q: %w", r.branch, err)
-	}
+	go func() {
+		names := make([]string, len(changes))
+		for i, c := range changes {
+			names[i] = c.name
+		}
+		if len(names) > 0 {
+			if err := syncFiles(r.dir, names); err != nil {
+				done <- fmt.Errorf("syncing the files written: %w", err)
+				return
+			}
+		}
+		done <- patchIndexFile(path, changes)
+	}()
 	return func() error {
 		err := <-done
 		if errors.Is(err, errIndexFormat) {
@@ -702,10 +731,25 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 		if err != nil {
 			return err
 		}
+		if err := r.waitStored(); err != nil {
+			if commit == r.made {
+				// The commit is not in the local store: the next reset
+				// starts from the head fetched before it, and a fetch
+				// brings it once a push shows the remote moved.
+				r.head = r.madeParent
+			}
+			return err
+		}
+		if err := r.repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, r.branchRef())); err != nil {
+			return fmt.Errorf("pointing HEAD at %q: %w", r.branch, err)
+		}
+		if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.branchRef(), commit)); err != nil {
+			return fmt.Errorf("setting branch %q: %w", r.branch, err)
+		}
 		r.at = commit
 		r.recordState()
 		return nil
-	}, nil
+	}
 }
 
 // patchIndexFile applies changes to the index file at path; it returns

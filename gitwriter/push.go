@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
@@ -96,8 +95,9 @@ func (r *Repo) push(ctx context.Context, branch string, dst plumbing.ReferenceNa
 	if err != nil {
 		return err
 	}
-	// Record where the remote branch is now, as a fetch would.
-	if dst.IsBranch() {
+	// Record where the remote branch is now, as a fetch would, once no
+	// ref can name an object not yet stored.
+	if dst.IsBranch() && r.waitStored() == nil {
 		_ = r.repo.Storer.SetReference(plumbing.NewHashReference(r.trackingRef(dst.Short()), commit))
 	}
 	r.log.Debug("push accepted", "branch", branch, "ref", dst.String(), "objects", len(objects), "duration", time.Since(started).Round(time.Millisecond))
@@ -106,14 +106,14 @@ func (r *Repo) push(ctx context.Context, branch string, dst plumbing.ReferenceNa
 
 // sendPack sends req with a pack of objects and returns the remote's
 // report.
-func (r *Repo) sendPack(ctx context.Context, sess transport.ReceivePackSession, req *packp.ReferenceUpdateRequest, objects []plumbing.Hash) (*packp.ReportStatus, error) {
+func (r *Repo) sendPack(ctx context.Context, sess transport.ReceivePackSession, req *packp.ReferenceUpdateRequest, objects []newObject) (*packp.ReportStatus, error) {
 	rd, wr := io.Pipe()
 	req.Packfile = rd
 	done := make(chan error, 1)
 	go func() {
 		// Ends when the pack is written or the reader is closed below.
 		// Without deltas, the kind of delta the remote takes is moot.
-		_, err := packfile.NewEncoder(wr, r.repo.Storer, false).Encode(objects, 0)
+		err := writePack(wr, objects)
 		_ = wr.CloseWithError(err)
 		done <- err
 	}()
@@ -145,6 +145,11 @@ func (r *Repo) isAncestor(anc, c plumbing.Hash) bool {
 			continue
 		}
 		seen[h] = true
+		if h == r.made {
+			// Perhaps not stored yet (storeLater).
+			queue = append(queue, r.madeParent)
+			continue
+		}
 		co, err := object.GetCommit(r.repo.Storer, h)
 		if err != nil {
 			continue

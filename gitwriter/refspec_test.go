@@ -110,7 +110,7 @@ func TestUpdateRefspecAndIndexFail(t *testing.T) {
 	if err == nil {
 		t.Fatal("Update succeeded")
 	}
-	for _, want := range []string{"remote's refs/for/main", "updating the index of the working copy failed"} {
+	for _, want := range []string{"remote's refs/for/main", "updating the working copy to the new commit failed"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}

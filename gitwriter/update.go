@@ -51,7 +51,8 @@ type Commit struct {
 // message for those changes. changed holds slash-separated paths relative
 // to dir; a path that no longer exists is a deletion. Update may call Edit
 // more than once, on a newer base each time, so Edit must derive its
-// changes from the files alone.
+// changes from the files alone. The files Edit writes need not be durable:
+// Update syncs them before the Git index records them.
 type Edit func(ctx context.Context, dir string) (changed []string, message string, err error)
 
 // Update says how to record edits.
@@ -206,6 +207,8 @@ func (r *Repo) checkUpdate(u Update) error {
 func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit Edit) (res *Result, race bool, err error) {
 	base := r.head
 	r.dirty, r.verified = true, false
+	// The new objects' content is kept for the pushes of this attempt only.
+	defer func() { r.written, r.writtenSet = nil, nil }()
 	// Until the edit says what it changed, the worktree is not known to
 	// hold any commit: a crash now makes the next Open reset it whole.
 	_ = os.Remove(r.statePath())
@@ -250,7 +253,7 @@ func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit 
 		// next attempt or Open resets it whole; until then it is not
 		// moved. A race is not retried: the retry would start with that
 		// reset.
-		ferr = fmt.Errorf("updating the index of the working copy failed (the next cycle resets the working copy): %w", ferr)
+		ferr = fmt.Errorf("updating the working copy to the new commit failed (the next cycle resets the working copy): %w", ferr)
 		if err != nil {
 			ferr = fmt.Errorf("%w; and %w", err, ferr)
 		}
@@ -322,6 +325,11 @@ func (r *Repo) pushTracked(ctx context.Context, base, commit plumbing.Hash) (rac
 // branch already holds a commit with the same tree on the same base.
 func (r *Repo) pushOwn(ctx context.Context, base, commit plumbing.Hash, branch string, res *Result) (race bool, err error) {
 	ref := plumbing.NewBranchReferenceName(branch)
+	// The commit is read from the store below, and a fetch may read
+	// every commit a local ref names.
+	if err := r.waitStored(); err != nil {
+		return false, err
+	}
 	// The commit lives on the push branch only; attempt moves the tracked
 	// branch back.
 	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(ref, commit)); err != nil {
@@ -422,6 +430,9 @@ func (r *Repo) pushRefspec(ctx context.Context, commit plumbing.Hash, refspec, p
 	case "HEAD", "@", pushed, r.branch:
 	default:
 		return fmt.Errorf("push.refspec %q: the source must name the commit imagebump made (HEAD or branch %q)", refspec, pushed)
+	}
+	if err := r.waitStored(); err != nil {
+		return err
 	}
 	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(refspecRef, commit)); err != nil {
 		return fmt.Errorf("preparing the refspec push: %w", err)

@@ -51,6 +51,15 @@ type Options struct {
 	// Write makes Apply write the changed files. False is a dry run that
 	// computes and verifies every change but writes nothing.
 	Write bool
+	// NoSync leaves the written files to the system's own writeback
+	// instead of making them durable before and after the renames: for a
+	// caller that makes them durable itself before anything records them
+	// (a cycle's working copy, which gitwriter syncs before its Git index
+	// records the files), never for files that exist nowhere else. A
+	// reader still sees each file old or new; a crash before that sync
+	// may leave a renamed file without its content, which the Git index,
+	// holding the old file's size and times, does not vouch for.
+	NoSync bool
 	// Workers is how many files are read and rewritten at once. Zero means
 	// runtime.GOMAXPROCS(0). The renames that end a run with Write set use
 	// at least 8 goroutines, as they mostly wait on the disk.
@@ -341,7 +350,7 @@ func (r *run) rewriteFile(j job, src []byte, key *statKey) {
 	var st *staged
 	if out.out != nil && r.opts.Write {
 		var err error
-		st, err = stage(j.abs, src, out.out)
+		st, err = stage(j.abs, src, out.out, !r.opts.NoSync)
 		if err != nil {
 			out.problems = append(out.problems, Problem{File: j.rel, Err: fmt.Errorf("writing file: %w", err)})
 			out.changes, out.out = nil, nil
@@ -386,9 +395,27 @@ func (r *run) rewriteFile(j job, src []byte, key *statKey) {
 // goroutines than cores overlap those waits.
 const commitWorkers = 8
 
-// commit makes the staged files durable and renames each over its
-// original (see commit.go), with at least the given number of goroutines.
-// It returns an error only when ctx ends before the renames begin; then
+// syncs are how run.commit makes files durable; tests count the calls.
+var syncs = struct{ staged, renamed func([]*staged) error }{syncStaged, syncRenamed}
+
+// durableStaged and durableRenames call syncs, unless Options.NoSync.
+func (r *run) durableStaged(files []*staged) error {
+	if r.opts.NoSync {
+		return nil
+	}
+	return syncs.staged(files)
+}
+
+func (r *run) durableRenames(files []*staged) error {
+	if r.opts.NoSync {
+		return nil
+	}
+	return syncs.renamed(files)
+}
+
+// commit makes the staged files durable (unless Options.NoSync) and
+// renames each over its original (see commit.go), with at least the given
+// number of goroutines. It returns an error only when ctx ends before the renames begin; then
 // nothing in the repository has changed. Once they begin, they all run.
 func (r *run) commit(ctx context.Context, workers int) error {
 	files := r.staged
@@ -398,7 +425,7 @@ func (r *run) commit(ctx context.Context, workers int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := syncStaged(files); err != nil {
+	if err := r.durableStaged(files); err != nil {
 		for _, s := range files {
 			s.discard()
 			r.res.Problems = append(r.res.Problems, Problem{File: s.rel, Err: fmt.Errorf("writing file: %w", err)})
@@ -419,7 +446,7 @@ func (r *run) commit(ctx context.Context, workers int) error {
 		})
 	}
 	wg.Wait()
-	if err := syncRenamed(files); err != nil {
+	if err := r.durableRenames(files); err != nil {
 		r.log.Warn("the rewritten files may not survive a crash", "error", err)
 	}
 	slices.SortFunc(files, func(a, b *staged) int { return strings.Compare(a.rel, b.rel) })

@@ -50,9 +50,9 @@ type staged struct {
 
 // stage writes data, the new content of the regular file at abs whose
 // content was old, to a temporary file in the same folder with the same
-// mode. The temporary file is synced only where no syncfs(2) can do it
-// later (syncEachFile).
-func stage(abs string, old, data []byte) (*staged, error) {
+// mode. The temporary file is synced only when durable is set and no
+// syncfs(2) can do it later (syncEachFile).
+func stage(abs string, old, data []byte, durable bool) (*staged, error) {
 	fi, err := os.Lstat(abs)
 	if err != nil {
 		return nil, err
@@ -67,7 +67,7 @@ func stage(abs string, old, data []byte) (*staged, error) {
 		return nil, fmt.Errorf("the file has %d hard links, and replacing it would split them; not rewritten (make it a single file, or a symlink)", own.links)
 	}
 	dir, base := filepath.Split(abs)
-	tmp, err := writeTemp(dir, base, fi.Mode(), own, data, syncEachFile)
+	tmp, err := writeTemp(dir, base, fi.Mode(), own, data, durable && syncEachFile)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func (s *staged) check(buf *bytes.Buffer) error {
 // longer holds old, it is left alone. buf is scratch space. It is the
 // one-file form of what Apply does for all its files at once.
 func writeAtomic(path string, old, data []byte, buf *bytes.Buffer) error {
-	s, err := stage(path, old, data)
+	s, err := stage(path, old, data, true)
 	if err != nil {
 		return err
 	}

@@ -200,6 +200,43 @@ func TestApplyWritesMany(t *testing.T) {
 	}
 }
 
+// TestApplyNoSync: Apply syncs the staged files and the renames once
+// each, unless NoSync is set; the files are written either way.
+func TestApplyNoSync(t *testing.T) {
+	saved := syncs
+	t.Cleanup(func() { syncs = saved })
+	var nStaged, nRenamed int
+	syncs.staged = func(f []*staged) error { nStaged++; return saved.staged(f) }
+	syncs.renamed = func(f []*staged) error { nRenamed++; return saved.renamed(f) }
+	for _, noSync := range []bool{false, true} {
+		nStaged, nRenamed = 0, 0
+		dir := t.TempDir()
+		genTree(t, dir, 30, 3)
+		res, err := Apply(context.Background(), Options{
+			Root: dir, Images: testImages, Write: true, NoSync: noSync,
+			Known: func(p string) bool { return p == "apps:app" },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.FilesChanged) != 10 {
+			t.Fatalf("NoSync %v: changed %d files, want 10", noSync, len(res.FilesChanged))
+		}
+		for _, f := range res.FilesChanged {
+			if got := readTestFile(t, filepath.Join(dir, filepath.FromSlash(f))); !strings.Contains(got, "ghcr.io/acme/app:1.5.0 #") {
+				t.Errorf("NoSync %v: %s was not rewritten:\n%s", noSync, f, got)
+			}
+		}
+		want := 1
+		if noSync {
+			want = 0
+		}
+		if nStaged != want || nRenamed != want {
+			t.Errorf("NoSync %v: synced the staged files %d times and the renames %d, want %d each", noSync, nStaged, nRenamed, want)
+		}
+	}
+}
+
 // TestSyncFallbacks runs the per-file and per-folder syncs that replace
 // syncfs(2) where it is missing (and are all there is elsewhere), and
 // writeTemp's own sync.
@@ -209,7 +246,7 @@ func TestSyncFallbacks(t *testing.T) {
 	for _, name := range []string{"a.yaml", "b.yaml"} {
 		p := filepath.Join(dir, name)
 		writeFile(t, p, "old\n")
-		s, err := stage(p, []byte("old\n"), []byte("new "+name+"\n"))
+		s, err := stage(p, []byte("old\n"), []byte("new "+name+"\n"), true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -458,7 +458,7 @@ func WriteFiles(ctx context.Context, root string, edits []FileEdit) ([]Problem, 
 			if ed.Before == nil {
 				s, err = stageNew(abs, ed.After)
 			} else {
-				s, err = stage(abs, ed.Before, ed.After)
+				s, err = stage(abs, ed.Before, ed.After, true)
 			}
 			if err == nil {
 				s.rel = ed.File
