@@ -110,7 +110,7 @@ type Repo struct {
 	// written are the objects the last commit wrote, which its push sends.
 	written    []newObject
 	writtenSet map[plumbing.Hash]bool
-	loose      looseWriter // writes them into the object store
+	loose      looseWriter // where they are stored (storeLater writes with a copy)
 	// storing reports when storeLater has stored them, storeErr why it
 	// could not; made is their commit and madeParent its parent.
 	storing    chan error

@@ -261,10 +261,12 @@ func (r *Repo) writeObject(t plumbing.ObjectType, content []byte) (plumbing.Hash
 // knows commit's parent without reading it.
 func (r *Repo) storeLater(commit, base plumbing.Hash) {
 	objs := r.written
+	// The goroutine's own writer: nothing it uses is shared.
+	l := looseWriter{dir: r.loose.dir}
 	done := make(chan error, 1)
 	go func() {
 		for _, o := range objs {
-			if err := r.loose.write(o.typ, o.hash, o.content); err != nil {
+			if err := l.write(o.typ, o.hash, o.content); err != nil {
 				done <- fmt.Errorf("storing object %s in the working copy: %w", o.hash, err)
 				return
 			}

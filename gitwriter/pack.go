@@ -17,16 +17,17 @@ import (
 // A commit's new objects are made in memory (hashed, never read back) and
 // each is compressed once for each place it goes:
 //
-//   - loose into the working copy's object store, with zlib's stored
-//     blocks (no compression). The store is a cache beside the remote;
-//     a policy move's 92 objects are 162 kB stored against 104 kB
-//     compressed, and compressing them cost 6 to 10 ms of the cycle.
-//     Git reads stored blocks as any zlib stream;
-//   - into the pack a push sends, at zlib's fastest level, straight from
-//     memory. Before, the push read each object back from the store,
-//     inflating it, and deflated it again at the default level: the
+//   - into the pack a push sends, straight from memory, at zlib's fastest
+//     level. Before, the push read each object back from the store,
+//     inflating it, and deflated it again at the default level; the
 //     fastest level makes a pack 4% larger in half the time (108 against
-//     104 kB for the policy move).
+//     104 kB for a policy move's 92 objects, 5.6 against 9.6 ms);
+//   - loose into the working copy's object store, in the background while
+//     the push runs (Repo.storeLater), with zlib's stored blocks (no
+//     compression; git reads them as any zlib stream). Each loose object
+//     is a file of 4 kB blocks, so a move's 92 take 438 kB of disk
+//     stored, against 418 kB compressed (163 against 107 kB of bytes),
+//     and compressing them cost 5.6 ms of CPU beside the push.
 
 // newObject is an object the last commit made, kept for its push.
 type newObject struct {
