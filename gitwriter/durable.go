@@ -21,14 +21,20 @@ import (
 var syncFiles = syncWorktree
 
 // syncEach fsyncs each of paths (relative to dir) that exists, and each
-// folder holding one, once.
+// folder above one up to dir, once: a folder made or emptied for a path
+// is durable only once the folder holding it is synced.
 func syncEach(dir string, paths []string) error {
 	dirs := map[string]bool{}
 	for _, p := range paths {
 		if err := syncPath(filepath.Join(dir, filepath.FromSlash(p))); err != nil && !os.IsNotExist(err) {
 			return err
 		}
-		dirs[path.Dir(p)] = true
+		for d := path.Dir(p); !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+			if d == "." || d == "/" {
+				break
+			}
+		}
 	}
 	for d := range dirs {
 		if err := syncPath(filepath.Join(dir, filepath.FromSlash(d))); err != nil && !os.IsNotExist(err) {

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -580,52 +579,71 @@ func TestRefFailsAfterPush(t *testing.T) {
 }
 
 // TestObjectsFailAfterPush: a commit's objects are stored in the working
-// copy while the push sends them from memory. When they cannot be stored,
-// the pushed commit is reported with the error, no local ref names the
-// commit, and the working copy is reset before its next use.
+// copy while the push sends them from memory. When they cannot be stored
+// (with the index locked too, or not), the pushed commit is reported with
+// the error, no local ref names the commit, and the working copy is reset
+// before its next use, by the same Repo as by the next Open.
 func TestObjectsFailAfterPush(t *testing.T) {
-	bare := testgit.NewBare(t, seed)
-	workdir := t.TempDir()
-	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
-	r := mustOpen(t, opts)
-	defer r.Close()
-	base := mainSHA(t, bare)
-	// Objects go into a folder that is a file.
-	blocked := filepath.Join(t.TempDir(), "objects")
-	if err := os.WriteFile(blocked, nil, 0o644); err != nil {
-		t.Fatal(err)
+	for _, indexLocked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("indexLocked=%v", indexLocked), func(t *testing.T) {
+			bare := testgit.NewBare(t, seed)
+			workdir := t.TempDir()
+			opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+			r := mustOpen(t, opts)
+			defer func() { r.Close() }()
+			base := mainSHA(t, bare)
+			// Objects go into a folder that is a file.
+			blocked := filepath.Join(t.TempDir(), "objects")
+			if err := os.WriteFile(blocked, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r.loose.dir = blocked
+			lock := filepath.Join(workdir, ".git", "index.lock")
+			edit := setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)
+			res, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 1}, func(ctx context.Context, dir string) ([]string, string, error) {
+				if indexLocked {
+					if err := os.WriteFile(lock, nil, 0o644); err != nil {
+						return nil, "", err
+					}
+				}
+				return edit(ctx, dir)
+			})
+			wants := []string{"updating the working copy to the new commit failed", "in the working copy"}
+			if indexLocked {
+				wants = append(wants, "locking the index")
+			}
+			for _, want := range wants {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("Update error = %v, want one containing %q", err, want)
+				}
+			}
+			if res == nil || !res.Pushed || res.Commit != mainSHA(t, bare) {
+				t.Fatalf("Update = %+v; want the pushed commit %s reported with the error", res, mainSHA(t, bare))
+			}
+			if got := testgit.Git(t, workdir, "rev-parse", "refs/heads/main"); got != base {
+				t.Errorf("the local branch is at %s, want %s: it names a commit not stored", got, base)
+			}
+			if _, err := os.Stat(filepath.Join(workdir, ".git", resetStateFile)); err == nil {
+				t.Error("the state file records a working copy whose objects were not stored")
+			}
+			// The same Repo, objects stored again, resets the working copy,
+			// finds the remote moved (to the commit it could not store) and
+			// commits on it; so does the next cycle's Open.
+			os.Remove(lock)
+			r.loose.dir = filepath.Join(workdir, ".git", "objects")
+			res, err = r.Update(t.Context(), Update{Commit: author}, setFiles(map[string]string{"clusters/prod/web.yaml": "image: web:2.0.0\n"}, "Bump web", nil))
+			if err != nil || !res.Pushed {
+				t.Fatalf("the next Update = %+v, %v", res, err)
+			}
+			if content, _ := testgit.ReadFile(t, bare, "main", "clusters/prod/app.yaml"); content != "image: app:1.1.0\n" {
+				t.Errorf("the next commit lost app.yaml's bump: %q", content)
+			}
+			checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+			r.Close()
+			r = mustOpen(t, opts)
+			checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+		})
 	}
-	r.loose.dir = blocked
-	res, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 1}, setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil))
-	for _, want := range []string{"updating the working copy to the new commit failed", "in the working copy"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Fatalf("Update error = %v, want one containing %q", err, want)
-		}
-	}
-	if res == nil || !res.Pushed || res.Commit != mainSHA(t, bare) {
-		t.Fatalf("Update = %+v; want the pushed commit %s reported with the error", res, mainSHA(t, bare))
-	}
-	if got := testgit.Git(t, workdir, "rev-parse", "refs/heads/main"); got != base {
-		t.Errorf("the local branch is at %s, want %s: it names a commit not stored", got, base)
-	}
-	if _, err := os.Stat(filepath.Join(workdir, ".git", resetStateFile)); err == nil {
-		t.Error("the state file records a working copy whose objects were not stored")
-	}
-	// The same Repo, objects stored again, resets the working copy, finds
-	// the remote moved (to the commit it could not store) and commits on
-	// it; so does the next cycle's Open.
-	r.loose.dir = filepath.Join(workdir, ".git", "objects")
-	res, err = r.Update(t.Context(), Update{Commit: author}, setFiles(map[string]string{"clusters/prod/web.yaml": "image: web:2.0.0\n"}, "Bump web", nil))
-	if err != nil || !res.Pushed {
-		t.Fatalf("the next Update = %+v, %v", res, err)
-	}
-	if content, _ := testgit.ReadFile(t, bare, "main", "clusters/prod/app.yaml"); content != "image: app:1.1.0\n" {
-		t.Errorf("the next commit lost app.yaml's bump: %q", content)
-	}
-	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
-	r.Close()
-	r = mustOpen(t, opts)
-	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
 }
 
 // TestFilesSyncedBeforeIndex: the files an edit wrote are synced, once,
@@ -650,7 +668,25 @@ func TestFilesSyncedBeforeIndex(t *testing.T) {
 				if now, _ := os.ReadFile(index); !bytes.Equal(now, before) {
 					t.Error("the index was written before the files were synced")
 				}
-				synced = append(synced, slices.Clone(paths))
+				// The commit's objects are stored by then, and synced too.
+				var files []string
+				objects := 0
+				for _, p := range paths {
+					if !strings.HasPrefix(p, ".git/objects/") {
+						files = append(files, p)
+						continue
+					}
+					objects++
+					if fi, err := os.Stat(filepath.Join(dir, p)); err != nil || fi.Size() == 0 {
+						t.Errorf("object %s is not stored when the files are synced: %v", p, err)
+					}
+				}
+				// The blobs of two files, the trees of clusters/prod,
+				// clusters and the root, and the commit.
+				if objects != 6 {
+					t.Errorf("%d objects synced, want 6", objects)
+				}
+				synced = append(synced, files)
 				if fail {
 					return errors.New("disk on fire")
 				}

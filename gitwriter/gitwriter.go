@@ -111,10 +111,9 @@ type Repo struct {
 	written    []newObject
 	writtenSet map[plumbing.Hash]bool
 	loose      looseWriter // where they are stored (storeLater writes with a copy)
-	// storing reports when storeLater has stored them, storeErr why it
-	// could not; made is their commit and madeParent its parent.
-	storing    chan error
-	storeErr   error
+	// store is storeLater's work on them, until its error is reported;
+	// made is their commit and madeParent its parent.
+	store      *storeJob
 	made       plumbing.Hash
 	madeParent plumbing.Hash
 

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -213,7 +214,8 @@ func (r *Repo) readEdits(changed []string) (map[string]fileEdit, error) {
 		}
 		full := filepath.Join(r.dir, filepath.FromSlash(clean))
 		fi, err := os.Lstat(full)
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			// Gone, or under what is now a file.
 			edits[clean] = fileEdit{remove: true}
 			continue
 		}
@@ -255,36 +257,48 @@ func (r *Repo) writeObject(t plumbing.ObjectType, content []byte) (plumbing.Hash
 	return h, nil
 }
 
+// storeJob is the storing of a commit's objects in the background.
+type storeJob struct {
+	hashes []plumbing.Hash // the objects
+	done   chan struct{}   // closed when every object is stored or one failed
+	err    error           // why one could not be, read once done is closed
+}
+
 // storeLater writes the objects of commit, whose parent is base, into the
 // object store in the background, while the push sends them from memory.
-// Whatever reads them from the store calls waitStored first; isAncestor
-// knows commit's parent without reading it.
+// The commit is the last object made, so a reader that finds its file
+// finds every other object stored too. Whatever reads them from the store
+// calls waitStored first; isAncestor knows commit's parent without
+// reading it.
 func (r *Repo) storeLater(commit, base plumbing.Hash) {
 	objs := r.written
 	// The goroutine's own writer: nothing it uses is shared.
 	l := looseWriter{dir: r.loose.dir}
-	done := make(chan error, 1)
+	job := &storeJob{done: make(chan struct{})}
+	for _, o := range objs {
+		job.hashes = append(job.hashes, o.hash)
+	}
 	go func() {
+		defer close(job.done)
 		for _, o := range objs {
 			if err := l.write(o.typ, o.hash, o.content); err != nil {
-				done <- fmt.Errorf("storing object %s in the working copy: %w", o.hash, err)
+				job.err = fmt.Errorf("storing object %s in the working copy: %w", o.hash, err)
 				return
 			}
 		}
-		done <- nil
 	}()
-	r.storing, r.storeErr = done, nil
+	r.store = job
 	r.made, r.madeParent = commit, base
 }
 
 // waitStored waits for the objects storeLater writes and returns why they
-// could not all be written, until the next storeLater.
+// could not all be written, until finish has reported it.
 func (r *Repo) waitStored() error {
-	if r.storing != nil {
-		r.storeErr = <-r.storing
-		r.storing = nil
+	if r.store == nil {
+		return nil
 	}
-	return r.storeErr
+	<-r.store.done
+	return r.store.err
 }
 
 // buildTree returns the hash of tree (nil: an empty one) with edits
@@ -711,11 +725,23 @@ func (r *Repo) moveTo(commit plumbing.Hash, changes []indexChange) error {
 func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish func() error) {
 	_ = os.Remove(r.statePath())
 	path := r.indexPath()
+	store := r.store
 	done := make(chan error, 1)
 	go func() {
-		names := make([]string, len(changes))
-		for i, c := range changes {
-			names[i] = c.name
+		if store != nil {
+			// One sync covers the objects too: the refs that finish
+			// moves must not name an object a crash could empty.
+			<-store.done
+		}
+		names := make([]string, 0, len(changes))
+		for _, c := range changes {
+			names = append(names, c.name)
+		}
+		if store != nil {
+			for _, h := range store.hashes {
+				hex := h.String()
+				names = append(names, ".git/objects/"+hex[:2]+"/"+hex[2:])
+			}
 		}
 		if len(names) > 0 {
 			if err := syncFiles(r.dir, names); err != nil {
@@ -730,16 +756,18 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 		if errors.Is(err, errIndexFormat) {
 			err = r.patchIndexSlowly(changes)
 		}
-		if err != nil {
-			return err
-		}
-		if err := r.waitStored(); err != nil {
-			if commit == r.made {
+		if serr := r.waitStored(); serr != nil {
+			if r.head == r.made {
 				// The commit is not in the local store: the next reset
 				// starts from the head fetched before it, and a fetch
 				// brings it once a push shows the remote moved.
 				r.head = r.madeParent
 			}
+			err = errors.Join(serr, err)
+		}
+		// Reported: a later move does not fail for it.
+		r.store = nil
+		if err != nil {
 			return err
 		}
 		if err := r.repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, r.branchRef())); err != nil {

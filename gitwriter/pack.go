@@ -44,13 +44,14 @@ type looseWriter struct {
 }
 
 // write stores an object of type t with content under hash h, unless a
-// loose object h is already there. The object appears whole or not at
-// all: it is written to a temporary file that is then renamed.
+// loose object h is already there (an empty file, as a crash can leave,
+// is written again). The object appears whole or not at all: it is
+// written to a temporary file that is then renamed.
 func (l *looseWriter) write(t plumbing.ObjectType, h plumbing.Hash, content []byte) (err error) {
 	hex := h.String()
 	dir := filepath.Join(l.dir, hex[:2])
 	final := filepath.Join(dir, hex[2:])
-	if _, err := os.Lstat(final); err == nil {
+	if fi, err := os.Lstat(final); err == nil && fi.Size() > 0 {
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {

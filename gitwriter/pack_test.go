@@ -160,6 +160,18 @@ func TestLooseWriter(t *testing.T) {
 		t.Error("an object already stored was written again")
 	}
 
+	// An empty file, as a crash can leave, is written again.
+	if err := os.Chmod(first, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(first, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.write(objs[0].typ, objs[0].hash, objs[0].content); err != nil {
+		t.Fatal(err)
+	}
+	checkObjects(t, bare, objs[:1])
+
 	// A fan-out folder that cannot be made: an error, and nothing left.
 	other := t.TempDir()
 	l = looseWriter{dir: other}

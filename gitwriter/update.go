@@ -307,7 +307,9 @@ func (r *Repo) pushTracked(ctx context.Context, base, commit plumbing.Hash) (rac
 		return false, pushErr
 	}
 	// Find out whether the remote moved: a race, worth redoing; or the
-	// push landed although its answer was lost.
+	// push landed although its answer was lost. go-git's fetch reads
+	// the store: the objects being stored come first.
+	_ = r.waitStored()
 	if err := r.fetch(ctx); err != nil {
 		r.log.Debug("could not fetch after a failed push", "error", err)
 		return false, pushErr
