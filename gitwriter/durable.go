@@ -1,9 +1,12 @@
 package gitwriter
 
 import (
+	"errors"
 	"os"
 	"path"
 	"path/filepath"
+
+	"github.com/imagebump/imagebump/internal/durable"
 )
 
 // A file written in the worktree is made durable before the Git index
@@ -20,13 +23,25 @@ import (
 // syncFiles is syncWorktree; tests watch it.
 var syncFiles = syncWorktree
 
+// syncWorktree makes the files just written in the worktree (paths,
+// relative to dir) and their renames durable: one syncfs(2) for the file
+// system holding dir, or, where there is none, an fsync(2) per file and
+// folder.
+func syncWorktree(dir string, paths []string) error {
+	err := durable.SyncFS(dir)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return syncEach(dir, paths)
+	}
+	return err
+}
+
 // syncEach fsyncs each of paths (relative to dir) that exists, and each
 // folder above one up to dir, once: a folder made or emptied for a path
 // is durable only once the folder holding it is synced.
 func syncEach(dir string, paths []string) error {
 	dirs := map[string]bool{}
 	for _, p := range paths {
-		if err := syncPath(filepath.Join(dir, filepath.FromSlash(p))); err != nil && !os.IsNotExist(err) {
+		if err := durable.Sync(filepath.Join(dir, filepath.FromSlash(p))); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 		for d := path.Dir(p); !dirs[d]; d = path.Dir(d) {
@@ -37,30 +52,9 @@ func syncEach(dir string, paths []string) error {
 		}
 	}
 	for d := range dirs {
-		if err := syncPath(filepath.Join(dir, filepath.FromSlash(d))); err != nil && !os.IsNotExist(err) {
+		if err := durable.Sync(filepath.Join(dir, filepath.FromSlash(d))); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 	}
 	return nil
-}
-
-// syncPath fsyncs the regular file or folder at p; a link is made
-// durable by its folder's sync.
-func syncPath(p string) error {
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() && !fi.IsDir() {
-		return nil
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

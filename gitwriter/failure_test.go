@@ -535,6 +535,28 @@ func TestIndexFailsDuringPush(t *testing.T) {
 	}
 }
 
+// checkPushedNotFollowed checks an Update whose push of app.yaml's bump
+// landed while the working copy could not follow it: err says so, and
+// each of wants; res reports the remote's new commit; and no state file
+// records the working copy, which is reset before its next use.
+func checkPushedNotFollowed(t *testing.T, res *Result, err error, bare, workdir string, wants ...string) {
+	t.Helper()
+	for _, want := range append([]string{"updating the working copy to the new commit failed"}, wants...) {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Update error = %v, want one containing %q", err, want)
+		}
+	}
+	if res == nil || !res.Pushed || res.Commit != mainSHA(t, bare) {
+		t.Fatalf("Update = %+v; want the pushed commit %s reported with the error", res, mainSHA(t, bare))
+	}
+	if content, _ := testgit.ReadFile(t, bare, "main", "clusters/prod/app.yaml"); content != "image: app:1.1.0\n" {
+		t.Errorf("the pushed commit holds app.yaml = %q", content)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, ".git", resetStateFile)); err == nil {
+		t.Error("the state file records a working copy that did not follow the push")
+	}
+}
+
 // TestRefFailsAfterPush: the branch's local ref moves once the push has
 // sent the commit (its objects are stored meanwhile). When it cannot be
 // moved, the pushed commit is reported with the error, as when the index
@@ -555,20 +577,7 @@ func TestRefFailsAfterPush(t *testing.T) {
 		}
 		return setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)(ctx, dir)
 	})
-	for _, want := range []string{"updating the working copy to the new commit failed", `setting branch "main"`} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Fatalf("Update error = %v, want one containing %q", err, want)
-		}
-	}
-	if res == nil || !res.Pushed || res.Commit != mainSHA(t, bare) {
-		t.Fatalf("Update = %+v; want the pushed commit %s reported with the error", res, mainSHA(t, bare))
-	}
-	if content, _ := testgit.ReadFile(t, bare, "main", "clusters/prod/app.yaml"); content != "image: app:1.1.0\n" {
-		t.Errorf("the pushed commit holds app.yaml = %q", content)
-	}
-	if _, err := os.Stat(filepath.Join(workdir, ".git", resetStateFile)); err == nil {
-		t.Error("the state file records a working copy whose branch was not moved")
-	}
+	checkPushedNotFollowed(t, res, err, bare, workdir, `setting branch "main"`)
 	r.Close()
 	if err := os.RemoveAll(ref); err != nil {
 		t.Fatal(err)
@@ -597,7 +606,7 @@ func TestObjectsFailAfterPush(t *testing.T) {
 			if err := os.WriteFile(blocked, nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			r.loose.dir = blocked
+			r.objects = blocked
 			lock := filepath.Join(workdir, ".git", "index.lock")
 			edit := setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)
 			res, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 1}, func(ctx context.Context, dir string) ([]string, string, error) {
@@ -608,29 +617,19 @@ func TestObjectsFailAfterPush(t *testing.T) {
 				}
 				return edit(ctx, dir)
 			})
-			wants := []string{"updating the working copy to the new commit failed", "in the working copy"}
+			wants := []string{"in the working copy"}
 			if indexLocked {
 				wants = append(wants, "locking the index")
 			}
-			for _, want := range wants {
-				if err == nil || !strings.Contains(err.Error(), want) {
-					t.Fatalf("Update error = %v, want one containing %q", err, want)
-				}
-			}
-			if res == nil || !res.Pushed || res.Commit != mainSHA(t, bare) {
-				t.Fatalf("Update = %+v; want the pushed commit %s reported with the error", res, mainSHA(t, bare))
-			}
+			checkPushedNotFollowed(t, res, err, bare, workdir, wants...)
 			if got := testgit.Git(t, workdir, "rev-parse", "refs/heads/main"); got != base {
 				t.Errorf("the local branch is at %s, want %s: it names a commit not stored", got, base)
-			}
-			if _, err := os.Stat(filepath.Join(workdir, ".git", resetStateFile)); err == nil {
-				t.Error("the state file records a working copy whose objects were not stored")
 			}
 			// The same Repo, objects stored again, resets the working copy,
 			// finds the remote moved (to the commit it could not store) and
 			// commits on it; so does the next cycle's Open.
 			os.Remove(lock)
-			r.loose.dir = filepath.Join(workdir, ".git", "objects")
+			r.objects = filepath.Join(workdir, ".git", "objects")
 			res, err = r.Update(t.Context(), Update{Commit: author}, setFiles(map[string]string{"clusters/prod/web.yaml": "image: web:2.0.0\n"}, "Bump web", nil))
 			if err != nil || !res.Pushed {
 				t.Fatalf("the next Update = %+v, %v", res, err)

@@ -110,12 +110,8 @@ type Repo struct {
 	// written are the objects the last commit wrote, which its push sends.
 	written    []newObject
 	writtenSet map[plumbing.Hash]bool
-	loose      looseWriter // where they are stored (storeLater writes with a copy)
-	// store is storeLater's work on them, until its error is reported;
-	// made is their commit and madeParent its parent.
-	store      *storeJob
-	made       plumbing.Hash
-	madeParent plumbing.Hash
+	objects    string    // where they are stored: the objects folder
+	store      *storeJob // storeLater's work on them, until finish reports it
 
 	secrets redact.Secrets // secrets read so far, scrubbed from error text
 
@@ -261,7 +257,7 @@ func (r *Repo) openStorage() (*filesystem.Storage, billy.Filesystem) {
 	wt := osfs.New(r.dir)
 	dot, _ := wt.Chroot(".git")
 	r.storage = filesystem.NewStorageWithOptions(dot, cache.NewObjectLRU(objectCacheSize), filesystem.Options{KeepDescriptors: true})
-	r.loose.dir = filepath.Join(r.dir, ".git", "objects")
+	r.objects = filepath.Join(r.dir, filepath.FromSlash(objectsDir))
 	return r.storage, wt
 }
 

@@ -259,9 +259,10 @@ func (r *Repo) writeObject(t plumbing.ObjectType, content []byte) (plumbing.Hash
 
 // storeJob is the storing of a commit's objects in the background.
 type storeJob struct {
-	hashes []plumbing.Hash // the objects
-	done   chan struct{}   // closed when every object is stored or one failed
-	err    error           // why one could not be, read once done is closed
+	commit, parent plumbing.Hash // the commit and its parent
+	files          []string      // the objects' files, relative to the worktree
+	done           chan struct{} // closed when every object is stored or one failed
+	err            error         // why one could not be, read once done is closed
 }
 
 // storeLater writes the objects of commit, whose parent is base, into the
@@ -273,10 +274,11 @@ type storeJob struct {
 func (r *Repo) storeLater(commit, base plumbing.Hash) {
 	objs := r.written
 	// The goroutine's own writer: nothing it uses is shared.
-	l := looseWriter{dir: r.loose.dir}
-	job := &storeJob{done: make(chan struct{})}
+	l := looseWriter{dir: r.objects}
+	job := &storeJob{commit: commit, parent: base, done: make(chan struct{})}
 	for _, o := range objs {
-		job.hashes = append(job.hashes, o.hash)
+		hex := o.hash.String()
+		job.files = append(job.files, objectsDir+"/"+hex[:2]+"/"+hex[2:])
 	}
 	go func() {
 		defer close(job.done)
@@ -288,7 +290,6 @@ func (r *Repo) storeLater(commit, base plumbing.Hash) {
 		}
 	}()
 	r.store = job
-	r.made, r.madeParent = commit, base
 }
 
 // waitStored waits for the objects storeLater writes and returns why they
@@ -738,10 +739,7 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 			names = append(names, c.name)
 		}
 		if store != nil {
-			for _, h := range store.hashes {
-				hex := h.String()
-				names = append(names, ".git/objects/"+hex[:2]+"/"+hex[2:])
-			}
+			names = append(names, store.files...)
 		}
 		if len(names) > 0 {
 			if err := syncFiles(r.dir, names); err != nil {
@@ -756,14 +754,18 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 		if errors.Is(err, errIndexFormat) {
 			err = r.patchIndexSlowly(changes)
 		}
-		if serr := r.waitStored(); serr != nil {
-			if r.head == r.made {
-				// The commit is not in the local store: the next reset
-				// starts from the head fetched before it, and a fetch
-				// brings it once a push shows the remote moved.
-				r.head = r.madeParent
+		if store != nil {
+			<-store.done
+			if store.err != nil {
+				if r.head == store.commit {
+					// The commit is not in the local store: the next
+					// reset starts from the head fetched before it, and
+					// a fetch brings it once a push shows the remote
+					// moved.
+					r.head = store.parent
+				}
+				err = errors.Join(store.err, err)
 			}
-			err = errors.Join(serr, err)
 		}
 		// Reported: a later move does not fail for it.
 		r.store = nil

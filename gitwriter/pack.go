@@ -36,6 +36,10 @@ type newObject struct {
 	content []byte
 }
 
+// objectsDir is the working copy's objects folder, relative to its
+// worktree.
+const objectsDir = ".git/objects"
+
 // looseWriter writes loose objects into a repository's objects folder.
 type looseWriter struct {
 	dir string // the objects folder

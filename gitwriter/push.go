@@ -145,9 +145,9 @@ func (r *Repo) isAncestor(anc, c plumbing.Hash) bool {
 			continue
 		}
 		seen[h] = true
-		if h == r.made {
+		if s := r.store; s != nil && h == s.commit {
 			// Perhaps not stored yet (storeLater).
-			queue = append(queue, r.madeParent)
+			queue = append(queue, s.parent)
 			continue
 		}
 		co, err := object.GetCommit(r.repo.Storer, h)

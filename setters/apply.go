@@ -398,25 +398,19 @@ const commitWorkers = 8
 // syncs are how run.commit makes files durable; tests count the calls.
 var syncs = struct{ staged, renamed func([]*staged) error }{syncStaged, syncRenamed}
 
-// durableStaged and durableRenames call syncs, unless Options.NoSync.
-func (r *run) durableStaged(files []*staged) error {
+// makeDurable calls sync, one of syncs, on files unless Options.NoSync.
+func (r *run) makeDurable(sync func([]*staged) error, files []*staged) error {
 	if r.opts.NoSync {
 		return nil
 	}
-	return syncs.staged(files)
-}
-
-func (r *run) durableRenames(files []*staged) error {
-	if r.opts.NoSync {
-		return nil
-	}
-	return syncs.renamed(files)
+	return sync(files)
 }
 
 // commit makes the staged files durable (unless Options.NoSync) and
 // renames each over its original (see commit.go), with at least the given
-// number of goroutines. It returns an error only when ctx ends before the renames begin; then
-// nothing in the repository has changed. Once they begin, they all run.
+// number of goroutines. It returns an error only when ctx ends before the
+// renames begin; then nothing in the repository has changed. Once they
+// begin, they all run.
 func (r *run) commit(ctx context.Context, workers int) error {
 	files := r.staged
 	if len(files) == 0 {
@@ -425,7 +419,7 @@ func (r *run) commit(ctx context.Context, workers int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := r.durableStaged(files); err != nil {
+	if err := r.makeDurable(syncs.staged, files); err != nil {
 		for _, s := range files {
 			s.discard()
 			r.res.Problems = append(r.res.Problems, Problem{File: s.rel, Err: fmt.Errorf("writing file: %w", err)})
@@ -446,7 +440,7 @@ func (r *run) commit(ctx context.Context, workers int) error {
 		})
 	}
 	wg.Wait()
-	if err := r.durableRenames(files); err != nil {
+	if err := r.makeDurable(syncs.renamed, files); err != nil {
 		r.log.Warn("the rewritten files may not survive a crash", "error", err)
 	}
 	slices.SortFunc(files, func(a, b *staged) int { return strings.Compare(a.rel, b.rel) })

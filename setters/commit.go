@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/imagebump/imagebump/internal/durable"
 )
 
 // Apply writes in two phases. While the workers read and edit, each changed
@@ -164,7 +166,7 @@ func syncEach(files []*staged) error {
 		if s.tmp == "" {
 			continue
 		}
-		if err := syncPath(s.tmp); err != nil {
+		if err := durable.Sync(s.tmp); err != nil {
 			return fmt.Errorf("syncing %s: %w", filepath.Base(s.tmp), err)
 		}
 	}
@@ -183,24 +185,11 @@ func syncDirs(files []*staged) error {
 			continue
 		}
 		seen[dir] = true
-		if err := syncPath(dir); err != nil && first == nil {
+		if err := durable.Sync(dir); err != nil && first == nil {
 			first = err
 		}
 	}
 	return first
-}
-
-// syncPath syncs the file or folder at path.
-func syncPath(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // keptMode is the part of an fs.FileMode a temporary file takes over.

@@ -4,7 +4,8 @@ package setters
 
 import (
 	"errors"
-	"syscall"
+
+	"github.com/imagebump/imagebump/internal/durable"
 )
 
 // syncEachFile says whether stage syncs each temporary file. On Linux it
@@ -16,7 +17,7 @@ const syncEachFile = false
 // fsync(2) per file.
 func syncStaged(files []*staged) error {
 	err := syncFilesystems(files)
-	if errors.Is(err, syscall.ENOSYS) {
+	if errors.Is(err, errors.ErrUnsupported) {
 		return syncEach(files)
 	}
 	return err
@@ -25,7 +26,7 @@ func syncStaged(files []*staged) error {
 // syncRenamed makes the renames durable, as syncStaged does the contents.
 func syncRenamed(files []*staged) error {
 	err := syncFilesystems(files)
-	if errors.Is(err, syscall.ENOSYS) {
+	if errors.Is(err, errors.ErrUnsupported) {
 		return syncDirs(files)
 	}
 	return err
@@ -42,20 +43,10 @@ func syncFilesystems(files []*staged) error {
 	return nil
 }
 
-// syncfs writes out everything cached for the file system holding dir and
-// reports the write-back errors it met (Linux 5.8 and later).
+// syncfs syncs the file system holding dir (durable.SyncFS).
 func syncfs(dir string) error {
-	var fd int
-	err := retry(func() (err error) {
-		fd, err = syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
-		return err
-	})
-	if err != nil {
-		return &pathError{op: "opening a folder to sync its file system", err: err}
-	}
-	defer syscall.Close(fd)
-	if _, _, errno := syscall.Syscall(sysSyncfs, uintptr(fd), 0, 0); errno != 0 {
-		return &pathError{op: "syncing the file system", err: errno}
+	if err := durable.SyncFS(dir); err != nil {
+		return &pathError{op: "syncing the file system", err: err}
 	}
 	return nil
 }

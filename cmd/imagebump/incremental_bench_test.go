@@ -158,9 +158,10 @@ func newBig(f *fixture) (*bigFixture, error) {
 	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		backend.ServeHTTP(w, r)
-		g.serverNS.Add(int64(time.Since(start)))
+		took := int64(time.Since(start))
+		g.serverNS.Add(took)
 		if strings.Contains(r.URL.String(), "receive-pack") {
-			g.pushNS.Add(int64(time.Since(start)))
+			g.pushNS.Add(took)
 		}
 	}))
 	g.url = g.srv.URL + "/fleet.git"
