@@ -283,7 +283,6 @@ func (r *Repo) Branch() string { return r.branch }
 // Close removes the working directory when Open created it as a temporary
 // one; a Workdir given in Options stays for the next Open.
 func (r *Repo) Close() error {
-	_ = r.waitStored()
 	r.closeStorage()
 	if !r.tempDir {
 		return nil

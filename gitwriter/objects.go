@@ -270,7 +270,8 @@ type storeJob struct {
 // The commit is the last object made, so a reader that finds its file
 // finds every other object stored too. Whatever reads them from the store
 // calls waitStored first; isAncestor knows commit's parent without
-// reading it.
+// reading it. The commit's finish, which Update always calls, waits for
+// them and forgets the job.
 func (r *Repo) storeLater(commit, base plumbing.Hash) {
 	objs := r.written
 	// The goroutine's own writer: nothing it uses is shared.
@@ -422,9 +423,6 @@ var invalidSignatureChars = strings.NewReplacer("<", "", ">", "", "\n", "")
 // lists the paths that differ from base; when none do, there is no commit,
 // the hash is zero and finish is nil.
 func (r *Repo) commit(base plumbing.Hash, paths []string, message string, c Commit, key *openpgp.Entity) (commit plumbing.Hash, changed []string, finish func() error, err error) {
-	// The last commit's finish has waited for its objects and reported
-	// their error.
-	_ = r.waitStored()
 	r.written, r.writtenSet = nil, map[plumbing.Hash]bool{}
 	baseTree, err := r.commitTree(base)
 	if err != nil {
