@@ -4,13 +4,18 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
 )
@@ -167,4 +172,135 @@ func BenchmarkNoopCycle(b *testing.B) {
 	if ratio < 5 {
 		b.Errorf("a reused no-op cycle (%v) is only %.1fx cheaper than a fresh shallow clone (%v); want at least 5x", reused, ratio, freshMedian)
 	}
+}
+
+// BenchmarkFold times the fold of a grown working copy of the benchmark
+// repository, whose clone's pack holds 10,101 objects: loose objects as
+// many bumps leave them, 600-byte blobs each, and 19 packs of 20 objects
+// as fetches leave them.
+//   - part: 3,000 loose objects. The clone's pack holds more than twice
+//     the rest and stays; the loose objects and small packs are folded.
+//   - whole: 6,700 loose objects, git's gc.auto. Everything is folded,
+//     the clone's pack too.
+//
+// ns/op is one fold. It also reports the objects folded, how long looking
+// up an object the store lacks takes before and after (go-git asks each
+// pack in turn), and how long the check every Close makes takes.
+func BenchmarkFold(b *testing.B) {
+	bare := benchBare(b)
+	ctx := context.Background()
+	seedDir := filepath.Join(b.TempDir(), "seed")
+	r, err := Open(ctx, Options{URL: fileURL(bare), Branch: "main", Workdir: seedDir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.closeStorage() // no fold: that is what is timed
+	missing := plumbing.NewHash(strings.Repeat("e", 40))
+	lookup := func(r *Repo) time.Duration {
+		const n = 2000
+		start := time.Now()
+		for range n {
+			if r.storage.HasEncodedObject(missing) == nil {
+				b.Fatal("found an object that is not there")
+			}
+		}
+		return time.Since(start) / n
+	}
+	for _, bc := range []struct {
+		name  string
+		loose int
+	}{{"part", 3000}, {"whole", 6700}} {
+		b.Run(bc.name, func(b *testing.B) {
+			grown := filepath.Join(b.TempDir(), "grown")
+			if out, err := exec.Command("cp", "-a", seedDir, grown).CombinedOutput(); err != nil {
+				b.Fatalf("cp: %v: %s", err, out)
+			}
+			objects := filepath.Join(grown, ".git", "objects")
+			rng := rand.New(rand.NewPCG(1, 2))
+			blob := func() (plumbing.Hash, []byte) {
+				content := make([]byte, 600)
+				for i := range content {
+					content[i] = byte('a' + rng.IntN(26))
+				}
+				return plumbing.ComputeHash(plumbing.BlobObject, content), content
+			}
+			lw := looseWriter{dir: objects}
+			for range bc.loose {
+				h, content := blob()
+				if err := lw.write(plumbing.BlobObject, h, content); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for range 19 {
+				w, err := newPackWriter(filepath.Join(objects, "pack"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				for range 20 {
+					h, content := blob()
+					if err := w.add(plumbing.BlobObject, h, content); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := w.finish(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var before, after, due time.Duration
+			var folded, kBBefore, kBAfter int
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				work := filepath.Join(b.TempDir(), "work")
+				if out, err := exec.Command("cp", "-a", grown, work).CombinedOutput(); err != nil {
+					b.Fatalf("cp: %v: %s", err, out)
+				}
+				r, err := Open(ctx, Options{URL: fileURL(bare), Branch: "main", Workdir: work})
+				if err != nil {
+					b.Fatal(err)
+				}
+				before += lookup(r)
+				kBBefore = diskKB(b, objects)
+				start := time.Now()
+				for range 100 {
+					if !r.housekeepingDue() {
+						b.Fatal("housekeeping is not due")
+					}
+				}
+				due += time.Since(start) / 100
+				b.StartTimer()
+				res, err := r.fold()
+				b.StopTimer()
+				if err != nil || res.kept != 0 {
+					b.Fatalf("fold = %+v, %v", res, err)
+				}
+				folded = res.objects
+				r.openStorage()
+				after += lookup(r)
+				r.closeStorage()
+				kBAfter = diskKB(b, filepath.Join(work, ".git", "objects"))
+			}
+			n := time.Duration(b.N)
+			b.ReportMetric(float64(folded), "objects-folded")
+			b.ReportMetric(float64((before / n).Nanoseconds()), "lookup-before-ns")
+			b.ReportMetric(float64((after / n).Nanoseconds()), "lookup-after-ns")
+			b.ReportMetric(float64((due / n).Nanoseconds()), "check-ns")
+			b.ReportMetric(float64(kBBefore), "store-kB-before")
+			b.ReportMetric(float64(kBAfter), "store-kB-after")
+		})
+	}
+}
+
+// diskKB returns the disk space the files under dir take, in kB, as du
+// counts it.
+func diskKB(b *testing.B, dir string) int {
+	out, err := exec.Command("du", "-sk", dir).Output()
+	if err != nil {
+		b.Fatalf("du: %v", err)
+	}
+	kB, err := strconv.Atoi(strings.Fields(string(out))[0])
+	if err != nil {
+		b.Fatalf("du: %q: %v", out, err)
+	}
+	return kB
 }

@@ -17,6 +17,11 @@
 // that has collected too many pack files is deleted and cloned afresh. A
 // non-empty Workdir without a .git is refused, never emptied.
 //
+// Close keeps a reused working copy's object store small, as git's
+// gc --auto does: past about 6,700 loose objects or 20 packs it folds the
+// loose objects, and the packs too small to stand alone, into one pack
+// (housekeep.go). It prunes nothing.
+//
 // # Commits and pushes
 //
 // Update calls Edit on a clean worktree at the remote head, compares the

@@ -118,6 +118,10 @@ type Repo struct {
 	pushOptions map[string]string // Update.Options, sent with every push
 
 	beforePush func() // a test hook, run just before each push
+	// beforeFoldStep is a test hook, run before a fold places its pack
+	// ("place") and before it deletes what it folded ("delete"); an error
+	// stops the fold there.
+	beforeFoldStep func(step string) error
 }
 
 // Open prepares a working copy of opts.Branch at the remote's head: it
@@ -281,8 +285,12 @@ func (r *Repo) Head() string { return r.head.String() }
 func (r *Repo) Branch() string { return r.branch }
 
 // Close removes the working directory when Open created it as a temporary
-// one; a Workdir given in Options stays for the next Open.
+// one; a Workdir given in Options stays for the next Open, its object
+// store folded into a pack first when it has grown large (housekeep.go).
 func (r *Repo) Close() error {
+	if !r.tempDir && r.storage != nil && r.store == nil {
+		r.housekeep()
+	}
 	r.closeStorage()
 	if !r.tempDir {
 		return nil

@@ -115,10 +115,7 @@ func objectHeader(t plumbing.ObjectType, size int) []byte {
 func writePack(w io.Writer, objs []newObject) error {
 	sum := sha1.New()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, sum), 64<<10)
-	var hdr [12]byte
-	copy(hdr[:], "PACK")
-	binary.BigEndian.PutUint32(hdr[4:], 2)
-	binary.BigEndian.PutUint32(hdr[8:], uint32(len(objs)))
+	hdr := packHeader(len(objs))
 	if _, err := bw.Write(hdr[:]); err != nil {
 		return err
 	}
@@ -143,6 +140,16 @@ func writePack(w io.Writer, objs []newObject) error {
 	}
 	_, err := w.Write(sum.Sum(nil))
 	return err
+}
+
+// packHeader is the start of a pack of count objects: "PACK", version 2,
+// the count.
+func packHeader(count int) [12]byte {
+	var hdr [12]byte
+	copy(hdr[:], "PACK")
+	binary.BigEndian.PutUint32(hdr[4:], 2)
+	binary.BigEndian.PutUint32(hdr[8:], uint32(count))
+	return hdr
 }
 
 // packEntryHeader encodes an object's type and size as a pack entry

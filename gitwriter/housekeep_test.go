@@ -1,0 +1,335 @@
+package gitwriter
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
+)
+
+// withLimits sets the fold thresholds for one test (which must not be
+// parallel).
+func withLimits(t *testing.T, loose, packs int) {
+	t.Helper()
+	oldLoose, oldPacks := looseLimit, packLimit
+	looseLimit, packLimit = loose, packs
+	t.Cleanup(func() { looseLimit, packLimit = oldLoose, oldPacks })
+}
+
+// objectSet lists every object git finds in the repository at dir, as
+// "hash type size", sorted.
+func objectSet(t *testing.T, dir string) []string {
+	t.Helper()
+	lines := strings.Split(testgit.Git(t, dir, "cat-file", "--batch-all-objects", "--batch-check"), "\n")
+	slices.Sort(lines)
+	return lines
+}
+
+// storeShape returns the loose object files and the packs of a working
+// copy's store.
+func storeShape(t *testing.T, workdir string) (loose []string, packs []string) {
+	t.Helper()
+	objects := filepath.Join(workdir, ".git", "objects")
+	hashes, _, err := listLoose(objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hashes {
+		loose = append(loose, h.String())
+	}
+	packs, err = filepath.Glob(filepath.Join(objects, "pack", "pack-*.pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loose, packs
+}
+
+// grow gives a working copy what months of cycles give it: each round
+// fetches a commit made elsewhere (a pack) and commits a bump (loose
+// objects).
+func grow(t *testing.T, bare string, opts Options, rounds int) {
+	t.Helper()
+	for i := range rounds {
+		testgit.Commit(t, bare, "main", map[string]string{fmt.Sprintf("other/f%d.yaml", i): fmt.Sprintf("n: %d\n", i)}, nil, "elsewhere")
+		r := mustOpen(t, opts)
+		edit := setFiles(map[string]string{"clusters/prod/app.yaml": fmt.Sprintf("image: app:1.%d.0\n", i+1)}, "Bump app", nil)
+		if res, err := r.Update(t.Context(), Update{Commit: author}, edit); err != nil || !res.Pushed {
+			t.Fatalf("round %d: Update = %+v, %v", i, res, err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestFoldKeepsEveryObject: a fold moves every loose object and every
+// pack of a grown working copy into one pack, which git reads whole and
+// finds sound, and the working copy goes on as before.
+func TestFoldKeepsEveryObject(t *testing.T) {
+	withLimits(t, 1<<30, 1<<30)
+	bare := testgit.NewBare(t, seed)
+	workdir := t.TempDir()
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+	grow(t, bare, opts, 4)
+	before := objectSet(t, workdir)
+	loose, packs := storeShape(t, workdir)
+	if len(loose) == 0 || len(packs) < 4 {
+		t.Fatalf("grown store has %d loose objects and %d packs, want some of each", len(loose), len(packs))
+	}
+
+	packLimit = len(packs)
+	logger, logs := newLogger()
+	opts.Logger = logger
+	r := mustOpen(t, opts)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "folded the working copy's objects") {
+		t.Errorf("no fold logged:\n%s", logs)
+	}
+	if diff := cmp.Diff(before, objectSet(t, workdir)); diff != "" {
+		t.Errorf("objects changed (-before +after):\n%s", diff)
+	}
+	loose, packs = storeShape(t, workdir)
+	if len(loose) != 0 || len(packs) != 1 {
+		t.Fatalf("after the fold: %d loose objects and %d packs, want 0 and 1", len(loose), len(packs))
+	}
+	testgit.Git(t, workdir, "fsck", "--strict", "--no-dangling")
+	verified := testgit.Git(t, workdir, "verify-pack", "-v", strings.TrimSuffix(packs[0], ".pack")+".idx")
+	if strings.Contains(verified, "chain length") {
+		t.Errorf("the new pack has deltas:\n%s", verified)
+	}
+	if got := strings.Count(verified, "\n") - 1; got != len(before) {
+		t.Errorf("verify-pack lists %d objects, want %d", got, len(before))
+	}
+	for _, p := range []string{packs[0], strings.TrimSuffix(packs[0], ".pack") + ".idx"} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o444 {
+			t.Errorf("%s: %v, %v; want mode 0444", p, fi.Mode(), err)
+		}
+	}
+
+	// The next cycle reuses the working copy and commits on it.
+	marker := filepath.Join(workdir, ".git", "test-marker")
+	write(t, marker, "x")
+	grow(t, bare, Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}, 1)
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("the working copy was cloned afresh after the fold: %v", err)
+	}
+	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+}
+
+// TestFoldLeavesDamagedObjects: a loose object whose file cannot be read,
+// or whose content is not what its name says, stays where it is; the
+// rest are folded; temporary files a crash left are deleted once old.
+func TestFoldLeavesDamagedObjects(t *testing.T) {
+	withLimits(t, 1<<30, 1<<30)
+	bare := testgit.NewBare(t, seed)
+	workdir := t.TempDir()
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+	grow(t, bare, opts, 2)
+	before := objectSet(t, workdir)
+	loose, _ := storeShape(t, workdir)
+	objects := filepath.Join(workdir, ".git", "objects")
+	good, err := os.ReadFile(filepath.Join(objects, loose[0][:2], loose[0][2:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * staleAge)
+	planted := map[string][]byte{
+		"ab/" + strings.Repeat("1", 38): good,                      // another object's content
+		"cd/" + strings.Repeat("2", 38): []byte("not zlib at all"), // unreadable
+		"ab/tmp_obj_fresh":              []byte("x"),
+		"ab/tmp_obj_old":                []byte("x"),
+		"pack/tmp_pack_old":             []byte("x"),
+	}
+	for name, content := range planted {
+		p := filepath.Join(objects, filepath.FromSlash(name))
+		write(t, p, string(content))
+		if strings.HasSuffix(name, "_old") {
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	packLimit = 1
+	logger, logs := newLogger()
+	opts.Logger = logger
+	r := mustOpen(t, opts)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(logs.String(), "leaving an object that cannot be read"); got != 2 {
+		t.Errorf("%d objects reported left, want 2:\n%s", got, logs)
+	}
+	for name := range planted {
+		_, err := os.Stat(filepath.Join(objects, filepath.FromSlash(name)))
+		if gone := errors.Is(err, os.ErrNotExist); gone != strings.HasSuffix(name, "_old") {
+			t.Errorf("%s: deleted = %v", name, gone)
+		}
+	}
+	loose, packs := storeShape(t, workdir)
+	if len(loose) != 2 || len(packs) != 1 {
+		t.Errorf("after the fold: loose %v and %d packs, want the 2 damaged and 1", loose, len(packs))
+	}
+	for name := range planted {
+		os.Remove(filepath.Join(objects, filepath.FromSlash(name)))
+	}
+	if diff := cmp.Diff(before, objectSet(t, workdir)); diff != "" {
+		t.Errorf("objects changed (-before +after):\n%s", diff)
+	}
+	testgit.Git(t, workdir, "fsck", "--strict", "--no-dangling")
+}
+
+// TestFoldInterrupted: a fold that stops before its pack is in place
+// leaves the store as it was and no temporary file; one that stops after
+// leaves every object twice, which the next fold puts right.
+func TestFoldInterrupted(t *testing.T) {
+	for _, step := range []string{"place", "delete"} {
+		t.Run(step, func(t *testing.T) {
+			withLimits(t, 1<<30, 1<<30)
+			bare := testgit.NewBare(t, seed)
+			workdir := t.TempDir()
+			opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+			grow(t, bare, opts, 2)
+			before := objectSet(t, workdir)
+			loose0, packs0 := storeShape(t, workdir)
+
+			packLimit = 1
+			logger, logs := newLogger()
+			opts.Logger = logger
+			r := mustOpen(t, opts)
+			r.beforeFoldStep = func(s string) error {
+				if s == step {
+					return errors.New("interrupted")
+				}
+				return nil
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(logs.String(), "could not fold") {
+				t.Errorf("the failed fold is not logged:\n%s", logs)
+			}
+			loose, packs := storeShape(t, workdir)
+			wantPacks := len(packs0)
+			if step == "delete" {
+				wantPacks++
+			}
+			if len(loose) != len(loose0) || len(packs) != wantPacks {
+				t.Errorf("after the interrupted fold: %d loose, %d packs; want %d, %d", len(loose), len(packs), len(loose0), wantPacks)
+			}
+			temps, _ := filepath.Glob(filepath.Join(workdir, ".git", "objects", "pack", "tmp_*"))
+			if len(temps) != 0 {
+				t.Errorf("temporary files left: %v", temps)
+			}
+			if diff := cmp.Diff(before, objectSet(t, workdir)); diff != "" {
+				t.Errorf("objects changed (-before +after):\n%s", diff)
+			}
+			testgit.Git(t, workdir, "fsck", "--strict", "--no-dangling")
+
+			opts.Logger = nil
+			r = mustOpen(t, opts)
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			loose, packs = storeShape(t, workdir)
+			if len(loose) != 0 || len(packs) != 1 {
+				t.Errorf("after the next fold: %d loose, %d packs; want 0, 1", len(loose), len(packs))
+			}
+			if diff := cmp.Diff(before, objectSet(t, workdir)); diff != "" {
+				t.Errorf("objects changed (-before +after):\n%s", diff)
+			}
+			testgit.Git(t, workdir, "fsck", "--strict", "--no-dangling")
+		})
+	}
+}
+
+func TestGeometricSplit(t *testing.T) {
+	packs := func(counts ...int) []packFile {
+		var ps []packFile
+		for i, n := range counts {
+			ps = append(ps, packFile{name: fmt.Sprint("p", i), objects: n})
+		}
+		return ps
+	}
+	counts := func(ps []packFile) []int {
+		var ns []int
+		for _, p := range ps {
+			ns = append(ns, p.objects)
+		}
+		return ns
+	}
+	for _, tc := range []struct {
+		name       string
+		packs      []packFile
+		loose      int
+		keep, roll []int
+	}{
+		{name: "no packs", loose: 10},
+		{name: "a clone and a few loose objects", packs: packs(1000), loose: 100, keep: []int{1000}},
+		{name: "loose objects over half the clone", packs: packs(1000), loose: 600, roll: []int{1000}},
+		{name: "a series broken in its middle", packs: packs(10, 1000, 100, 300), loose: 50, keep: []int{1000}, roll: []int{300, 100, 10}},
+		{name: "a geometric series", packs: packs(100, 1000, 300), loose: 40, keep: []int{1000, 300, 100}},
+		{name: "many equal packs", packs: packs(10, 10, 10, 10), roll: []int{10, 10, 10, 10}},
+		{name: "a last pack of one object", packs: packs(1000, 1), keep: []int{1000, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			keep, roll := geometricSplit(tc.packs, tc.loose)
+			if diff := cmp.Diff(tc.keep, counts(keep)); diff != "" {
+				t.Errorf("kept (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.roll, counts(roll)); diff != "" {
+				t.Errorf("folded (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestHousekeepingDue: git's estimate of the loose objects from one of
+// the 256 folders, and the count of packs.
+func TestHousekeepingDue(t *testing.T) {
+	withLimits(t, 6700, 3)
+	for _, tc := range []struct {
+		name         string
+		in17, others int // loose objects in objects/17 and in objects/18
+		temps, packs int
+		due          bool
+	}{
+		{name: "empty"},
+		{name: "27 in the sampled folder: about 6,900", in17: 27},
+		{name: "28: about 7,200", in17: 28, due: true},
+		{name: "other folders are not counted", in17: 1, others: 500},
+		{name: "temporary files are not objects", in17: 20, temps: 20},
+		{name: "two packs", packs: 2},
+		{name: "three packs", packs: 3, due: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objects := t.TempDir()
+			for i := range tc.in17 {
+				write(t, filepath.Join(objects, "17", fmt.Sprintf("%038x", i)), "x")
+			}
+			for i := range tc.others {
+				write(t, filepath.Join(objects, "18", fmt.Sprintf("%038x", i)), "x")
+			}
+			for i := range tc.temps {
+				write(t, filepath.Join(objects, "17", fmt.Sprintf("tmp_obj_%d", i)), "x")
+			}
+			for i := range tc.packs {
+				write(t, filepath.Join(objects, "pack", fmt.Sprintf("pack-%040x.pack", i)), "x")
+			}
+			r := &Repo{objects: objects}
+			if got := r.housekeepingDue(); got != tc.due {
+				t.Errorf("housekeepingDue() = %v, want %v", got, tc.due)
+			}
+		})
+	}
+}
