@@ -303,15 +303,25 @@ func (r *Repo) waitStored() error {
 	return r.store.err
 }
 
+// treeChanges is what buildTree changed, as paths under the root.
+type treeChanges struct {
+	// paths are the edits' paths whose entry changed; the blobs of those
+	// are for the caller to store.
+	paths []string
+	// gone are the files no edit named that went with a change: the files
+	// of a folder removed or replaced by a file, and a file replaced by a
+	// folder. The Git index has an entry for each file, none for folders.
+	gone []string
+}
+
 // buildTree returns the hash of tree (nil: an empty one) with edits
 // applied, keyed by paths relative to it; empty is set when nothing is
 // left in it. Only the subtrees that edits reach are read, and only those
-// that change are written. The paths whose entry changes are added to
-// changed, under prefix ("" or a folder path ending in "/"); the blobs of
-// those are for the caller to store. An edit that leaves its path as the
+// that change are written. What changed is added to changes, under prefix
+// ("" or a folder path ending in "/"). An edit that leaves its path as the
 // tree has it changes nothing, and neither does removing a path the tree
-// lacks or holds as a folder.
-func (r *Repo) buildTree(tree *object.Tree, edits map[string]fileEdit, prefix string, changed *[]string) (h plumbing.Hash, empty bool, err error) {
+// lacks; removing a folder's path removes the folder, as git add -A does.
+func (r *Repo) buildTree(tree *object.Tree, edits map[string]fileEdit, prefix string, changes *treeChanges) (h plumbing.Hash, empty bool, err error) {
 	var entries []object.TreeEntry
 	if tree != nil {
 		entries = slices.Clone(tree.Entries)
@@ -331,8 +341,21 @@ func (r *Repo) buildTree(tree *object.Tree, edits map[string]fileEdit, prefix st
 			continue
 		}
 		i := at(name)
+		if i >= 0 && entries[i].Mode == filemode.Dir {
+			// A folder removed, or replaced by a file (an edit is never
+			// a folder): its files go.
+			if err := r.filesUnder(entries[i].Hash, prefix+name+"/", &changes.gone); err != nil {
+				return plumbing.ZeroHash, false, err
+			}
+			entries = slices.Delete(entries, i, i+1)
+			touched = true
+			if e.remove {
+				continue
+			}
+			i = -1
+		}
 		switch {
-		case e.remove && (i < 0 || entries[i].Mode == filemode.Dir):
+		case e.remove && i < 0:
 			continue
 		case e.remove:
 			entries = slices.Delete(entries, i, i+1)
@@ -344,7 +367,7 @@ func (r *Repo) buildTree(tree *object.Tree, edits map[string]fileEdit, prefix st
 			entries = append(entries, object.TreeEntry{Name: name, Mode: e.mode, Hash: e.hash})
 		}
 		touched = true
-		*changed = append(*changed, prefix+name)
+		changes.paths = append(changes.paths, prefix+name)
 	}
 	for _, name := range slices.Sorted(mapsKeys(sub)) {
 		var subtree *object.Tree
@@ -354,7 +377,7 @@ func (r *Repo) buildTree(tree *object.Tree, edits map[string]fileEdit, prefix st
 				return plumbing.ZeroHash, false, fmt.Errorf("reading tree %s: %w", name, err)
 			}
 		}
-		sh, subEmpty, err := r.buildTree(subtree, sub[name], prefix+name+"/", changed)
+		sh, subEmpty, err := r.buildTree(subtree, sub[name], prefix+name+"/", changes)
 		if err != nil {
 			return plumbing.ZeroHash, false, err
 		}
@@ -366,6 +389,10 @@ func (r *Repo) buildTree(tree *object.Tree, edits map[string]fileEdit, prefix st
 		case subEmpty && i >= 0:
 			entries = slices.Delete(entries, i, i+1)
 		case i >= 0:
+			if subtree == nil {
+				// A file replaced by a folder.
+				changes.gone = append(changes.gone, prefix+name)
+			}
 			entries[i] = object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: sh}
 		default:
 			entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: sh})
@@ -389,6 +416,25 @@ func (r *Repo) buildTree(tree *object.Tree, edits map[string]fileEdit, prefix st
 	}
 	h, err = r.writeObject(plumbing.TreeObject, content)
 	return h, false, err
+}
+
+// filesUnder appends the path of every entry of tree h but its folders,
+// under prefix, reading only trees.
+func (r *Repo) filesUnder(h plumbing.Hash, prefix string, out *[]string) error {
+	t, err := r.repo.TreeObject(h)
+	if err != nil {
+		return fmt.Errorf("reading tree %s: %w", strings.TrimSuffix(prefix, "/"), err)
+	}
+	for _, e := range t.Entries {
+		if e.Mode == filemode.Dir {
+			if err := r.filesUnder(e.Hash, prefix+e.Name+"/", out); err != nil {
+				return err
+			}
+			continue
+		}
+		*out = append(*out, prefix+e.Name)
+	}
+	return nil
 }
 
 func mapsKeys[M ~map[string]V, V any](m M) func(func(string) bool) {
@@ -432,11 +478,13 @@ func (r *Repo) commit(base plumbing.Hash, paths []string, message string, c Comm
 	if err != nil {
 		return plumbing.ZeroHash, nil, nil, err
 	}
-	tree, _, err := r.buildTree(baseTree, edits, "", &changed)
+	var tc treeChanges
+	tree, _, err := r.buildTree(baseTree, edits, "", &tc)
 	if err != nil {
 		return plumbing.ZeroHash, nil, nil, fmt.Errorf("building the commit's trees: %w", err)
 	}
-	if len(changed) == 0 {
+	changed = tc.paths
+	if len(changed)+len(tc.gone) == 0 {
 		return plumbing.ZeroHash, nil, nil, nil
 	}
 	if strings.TrimSpace(message) == "" {
@@ -494,6 +542,11 @@ func (r *Repo) commit(base plumbing.Hash, paths []string, message string, c Comm
 		e := edits[p]
 		ic = append(ic, indexChange{name: p, remove: e.remove, hash: e.hash, mode: e.mode, stat: statFields(e.fi)})
 	}
+	for _, p := range tc.gone {
+		ic = append(ic, indexChange{name: p, remove: true})
+	}
+	changed = append(changed, tc.gone...)
+	slices.Sort(changed)
 	r.storeLater(commit, base)
 	return commit, changed, r.moveToLater(commit, ic), nil
 }

@@ -49,7 +49,9 @@ type Commit struct {
 // Edit is called on a clean worktree at the base commit; it edits files in
 // dir and returns what changed (nil/empty: nothing to do) and the commit
 // message for those changes. changed holds slash-separated paths relative
-// to dir; a path that no longer exists is a deletion. Update may call Edit
+// to dir; a path that no longer exists is a deletion (of a whole folder,
+// when the commit holds a folder there), and a file where the commit
+// holds a folder replaces the folder. Update may call Edit
 // more than once, on a newer base each time, so Edit must derive its
 // changes from the files alone. The files Edit writes need not be durable:
 // Update syncs them before the Git index records them.

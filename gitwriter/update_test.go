@@ -406,3 +406,77 @@ func TestUpdateChecks(t *testing.T) {
 		t.Errorf("files of the commit after failed edits mismatch (-got +want):\n%s", diff)
 	}
 }
+
+// TestUpdateFolderChanges: an edit that removes a folder, or puts a file
+// where a folder was or a folder where a file was, and reports only the
+// paths it wrote or removed, gets a commit with the folder's files gone
+// and a Git index that agrees with it.
+func TestUpdateFolderChanges(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		remove  []string          // removed whole, before writing
+		write   map[string]string // then written
+		report  []string
+		tree    []string // the commit's files
+		changed []string // Result.Changed: files only
+	}{
+		{
+			name:    "a folder removed, reported as the folder",
+			remove:  []string{"clusters/prod"},
+			report:  []string{"clusters/prod"},
+			tree:    []string{"README.md"},
+			changed: []string{"clusters/prod/app.yaml", "clusters/prod/web.yaml"},
+		},
+		{
+			name:    "the folder above it removed",
+			remove:  []string{"clusters"},
+			report:  []string{"clusters"},
+			tree:    []string{"README.md"},
+			changed: []string{"clusters/prod/app.yaml", "clusters/prod/web.yaml"},
+		},
+		{
+			name:    "a folder replaced by a file",
+			remove:  []string{"clusters/prod"},
+			write:   map[string]string{"clusters/prod": "moved\n"},
+			report:  []string{"clusters/prod"},
+			tree:    []string{"README.md", "clusters/prod"},
+			changed: []string{"clusters/prod", "clusters/prod/app.yaml", "clusters/prod/web.yaml"},
+		},
+		{
+			name:    "a file replaced by a folder",
+			remove:  []string{"README.md"},
+			write:   map[string]string{"README.md/index.yaml": "a: 1\n"},
+			report:  []string{"README.md/index.yaml"},
+			tree:    []string{"README.md/index.yaml", "clusters/prod/app.yaml", "clusters/prod/web.yaml"},
+			changed: []string{"README.md", "README.md/index.yaml"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bare := testgit.NewBare(t, seed)
+			workdir := t.TempDir()
+			r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: workdir})
+			res, err := r.Update(t.Context(), Update{Commit: author}, func(ctx context.Context, dir string) ([]string, string, error) {
+				for _, p := range tc.remove {
+					if err := os.RemoveAll(filepath.Join(dir, p)); err != nil {
+						return nil, "", err
+					}
+				}
+				if _, _, err := setFiles(tc.write, "", nil)(ctx, dir); err != nil {
+					return nil, "", err
+				}
+				return tc.report, "Reshape", nil
+			})
+			if err != nil || !res.Pushed {
+				t.Fatalf("Update = %+v, %v", res, err)
+			}
+			files := strings.Split(testgit.Git(t, bare, "ls-tree", "-r", "--name-only", "main"), "\n")
+			if diff := cmp.Diff(tc.tree, files); diff != "" {
+				t.Errorf("the commit's files (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.changed, res.Changed); diff != "" {
+				t.Errorf("Result.Changed (-want +got):\n%s", diff)
+			}
+			checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+		})
+	}
+}
