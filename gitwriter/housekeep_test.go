@@ -57,7 +57,8 @@ func storeShape(t *testing.T, workdir string) (loose []string, packs []string) {
 // objects).
 func grow(t *testing.T, bare string, opts Options, rounds int) {
 	t.Helper()
-	for i := range rounds {
+	start := len(testgit.Log(t, bare, "main"))
+	for i := start; i < start+rounds; i++ {
 		testgit.Commit(t, bare, "main", map[string]string{fmt.Sprintf("other/f%d.yaml", i): fmt.Sprintf("n: %d\n", i)}, nil, "elsewhere")
 		r := mustOpen(t, opts)
 		edit := setFiles(map[string]string{"clusters/prod/app.yaml": fmt.Sprintf("image: app:1.%d.0\n", i+1)}, "Bump app", nil)
@@ -332,4 +333,55 @@ func TestHousekeepingDue(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFoldOverManyCycles: with folds due at every few packs, a working
+// copy goes through many cycles; no object is ever lost, the packs stay
+// few (a geometric series holds about log2 of the objects), and git finds
+// the store sound.
+func TestFoldOverManyCycles(t *testing.T) {
+	withLimits(t, 1<<30, 3)
+	bare := testgit.NewBare(t, seed)
+	workdir := t.TempDir()
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+	seen := map[string]bool{}
+	folds := 0
+	for round := range 16 {
+		logger, logs := newLogger()
+		opts.Logger = logger
+		grow(t, bare, opts, 1)
+		// grow closed its Repo: a fold, when due, has run.
+		if strings.Contains(logs.String(), "folded the working copy's objects") {
+			folds++
+		}
+		objs := objectSet(t, workdir)
+		now := map[string]bool{}
+		for _, o := range objs {
+			now[o] = true
+		}
+		for o := range seen {
+			if !now[o] {
+				t.Fatalf("round %d: object %s is gone", round, o)
+			}
+		}
+		seen = now
+		_, packs := storeShape(t, workdir)
+		if bound := bits(len(objs)) + 1; len(packs) > bound {
+			t.Errorf("round %d: %d packs for %d objects, want at most %d", round, len(packs), len(objs), bound)
+		}
+	}
+	if folds < 4 {
+		t.Errorf("%d folds in 16 rounds, want several", folds)
+	}
+	testgit.Git(t, workdir, "fsck", "--strict", "--no-dangling")
+	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+}
+
+// bits is the number of bits of n: about log2(n)+1.
+func bits(n int) int {
+	b := 0
+	for ; n > 0; n >>= 1 {
+		b++
+	}
+	return b
 }
