@@ -16,9 +16,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 
 	"github.com/imagebump/imagebump/internal/durable"
 )
@@ -34,15 +38,19 @@ import (
 // stand alone, into one new pack, and deletes what it folded.
 //
 // Nothing is lost on the way:
-//   - every object is read and its content hashed before it goes into the
-//     new pack; one that cannot be read, or whose content does not match
-//     its name, stays where it is, and so does the pack it came from;
+//   - every object is read, from its loose file or else from each pack
+//     that lists it in turn, until a copy's content hashes to its name;
+//     that copy goes into the new pack;
 //   - the new pack and its index are written to temporary files, made
-//     durable, and renamed: the index first, since go-git lists packs by
-//     their .pack file and a pack without its index makes the whole store
-//     unreadable to it;
-//   - only then are the folded files deleted. A crash at any point leaves
-//     each object in its old place, in the new pack, or in both.
+//     durable, read back and checked, and renamed: the index first, since
+//     go-git lists packs by their .pack file and a pack without its index
+//     makes the whole store unreadable to it;
+//   - only then is a loose file or a folded pack deleted, and only when
+//     the new pack holds every object it holds. An object with no whole
+//     copy keeps every place that lists it; a damaged copy of an object
+//     the new pack holds goes (it could hide the whole one). A crash, or
+//     an error, at any point leaves each object in its old place, in the
+//     new pack, or in both.
 //
 // Which packs are folded follows the geometric rule of `git repack
 // --geometric=2`, in this form: sorted by object count, the largest packs
@@ -97,8 +105,19 @@ func (r *Repo) housekeepingDue() bool {
 	if n > (looseLimit+255)/256 {
 		return true
 	}
-	packs, _ := filepath.Glob(filepath.Join(r.objects, "pack", "pack-*.pack"))
-	return len(packs) >= packLimit
+	// Packs with a .keep file are never folded: they do not count.
+	packs := 0
+	entries, _ = os.ReadDir(filepath.Join(r.objects, "pack"))
+	for _, e := range entries {
+		switch name := e.Name(); {
+		case !strings.HasPrefix(name, "pack-"):
+		case strings.HasSuffix(name, ".pack"):
+			packs++
+		case strings.HasSuffix(name, ".keep"):
+			packs--
+		}
+	}
+	return packs >= packLimit
 }
 
 // housekeep folds the store when housekeepingDue says so and logs what
@@ -109,24 +128,39 @@ func (r *Repo) housekeep() {
 		return
 	}
 	start := time.Now()
+	defer func() {
+		// A store damaged in a way no check foresaw must not take a
+		// cycle, or serve, down with it.
+		if p := recover(); p != nil {
+			r.log.Error("folding the working copy's objects failed; delete the working copy's folder if this repeats", "workdir", r.dir, "panic", fmt.Sprint(p))
+		}
+	}()
 	res, err := r.fold()
 	if err != nil {
-		r.log.Warn("could not fold the working copy's objects into a pack; they stay as they are", "workdir", r.dir, "error", err)
+		r.log.Warn("could not fold the working copy's objects into a pack; every object is still in its old place or in the new pack", "workdir", r.dir, "error", err)
 		return
 	}
 	if res.objects == 0 {
+		if res.kept > 0 {
+			r.log.Warn("no object to fold could be read; delete the working copy's folder to clone it afresh", "workdir", r.dir, "objects", res.kept)
+		}
 		return
 	}
 	r.log.Info("folded the working copy's objects into one pack", "loose", res.loose, "packs", res.packs, "objects", res.objects, "left", res.kept, "pack", res.pack, "duration", time.Since(start).Round(time.Millisecond))
 }
 
 // fold writes the loose objects and the packs geometricSplit picks into
-// one new pack, then deletes what it folded.
+// one new pack, then deletes each loose file and folded pack whose every
+// object the new pack holds.
 func (r *Repo) fold() (foldResult, error) {
 	var res foldResult
 	loose, temps, err := listLoose(r.objects)
 	if err != nil {
 		return res, err
+	}
+	// Stale by their age alone: whatever the fold does, they go.
+	for _, p := range temps {
+		_ = os.Remove(p)
 	}
 	packDir := filepath.Join(r.objects, "pack")
 	packs, err := listPacks(packDir)
@@ -137,38 +171,26 @@ func (r *Repo) fold() (foldResult, error) {
 	if len(loose) == 0 && len(roll) < 2 {
 		return res, nil
 	}
+	src := newObjectSources(r.objects, packs)
+	defer src.close()
 
-	// Each object once, loose ones first; where each came from decides
-	// what may be deleted.
-	type source struct {
-		pack int // index into roll, or -1 for a loose object
-	}
+	// Each object once: the loose ones, then the folded packs'.
 	var order []plumbing.Hash
-	from := make(map[plumbing.Hash]source, len(loose))
+	seen := make(map[plumbing.Hash]bool, len(loose))
 	for _, h := range loose {
-		from[h] = source{pack: -1}
+		seen[h] = true
 		order = append(order, h)
 	}
-	for i, p := range roll {
-		iter, err := p.index.Entries()
+	for _, p := range roll {
+		err := eachEntry(p, func(h plumbing.Hash) {
+			if !seen[h] {
+				seen[h] = true
+				order = append(order, h)
+			}
+		})
 		if err != nil {
-			return res, fmt.Errorf("listing the objects of %s: %w", p.name, err)
+			return res, err
 		}
-		for {
-			e, err := iter.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				iter.Close()
-				return res, fmt.Errorf("listing the objects of %s: %w", p.name, err)
-			}
-			if _, ok := from[e.Hash]; !ok {
-				from[e.Hash] = source{pack: i}
-				order = append(order, e.Hash)
-			}
-		}
-		iter.Close()
 	}
 
 	w, err := newPackWriter(packDir)
@@ -176,22 +198,11 @@ func (r *Repo) fold() (foldResult, error) {
 		return res, err
 	}
 	defer w.abort()
-	badLoose := map[plumbing.Hash]bool{}
-	badPack := make([]bool, len(roll))
 	for _, h := range order {
-		src := from[h]
-		t, content, err := r.readObject(h, src.pack < 0)
-		if err == nil && plumbing.ComputeHash(t, content) != h {
-			err = errors.New("its content does not match its name")
-		}
+		t, content, err := src.read(h)
 		if err != nil {
 			r.log.Warn("leaving an object that cannot be read where it is", "object", h.String(), "error", err)
 			res.kept++
-			if src.pack < 0 {
-				badLoose[h] = true
-			} else {
-				badPack[src.pack] = true
-			}
 			continue
 		}
 		if err := w.add(t, h, content); err != nil {
@@ -213,10 +224,18 @@ func (r *Repo) fold() (foldResult, error) {
 		return res, err
 	}
 
-	// The new pack is durable: what it holds may go from its old place.
+	// The new pack is durable. A file goes only when the new pack holds
+	// every object it holds: an object that could not be read from it
+	// may not be readable anywhere else either. A damaged loose copy of
+	// an object read whole from a pack goes, since it hid that copy.
+	src.close()
 	r.closeStorage()
-	for i, p := range roll {
-		if badPack[i] || p.name == name {
+	for _, p := range roll {
+		if p.name == name {
+			continue
+		}
+		covered := true
+		if err := eachEntry(p, func(h plumbing.Hash) { covered = covered && w.holds(h) }); err != nil || !covered {
 			continue
 		}
 		if err := removePack(packDir, p.name); err != nil {
@@ -225,7 +244,7 @@ func (r *Repo) fold() (foldResult, error) {
 		res.packs++
 	}
 	for _, h := range loose {
-		if badLoose[h] {
+		if !w.holds(h) {
 			continue
 		}
 		hex := h.String()
@@ -234,11 +253,136 @@ func (r *Repo) fold() (foldResult, error) {
 		}
 		res.loose++
 	}
-	for _, p := range temps {
-		_ = os.Remove(p)
-	}
 	removeEmptyFanout(r.objects)
 	return res, nil
+}
+
+// eachEntry calls f with each object pack p's index lists.
+func eachEntry(p packFile, f func(plumbing.Hash)) error {
+	iter, err := p.index.Entries()
+	if err != nil {
+		return fmt.Errorf("listing the objects of %s: %w", p.name, err)
+	}
+	defer iter.Close()
+	for {
+		e, err := iter.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("listing the objects of %s: %w", p.name, err)
+		}
+		f(e.Hash)
+	}
+}
+
+// objectSources reads an object from each place that holds it, its loose
+// file first and then every pack that lists it, until one gives content
+// whose hash is its name. Each pack is read on its own (go-git's store
+// would pick one of several packs at random).
+type objectSources struct {
+	objects string // the objects folder
+	packs   []packFile
+	fs      billy.Filesystem
+	cache   cache.Object // delta bases, shared by the packs
+	open    map[string]*packfile.Packfile
+	files   []billy.File
+}
+
+func newObjectSources(objects string, packs []packFile) *objectSources {
+	return &objectSources{
+		objects: objects,
+		packs:   packs,
+		fs:      osfs.New(filepath.Join(objects, "pack")),
+		cache:   cache.NewObjectLRU(16 * cache.MiByte),
+		open:    map[string]*packfile.Packfile{},
+	}
+}
+
+// read returns object h's type and content, or why no place gave it.
+func (s *objectSources) read(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	var errs []error
+	check := func(t plumbing.ObjectType, content []byte, err error) bool {
+		if err == nil && plumbing.ComputeHash(t, content) != h {
+			err = errors.New("its content does not match its name")
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return err == nil
+	}
+	hex := h.String()
+	if t, content, err := readLoose(filepath.Join(s.objects, hex[:2], hex[2:])); !errors.Is(err, os.ErrNotExist) && check(t, content, err) {
+		return t, content, nil
+	}
+	for _, p := range s.packs {
+		if ok, _ := p.index.Contains(h); !ok {
+			continue
+		}
+		t, content, err := s.fromPack(p, h)
+		if check(t, content, err) {
+			return t, content, nil
+		}
+	}
+	if len(errs) == 0 {
+		return 0, nil, plumbing.ErrObjectNotFound
+	}
+	return 0, nil, errors.Join(errs...)
+}
+
+// fromPack reads object h from pack p, resolving its deltas within p.
+func (s *objectSources) fromPack(p packFile, h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	pf := s.open[p.name]
+	if pf == nil {
+		f, err := s.fs.Open(p.name + ".pack")
+		if err != nil {
+			return 0, nil, err
+		}
+		s.files = append(s.files, f)
+		pf = packfile.NewPackfileWithCache(p.index, s.fs, f, s.cache, 0)
+		s.open[p.name] = pf
+	}
+	o, err := pf.Get(h)
+	if err != nil {
+		return 0, nil, err
+	}
+	content, err := readAll(o)
+	return o.Type(), content, err
+}
+
+// close closes the packs read.
+func (s *objectSources) close() {
+	for _, f := range s.files {
+		_ = f.Close()
+	}
+	s.files, s.open = nil, map[string]*packfile.Packfile{}
+}
+
+// readLoose reads a loose object file. The size its header claims is not
+// trusted for an allocation: a damaged header could claim petabytes.
+func readLoose(path string) (plumbing.ObjectType, []byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer f.Close()
+	zr, err := objfile.NewReader(f)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer zr.Close()
+	t, size, err := zr.Header()
+	if err != nil {
+		return 0, nil, err
+	}
+	content, err := io.ReadAll(io.LimitReader(zr, size+1))
+	if err != nil {
+		return 0, nil, err
+	}
+	if int64(len(content)) != size {
+		return 0, nil, fmt.Errorf("its header says %d bytes, its content has %d", size, len(content))
+	}
+	return t, content, nil
 }
 
 // foldStep runs the test hook before a step of a fold.
@@ -247,40 +391,6 @@ func (r *Repo) foldStep(step string) error {
 		return nil
 	}
 	return r.beforeFoldStep(step)
-}
-
-// readObject reads object h, from its loose file when loose is set (a
-// loose file can be damaged while a pack holds the object whole; reading
-// the file is what tells whether it may be deleted), else from the store.
-func (r *Repo) readObject(h plumbing.Hash, loose bool) (plumbing.ObjectType, []byte, error) {
-	if loose {
-		hex := h.String()
-		f, err := os.Open(filepath.Join(r.objects, hex[:2], hex[2:]))
-		if err != nil {
-			return 0, nil, err
-		}
-		defer f.Close()
-		zr, err := objfile.NewReader(f)
-		if err != nil {
-			return 0, nil, err
-		}
-		defer zr.Close()
-		t, size, err := zr.Header()
-		if err != nil {
-			return 0, nil, err
-		}
-		content := make([]byte, size)
-		if _, err := io.ReadFull(zr, content); err != nil {
-			return 0, nil, err
-		}
-		return t, content, nil
-	}
-	o, err := r.storage.EncodedObject(plumbing.AnyObject, h)
-	if err != nil {
-		return 0, nil, err
-	}
-	content, err := readAll(o)
-	return o.Type(), content, err
 }
 
 // geometricSplit splits packs into those that stay and those to fold with
@@ -324,8 +434,8 @@ func isLooseName(name string) bool {
 const staleAge = time.Hour
 
 // listLoose returns the loose objects of the objects folder dir, and the
-// paths of the temporary files older than staleAge in it and in its pack
-// folder.
+// paths of the temporary files and pack indexes without a pack older than
+// staleAge in it and in its pack folder.
 func listLoose(dir string) (hashes []plumbing.Hash, temps []string, err error) {
 	stale := func(folder string, e os.DirEntry) {
 		if !strings.HasPrefix(e.Name(), "tmp_") {
@@ -352,9 +462,19 @@ func listLoose(dir string) (hashes []plumbing.Hash, temps []string, err error) {
 			}
 		}
 	}
-	entries, _ := os.ReadDir(filepath.Join(dir, "pack"))
+	packDir := filepath.Join(dir, "pack")
+	entries, _ := os.ReadDir(packDir)
 	for _, e := range entries {
-		stale(filepath.Join(dir, "pack"), e)
+		stale(packDir, e)
+		// An index whose pack is gone: a fold or a fetch stopped between
+		// its renames. go-git lists packs by their .pack file.
+		if base, ok := strings.CutSuffix(e.Name(), ".idx"); ok && strings.HasPrefix(base, "pack-") {
+			if _, err := os.Lstat(filepath.Join(packDir, base+".pack")); errors.Is(err, os.ErrNotExist) {
+				if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleAge {
+					temps = append(temps, filepath.Join(packDir, e.Name()))
+				}
+			}
+		}
 	}
 	return hashes, temps, nil
 }
@@ -426,8 +546,13 @@ type packWriter struct {
 }
 
 func newPackWriter(dir string) (*packWriter, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := durable.Sync(filepath.Dir(dir)); err != nil {
+			return nil, err
+		}
 	}
 	f, err := os.CreateTemp(dir, "tmp_pack_")
 	if err != nil {
@@ -442,6 +567,12 @@ func newPackWriter(dir string) (*packWriter, error) {
 	}
 	w.off = int64(len(hdr))
 	return w, nil
+}
+
+// holds reports whether the pack holds object h.
+func (w *packWriter) holds(h plumbing.Hash) bool {
+	_, ok := w.offsets[h]
+	return ok
 }
 
 // add appends an object whole.
@@ -527,6 +658,20 @@ func (w *packWriter) finish() (string, error) {
 	w.closed = true
 	name := "pack-" + checksum.String()
 	base := filepath.Join(w.dir, name)
+	if _, err := os.Lstat(base + ".pack"); err == nil {
+		// The same objects in the same order: the pack is there already
+		// (a fold stopped before its deletes), and an index it has must
+		// not be touched.
+		if _, err := os.Lstat(base + ".idx"); errors.Is(err, os.ErrNotExist) {
+			if err := os.Rename(idxTmp.Name(), base+".idx"); err != nil {
+				return "", fmt.Errorf("writing a pack index: %w", err)
+			}
+		}
+		if err := durable.Sync(w.dir); err != nil {
+			return "", fmt.Errorf("syncing the pack folder: %w", err)
+		}
+		return name, nil
+	}
 	for _, f := range []*os.File{idxTmp, w.f} {
 		_ = os.Chmod(f.Name(), 0o444) // read-only, as git makes them
 	}

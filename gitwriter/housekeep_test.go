@@ -1,15 +1,20 @@
 package gitwriter
 
 import (
+	"bytes"
+	"compress/zlib"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
@@ -161,6 +166,15 @@ func TestFoldLeavesDamagedObjects(t *testing.T) {
 		}
 	}
 
+	// Indexes whose pack is gone, as a stop between renames leaves.
+	orphanOld := filepath.Join(objects, "pack", "pack-"+strings.Repeat("3", 40)+".idx")
+	orphanNew := filepath.Join(objects, "pack", "pack-"+strings.Repeat("4", 40)+".idx")
+	write(t, orphanOld, "x")
+	write(t, orphanNew, "x")
+	if err := os.Chtimes(orphanOld, old, old); err != nil {
+		t.Fatal(err)
+	}
+
 	packLimit = 1
 	logger, logs := newLogger()
 	opts.Logger = logger
@@ -168,6 +182,13 @@ func TestFoldLeavesDamagedObjects(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(orphanOld); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an old index without its pack is still there: %v", err)
+	}
+	if _, err := os.Stat(orphanNew); err != nil {
+		t.Errorf("a recent index without its pack went: %v", err)
+	}
+	os.Remove(orphanNew)
 	if got := strings.Count(logs.String(), "leaving an object that cannot be read"); got != 2 {
 		t.Errorf("%d objects reported left, want 2:\n%s", got, logs)
 	}
@@ -303,6 +324,7 @@ func TestHousekeepingDue(t *testing.T) {
 		name         string
 		in17, others int // loose objects in objects/17 and in objects/18
 		temps, packs int
+		keeps        int // of the packs, those with a .keep file
 		due          bool
 	}{
 		{name: "empty"},
@@ -312,6 +334,7 @@ func TestHousekeepingDue(t *testing.T) {
 		{name: "temporary files are not objects", in17: 20, temps: 20},
 		{name: "two packs", packs: 2},
 		{name: "three packs", packs: 3, due: true},
+		{name: "three packs, one kept", packs: 3, keeps: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objects := t.TempDir()
@@ -326,6 +349,9 @@ func TestHousekeepingDue(t *testing.T) {
 			}
 			for i := range tc.packs {
 				write(t, filepath.Join(objects, "pack", fmt.Sprintf("pack-%040x.pack", i)), "x")
+				if i < tc.keeps {
+					write(t, filepath.Join(objects, "pack", fmt.Sprintf("pack-%040x.keep", i)), "")
+				}
 			}
 			r := &Repo{objects: objects}
 			if got := r.housekeepingDue(); got != tc.due {
@@ -384,4 +410,255 @@ func bits(n int) int {
 		b++
 	}
 	return b
+}
+
+// packHolding returns the .pack path of a pack of workdir whose index
+// lists h, and h's offset in it.
+func packHolding(t *testing.T, workdir string, h plumbing.Hash) (string, int64) {
+	t.Helper()
+	packs, err := listPacks(filepath.Join(workdir, ".git", "objects", "pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range packs {
+		if off, err := p.index.FindOffset(h); err == nil {
+			return filepath.Join(workdir, ".git", "objects", "pack", p.name+".pack"), off
+		}
+	}
+	return "", -1
+}
+
+// damagePackEntry overwrites the zlib header of the entry at off in pack.
+func damagePackEntry(t *testing.T, pack string, off int64) {
+	t.Helper()
+	if err := os.Chmod(pack, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(pack, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	hdr := make([]byte, 10)
+	if _, err := f.ReadAt(hdr, off); err != nil {
+		t.Fatal(err)
+	}
+	n := 1 // the entry's type-and-size header, 7 bits a byte
+	for hdr[n-1]&0x80 != 0 {
+		n++
+	}
+	if _, err := f.WriteAt([]byte{0, 0}, off+int64(n)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFoldDamagedCopies: an object with a damaged copy and a whole one
+// elsewhere is folded from the whole one, and the damaged copy goes with
+// the rest; git then reads it and finds the store sound. An object with
+// no whole copy keeps every place that holds it.
+func TestFoldDamagedCopies(t *testing.T) {
+	readme := plumbing.ComputeHash(plumbing.BlobObject, []byte(seed["README.md"]))
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, workdir string)
+	}{
+		{
+			name: "an empty loose file, as a crash leaves, of a packed object",
+			damage: func(t *testing.T, workdir string) {
+				hex := readme.String()
+				write(t, filepath.Join(workdir, ".git", "objects", hex[:2], hex[2:]), "")
+			},
+		},
+		{
+			name: "a loose file whose header claims petabytes, of a packed object",
+			damage: func(t *testing.T, workdir string) {
+				var b strings.Builder
+				zw := zlib.NewWriter(&b)
+				zw.Write([]byte("blob 999999999999999\x00fleet\n"))
+				zw.Close()
+				hex := readme.String()
+				write(t, filepath.Join(workdir, ".git", "objects", hex[:2], hex[2:]), b.String())
+			},
+		},
+		{
+			name: "two packs hold it, the larger one's copy damaged",
+			damage: func(t *testing.T, workdir string) {
+				big, off := packHolding(t, workdir, readme)
+				packOne(t, workdir, readme)
+				damagePackEntry(t, big, off)
+			},
+		},
+		{
+			name: "two packs hold it, the smaller one's copy damaged",
+			damage: func(t *testing.T, workdir string) {
+				name := packOne(t, workdir, readme)
+				small := filepath.Join(workdir, ".git", "objects", "pack", name+".pack")
+				_, off := packHoldingIn(t, small, readme)
+				damagePackEntry(t, small, off)
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			withLimits(t, 1<<30, 1<<30)
+			bare := testgit.NewBare(t, seed)
+			workdir := t.TempDir()
+			opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+			grow(t, bare, opts, 2)
+			before := objectSet(t, workdir)
+			tc.damage(t, workdir)
+
+			packLimit = 1
+			r := mustOpen(t, opts)
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := testgit.Git(t, workdir, "cat-file", "-p", readme.String()); got != strings.TrimSuffix(seed["README.md"], "\n") {
+				t.Errorf("git reads %q for the README", got)
+			}
+			loose, packs := storeShape(t, workdir)
+			if len(loose) != 0 || len(packs) != 1 {
+				t.Errorf("after the fold: loose %v, %d packs; want none and 1", loose, len(packs))
+			}
+			if diff := cmp.Diff(before, objectSet(t, workdir)); diff != "" {
+				t.Errorf("objects changed (-before +after):\n%s", diff)
+			}
+			testgit.Git(t, workdir, "fsck", "--strict", "--no-dangling", "--full")
+		})
+	}
+
+	t.Run("no whole copy anywhere", func(t *testing.T) {
+		withLimits(t, 1<<30, 1<<30)
+		bare := testgit.NewBare(t, seed)
+		workdir := t.TempDir()
+		opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+		grow(t, bare, opts, 2)
+		big, off := packHolding(t, workdir, readme)
+		hex := readme.String()
+		loosePath := filepath.Join(workdir, ".git", "objects", hex[:2], hex[2:])
+		write(t, loosePath, "")
+		damagePackEntry(t, big, off)
+
+		packLimit = 1
+		logger, logs := newLogger()
+		opts.Logger = logger
+		r := mustOpen(t, opts)
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(logs.String(), "leaving an object that cannot be read") || !strings.Contains(logs.String(), hex) {
+			t.Errorf("the unreadable object is not logged:\n%s", logs)
+		}
+		if _, err := os.Stat(loosePath); err != nil {
+			t.Errorf("the damaged loose file went: %v", err)
+		}
+		if _, err := os.Stat(big); err != nil {
+			t.Errorf("the pack with the damaged copy went: %v", err)
+		}
+	})
+}
+
+// packOne writes a pack holding only object h into workdir's store, with
+// git pack-objects, and returns its name.
+func packOne(t *testing.T, workdir string, h plumbing.Hash) string {
+	t.Helper()
+	cmd := exec.Command("git", "pack-objects", "--quiet", ".git/objects/pack/pack")
+	cmd.Dir = workdir
+	cmd.Stdin = strings.NewReader(h.String() + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git pack-objects: %v", err)
+	}
+	return "pack-" + strings.TrimSpace(string(out))
+}
+
+// packHoldingIn returns pack's path and h's offset in it.
+func packHoldingIn(t *testing.T, pack string, h plumbing.Hash) (string, int64) {
+	t.Helper()
+	f, err := os.Open(strings.TrimSuffix(pack, ".pack") + ".idx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	idx := idxfile.NewMemoryIndex()
+	if err := idxfile.NewDecoder(f).Decode(idx); err != nil {
+		t.Fatal(err)
+	}
+	off, err := idx.FindOffset(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pack, off
+}
+
+// TestFoldDeltaPacks: a fold reads packs with deltas, as git's
+// upload-pack sends them (here git's own repack of the remote, copied in:
+// the in-process file transport sends whole objects), and writes a pack
+// whose index is, byte for byte, the one git index-pack makes of it.
+func TestFoldDeltaPacks(t *testing.T) {
+	withLimits(t, 1<<30, 1<<30)
+	bare := testgit.NewBare(t, seed)
+	var big strings.Builder
+	for i := 0; big.Len() < 256<<10; i++ {
+		fmt.Fprintf(&big, "line %d %s\n", i, strings.Repeat("x", i%50))
+	}
+	for i := range 4 {
+		testgit.Commit(t, bare, "main", map[string]string{"big.txt": big.String() + strings.Repeat("v", i)}, nil, "big")
+	}
+	testgit.Git(t, bare, "repack", "-adf", "--quiet")
+	workdir := t.TempDir()
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir, Depth: -1}
+	grow(t, bare, opts, 2)
+	copied, err := filepath.Glob(filepath.Join(bare, "objects", "pack", "pack-*"))
+	if err != nil || len(copied) == 0 {
+		t.Fatalf("no pack in the remote: %v", err)
+	}
+	deltas := false
+	for _, p := range copied {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(workdir, ".git", "objects", "pack", filepath.Base(p)), string(b))
+		if strings.HasSuffix(p, ".idx") {
+			deltas = deltas || strings.Contains(testgit.Git(t, bare, "verify-pack", "-v", p), "chain length")
+		}
+	}
+	if !deltas {
+		t.Fatal("git's repack made no deltas: the test would not test them")
+	}
+	before := objectSet(t, workdir)
+
+	packLimit = 1
+	r := mustOpen(t, opts)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	loose, packs := storeShape(t, workdir)
+	if len(loose) != 0 || len(packs) != 1 {
+		t.Fatalf("after the fold: %d loose, %d packs; want 0, 1", len(loose), len(packs))
+	}
+	if diff := cmp.Diff(before, objectSet(t, workdir)); diff != "" {
+		t.Errorf("objects changed (-before +after):\n%s", diff)
+	}
+	testgit.Git(t, workdir, "fsck", "--strict", "--no-dangling", "--full")
+	ours, err := os.ReadFile(strings.TrimSuffix(packs[0], ".pack") + ".idx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyPack := filepath.Join(t.TempDir(), "copy.pack")
+	b, err := os.ReadFile(packs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, copyPack, string(b))
+	testgit.Git(t, workdir, "index-pack", copyPack)
+	gits, err := os.ReadFile(strings.TrimSuffix(copyPack, ".pack") + ".idx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ours, gits) {
+		t.Errorf("the fold's index (%d bytes) differs from git index-pack's (%d bytes)", len(ours), len(gits))
+	}
+	grow(t, bare, opts, 1)
+	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
 }
