@@ -2,9 +2,10 @@ package gitwriter
 
 import (
 	"errors"
-	"os"
+	"io/fs"
 	"path"
 	"path/filepath"
+	"syscall"
 
 	"github.com/imagebump/imagebump/internal/durable"
 )
@@ -41,7 +42,7 @@ func syncWorktree(dir string, paths []string) error {
 func syncEach(dir string, paths []string) error {
 	dirs := map[string]bool{}
 	for _, p := range paths {
-		if err := durable.Sync(filepath.Join(dir, filepath.FromSlash(p))); err != nil && !os.IsNotExist(err) {
+		if err := durable.Sync(filepath.Join(dir, filepath.FromSlash(p))); err != nil && !gone(err) {
 			return err
 		}
 		for d := path.Dir(p); !dirs[d]; d = path.Dir(d) {
@@ -52,9 +53,15 @@ func syncEach(dir string, paths []string) error {
 		}
 	}
 	for d := range dirs {
-		if err := durable.Sync(filepath.Join(dir, filepath.FromSlash(d))); err != nil && !os.IsNotExist(err) {
+		if err := durable.Sync(filepath.Join(dir, filepath.FromSlash(d))); err != nil && !gone(err) {
 			return err
 		}
 	}
 	return nil
+}
+
+// gone reports whether err says a path is not there: missing, or under
+// what is now a file (a folder replaced by a file).
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }

@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -204,6 +203,7 @@ type fileEdit struct {
 // base's trees along the paths once.
 func (r *Repo) readEdits(changed []string) (map[string]fileEdit, error) {
 	edits := map[string]fileEdit{}
+	folders := map[string]bool{} // folders known to be no symbolic link
 	for _, p := range changed {
 		clean, err := checkPath(p)
 		if err != nil {
@@ -212,9 +212,18 @@ func (r *Repo) readEdits(changed []string) (map[string]fileEdit, error) {
 		if _, seen := edits[clean]; seen {
 			continue
 		}
+		// A path through a symbolic link would make the commit replace
+		// the link by a folder; git add refuses it too.
+		for d := path.Dir(clean); d != "." && !folders[d]; d = path.Dir(d) {
+			fi, err := os.Lstat(filepath.Join(r.dir, filepath.FromSlash(d)))
+			if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				return nil, fmt.Errorf("the edit reported %q, which is beyond the symbolic link %q: report the path the link points at", p, d)
+			}
+			folders[d] = true
+		}
 		full := filepath.Join(r.dir, filepath.FromSlash(clean))
 		fi, err := os.Lstat(full)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		if gone(err) {
 			// Gone, or under what is now a file.
 			edits[clean] = fileEdit{remove: true}
 			continue

@@ -3,6 +3,7 @@ package gitwriter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -451,32 +452,67 @@ func TestUpdateFolderChanges(t *testing.T) {
 			changed: []string{"README.md", "README.md/index.yaml"},
 		},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			bare := testgit.NewBare(t, seed)
-			workdir := t.TempDir()
-			r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: workdir})
-			res, err := r.Update(t.Context(), Update{Commit: author}, func(ctx context.Context, dir string) ([]string, string, error) {
-				for _, p := range tc.remove {
-					if err := os.RemoveAll(filepath.Join(dir, p)); err != nil {
+		for _, syncfs := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/syncfs=%v", tc.name, syncfs), func(t *testing.T) {
+				if !syncfs {
+					// As where there is no syncfs(2): a file at a time.
+					old := syncFiles
+					syncFiles = syncEach
+					t.Cleanup(func() { syncFiles = old })
+				}
+				bare := testgit.NewBare(t, seed)
+				workdir := t.TempDir()
+				r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: workdir})
+				res, err := r.Update(t.Context(), Update{Commit: author}, func(ctx context.Context, dir string) ([]string, string, error) {
+					for _, p := range tc.remove {
+						if err := os.RemoveAll(filepath.Join(dir, p)); err != nil {
+							return nil, "", err
+						}
+					}
+					if _, _, err := setFiles(tc.write, "", nil)(ctx, dir); err != nil {
 						return nil, "", err
 					}
+					return tc.report, "Reshape", nil
+				})
+				if err != nil || !res.Pushed {
+					t.Fatalf("Update = %+v, %v", res, err)
 				}
-				if _, _, err := setFiles(tc.write, "", nil)(ctx, dir); err != nil {
-					return nil, "", err
+				files := strings.Split(testgit.Git(t, bare, "ls-tree", "-r", "--name-only", "main"), "\n")
+				if diff := cmp.Diff(tc.tree, files); diff != "" {
+					t.Errorf("the commit's files (-want +got):\n%s", diff)
 				}
-				return tc.report, "Reshape", nil
+				if diff := cmp.Diff(tc.changed, res.Changed); diff != "" {
+					t.Errorf("Result.Changed (-want +got):\n%s", diff)
+				}
+				checkWorkdir(t, workdir, bare, mainSHA(t, bare))
 			})
-			if err != nil || !res.Pushed {
-				t.Fatalf("Update = %+v, %v", res, err)
-			}
-			files := strings.Split(testgit.Git(t, bare, "ls-tree", "-r", "--name-only", "main"), "\n")
-			if diff := cmp.Diff(tc.tree, files); diff != "" {
-				t.Errorf("the commit's files (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.changed, res.Changed); diff != "" {
-				t.Errorf("Result.Changed (-want +got):\n%s", diff)
-			}
-			checkWorkdir(t, workdir, bare, mainSHA(t, bare))
-		})
+		}
+	}
+}
+
+// TestUpdateRefusesPathBeyondSymlink: a path reported through a symbolic
+// link to a folder is refused, as git add refuses it; committing it would
+// replace the link by a folder.
+func TestUpdateRefusesPathBeyondSymlink(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	workdir := t.TempDir()
+	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: workdir})
+	if _, err := r.Update(t.Context(), Update{Commit: author}, func(ctx context.Context, dir string) ([]string, string, error) {
+		return []string{"link"}, "Link", os.Symlink("clusters/prod", filepath.Join(dir, "link"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	head := mainSHA(t, bare)
+	_, err := r.Update(t.Context(), Update{Commit: author}, func(ctx context.Context, dir string) ([]string, string, error) {
+		return []string{"link/new.yaml"}, "Through the link", os.WriteFile(filepath.Join(dir, "link", "new.yaml"), []byte("a: 1\n"), 0o644)
+	})
+	if err == nil || !strings.Contains(err.Error(), `beyond the symbolic link "link"`) {
+		t.Errorf("Update = %v, want an error naming the link", err)
+	}
+	if got := mainSHA(t, bare); got != head {
+		t.Errorf("the remote moved to %s", got)
+	}
+	if out := testgit.Git(t, bare, "ls-tree", "main", "link"); !strings.HasPrefix(out, "120000") {
+		t.Errorf("the link is now %q", out)
 	}
 }
