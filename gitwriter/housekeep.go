@@ -29,9 +29,10 @@ import (
 
 // Housekeeping of a working copy's object store.
 //
-// Every commit imagebump makes stores its objects loose, one file each (a
-// policy move in a 50,000-file repository: 92 files, 440 kB of disk), and
-// every fetch that brings something adds a pack. go-git neither packs nor
+// Every commit imagebump makes of fewer than packFrom objects stores them
+// loose, one file each (a policy move in a 50,000-file repository: 92
+// files, 440 kB of disk), and every fetch that brings something adds a
+// pack, as does every larger commit. go-git neither packs nor
 // prunes; git's `gc --auto` would. Close does the same kind of work once
 // the store has grown past git's own threshold of loose objects or past
 // packLimit packs: it folds the loose objects, with the packs too small to

@@ -266,26 +266,50 @@ func (r *Repo) writeObject(t plumbing.ObjectType, content []byte) (plumbing.Hash
 	return h, nil
 }
 
+// packFrom is how many objects a commit must make for storeLater to store
+// them as one pack instead of a loose file each: git's receive.unpackLimit
+// (a push of fewer objects is unpacked into loose ones). A first run that
+// bumps 4,158 files makes 8,041 objects; loose, they were 8,041 files to
+// write, sync and later fold.
+const packFrom = 100
+
 // storeJob is the storing of a commit's objects in the background.
 type storeJob struct {
 	commit, parent plumbing.Hash // the commit and its parent
-	files          []string      // the objects' files, relative to the worktree
-	done           chan struct{} // closed when every object is stored or one failed
-	err            error         // why one could not be, read once done is closed
+	// files are the loose objects' files, relative to the worktree, for
+	// the sync that moveToLater runs; a pack is synced as it is written.
+	files []string
+	// unlisted is set while the objects go, or have gone, into a pack
+	// that go-git's store does not list until it reindexes.
+	unlisted bool
+	done     chan struct{} // closed when every object is stored or one failed
+	err      error         // why one could not be, read once done is closed
 }
 
 // storeLater writes the objects of commit, whose parent is base, into the
-// object store in the background, while the push sends them from memory.
-// The commit is the last object made, so a reader that finds its file
-// finds every other object stored too. Whatever reads them from the store
-// calls waitStored first; isAncestor knows commit's parent without
-// reading it. The commit's finish, which Update always calls, waits for
-// them and forgets the job.
+// object store in the background, while the push sends them from memory:
+// as loose objects, or as one pack from packFrom objects on. The commit
+// is the last loose object made, and a pack appears whole, so a reader
+// that finds the commit finds every other object stored too. Whatever
+// reads them from the store calls waitStored first; isAncestor knows
+// commit's parent without reading it. The commit's finish, which Update
+// always calls, waits for them and forgets the job.
 func (r *Repo) storeLater(commit, base plumbing.Hash) {
 	objs := r.written
+	job := &storeJob{commit: commit, parent: base, done: make(chan struct{}), unlisted: len(objs) >= packFrom}
+	r.store = job
+	if job.unlisted {
+		dir := filepath.Join(r.objects, "pack")
+		go func() {
+			defer close(job.done)
+			if err := storePack(dir, objs); err != nil {
+				job.err = fmt.Errorf("storing the commit's %d objects in the working copy: %w", len(objs), err)
+			}
+		}()
+		return
+	}
 	// The goroutine's own writer: nothing it uses is shared.
 	l := looseWriter{dir: r.objects}
-	job := &storeJob{commit: commit, parent: base, done: make(chan struct{})}
 	for _, o := range objs {
 		hex := o.hash.String()
 		job.files = append(job.files, objectsDir+"/"+hex[:2]+"/"+hex[2:])
@@ -299,7 +323,23 @@ func (r *Repo) storeLater(commit, base plumbing.Hash) {
 			}
 		}
 	}()
-	r.store = job
+}
+
+// storePack writes objs as one new pack, with its index, into the pack
+// folder dir, durably.
+func storePack(dir string, objs []newObject) error {
+	w, err := newPackWriter(dir)
+	if err != nil {
+		return err
+	}
+	defer w.abort()
+	for _, o := range objs {
+		if err := w.add(o.typ, o.hash, o.content); err != nil {
+			return err
+		}
+	}
+	_, err = w.finish()
+	return err
 }
 
 // waitStored waits for the objects storeLater writes and returns why they
@@ -308,8 +348,18 @@ func (r *Repo) waitStored() error {
 	if r.store == nil {
 		return nil
 	}
-	<-r.store.done
-	return r.store.err
+	return r.stored(r.store)
+}
+
+// stored waits for job and, once it has written a pack, makes go-git's
+// store list that pack (once).
+func (r *Repo) stored(job *storeJob) error {
+	<-job.done
+	if job.unlisted && job.err == nil {
+		r.storage.Reindex()
+		job.unlisted = false
+	}
+	return job.err
 }
 
 // treeChanges is what buildTree changed, as paths under the root.
@@ -815,8 +865,7 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 			err = r.patchIndexSlowly(changes)
 		}
 		if store != nil {
-			<-store.done
-			if store.err != nil {
+			if r.stored(store) != nil {
 				if r.head == store.commit {
 					// The commit is not in the local store: the next
 					// reset starts from the head fetched before it, and

@@ -27,7 +27,9 @@ import (
 //     compression; git reads them as any zlib stream). Each loose object
 //     is a file of 4 kB blocks, so a move's 92 take 438 kB of disk
 //     stored, against 418 kB compressed (163 against 107 kB of bytes),
-//     and compressing them cost 5.6 ms of CPU beside the push.
+//     and compressing them cost 5.6 ms of CPU beside the push. A commit
+//     of packFrom objects or more is stored as one pack instead, at the
+//     fastest level, with its index (housekeep.go's packWriter).
 
 // newObject is an object the last commit made, kept for its push.
 type newObject struct {

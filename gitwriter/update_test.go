@@ -516,3 +516,38 @@ func TestUpdateRefusesPathBeyondSymlink(t *testing.T) {
 		t.Errorf("the link is now %q", out)
 	}
 }
+
+// TestUpdateStoresManyObjectsAsPack: a commit of packFrom objects or more
+// is stored in the working copy as one pack, not a loose file each; git
+// finds it sound, and the same Repo reads it for its next commit.
+func TestUpdateStoresManyObjectsAsPack(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	workdir := t.TempDir()
+	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: workdir})
+	_, packs0 := storeShape(t, workdir)
+	files := map[string]string{}
+	for i := range packFrom {
+		files[fmt.Sprintf("apps/app%03d/deploy.yaml", i)] = fmt.Sprintf("image: app%03d:1.0.0\n", i)
+	}
+	res, err := r.Update(t.Context(), Update{Commit: author}, setFiles(files, "Add apps", nil))
+	if err != nil || !res.Pushed {
+		t.Fatalf("Update = %+v, %v", res, err)
+	}
+	loose, packs := storeShape(t, workdir)
+	if len(loose) != 0 || len(packs) != len(packs0)+1 {
+		t.Errorf("after a commit of %d files: %d loose objects, %d packs; want 0 and %d", packFrom, len(loose), len(packs), len(packs0)+1)
+	}
+	testgit.Git(t, workdir, "fsck", "--strict", "--no-dangling", "--full")
+	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+
+	// The next commit, by the same Repo, builds on trees only the new
+	// pack holds.
+	res, err = r.Update(t.Context(), Update{Commit: author}, setFiles(map[string]string{"apps/app007/deploy.yaml": "image: app007:1.1.0\n"}, "Bump app007", nil))
+	if err != nil || !res.Pushed {
+		t.Fatalf("the next Update = %+v, %v", res, err)
+	}
+	if got, _ := testgit.ReadFile(t, bare, "main", "apps/app042/deploy.yaml"); got != files["apps/app042/deploy.yaml"] {
+		t.Errorf("the next commit lost apps/app042: %q", got)
+	}
+	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+}
