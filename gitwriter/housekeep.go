@@ -659,10 +659,11 @@ func (w *packWriter) finish() (string, error) {
 	w.closed = true
 	name := "pack-" + checksum.String()
 	base := filepath.Join(w.dir, name)
-	if _, err := os.Lstat(base + ".pack"); err == nil {
-		// The same objects in the same order: the pack is there already
-		// (a fold stopped before its deletes), and an index it has must
-		// not be touched.
+	if sameFile(base+".pack", w.f.Name()) {
+		// The same objects in the same order, byte for byte: the pack is
+		// there already (a fold stopped before its deletes), and an index
+		// it has must not be touched. A pack of that name whose bytes
+		// differ (damaged since) is replaced below.
 		if _, err := os.Lstat(base + ".idx"); errors.Is(err, os.ErrNotExist) {
 			if err := os.Rename(idxTmp.Name(), base+".idx"); err != nil {
 				return "", fmt.Errorf("writing a pack index: %w", err)
@@ -687,6 +688,16 @@ func (w *packWriter) finish() (string, error) {
 		return "", fmt.Errorf("syncing the pack folder: %w", err)
 	}
 	return name, nil
+}
+
+// sameFile reports whether the files at a and b hold the same bytes.
+func sameFile(a, b string) bool {
+	x, err := os.ReadFile(a)
+	if err != nil {
+		return false
+	}
+	y, err := os.ReadFile(b)
+	return err == nil && bytes.Equal(x, y)
 }
 
 // checkIndex reads back the index written at path and checks that it is

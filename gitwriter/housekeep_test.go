@@ -662,3 +662,60 @@ func TestFoldDeltaPacks(t *testing.T) {
 	grow(t, bare, opts, 1)
 	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
 }
+
+// TestFoldSameNameDamagedPack: a fold stopped before its deletes leaves
+// its pack; when a copy in that pack is damaged afterwards, the next fold,
+// which writes the same bytes under the same name, replaces the damaged
+// pack instead of trusting it, and deletes the loose copy only then.
+func TestFoldSameNameDamagedPack(t *testing.T) {
+	withLimits(t, 1<<30, 1<<30)
+	bare := testgit.NewBare(t, seed)
+	workdir := t.TempDir()
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+	r := mustOpen(t, opts)
+	for i := range 3 {
+		edit := setFiles(map[string]string{"clusters/prod/app.yaml": fmt.Sprintf("image: app:1.%d.0\n", i+1)}, "Bump app", nil)
+		if res, err := r.Update(t.Context(), Update{Commit: author}, edit); err != nil || !res.Pushed {
+			t.Fatalf("Update = %+v, %v", res, err)
+		}
+	}
+	r.Close()
+	loose0, packs0 := storeShape(t, workdir)
+	before := objectSet(t, workdir)
+
+	packLimit = 1
+	r = mustOpen(t, opts)
+	r.beforeFoldStep = func(s string) error {
+		if s == "delete" {
+			return errors.New("interrupted")
+		}
+		return nil
+	}
+	r.Close()
+	_, packs1 := storeShape(t, workdir)
+	var placed string
+	for _, p := range packs1 {
+		if !slices.Contains(packs0, p) {
+			placed = p
+		}
+	}
+	if placed == "" {
+		t.Fatal("the interrupted fold placed no pack")
+	}
+	victim := plumbing.NewHash(loose0[0])
+	_, off := packHoldingIn(t, placed, victim)
+	data, err := os.ReadFile(placed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[off+6] ^= 0xff // inside the entry's zlib stream
+	os.Chmod(placed, 0o644)
+	write(t, placed, string(data))
+
+	r = mustOpen(t, opts)
+	r.Close()
+	if diff := cmp.Diff(before, objectSet(t, workdir)); diff != "" {
+		t.Errorf("objects changed (-before +after):\n%s", diff)
+	}
+	testgit.Git(t, workdir, "fsck", "--strict", "--no-dangling", "--full")
+}

@@ -277,7 +277,8 @@ const packFrom = 100
 type storeJob struct {
 	commit, parent plumbing.Hash // the commit and its parent
 	// files are the loose objects' files, relative to the worktree, for
-	// the sync that moveToLater runs; a pack is synced as it is written.
+	// the sync that moveToLater runs; a pack is synced before it is
+	// renamed into place.
 	files []string
 	// unlisted is set while the objects go, or have gone, into a pack
 	// that go-git's store does not list until it reindexes.
@@ -965,7 +966,8 @@ func (r *Repo) Restore(paths []string) error {
 }
 
 // commitReader streams the content of commit h. A loose commit, as every
-// commit this package writes is, is inflated only as far as it is read;
+// commit of fewer than packFrom objects this package writes is, is
+// inflated only as far as it is read;
 // go-git's store would inflate the whole object into memory first.
 func commitReader(repo *git.Repository, h plumbing.Hash) (io.ReadCloser, error) {
 	lo, err := looseReader(repo, h)
