@@ -29,6 +29,30 @@ func withLimits(t *testing.T, loose, packs int) {
 	t.Cleanup(func() { looseLimit, packLimit = oldLoose, oldPacks })
 }
 
+// foldWorkdir returns a new remote, a working copy's folder and the
+// Options that open it, with no fold due until the test sets packLimit.
+func foldWorkdir(t *testing.T) (bare, workdir string, opts Options) {
+	t.Helper()
+	withLimits(t, 1<<30, 1<<30)
+	bare = testgit.NewBare(t, seed)
+	workdir = t.TempDir()
+	return bare, workdir, Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+}
+
+// foldNow opens the working copy and closes it with a fold due, and
+// returns what it logged.
+func foldNow(t *testing.T, opts Options) *logBuffer {
+	t.Helper()
+	packLimit = 1
+	logger, logs := newLogger()
+	opts.Logger = logger
+	r := mustOpen(t, opts)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return logs
+}
+
 // objectSet lists every object git finds in the repository at dir, as
 // "hash type size", sorted.
 func objectSet(t *testing.T, dir string) []string {
@@ -80,10 +104,7 @@ func grow(t *testing.T, bare string, opts Options, rounds int) {
 // pack of a grown working copy into one pack, which git reads whole and
 // finds sound, and the working copy goes on as before.
 func TestFoldKeepsEveryObject(t *testing.T) {
-	withLimits(t, 1<<30, 1<<30)
-	bare := testgit.NewBare(t, seed)
-	workdir := t.TempDir()
-	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+	bare, workdir, opts := foldWorkdir(t)
 	grow(t, bare, opts, 4)
 	before := objectSet(t, workdir)
 	loose, packs := storeShape(t, workdir)
@@ -136,10 +157,7 @@ func TestFoldKeepsEveryObject(t *testing.T) {
 // or whose content is not what its name says, stays where it is; the
 // rest are folded; temporary files a crash left are deleted once old.
 func TestFoldLeavesDamagedObjects(t *testing.T) {
-	withLimits(t, 1<<30, 1<<30)
-	bare := testgit.NewBare(t, seed)
-	workdir := t.TempDir()
-	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+	bare, workdir, opts := foldWorkdir(t)
 	grow(t, bare, opts, 2)
 	before := objectSet(t, workdir)
 	loose, _ := storeShape(t, workdir)
@@ -175,13 +193,7 @@ func TestFoldLeavesDamagedObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	packLimit = 1
-	logger, logs := newLogger()
-	opts.Logger = logger
-	r := mustOpen(t, opts)
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
+	logs := foldNow(t, opts)
 	if _, err := os.Stat(orphanOld); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("an old index without its pack is still there: %v", err)
 	}
@@ -217,10 +229,7 @@ func TestFoldLeavesDamagedObjects(t *testing.T) {
 func TestFoldInterrupted(t *testing.T) {
 	for _, step := range []string{"place", "delete"} {
 		t.Run(step, func(t *testing.T) {
-			withLimits(t, 1<<30, 1<<30)
-			bare := testgit.NewBare(t, seed)
-			workdir := t.TempDir()
-			opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+			bare, workdir, opts := foldWorkdir(t)
 			grow(t, bare, opts, 2)
 			before := objectSet(t, workdir)
 			loose0, packs0 := storeShape(t, workdir)
@@ -493,25 +502,18 @@ func TestFoldDamagedCopies(t *testing.T) {
 			damage: func(t *testing.T, workdir string) {
 				name := packOne(t, workdir, readme)
 				small := filepath.Join(workdir, ".git", "objects", "pack", name+".pack")
-				_, off := packHoldingIn(t, small, readme)
+				off := packOffset(t, small, readme)
 				damagePackEntry(t, small, off)
 			},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			withLimits(t, 1<<30, 1<<30)
-			bare := testgit.NewBare(t, seed)
-			workdir := t.TempDir()
-			opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+			bare, workdir, opts := foldWorkdir(t)
 			grow(t, bare, opts, 2)
 			before := objectSet(t, workdir)
 			tc.damage(t, workdir)
 
-			packLimit = 1
-			r := mustOpen(t, opts)
-			if err := r.Close(); err != nil {
-				t.Fatal(err)
-			}
+			foldNow(t, opts)
 			if got := testgit.Git(t, workdir, "cat-file", "-p", readme.String()); got != strings.TrimSuffix(seed["README.md"], "\n") {
 				t.Errorf("git reads %q for the README", got)
 			}
@@ -527,10 +529,7 @@ func TestFoldDamagedCopies(t *testing.T) {
 	}
 
 	t.Run("no whole copy anywhere", func(t *testing.T) {
-		withLimits(t, 1<<30, 1<<30)
-		bare := testgit.NewBare(t, seed)
-		workdir := t.TempDir()
-		opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+		bare, workdir, opts := foldWorkdir(t)
 		grow(t, bare, opts, 2)
 		big, off := packHolding(t, workdir, readme)
 		hex := readme.String()
@@ -538,13 +537,7 @@ func TestFoldDamagedCopies(t *testing.T) {
 		write(t, loosePath, "")
 		damagePackEntry(t, big, off)
 
-		packLimit = 1
-		logger, logs := newLogger()
-		opts.Logger = logger
-		r := mustOpen(t, opts)
-		if err := r.Close(); err != nil {
-			t.Fatal(err)
-		}
+		logs := foldNow(t, opts)
 		if !strings.Contains(logs.String(), "leaving an object that cannot be read") || !strings.Contains(logs.String(), hex) {
 			t.Errorf("the unreadable object is not logged:\n%s", logs)
 		}
@@ -571,8 +564,8 @@ func packOne(t *testing.T, workdir string, h plumbing.Hash) string {
 	return "pack-" + strings.TrimSpace(string(out))
 }
 
-// packHoldingIn returns pack's path and h's offset in it.
-func packHoldingIn(t *testing.T, pack string, h plumbing.Hash) (string, int64) {
+// packOffset returns h's offset in pack.
+func packOffset(t *testing.T, pack string, h plumbing.Hash) int64 {
 	t.Helper()
 	f, err := os.Open(strings.TrimSuffix(pack, ".pack") + ".idx")
 	if err != nil {
@@ -587,7 +580,7 @@ func packHoldingIn(t *testing.T, pack string, h plumbing.Hash) (string, int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pack, off
+	return off
 }
 
 // TestFoldDeltaPacks: a fold reads packs with deltas, as git's
@@ -628,11 +621,7 @@ func TestFoldDeltaPacks(t *testing.T) {
 	}
 	before := objectSet(t, workdir)
 
-	packLimit = 1
-	r := mustOpen(t, opts)
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
+	foldNow(t, opts)
 	loose, packs := storeShape(t, workdir)
 	if len(loose) != 0 || len(packs) != 1 {
 		t.Fatalf("after the fold: %d loose, %d packs; want 0, 1", len(loose), len(packs))
@@ -668,10 +657,7 @@ func TestFoldDeltaPacks(t *testing.T) {
 // which writes the same bytes under the same name, replaces the damaged
 // pack instead of trusting it, and deletes the loose copy only then.
 func TestFoldSameNameDamagedPack(t *testing.T) {
-	withLimits(t, 1<<30, 1<<30)
-	bare := testgit.NewBare(t, seed)
-	workdir := t.TempDir()
-	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+	_, workdir, opts := foldWorkdir(t)
 	r := mustOpen(t, opts)
 	for i := range 3 {
 		edit := setFiles(map[string]string{"clusters/prod/app.yaml": fmt.Sprintf("image: app:1.%d.0\n", i+1)}, "Bump app", nil)
@@ -703,7 +689,7 @@ func TestFoldSameNameDamagedPack(t *testing.T) {
 		t.Fatal("the interrupted fold placed no pack")
 	}
 	victim := plumbing.NewHash(loose0[0])
-	_, off := packHoldingIn(t, placed, victim)
+	off := packOffset(t, placed, victim)
 	data, err := os.ReadFile(placed)
 	if err != nil {
 		t.Fatal(err)
