@@ -578,16 +578,8 @@ func (w *packWriter) holds(h plumbing.Hash) bool {
 
 // add appends an object whole.
 func (w *packWriter) add(t plumbing.ObjectType, h plumbing.Hash, content []byte) error {
-	if !t.Valid() || t > plumbing.TagObject {
-		return fmt.Errorf("object %s: type %s cannot be packed whole", h, t)
-	}
 	w.entry.Reset()
-	w.entry.Write(packEntryHeader(t, len(content)))
-	w.zw.Reset(&w.entry)
-	if _, err := w.zw.Write(content); err != nil {
-		return err
-	}
-	if err := w.zw.Close(); err != nil {
+	if err := writePackEntry(&w.entry, w.zw, t, h, content); err != nil {
 		return err
 	}
 	if _, err := w.bw.Write(w.entry.Bytes()); err != nil {

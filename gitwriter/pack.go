@@ -123,17 +123,7 @@ func writePack(w io.Writer, objs []newObject) error {
 	}
 	zw, _ := zlib.NewWriterLevel(bw, zlib.BestSpeed)
 	for _, o := range objs {
-		if !o.typ.Valid() || o.typ > plumbing.TagObject {
-			return fmt.Errorf("object %s: type %s cannot be packed whole", o.hash, o.typ)
-		}
-		if _, err := bw.Write(packEntryHeader(o.typ, len(o.content))); err != nil {
-			return err
-		}
-		zw.Reset(bw)
-		if _, err := zw.Write(o.content); err != nil {
-			return err
-		}
-		if err := zw.Close(); err != nil {
+		if err := writePackEntry(bw, zw, o.typ, o.hash, o.content); err != nil {
 			return err
 		}
 	}
@@ -142,6 +132,22 @@ func writePack(w io.Writer, objs []newObject) error {
 	}
 	_, err := w.Write(sum.Sum(nil))
 	return err
+}
+
+// writePackEntry writes one whole object as a pack entry to dst: its
+// type-and-size header, then its content through zw (reset onto dst).
+func writePackEntry(dst io.Writer, zw *zlib.Writer, t plumbing.ObjectType, h plumbing.Hash, content []byte) error {
+	if !t.Valid() || t > plumbing.TagObject {
+		return fmt.Errorf("object %s: type %s cannot be packed whole", h, t)
+	}
+	if _, err := dst.Write(packEntryHeader(t, len(content))); err != nil {
+		return err
+	}
+	zw.Reset(dst)
+	if _, err := zw.Write(content); err != nil {
+		return err
+	}
+	return zw.Close()
 }
 
 // packHeader is the start of a pack of count objects: "PACK", version 2,
