@@ -5,10 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-billy/v5"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -18,6 +24,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/storage"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/utils/ioutil"
 )
 
@@ -75,8 +82,34 @@ func openLocal(ep *transport.Endpoint) (*git.Repository, error) {
 		}
 		return nil, fmt.Errorf("opening the repository at %s: %w", path, err)
 	}
-	return repo, nil
+	// Reopen the same folders with the ref locks of other writers hidden.
+	sto, ok := repo.Storer.(*filesystem.Storage)
+	if !ok {
+		return repo, nil
+	}
+	var wt billy.Filesystem
+	if w, err := repo.Worktree(); err == nil {
+		wt = w.Filesystem
+	}
+	return git.Open(filesystem.NewStorage(hideRefLocks{sto.Filesystem()}, cache.NewObjectLRUDefault()), wt)
 }
+
+// hideRefLocks hides the lock files of refs being written (<ref>.lock)
+// from go-git's listing of refs, as git's own listing does: go-git reads
+// every file under refs/ as a ref, and fails on a lock git has just
+// created ("ref file is empty") or lists it as a ref named ….lock.
+type hideRefLocks struct{ billy.Filesystem }
+
+// ReadDir implements billy.Dir.
+func (fs hideRefLocks) ReadDir(path string) ([]os.FileInfo, error) {
+	list, err := fs.Filesystem.ReadDir(path)
+	return slices.DeleteFunc(list, func(fi os.FileInfo) bool {
+		return !fi.IsDir() && strings.HasSuffix(fi.Name(), ".lock")
+	}), err
+}
+
+// Capabilities implements billy.Capable with the wrapped file system's.
+func (fs hideRefLocks) Capabilities() billy.Capability { return billy.Capabilities(fs.Filesystem) }
 
 // localSession is what both sessions share: the opened repository and the
 // capabilities agreed on.
@@ -444,44 +477,109 @@ func (s *receiveSession) checkedOutBranch() plumbing.ReferenceName {
 	return head.Target()
 }
 
-// update applies one ref command if the ref still holds cmd.Old.
+// update applies one ref command if the ref still holds cmd.Old. It
+// takes the ref's lock as git does, by creating <ref>.lock exclusively,
+// so that git and other imagebump processes writing the same repository
+// wait their turn; and it writes the new value into the lock file and
+// renames it over the ref, so that a reader (git, or a fetch) sees the
+// old value or the new one, never an empty or partial file. go-git's own
+// ref writer truncates the ref in place under a lock git does not know.
 func (s *receiveSession) update(cmd *packp.Command, checkedOut plumbing.ReferenceName) error {
 	if cmd.Name == checkedOut {
 		return errCheckedOut
 	}
-	sto := s.repo.Storer
-	cur, err := sto.Reference(cmd.Name)
-	if errors.Is(err, plumbing.ErrReferenceNotFound) {
-		cur, err = nil, nil
+	if !cmd.Name.IsSafe() || !strings.HasPrefix(cmd.Name.String(), "refs/") {
+		return fmt.Errorf("%q is not a ref under refs/", cmd.Name)
 	}
+	if err := cmd.Name.Validate(); err != nil {
+		return fmt.Errorf("%q: %w", cmd.Name, err)
+	}
+	del := cmd.Action() == packp.Delete
+	if !del && !s.hasObject(cmd.New) {
+		return fmt.Errorf("missing object %s", cmd.New)
+	}
+	fs, ok := s.repo.Storer.(interface{ Filesystem() billy.Filesystem })
+	if !ok {
+		return fmt.Errorf("the repository is not stored in files")
+	}
+	lock, err := lockRef(fs.Filesystem(), cmd.Name)
 	if err != nil {
 		return err
 	}
-	switch cmd.Action() {
-	case packp.Create:
-		if cur != nil {
-			return storage.ErrReferenceHasChanged
-		}
-		if !s.hasObject(cmd.New) {
-			return fmt.Errorf("missing object %s", cmd.New)
-		}
-		return sto.SetReference(plumbing.NewHashReference(cmd.Name, cmd.New))
-	case packp.Update:
-		if cur == nil || cur.Hash() != cmd.Old {
-			return storage.ErrReferenceHasChanged
-		}
-		if !s.hasObject(cmd.New) {
-			return fmt.Errorf("missing object %s", cmd.New)
-		}
-		// CheckAndSetReference compares again under the ref's lock.
-		return sto.CheckAndSetReference(plumbing.NewHashReference(cmd.Name, cmd.New), cur)
-	case packp.Delete:
-		if cur == nil || cur.Hash() != cmd.Old {
-			return storage.ErrReferenceHasChanged
-		}
-		return sto.RemoveReference(cmd.Name)
+	defer lock.release()
+	var cur plumbing.Hash
+	switch ref, err := s.repo.Storer.Reference(cmd.Name); {
+	case errors.Is(err, plumbing.ErrReferenceNotFound):
+	case err != nil:
+		return err
+	default:
+		cur = ref.Hash()
 	}
-	return fmt.Errorf("unknown ref update of %s", cmd.Name)
+	if cur != cmd.Old {
+		return storage.ErrReferenceHasChanged
+	}
+	if del {
+		return s.repo.Storer.RemoveReference(cmd.Name)
+	}
+	return lock.commit(cmd.New)
+}
+
+// refLock is a ref's lock file, <ref>.lock, as git takes it.
+type refLock struct {
+	fs        billy.Filesystem
+	ref, path string
+	f         billy.File
+	done      bool
+}
+
+// lockRef creates name's lock file, failing when it exists: another
+// writer holds the ref, or one died holding it.
+func lockRef(fs billy.Filesystem, name plumbing.ReferenceName) (*refLock, error) {
+	ref := name.String()
+	if err := fs.MkdirAll(filepath.Dir(filepath.FromSlash(ref)), 0o777); err != nil {
+		return nil, fmt.Errorf("locking %s: %w", name, err)
+	}
+	path := ref + ".lock"
+	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+	if errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("%s is locked: %s exists; another git process is writing it, or one died; if none is running, remove that file", name, fs.Join(fs.Root(), path))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("locking %s: %w", name, err)
+	}
+	return &refLock{fs: fs, ref: ref, path: path, f: f}, nil
+}
+
+// commit writes h into the lock file, syncs it and renames it over the
+// ref.
+func (l *refLock) commit(h plumbing.Hash) error {
+	if _, err := l.f.Write([]byte(h.String() + "\n")); err != nil {
+		return fmt.Errorf("writing %s: %w", l.path, err)
+	}
+	if f, ok := l.f.(interface{ Sync() error }); ok {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("writing %s: %w", l.path, err)
+		}
+	}
+	if err := l.f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", l.path, err)
+	}
+	l.f = nil
+	if err := l.fs.Rename(l.path, l.ref); err != nil {
+		return fmt.Errorf("updating %s: %w", l.ref, err)
+	}
+	l.done = true
+	return nil
+}
+
+// release removes the lock file unless commit renamed it.
+func (l *refLock) release() {
+	if l.f != nil {
+		_ = l.f.Close()
+	}
+	if !l.done {
+		_ = l.fs.Remove(l.path)
+	}
 }
 
 func (s *receiveSession) hasObject(h plumbing.Hash) bool {

@@ -1,6 +1,8 @@
 package gitwriter
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -249,4 +251,80 @@ func TestFileTransportNonBare(t *testing.T) {
 	if got := testgit.Git(t, nonBare, "rev-parse", "refs/heads/imagebump/main"); got != res.Commit {
 		t.Errorf("imagebump/main = %s, want %s", got, res.Commit)
 	}
+}
+
+// TestFileTransportRefLock checks the ref writes of a push to a file://
+// remote against git's own locking: a ref whose <ref>.lock exists is not
+// written and the lock is left to its owner; a packed ref is updated; no
+// lock file is left behind; and a reader of the ref file (git reads it
+// without any lock) sees a whole hash at every moment of many pushes,
+// never the empty or partial file a write in place shows.
+func TestFileTransportRefLock(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	refFile := filepath.Join(bare, "refs", "heads", "main")
+	lockFile := refFile + ".lock"
+	write(t, lockFile, "")
+	before := mainSHA(t, bare)
+	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
+	edit := func(v int) Edit {
+		return setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:" + strconv.Itoa(10+v) + ".0.0\n"}, "Bump app", nil)
+	}
+	_, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 1}, edit(1))
+	if err == nil || !strings.Contains(err.Error(), "refs/heads/main is locked") || !strings.Contains(err.Error(), lockFile) {
+		t.Fatalf("push while git holds the ref's lock: error = %v, want one naming %s", err, lockFile)
+	}
+	if got := mainSHA(t, bare); got != before {
+		t.Errorf("main moved to %s under another writer's lock", got)
+	}
+	if _, err := os.Stat(lockFile); err != nil {
+		t.Errorf("the other writer's lock file was removed: %v", err)
+	}
+	if err := os.Remove(lockFile); err != nil {
+		t.Fatal(err)
+	}
+
+	// The ref only in packed-refs, as after git gc.
+	testgit.Git(t, bare, "pack-refs", "--all")
+	if _, err := os.Stat(refFile); !os.IsNotExist(err) {
+		t.Fatalf("pack-refs left %s: %v", refFile, err)
+	}
+	stop := make(chan struct{})
+	bad := make(chan string, 1)
+	go func() {
+		defer close(bad)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			b, err := os.ReadFile(refFile)
+			if os.IsNotExist(err) {
+				continue
+			}
+			if err != nil || len(b) != 41 || !plumbing.IsHash(string(b[:40])) || b[40] != '\n' {
+				bad <- fmt.Sprintf("%q (%v)", b, err)
+				return
+			}
+		}
+	}()
+	var last string
+	for i := 2; i < 60; i++ {
+		res, err := r.Update(t.Context(), Update{Commit: author}, edit(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = res.Commit
+	}
+	close(stop)
+	if b, ok := <-bad; ok {
+		t.Errorf("a reader saw the ref file as %s during a push", b)
+	}
+	if got := testgit.Git(t, bare, "rev-parse", "--verify", "refs/heads/main"); got != last {
+		t.Errorf("main = %s, want the last push %s", got, last)
+	}
+	if m, _ := filepath.Glob(filepath.Join(bare, "refs", "heads", "*.lock")); len(m) > 0 {
+		t.Errorf("lock files left: %v", m)
+	}
+	testgit.Git(t, bare, "fsck", "--strict")
 }

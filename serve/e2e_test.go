@@ -203,8 +203,11 @@ func (w *testLogWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// head returns where main points in the bare repository. --verify makes
+// git fail on a ref it cannot read, rather than print the argument back
+// as the name of a file (the bare repository holds refs/heads/main).
 func head(t *testing.T, bare string) string {
-	return strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/main"))
+	return strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "--verify", "refs/heads/main"))
 }
 
 // TestServeEndToEnd runs serve against CNCF distribution and git
