@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -645,77 +647,167 @@ func TestObjectsFailAfterPush(t *testing.T) {
 	}
 }
 
-// TestFilesSyncedBeforeIndex: the files an edit wrote are synced, once,
-// before the Git index records them; an error syncing them is reported
-// like one writing the index, and the working copy is not recorded.
-func TestFilesSyncedBeforeIndex(t *testing.T) {
-	for _, fail := range []bool{false, true} {
-		t.Run(fmt.Sprintf("fail=%v", fail), func(t *testing.T) {
-			bare := testgit.NewBare(t, seed)
-			workdir := t.TempDir()
-			r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: workdir})
-			defer r.Close()
-			index := filepath.Join(workdir, ".git", "index")
-			before, err := os.ReadFile(index)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var synced [][]string
-			orig := syncFiles
-			defer func() { syncFiles = orig }()
-			syncFiles = func(dir string, paths []string) error {
-				if now, _ := os.ReadFile(index); !bytes.Equal(now, before) {
-					t.Error("the index was written before the files were synced")
-				}
-				// The commit's objects are stored by then, and synced too.
-				var files []string
-				objects := 0
-				for _, p := range paths {
-					if !strings.HasPrefix(p, ".git/objects/") {
-						files = append(files, p)
-						continue
-					}
-					objects++
-					if fi, err := os.Stat(filepath.Join(dir, p)); err != nil || fi.Size() == 0 {
-						t.Errorf("object %s is not stored when the files are synced: %v", p, err)
-					}
-				}
-				// The blobs of two files, the trees of clusters/prod,
-				// clusters and the root, and the commit.
-				if objects != 6 {
-					t.Errorf("%d objects synced, want 6", objects)
-				}
-				synced = append(synced, files)
-				if fail {
-					return errors.New("disk on fire")
-				}
-				return orig(dir, paths)
-			}
-			res, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 1}, setFiles(map[string]string{
-				"clusters/prod/app.yaml": "image: app:1.1.0\n", "clusters/prod/web.yaml": "image: web:1.1.0\n",
-			}, "Bump", nil))
-			if want := [][]string{{"clusters/prod/app.yaml", "clusters/prod/web.yaml"}}; !reflect.DeepEqual(synced, want) {
-				t.Errorf("synced %q, want %q", synced, want)
-			}
-			if res == nil || !res.Pushed {
-				t.Fatalf("Update = %+v, %v; want the commit pushed", res, err)
-			}
-			_, stateErr := os.Stat(filepath.Join(workdir, ".git", resetStateFile))
-			if !fail {
-				if err != nil || stateErr != nil {
-					t.Errorf("Update error %v, state file %v", err, stateErr)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), "syncing the files written: disk on fire") {
-				t.Errorf("Update error = %v, want the sync's", err)
-			}
-			if stateErr == nil {
-				t.Error("the state file records a working copy whose files were not synced")
-			}
-			if now, _ := os.ReadFile(index); !bytes.Equal(now, before) {
-				t.Error("the index records files that were not synced")
-			}
-		})
+// TestObjectsFailBeforePushBranch: a push to a branch of imagebump's own
+// reads the commit from the store, so objects that cannot be stored stop
+// it before it sends anything; the error says why once, and that the
+// working copy is reset.
+func TestObjectsFailBeforePushBranch(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
+	defer r.Close()
+	before := testgit.Refs(t, bare)
+	blocked := filepath.Join(t.TempDir(), "objects")
+	if err := os.WriteFile(blocked, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
+	r.objects = blocked
+	res, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 1, PushBranch: "imagebump/main"},
+		setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil))
+	if res != nil || err == nil {
+		t.Fatalf("Update = %+v, %v; want an error and no result", res, err)
+	}
+	msg := err.Error()
+	if n := strings.Count(msg, "in the working copy: "); n != 1 {
+		t.Errorf("the store's error is said %d times, want once: %s", n, msg)
+	}
+	if !strings.Contains(msg, "the next cycle resets the working copy") {
+		t.Errorf("error %q does not say the working copy is reset", msg)
+	}
+	if diff := cmp.Diff(testgit.Refs(t, bare), before); diff != "" {
+		t.Errorf("the remote changed (-got +want):\n%s", diff)
+	}
+}
+
+// TestFilesSyncedBeforeIndex: the files an edit wrote are synced, once,
+// before the Git index records them, and no local ref names the new
+// commit before that sync has made its objects durable too: not the
+// branch, nor the remote-tracking ref a push records, nor the push
+// branch's or the refspec's own ref. An error syncing is reported like
+// one writing the index; the working copy is not recorded and no local
+// ref names the commit.
+func TestFilesSyncedBeforeIndex(t *testing.T) {
+	kinds := []struct {
+		name string
+		u    Update
+		refs []string // the local refs that name the commit after a push
+	}{
+		{"tracked", Update{}, []string{"refs/heads/main", "refs/remotes/origin/main"}},
+		{"push branch", Update{PushBranch: "imagebump/main"}, []string{"refs/heads/imagebump/main", "refs/remotes/origin/imagebump/main"}},
+		{"refspec", Update{Refspec: "HEAD:refs/for/main"}, []string{"refs/heads/main", "refs/imagebump/refspec", "refs/remotes/origin/main"}},
+	}
+	for _, kind := range kinds {
+		for _, fail := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/fail=%v", kind.name, fail), func(t *testing.T) {
+				bare := testgit.NewBare(t, seed)
+				workdir := t.TempDir()
+				r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: workdir})
+				defer r.Close()
+				index := filepath.Join(workdir, ".git", "index")
+				before, err := os.ReadFile(index)
+				if err != nil {
+					t.Fatal(err)
+				}
+				refsBefore := localRefs(t, workdir)
+				var synced [][]string
+				orig := syncFiles
+				defer func() { syncFiles = orig }()
+				syncFiles = func(dir string, paths []string) error {
+					if len(synced) > 0 {
+						// The worktree moving back to the tracked branch,
+						// after a push to another.
+						synced = append(synced, paths)
+						return orig(dir, paths)
+					}
+					if now, _ := os.ReadFile(index); !bytes.Equal(now, before) {
+						t.Error("the index was written before the files were synced")
+					}
+					if now := localRefs(t, workdir); !maps.Equal(now, refsBefore) {
+						t.Errorf("local refs moved before the sync: %v, were %v", now, refsBefore)
+					}
+					// The commit's objects are stored by then, and synced too.
+					var files []string
+					objects := 0
+					for _, p := range paths {
+						if !strings.HasPrefix(p, ".git/objects/") {
+							files = append(files, p)
+							continue
+						}
+						objects++
+						if fi, err := os.Stat(filepath.Join(dir, p)); err != nil || fi.Size() == 0 {
+							t.Errorf("object %s is not stored when the files are synced: %v", p, err)
+						}
+					}
+					// The blobs of two files, the trees of clusters/prod,
+					// clusters and the root, and the commit.
+					if objects != 6 {
+						t.Errorf("%d objects synced, want 6", objects)
+					}
+					synced = append(synced, files)
+					if fail {
+						return errors.New("disk on fire")
+					}
+					return orig(dir, paths)
+				}
+				u := kind.u
+				u.Commit, u.MaxAttempts = author, 1
+				res, err := r.Update(t.Context(), u, setFiles(map[string]string{
+					"clusters/prod/app.yaml": "image: app:1.1.0\n", "clusters/prod/web.yaml": "image: web:1.1.0\n",
+				}, "Bump", nil))
+				want := [][]string{{"clusters/prod/app.yaml", "clusters/prod/web.yaml"}}
+				if kind.u.PushBranch != "" && !fail {
+					want = append(want, want[0])
+				}
+				if !reflect.DeepEqual(synced, want) {
+					t.Errorf("synced %q, want %q", synced, want)
+				}
+				if res == nil || !res.Pushed {
+					t.Fatalf("Update = %+v, %v; want the commit pushed", res, err)
+				}
+				var naming []string
+				for name, h := range localRefs(t, workdir) {
+					if h == res.Commit {
+						naming = append(naming, name)
+					}
+				}
+				slices.Sort(naming)
+				_, stateErr := os.Stat(filepath.Join(workdir, ".git", resetStateFile))
+				if !fail {
+					if err != nil || stateErr != nil {
+						t.Errorf("Update error %v, state file %v", err, stateErr)
+					}
+					if !slices.Equal(naming, kind.refs) {
+						t.Errorf("local refs naming the commit: %q, want %q", naming, kind.refs)
+					}
+					return
+				}
+				if err == nil || !strings.Contains(err.Error(), "syncing the files written: disk on fire") {
+					t.Errorf("Update error = %v, want the sync's", err)
+				}
+				if stateErr == nil {
+					t.Error("the state file records a working copy whose files were not synced")
+				}
+				if now, _ := os.ReadFile(index); !bytes.Equal(now, before) {
+					t.Error("the index records files that were not synced")
+				}
+				if len(naming) > 0 {
+					t.Errorf("local refs %q name a commit whose objects were not synced", naming)
+				}
+			})
+		}
+	}
+}
+
+// localRefs returns the working copy's refs (name to commit). It may run
+// on another goroutine than the test's.
+func localRefs(t *testing.T, workdir string) map[string]string {
+	out, err := testgit.GitErr(t, workdir, nil, "for-each-ref", "--format=%(refname) %(objectname)")
+	if err != nil {
+		t.Errorf("listing the working copy's refs: %v", err)
+	}
+	refs := map[string]string{}
+	for line := range strings.Lines(out) {
+		name, h, _ := strings.Cut(strings.TrimSpace(line), " ")
+		refs[name] = h
+	}
+	return refs
 }

@@ -112,6 +112,9 @@ type Repo struct {
 	writtenSet map[plumbing.Hash]bool
 	objects    string    // where they are stored: the objects folder
 	store      *storeJob // storeLater's work on them, until finish reports it
+	// laterRefs are the local refs a push names the commit with, set by
+	// finish once the commit's objects are durable (setRefLater).
+	laterRefs []*plumbing.Reference
 
 	secrets redact.Secrets // secrets read so far, scrubbed from error text
 

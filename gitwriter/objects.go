@@ -285,6 +285,9 @@ type storeJob struct {
 	unlisted bool
 	done     chan struct{} // closed when every object is stored or one failed
 	err      error         // why one could not be, read once done is closed
+	// reported is set once err has been returned to Update's caller by a
+	// push that needed the objects, so that finish does not say it again.
+	reported bool
 }
 
 // storeLater writes the objects of commit, whose parent is base, into the
@@ -344,12 +347,30 @@ func storePack(dir string, objs []newObject) error {
 }
 
 // waitStored waits for the objects storeLater writes and returns why they
-// could not all be written, until finish has reported it.
-func (r *Repo) waitStored() error {
+// could not all be written, until finish has reported it. A caller that
+// returns the error passes report, and finish then leaves it out.
+func (r *Repo) waitStored(report bool) error {
 	if r.store == nil {
 		return nil
 	}
-	return r.stored(r.store)
+	err := r.stored(r.store)
+	if err != nil && report {
+		r.store.reported = true
+	}
+	return err
+}
+
+// setRefLater sets ref, a local ref that names the commit being made, at
+// once when its objects are durable, and otherwise from finish, after the
+// one sync that makes them so: a ref set before could name an object a
+// power loss empties. A ref finish never sets (the sync failed) is set
+// by the next fetch.
+func (r *Repo) setRefLater(ref *plumbing.Reference) error {
+	if r.store != nil {
+		r.laterRefs = append(r.laterRefs, ref)
+		return nil
+	}
+	return r.repo.Storer.SetReference(ref)
 }
 
 // stored waits for job and, once it has written a pack, makes go-git's
@@ -865,6 +886,8 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 		if errors.Is(err, errIndexFormat) {
 			err = r.patchIndexSlowly(changes)
 		}
+		later := r.laterRefs
+		r.laterRefs = nil
 		if store != nil {
 			if r.stored(store) != nil {
 				if r.head == store.commit {
@@ -874,13 +897,22 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 					// moved.
 					r.head = store.parent
 				}
-				err = errors.Join(store.err, err)
+				if store.reported {
+					err = errors.Join(errObjectsNotStored, err)
+				} else {
+					err = errors.Join(store.err, err)
+				}
 			}
 		}
 		// Reported: a later move does not fail for it.
 		r.store = nil
 		if err != nil {
 			return err
+		}
+		for _, ref := range later {
+			if err := r.repo.Storer.SetReference(ref); err != nil {
+				return fmt.Errorf("setting %s: %w", ref.Name(), err)
+			}
 		}
 		if err := r.repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, r.branchRef())); err != nil {
 			return fmt.Errorf("pointing HEAD at %q: %w", r.branch, err)
@@ -893,6 +925,10 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 		return nil
 	}
 }
+
+// errObjectsNotStored is finish's error for objects a push has already
+// reported not stored.
+var errObjectsNotStored = errors.New("the commit's objects are not stored in the working copy (see above)")
 
 // patchIndexFile applies changes to the index file at path; it returns
 // errIndexFormat, having changed nothing, for an index it does not patch.

@@ -96,9 +96,9 @@ func (r *Repo) push(ctx context.Context, branch string, dst plumbing.ReferenceNa
 		return err
 	}
 	// Record where the remote branch is now, as a fetch would, once no
-	// ref can name an object not yet stored.
-	if dst.IsBranch() && r.waitStored() == nil {
-		_ = r.repo.Storer.SetReference(plumbing.NewHashReference(r.trackingRef(dst.Short()), commit))
+	// ref can name an object not yet stored, or not yet durable.
+	if dst.IsBranch() && r.waitStored(false) == nil {
+		_ = r.setRefLater(plumbing.NewHashReference(r.trackingRef(dst.Short()), commit))
 	}
 	r.log.Debug("push accepted", "branch", branch, "ref", dst.String(), "objects", len(objects), "duration", time.Since(started).Round(time.Millisecond))
 	return nil

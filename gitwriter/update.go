@@ -311,7 +311,7 @@ func (r *Repo) pushTracked(ctx context.Context, base, commit plumbing.Hash) (rac
 	// Find out whether the remote moved: a race, worth redoing; or the
 	// push landed although its answer was lost. go-git's fetch reads
 	// the store: the objects being stored come first.
-	_ = r.waitStored()
+	_ = r.waitStored(false)
 	if err := r.fetch(ctx); err != nil {
 		r.log.Debug("could not fetch after a failed push", "error", err)
 		return false, pushErr
@@ -331,12 +331,12 @@ func (r *Repo) pushOwn(ctx context.Context, base, commit plumbing.Hash, branch s
 	ref := plumbing.NewBranchReferenceName(branch)
 	// The commit is read from the store below, and a fetch may read
 	// every commit a local ref names.
-	if err := r.waitStored(); err != nil {
+	if err := r.waitStored(true); err != nil {
 		return false, err
 	}
 	// The commit lives on the push branch only; attempt moves the tracked
 	// branch back.
-	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(ref, commit)); err != nil {
+	if err := r.setRefLater(plumbing.NewHashReference(ref, commit)); err != nil {
 		return false, fmt.Errorf("setting local branch %q: %w", branch, err)
 	}
 	remote, err := r.repo.Remote(remoteName)
@@ -435,10 +435,10 @@ func (r *Repo) pushRefspec(ctx context.Context, commit plumbing.Hash, refspec, p
 	default:
 		return fmt.Errorf("push.refspec %q: the source must name the commit imagebump made (HEAD or branch %q)", refspec, pushed)
 	}
-	if err := r.waitStored(); err != nil {
+	if err := r.waitStored(true); err != nil {
 		return err
 	}
-	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(refspecRef, commit)); err != nil {
+	if err := r.setRefLater(plumbing.NewHashReference(refspecRef, commit)); err != nil {
 		return fmt.Errorf("preparing the refspec push: %w", err)
 	}
 	spec := config.RefSpec(string(refspecRef) + ":" + dst)
