@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +40,15 @@ const remoteName = "origin"
 // never repacks, and a bot running every few minutes for months would
 // otherwise slow down on them.
 const maxPacks = 64
+
+// cloneSizeFile, in .git, records the bytes of the packs a working copy
+// was cloned with. Its history grows with every commit fetched or made
+// (a policy move in a 50,000-file tree adds about 110 kB once folded), and
+// nothing prunes it: Open clones afresh once the packs hold more than
+// twice that plus grownExtra (storeGrown). A variable for tests.
+const cloneSizeFile = "imagebump-clone-size"
+
+var grownExtra int64 = 64 << 20
 
 // Options says which repository and branch to keep a working copy of, and
 // where.
@@ -475,6 +485,45 @@ func (r *Repo) trackingRef(branch string) plumbing.ReferenceName {
 	return plumbing.NewRemoteReferenceName(remoteName, branch)
 }
 
+// packBytes returns the bytes of the packs files.
+func packBytes(files []string) int64 {
+	var n int64
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// recordCloneSize writes the bytes of the packs a clone brought into
+// cloneSizeFile. Without it, the next Open records what it finds.
+func (r *Repo) recordCloneSize() {
+	packs, _ := filepath.Glob(filepath.Join(r.dir, ".git", "objects", "pack", "*.pack"))
+	_ = os.WriteFile(filepath.Join(r.dir, ".git", cloneSizeFile), []byte(strconv.FormatInt(packBytes(packs), 10)+"\n"), 0o644)
+}
+
+// storeGrown returns why the working copy, whose pack files are packs,
+// should be cloned afresh for the history it has collected, or "". A
+// working copy without a readable cloneSizeFile (one cloned before it
+// existed) is measured from now on.
+func (r *Repo) storeGrown(packs []string) string {
+	path := filepath.Join(r.dir, ".git", cloneSizeFile)
+	now := packBytes(packs)
+	b, err := os.ReadFile(path)
+	cloned, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || perr != nil || cloned < 0 {
+		_ = os.WriteFile(path, []byte(strconv.FormatInt(now, 10)+"\n"), 0o644)
+		return ""
+	}
+	if now <= 2*cloned+grownExtra {
+		return ""
+	}
+	return fmt.Sprintf("its packs have grown to %s, more than twice the %s it was cloned with plus %s, with the history it has collected (nothing prunes it)", mib(now), mib(cloned), mib(grownExtra))
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
 // clone clones the tracked branch into the (empty) working directory.
 func (r *Repo) clone(ctx context.Context) error {
 	start := time.Now()
@@ -515,6 +564,7 @@ func (r *Repo) clone(ctx context.Context) error {
 		return fmt.Errorf("checking out the clone of %s: %w", r.remote, err)
 	}
 	r.dirty, r.verified = false, true
+	r.recordCloneSize()
 	r.log.Info("cloned", "fetch", fetched.Round(time.Millisecond), "head", r.head.String(), "depth", r.opts.Depth, "duration", time.Since(start).Round(time.Millisecond))
 	return nil
 }
@@ -557,6 +607,9 @@ func (r *Repo) openExisting() (*git.Repository, string) {
 	packs, err := filepath.Glob(filepath.Join(r.dir, ".git", "objects", "pack", "*.pack"))
 	if err == nil && len(packs) > maxPacks {
 		return nil, fmt.Sprintf("it has collected %d pack files", len(packs))
+	}
+	if reason := r.storeGrown(packs); reason != "" {
+		return nil, reason
 	}
 	if _, err := os.Stat(filepath.Join(r.dir, ".git", "config")); err != nil {
 		return nil, "opening it failed: " + err.Error()

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -704,4 +705,69 @@ func TestFoldSameNameDamagedPack(t *testing.T) {
 		t.Errorf("objects changed (-before +after):\n%s", diff)
 	}
 	testgit.Git(t, workdir, "fsck", "--strict", "--no-dangling", "--full")
+}
+
+// TestStoreGrownReclones: a working copy records the size of the packs
+// it was cloned with; once the history it collects makes its packs more
+// than twice that plus grownExtra, the next Open clones afresh, and not
+// before. A working copy without the record is measured from its next
+// Open.
+func TestStoreGrownReclones(t *testing.T) {
+	bare, workdir, opts := foldWorkdir(t)
+	old := grownExtra
+	grownExtra = 0
+	t.Cleanup(func() { grownExtra = old })
+	record := filepath.Join(workdir, ".git", cloneSizeFile)
+	packsNow := func() int64 {
+		_, packs := storeShape(t, workdir)
+		return packBytes(packs)
+	}
+	readRecord := func() int64 {
+		b, err := os.ReadFile(record)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	mustOpen(t, opts).Close()
+	cloned := readRecord()
+	if cloned <= 0 || cloned != packsNow() {
+		t.Fatalf("recorded %d bytes at the clone, its packs hold %d", cloned, packsNow())
+	}
+
+	recloned := false
+	for round := 0; round < 40 && !recloned; round++ {
+		grown := packsNow() > 2*cloned
+		logger, logs := newLogger()
+		opts.Logger = logger
+		grow(t, bare, opts, 1) // opens (reusing or cloning), commits, closes
+		recloned = strings.Contains(logs.String(), "re-cloning the working copy")
+		if recloned != grown {
+			t.Fatalf("round %d: packs of %d bytes against %d at the clone; re-cloned: %v\n%s", round, packsNow(), cloned, recloned, logs)
+		}
+		if recloned && !strings.Contains(logs.String(), "its packs have grown to") {
+			t.Errorf("round %d: re-cloned for another reason: %s", round, logs)
+		}
+	}
+	if !recloned {
+		t.Fatal("the working copy was never cloned afresh")
+	}
+	// The push that followed the new clone stored its objects loose.
+	if _, packs := storeShape(t, workdir); len(packs) != 1 || readRecord() != packsNow() {
+		t.Errorf("after the new clone: %d packs of %d bytes, %d recorded", len(packs), packsNow(), readRecord())
+	}
+	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+
+	// Without the record, the next Open writes what it finds.
+	if err := os.Remove(record); err != nil {
+		t.Fatal(err)
+	}
+	mustOpen(t, opts).Close()
+	if got := readRecord(); got != packsNow() || got == 0 {
+		t.Errorf("recorded %d bytes for a working copy without a record, its packs hold %d", got, packsNow())
+	}
 }
