@@ -145,15 +145,25 @@ func statFields(fi fs.FileInfo) [40]byte {
 	return b
 }
 
-// patch applies changes (at most one per name) to the index and returns
-// its new bytes. Stage-0 entries are replaced; an entry whose name is
-// changed loses any conflict stages. The entries are in name order (git
-// sorts them so, and parseRawIndex checks it), so the changes, sorted,
-// are merged in: a commit of a few files costs one pass over the index,
-// not a sort of it.
+// patch applies changes to the index and returns its new bytes; of two
+// changes to one name, the later wins. Stage-0 entries are replaced; an
+// entry whose name is changed loses any conflict stages. The entries are
+// in name order (git sorts them so, and parseRawIndex checks it), so the
+// changes, sorted, are merged in: a commit of a few files costs one pass
+// over the index, not a sort of it.
 func (ix *rawIndex) patch(changes []indexChange) []byte {
 	cs := slices.Clone(changes)
-	slices.SortFunc(cs, func(a, b indexChange) int { return strings.Compare(a.name, b.name) })
+	slices.SortStableFunc(cs, func(a, b indexChange) int { return strings.Compare(a.name, b.name) })
+	w := 0
+	for _, c := range cs {
+		if w > 0 && cs[w-1].name == c.name {
+			cs[w-1] = c
+			continue
+		}
+		cs[w] = c
+		w++
+	}
+	cs = cs[:w]
 	size := 12 + sha1.Size
 	for _, e := range ix.entries {
 		size += len(e.data)

@@ -77,15 +77,34 @@ func FuzzParseRawIndex(f *testing.F) {
 				t.Fatalf("%q is still there after its removal", name)
 			}
 		}
-		if !remove {
-			count := 0
-			for _, e := range patched.entries {
+		count := func(ix *rawIndex) int {
+			n := 0
+			for _, e := range ix.entries {
 				if string(e.name) == name {
-					count++
+					n++
 				}
 			}
-			if count != 1 {
-				t.Fatalf("%q is there %d times after a patch, want once", name, count)
+			return n
+		}
+		if !remove && count(patched) != 1 {
+			t.Fatalf("%q is there %d times after a patch, want once", name, count(patched))
+		}
+		// Two changes to one name, in either order: the later wins.
+		h := plumbing.NewHash("89abcdef0123456789abcdef0123456789abcdef")
+		for _, last := range []bool{remove, !remove} {
+			base, err := parseRawIndex(same)
+			if err != nil {
+				t.Fatal(err)
+			}
+			twice, err := parseRawIndex(base.patch([]indexChange{
+				{name: name, remove: !last, hash: h, mode: 0o100644},
+				{name: name, remove: last, hash: h, mode: 0o100644},
+			}))
+			if err != nil {
+				t.Fatalf("an index patched twice for %q does not parse: %v", name, err)
+			}
+			if want := map[bool]int{true: 0, false: 1}[last]; count(twice) != want {
+				t.Fatalf("%q is there %d times after a change and a later remove=%v, want %d", name, count(twice), last, want)
 			}
 		}
 	})
