@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -420,7 +421,7 @@ func (s *receiveSession) AdvertisedReferences() (*packp.AdvRefs, error) {
 // AdvertisedReferencesContext implements transport.Session; an empty
 // repository can be pushed to.
 func (s *receiveSession) AdvertisedReferencesContext(context.Context) (*packp.AdvRefs, error) {
-	return s.advertise(capability.OFSDelta, capability.DeleteRefs, capability.ReportStatus)
+	return s.advertise(capability.OFSDelta, capability.ReportStatus)
 }
 
 // ReceivePack implements transport.ReceivePackSession.
@@ -484,6 +485,11 @@ func (s *receiveSession) checkedOutBranch() plumbing.ReferenceName {
 // renames it over the ref, so that a reader (git, or a fetch) sees the
 // old value or the new one, never an empty or partial file. go-git's own
 // ref writer truncates the ref in place under a lock git does not know.
+//
+// As git does, it refuses a name that clashes with an existing ref
+// (refs/heads/a against refs/heads/a/b), and it moves no symbolic ref.
+// Deletes are refused: imagebump never sends one, and go-git's removal
+// ignores git's packed-refs lock.
 func (s *receiveSession) update(cmd *packp.Command, checkedOut plumbing.ReferenceName) error {
 	if cmd.Name == checkedOut {
 		return errCheckedOut
@@ -494,13 +500,18 @@ func (s *receiveSession) update(cmd *packp.Command, checkedOut plumbing.Referenc
 	if err := cmd.Name.Validate(); err != nil {
 		return fmt.Errorf("%q: %w", cmd.Name, err)
 	}
-	del := cmd.Action() == packp.Delete
-	if !del && !s.hasObject(cmd.New) {
+	if cmd.Action() == packp.Delete {
+		return errors.New("deleting a ref is not supported by imagebump's file:// transport")
+	}
+	if !s.hasObject(cmd.New) {
 		return fmt.Errorf("missing object %s", cmd.New)
 	}
 	fs, ok := s.repo.Storer.(interface{ Filesystem() billy.Filesystem })
 	if !ok {
 		return fmt.Errorf("the repository is not stored in files")
+	}
+	if err := s.nameFree(cmd.Name); err != nil {
+		return err
 	}
 	lock, err := lockRef(fs.Filesystem(), cmd.Name)
 	if err != nil {
@@ -512,16 +523,32 @@ func (s *receiveSession) update(cmd *packp.Command, checkedOut plumbing.Referenc
 	case errors.Is(err, plumbing.ErrReferenceNotFound):
 	case err != nil:
 		return err
+	case ref.Type() != plumbing.HashReference:
+		return fmt.Errorf("%s is a symbolic ref to %s, which imagebump does not move", cmd.Name, ref.Target())
 	default:
 		cur = ref.Hash()
 	}
 	if cur != cmd.Old {
 		return storage.ErrReferenceHasChanged
 	}
-	if del {
-		return s.repo.Storer.RemoveReference(cmd.Name)
-	}
 	return lock.commit(cmd.New)
+}
+
+// nameFree refuses name when a ref exists at one of its parent paths or
+// under it, loose or packed: git cannot hold both.
+func (s *receiveSession) nameFree(name plumbing.ReferenceName) error {
+	refs, err := s.repo.Storer.IterReferences()
+	if err != nil {
+		return fmt.Errorf("listing refs: %w", err)
+	}
+	n := name.String()
+	return refs.ForEach(func(ref *plumbing.Reference) error {
+		other := ref.Name().String()
+		if strings.HasPrefix(n, other+"/") || strings.HasPrefix(other, n+"/") {
+			return fmt.Errorf("%s exists; cannot create %s", other, n)
+		}
+		return nil
+	})
 }
 
 // refLock is a ref's lock file, <ref>.lock, as git takes it.
@@ -529,42 +556,54 @@ type refLock struct {
 	fs        billy.Filesystem
 	ref, path string
 	f         billy.File
-	done      bool
+	made      []string // the folders lockRef created, deepest first
+	locked    bool     // the lock file was created
+	done      bool     // and renamed over the ref
 }
 
 // lockRef creates name's lock file, failing when it exists: another
-// writer holds the ref, or one died holding it.
+// writer holds the ref, or one died holding it. The folders it creates
+// for it go again unless the ref is written.
 func lockRef(fs billy.Filesystem, name plumbing.ReferenceName) (*refLock, error) {
-	ref := name.String()
-	if err := fs.MkdirAll(filepath.Dir(filepath.FromSlash(ref)), 0o777); err != nil {
+	l := &refLock{fs: fs, ref: name.String(), path: name.String() + ".lock"}
+	for dir := path.Dir(l.ref); dir != "refs" && dir != "."; dir = path.Dir(dir) {
+		if _, err := fs.Stat(dir); err == nil {
+			break
+		}
+		l.made = append(l.made, dir)
+	}
+	if err := fs.MkdirAll(path.Dir(l.ref), 0o777); err != nil {
+		l.release()
 		return nil, fmt.Errorf("locking %s: %w", name, err)
 	}
-	path := ref + ".lock"
-	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
-	if errors.Is(err, os.ErrExist) {
-		return nil, fmt.Errorf("%s is locked: %s exists; another git process is writing it, or one died; if none is running, remove that file", name, fs.Join(fs.Root(), path))
-	}
+	f, err := fs.OpenFile(l.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
+		l.release()
+		if errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("%s is locked: %s exists; another git process is writing it, or one died; if none is running, remove that file", name, fs.Join(fs.Root(), l.path))
+		}
 		return nil, fmt.Errorf("locking %s: %w", name, err)
 	}
-	return &refLock{fs: fs, ref: ref, path: path, f: f}, nil
+	l.f, l.locked = f, true
+	return l, nil
 }
 
-// commit writes h into the lock file, syncs it and renames it over the
-// ref.
+// commit writes h into the lock file and renames it over the ref. The
+// write is not synced: go-git does not sync the pack the push brought
+// either, and git, by default, syncs no ref.
 func (l *refLock) commit(h plumbing.Hash) error {
 	if _, err := l.f.Write([]byte(h.String() + "\n")); err != nil {
 		return fmt.Errorf("writing %s: %w", l.path, err)
-	}
-	if f, ok := l.f.(interface{ Sync() error }); ok {
-		if err := f.Sync(); err != nil {
-			return fmt.Errorf("writing %s: %w", l.path, err)
-		}
 	}
 	if err := l.f.Close(); err != nil {
 		return fmt.Errorf("writing %s: %w", l.path, err)
 	}
 	l.f = nil
+	// Empty folders where the ref goes (nameFree found no ref under
+	// it), as a ref once under them leaves: git removes them too.
+	if fi, err := l.fs.Stat(l.ref); err == nil && fi.IsDir() {
+		removeEmptyDirs(l.fs, l.ref)
+	}
 	if err := l.fs.Rename(l.path, l.ref); err != nil {
 		return fmt.Errorf("updating %s: %w", l.ref, err)
 	}
@@ -572,14 +611,36 @@ func (l *refLock) commit(h plumbing.Hash) error {
 	return nil
 }
 
-// release removes the lock file unless commit renamed it.
+// release removes the lock file and the folders made for it, unless
+// commit renamed it.
 func (l *refLock) release() {
 	if l.f != nil {
 		_ = l.f.Close()
 	}
-	if !l.done {
+	if l.done {
+		return
+	}
+	if l.locked {
 		_ = l.fs.Remove(l.path)
 	}
+	for _, dir := range l.made {
+		_ = l.fs.Remove(dir) // only when empty
+	}
+}
+
+// removeEmptyDirs removes dir and the folders under it, when no file is
+// in any of them.
+func removeEmptyDirs(fs billy.Filesystem, dir string) {
+	list, err := fs.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, fi := range list {
+		if fi.IsDir() {
+			removeEmptyDirs(fs, fs.Join(dir, fi.Name()))
+		}
+	}
+	_ = fs.Remove(dir)
 }
 
 func (s *receiveSession) hasObject(h plumbing.Hash) bool {

@@ -2,6 +2,7 @@ package gitwriter
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,6 +144,14 @@ func TestFileTransportRefUpdates(t *testing.T) {
 	bare := testgit.NewBare(t, seed)
 	main := plumbing.NewHash(mainSHA(t, bare))
 	other := plumbing.NewHash(testgit.Commit(t, bare, "other", map[string]string{"o.txt": "o\n"}, nil, "other"))
+	featY := testgit.Commit(t, bare, "feat/y", map[string]string{"y.txt": "y\n"}, nil, "y")
+	testgit.Git(t, bare, "symbolic-ref", "refs/heads/alias", "refs/heads/main")
+	// Every hash ref in packed-refs only, as after git gc.
+	testgit.Git(t, bare, "pack-refs", "--all")
+	// Empty folders, as a deleted ref under them leaves.
+	if err := os.MkdirAll(filepath.Join(bare, "refs", "heads", "stale", "deeper"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	missing := plumbing.NewHash(strings.Repeat("ab", 20))
 	tests := []struct {
 		name     string
@@ -161,9 +170,9 @@ func TestFileTransportRefUpdates(t *testing.T) {
 			wantErr: "reference has changed",
 		},
 		{
-			name:    "delete from a stale value",
-			cmd:     packp.Command{Name: "refs/heads/other", Old: main},
-			wantErr: "reference has changed",
+			name:    "delete",
+			cmd:     packp.Command{Name: "refs/heads/other", Old: other},
+			wantErr: "deleting a ref is not supported",
 		},
 		{
 			name:    "update to a missing object",
@@ -171,14 +180,43 @@ func TestFileTransportRefUpdates(t *testing.T) {
 			wantErr: "missing object",
 		},
 		{
-			name:     "update from the current value",
-			cmd:      packp.Command{Name: "refs/heads/main", Old: main, New: other},
-			wantRefs: map[string]string{"refs/heads/main": other.String(), "refs/heads/other": other.String()},
+			name:    "create under a packed ref",
+			cmd:     packp.Command{Name: "refs/heads/main/x", New: main},
+			wantErr: "refs/heads/main exists; cannot create refs/heads/main/x",
 		},
 		{
-			name:     "delete from the current value",
-			cmd:      packp.Command{Name: "refs/heads/other", Old: other},
-			wantRefs: map[string]string{"refs/heads/main": other.String()},
+			name:    "create where a folder holds a ref",
+			cmd:     packp.Command{Name: "refs/heads/feat", New: main},
+			wantErr: "refs/heads/feat/y exists; cannot create refs/heads/feat",
+		},
+		{
+			name:    "create in a new folder, from a stale value",
+			cmd:     packp.Command{Name: "refs/heads/new/deep/x", Old: main, New: other},
+			wantErr: "reference has changed",
+		},
+		{
+			name:    "create over a symbolic ref",
+			cmd:     packp.Command{Name: "refs/heads/alias", New: other},
+			wantErr: "symbolic ref to refs/heads/main",
+		},
+		{
+			name: "update a packed ref from the current value",
+			cmd:  packp.Command{Name: "refs/heads/main", Old: main, New: other},
+			wantRefs: map[string]string{"refs/heads/main": other.String(), "refs/heads/other": other.String(),
+				"refs/heads/feat/y": featY, "refs/heads/alias": other.String()},
+		},
+		{
+			name: "create in a new folder",
+			cmd:  packp.Command{Name: "refs/heads/new/deep/x", New: main},
+			wantRefs: map[string]string{"refs/heads/main": other.String(), "refs/heads/other": other.String(),
+				"refs/heads/feat/y": featY, "refs/heads/alias": other.String(), "refs/heads/new/deep/x": main.String()},
+		},
+		{
+			name: "create where empty folders are",
+			cmd:  packp.Command{Name: "refs/heads/stale", New: main},
+			wantRefs: map[string]string{"refs/heads/main": other.String(), "refs/heads/other": other.String(),
+				"refs/heads/feat/y": featY, "refs/heads/alias": other.String(), "refs/heads/new/deep/x": main.String(),
+				"refs/heads/stale": main.String()},
 		},
 	}
 	ep, err := transport.NewEndpoint(fileURL(bare))
@@ -188,6 +226,7 @@ func TestFileTransportRefUpdates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := testgit.Refs(t, bare)
+			treeBefore := refsTree(t, bare)
 			s, err := fileTransport{}.NewReceivePackSession(ep, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -211,6 +250,9 @@ func TestFileTransportRefUpdates(t *testing.T) {
 				if diff := cmp.Diff(testgit.Refs(t, bare), before); diff != "" {
 					t.Errorf("a refused update changed the refs (-got +want):\n%s", diff)
 				}
+				if diff := cmp.Diff(refsTree(t, bare), treeBefore); diff != "" {
+					t.Errorf("a refused update left files or folders under refs/ (-got +want):\n%s", diff)
+				}
 				return
 			}
 			if err != nil {
@@ -221,6 +263,27 @@ func TestFileTransportRefUpdates(t *testing.T) {
 			}
 		})
 	}
+}
+
+// refsTree lists the files and folders under the repository's refs/.
+func refsTree(t *testing.T, gitDir string) []string {
+	t.Helper()
+	var paths []string
+	err := filepath.WalkDir(filepath.Join(gitDir, "refs"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(gitDir, p)
+		if d.IsDir() {
+			rel += "/"
+		}
+		paths = append(paths, rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return paths
 }
 
 // TestFileTransportNonBare checks that a non-bare file:// remote is read
