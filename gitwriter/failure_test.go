@@ -792,6 +792,21 @@ func TestFilesSyncedBeforeIndex(t *testing.T) {
 				if len(naming) > 0 {
 					t.Errorf("local refs %q name a commit whose objects were not synced", naming)
 				}
+				// What the commit wrote may be lost: Close drops the
+				// working copy, and the next Open clones afresh.
+				if err := r.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if entries, err := os.ReadDir(workdir); err != nil || len(entries) != 0 {
+					t.Errorf("the working copy after Close: %d entries, %v; want it emptied", len(entries), err)
+				}
+				logger, logs := newLogger()
+				r2 := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: workdir, Logger: logger})
+				defer r2.Close()
+				if !strings.Contains(logs.String(), "msg=cloned") {
+					t.Errorf("the next Open did not clone: %s", logs)
+				}
+				checkWorkdir(t, workdir, bare, mainSHA(t, bare))
 			})
 		}
 	}

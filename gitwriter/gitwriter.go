@@ -2,8 +2,10 @@ package gitwriter
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/url"
@@ -41,14 +43,16 @@ const remoteName = "origin"
 // otherwise slow down on them.
 const maxPacks = 64
 
-// cloneSizeFile, in .git, records the bytes of the packs a working copy
-// was cloned with. Its history grows with every commit fetched or made
-// (a policy move in a 50,000-file tree adds about 110 kB once folded), and
-// nothing prunes it: Open clones afresh once the packs hold more than
-// twice that plus grownExtra (storeGrown). A variable for tests.
-const cloneSizeFile = "imagebump-clone-size"
+// cloneObjectsFile, in .git, records how many objects the packs a working
+// copy was cloned with hold. Its history grows with every commit fetched
+// or made (a policy move in a 50,000-file tree adds about 92 objects, 110
+// kB once folded), and nothing prunes it: Open clones afresh once the
+// packs hold more than twice as many plus grownExtra (storeGrown).
+// Objects, not bytes: a fold stores them without deltas, and so grows
+// the bytes of a store whose history has not grown. A variable for tests.
+const cloneObjectsFile = "imagebump-clone-objects"
 
-var grownExtra int64 = 64 << 20
+var grownExtra int64 = 50000
 
 // Options says which repository and branch to keep a working copy of, and
 // where.
@@ -111,6 +115,9 @@ type Repo struct {
 	head    plumbing.Hash       // the tracked branch's remote head as last fetched
 	at      plumbing.Hash       // the commit the worktree and index hold
 	dirty   bool                // the worktree may differ from head
+	// discard is set when what a commit wrote could not be made durable:
+	// Close then empties the working copy.
+	discard bool
 	// verified is set while every file of the worktree is known to be as
 	// the index says: after a clone, a reset or a check of every file.
 	verified bool
@@ -300,7 +307,14 @@ func (r *Repo) Branch() string { return r.branch }
 // Close removes the working directory when Open created it as a temporary
 // one; a Workdir given in Options stays for the next Open, its object
 // store folded into a pack first when it has grown large (housekeep.go).
+// A Workdir where a commit's files and objects could not be synced to
+// disk is emptied instead, for the next Open to clone afresh.
 func (r *Repo) Close() error {
+	if r.discard && !r.tempDir && r.dir != "" {
+		r.closeStorage()
+		r.log.Warn("emptying the working copy: the files and objects a commit wrote could not be synced to disk; the next cycle clones afresh", "workdir", r.dir)
+		return emptyDir(r.dir)
+	}
 	if !r.tempDir && r.storage != nil && r.store == nil {
 		r.housekeep()
 	}
@@ -485,31 +499,40 @@ func (r *Repo) trackingRef(branch string) plumbing.ReferenceName {
 	return plumbing.NewRemoteReferenceName(remoteName, branch)
 }
 
-// packBytes returns the bytes of the packs files.
-func packBytes(files []string) int64 {
+// packedObjects returns how many objects the pack files hold, as their
+// headers say; a file that cannot be read counts none.
+func packedObjects(files []string) int64 {
 	var n int64
-	for _, f := range files {
-		if fi, err := os.Stat(f); err == nil {
-			n += fi.Size()
+	var h [12]byte
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			continue
 		}
+		if _, err := io.ReadFull(f, h[:]); err == nil && string(h[:4]) == "PACK" {
+			n += int64(binary.BigEndian.Uint32(h[8:]))
+		}
+		f.Close()
 	}
 	return n
 }
 
-// recordCloneSize writes the bytes of the packs a clone brought into
-// cloneSizeFile. Without it, the next Open records what it finds.
-func (r *Repo) recordCloneSize() {
+// recordCloneObjects writes how many objects the packs a clone brought
+// hold into cloneObjectsFile. Without it, the next Open records what it
+// finds.
+func (r *Repo) recordCloneObjects() {
 	packs, _ := filepath.Glob(filepath.Join(r.dir, ".git", "objects", "pack", "*.pack"))
-	_ = os.WriteFile(filepath.Join(r.dir, ".git", cloneSizeFile), []byte(strconv.FormatInt(packBytes(packs), 10)+"\n"), 0o644)
+	_ = os.WriteFile(filepath.Join(r.dir, ".git", cloneObjectsFile), []byte(strconv.FormatInt(packedObjects(packs), 10)+"\n"), 0o644)
 }
 
 // storeGrown returns why the working copy, whose pack files are packs,
 // should be cloned afresh for the history it has collected, or "". A
-// working copy without a readable cloneSizeFile (one cloned before it
-// existed) is measured from now on.
+// working copy without a readable cloneObjectsFile (one cloned before it
+// existed) is measured from now on. Loose objects are not counted: a fold
+// packs them once there are about looseLimit.
 func (r *Repo) storeGrown(packs []string) string {
-	path := filepath.Join(r.dir, ".git", cloneSizeFile)
-	now := packBytes(packs)
+	path := filepath.Join(r.dir, ".git", cloneObjectsFile)
+	now := packedObjects(packs)
 	b, err := os.ReadFile(path)
 	cloned, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	if err != nil || perr != nil || cloned < 0 {
@@ -519,10 +542,8 @@ func (r *Repo) storeGrown(packs []string) string {
 	if now <= 2*cloned+grownExtra {
 		return ""
 	}
-	return fmt.Sprintf("its packs have grown to %s, more than twice the %s it was cloned with plus %s, with the history it has collected (nothing prunes it)", mib(now), mib(cloned), mib(grownExtra))
+	return fmt.Sprintf("its packs hold %d objects, more than twice the %d it was cloned with plus %d: the history it has collected, which nothing prunes", now, cloned, grownExtra)
 }
-
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // clone clones the tracked branch into the (empty) working directory.
 func (r *Repo) clone(ctx context.Context) error {
@@ -564,7 +585,7 @@ func (r *Repo) clone(ctx context.Context) error {
 		return fmt.Errorf("checking out the clone of %s: %w", r.remote, err)
 	}
 	r.dirty, r.verified = false, true
-	r.recordCloneSize()
+	r.recordCloneObjects()
 	r.log.Info("cloned", "fetch", fetched.Round(time.Millisecond), "head", r.head.String(), "depth", r.opts.Depth, "duration", time.Since(start).Round(time.Millisecond))
 	return nil
 }

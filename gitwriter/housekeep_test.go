@@ -707,20 +707,21 @@ func TestFoldSameNameDamagedPack(t *testing.T) {
 	testgit.Git(t, workdir, "fsck", "--strict", "--no-dangling", "--full")
 }
 
-// TestStoreGrownReclones: a working copy records the size of the packs
-// it was cloned with; once the history it collects makes its packs more
-// than twice that plus grownExtra, the next Open clones afresh, and not
-// before. A working copy without the record is measured from its next
-// Open.
+// TestStoreGrownReclones: a working copy records how many objects the
+// packs it was cloned with hold; once the history it collects puts more
+// than twice as many plus grownExtra in its packs, the next Open clones
+// afresh, and not before. A fold, which stores objects without deltas,
+// does not count as growth. A working copy without the record is
+// measured from its next Open.
 func TestStoreGrownReclones(t *testing.T) {
 	bare, workdir, opts := foldWorkdir(t)
 	old := grownExtra
 	grownExtra = 0
 	t.Cleanup(func() { grownExtra = old })
-	record := filepath.Join(workdir, ".git", cloneSizeFile)
+	record := filepath.Join(workdir, ".git", cloneObjectsFile)
 	packsNow := func() int64 {
 		_, packs := storeShape(t, workdir)
-		return packBytes(packs)
+		return packedObjects(packs)
 	}
 	readRecord := func() int64 {
 		b, err := os.ReadFile(record)
@@ -735,30 +736,36 @@ func TestStoreGrownReclones(t *testing.T) {
 	}
 	mustOpen(t, opts).Close()
 	cloned := readRecord()
-	if cloned <= 0 || cloned != packsNow() {
-		t.Fatalf("recorded %d bytes at the clone, its packs hold %d", cloned, packsNow())
+	if want := int64(len(objectSet(t, workdir))); cloned != want {
+		t.Fatalf("recorded %d objects at the clone, git finds %d", cloned, want)
 	}
 
 	recloned := false
+	folded := false
 	for round := 0; round < 40 && !recloned; round++ {
 		grown := packsNow() > 2*cloned
 		logger, logs := newLogger()
 		opts.Logger = logger
+		if round == 1 {
+			packLimit = 1 // this round's Close folds
+		}
 		grow(t, bare, opts, 1) // opens (reusing or cloning), commits, closes
+		packLimit = 1 << 30
+		folded = folded || strings.Contains(logs.String(), "folded the working copy's objects")
 		recloned = strings.Contains(logs.String(), "re-cloning the working copy")
 		if recloned != grown {
-			t.Fatalf("round %d: packs of %d bytes against %d at the clone; re-cloned: %v\n%s", round, packsNow(), cloned, recloned, logs)
+			t.Fatalf("round %d: packs of %d objects against %d at the clone; re-cloned: %v\n%s", round, packsNow(), cloned, recloned, logs)
 		}
-		if recloned && !strings.Contains(logs.String(), "its packs have grown to") {
+		if recloned && !strings.Contains(logs.String(), "its packs hold") {
 			t.Errorf("round %d: re-cloned for another reason: %s", round, logs)
 		}
 	}
-	if !recloned {
-		t.Fatal("the working copy was never cloned afresh")
+	if !recloned || !folded {
+		t.Fatalf("re-cloned %v, folded %v; want both", recloned, folded)
 	}
 	// The push that followed the new clone stored its objects loose.
 	if _, packs := storeShape(t, workdir); len(packs) != 1 || readRecord() != packsNow() {
-		t.Errorf("after the new clone: %d packs of %d bytes, %d recorded", len(packs), packsNow(), readRecord())
+		t.Errorf("after the new clone: %d packs of %d objects, %d recorded", len(packs), packsNow(), readRecord())
 	}
 	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
 
@@ -768,6 +775,6 @@ func TestStoreGrownReclones(t *testing.T) {
 	}
 	mustOpen(t, opts).Close()
 	if got := readRecord(); got != packsNow() || got == 0 {
-		t.Errorf("recorded %d bytes for a working copy without a record, its packs hold %d", got, packsNow())
+		t.Errorf("recorded %d objects for a working copy without a record, its packs hold %d", got, packsNow())
 	}
 }

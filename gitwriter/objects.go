@@ -875,7 +875,7 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 		}
 		if len(names) > 0 {
 			if err := syncFiles(r.dir, names); err != nil {
-				done <- fmt.Errorf("syncing the files written: %w", err)
+				done <- &syncError{err}
 				return
 			}
 		}
@@ -888,6 +888,12 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 		}
 		later := r.laterRefs
 		r.laterRefs = nil
+		if se := (*syncError)(nil); errors.As(err, &se) {
+			// The objects and files written may be lost, yet the
+			// remote's next head names them: Close drops the working
+			// copy, and the next Open clones afresh.
+			r.discard = true
+		}
 		if store != nil {
 			if r.stored(store) != nil {
 				if r.head == store.commit {
@@ -925,6 +931,13 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 		return nil
 	}
 }
+
+// syncError is a failure to make the files and objects a commit wrote
+// durable.
+type syncError struct{ err error }
+
+func (e *syncError) Error() string { return "syncing the files written: " + e.err.Error() }
+func (e *syncError) Unwrap() error { return e.err }
 
 // errObjectsNotStored is finish's error for objects a push has already
 // reported not stored.
