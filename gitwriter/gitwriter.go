@@ -659,11 +659,11 @@ func (r *Repo) openExisting() (*git.Repository, string) {
 	if err != nil {
 		return nil, "its HEAD cannot be resolved: " + err.Error()
 	}
-	tree, err := checkCommit(repo, head.Hash())
+	tree, err := checkCommit(repo, r.objects, head.Hash())
 	if err != nil {
 		return nil, "its HEAD commit cannot be read: " + err.Error()
 	}
-	if _, err := repo.TreeObject(tree); err != nil {
+	if _, err := treeObject(repo, r.objects, tree); err != nil {
 		return nil, "its HEAD tree cannot be read: " + err.Error()
 	}
 	if err := checkIndex(r.dir); errors.Is(err, errIndexFormat) {
@@ -710,7 +710,7 @@ func (r *Repo) fetch(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if h == tracked.Hash() && r.repo.Storer.HasEncodedObject(h) == nil {
+		if h == tracked.Hash() && hasObject(r.repo, r.objects, h) {
 			r.head = h
 			return nil
 		}

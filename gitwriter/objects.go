@@ -120,11 +120,11 @@ func (r *Repo) diffCommits(from, to plumbing.Hash) ([]treeChange, error) {
 
 // commitTree reads the tree of commit h.
 func (r *Repo) commitTree(h plumbing.Hash) (*object.Tree, error) {
-	th, err := treeHashOf(r.repo, h)
+	th, err := treeHashOf(r.repo, r.objects, h)
 	if err != nil {
 		return nil, fmt.Errorf("reading commit %s: %w", shortHash(h), err)
 	}
-	t, err := r.repo.TreeObject(th)
+	t, err := treeObject(r.repo, r.objects, th)
 	if err != nil {
 		return nil, fmt.Errorf("reading the tree of commit %s: %w", shortHash(h), err)
 	}
@@ -135,8 +135,8 @@ func (r *Repo) commitTree(h plumbing.Hash) (*object.Tree, error) {
 // decoding the rest: a bump commit's message can list thousands of
 // files, and decoding it took more time than the rest of a cycle with
 // nothing new.
-func treeHashOf(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, error) {
-	rd, err := commitReader(repo, h)
+func treeHashOf(repo *git.Repository, objects string, h plumbing.Hash) (plumbing.Hash, error) {
+	rd, err := commitReader(repo, objects, h)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -159,14 +159,22 @@ func readTreeLine(br *bufio.Reader, h plumbing.Hash) (plumbing.Hash, error) {
 }
 
 // checkCommit reads commit h whole and returns its tree hash: a loose
-// commit is streamed and checked against its hash, which go-git's reader
-// does not do; a packed one is decoded.
-func checkCommit(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, error) {
+// commit is streamed, and a packed one read (packedObject), and either is
+// checked against its hash, which go-git's reader does not do; one stored
+// as a delta is decoded by go-git.
+func checkCommit(repo *git.Repository, objects string, h plumbing.Hash) (plumbing.Hash, error) {
 	lo, err := looseReader(repo, h)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	if lo == nil {
+		content, err := packedCommit(objects, h)
+		if err == nil {
+			return readTreeLine(bufio.NewReader(bytes.NewReader(content)), h)
+		}
+		if !errors.Is(err, errNotWhole) {
+			return plumbing.ZeroHash, err
+		}
 		c, err := repo.CommitObject(h)
 		if err != nil {
 			return plumbing.ZeroHash, err
@@ -454,7 +462,7 @@ func (r *Repo) buildTree(tree *object.Tree, edits map[string]fileEdit, prefix st
 		var subtree *object.Tree
 		i := at(name)
 		if i >= 0 && entries[i].Mode == filemode.Dir {
-			if subtree, err = r.repo.TreeObject(entries[i].Hash); err != nil {
+			if subtree, err = treeObject(r.repo, r.objects, entries[i].Hash); err != nil {
 				return plumbing.ZeroHash, false, fmt.Errorf("reading tree %s: %w", name, err)
 			}
 		}
@@ -1018,13 +1026,20 @@ func (r *Repo) Restore(paths []string) error {
 // commit of fewer than packFrom objects this package writes is, is
 // inflated only as far as it is read;
 // go-git's store would inflate the whole object into memory first.
-func commitReader(repo *git.Repository, h plumbing.Hash) (io.ReadCloser, error) {
+func commitReader(repo *git.Repository, objects string, h plumbing.Hash) (io.ReadCloser, error) {
 	lo, err := looseReader(repo, h)
 	switch {
 	case err != nil:
 		return nil, err
 	case lo != nil:
 		return lo, nil
+	}
+	content, err := packedCommit(objects, h)
+	switch {
+	case err == nil:
+		return io.NopCloser(bytes.NewReader(content)), nil
+	case !errors.Is(err, errNotWhole):
+		return nil, err
 	}
 	o, err := repo.Storer.EncodedObject(plumbing.CommitObject, h)
 	if err != nil {

@@ -42,17 +42,17 @@ func TestTreeHashOf(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := treeHashOf(repo, head)
+		got, err := treeHashOf(repo, filepath.Join(bare, "objects"), head)
 		if err != nil || got != c.TreeHash {
 			t.Errorf("packed=%v: treeHashOf = %s, %v; want %s", packed, got, err, c.TreeHash)
 		}
-		if _, err := treeHashOf(repo, blob); err == nil {
+		if _, err := treeHashOf(repo, filepath.Join(bare, "objects"), blob); err == nil {
 			t.Errorf("packed=%v: treeHashOf(a blob) gave no error", packed)
 		}
-		if _, err := treeHashOf(repo, plumbing.NewHash(strings.Repeat("ab", 20))); err == nil {
+		if _, err := treeHashOf(repo, filepath.Join(bare, "objects"), plumbing.NewHash(strings.Repeat("ab", 20))); err == nil {
 			t.Errorf("packed=%v: treeHashOf(a missing object) gave no error", packed)
 		}
-		if got, err := checkCommit(repo, head); err != nil || got != c.TreeHash {
+		if got, err := checkCommit(repo, filepath.Join(bare, "objects"), head); err != nil || got != c.TreeHash {
 			t.Errorf("packed=%v: checkCommit = %s, %v; want %s", packed, got, err, c.TreeHash)
 		}
 	}
@@ -96,10 +96,10 @@ func TestCheckCommitDamaged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := treeHashOf(repo, head); err != nil {
+	if _, err := treeHashOf(repo, filepath.Join(bare, "objects"), head); err != nil {
 		t.Errorf("treeHashOf of a commit damaged past its first line = %v", err)
 	}
-	if _, err := checkCommit(repo, head); err == nil || !strings.Contains(err.Error(), "damaged") {
+	if _, err := checkCommit(repo, filepath.Join(bare, "objects"), head); err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Errorf("checkCommit of a damaged commit = %v, want it reported as damaged", err)
 	}
 }
