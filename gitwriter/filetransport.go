@@ -445,7 +445,7 @@ func (s *receiveSession) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 			return rs, fmt.Errorf("unpacking the pushed objects: %w", err)
 		}
 	}
-	checkedOut := s.checkedOutBranch()
+	checkedOut := s.checkedOutBranches()
 	var first error
 	for _, cmd := range req.Commands {
 		err := s.update(cmd, checkedOut)
@@ -462,20 +462,40 @@ func (s *receiveSession) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 }
 
 // errCheckedOut refuses, as git's receive.denyCurrentBranch does by
-// default, to move the branch a non-bare remote has checked out.
-var errCheckedOut = errors.New("refusing to update the checked out branch of a non-bare repository")
+// default, to move a branch a worktree of the remote has checked out.
+var errCheckedOut = errors.New("refusing to update the checked out branch of a non-bare repository (or of one of its worktrees)")
 
-// checkedOutBranch returns the branch a non-bare repository has checked
-// out, or "".
-func (s *receiveSession) checkedOutBranch() plumbing.ReferenceName {
-	if _, err := s.repo.Worktree(); err != nil {
-		return "" // bare
+// checkedOutBranches returns the branches checked out in a worktree of
+// the repository: its own, when it is not bare, and those of the linked
+// worktrees `git worktree add` made (each .git/worktrees/NAME/HEAD).
+func (s *receiveSession) checkedOutBranches() map[plumbing.ReferenceName]bool {
+	out := map[plumbing.ReferenceName]bool{}
+	if _, err := s.repo.Worktree(); err == nil {
+		if head, err := s.repo.Storer.Reference(plumbing.HEAD); err == nil && head.Type() == plumbing.SymbolicReference {
+			out[head.Target()] = true
+		}
 	}
-	head, err := s.repo.Storer.Reference(plumbing.HEAD)
-	if err != nil || head.Type() != plumbing.SymbolicReference {
-		return ""
+	sto, ok := s.repo.Storer.(interface{ Filesystem() billy.Filesystem })
+	if !ok {
+		return out
 	}
-	return head.Target()
+	fs := sto.Filesystem()
+	list, _ := fs.ReadDir("worktrees")
+	for _, fi := range list {
+		if !fi.IsDir() {
+			continue
+		}
+		f, err := fs.Open(fs.Join("worktrees", fi.Name(), "HEAD"))
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(io.LimitReader(f, 1024))
+		_ = f.Close()
+		if target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "ref: "); ok {
+			out[plumbing.ReferenceName(target)] = true
+		}
+	}
+	return out
 }
 
 // update applies one ref command if the ref still holds cmd.Old. It
@@ -490,8 +510,8 @@ func (s *receiveSession) checkedOutBranch() plumbing.ReferenceName {
 // (refs/heads/a against refs/heads/a/b), and it moves no symbolic ref.
 // Deletes are refused: imagebump never sends one, and go-git's removal
 // ignores git's packed-refs lock.
-func (s *receiveSession) update(cmd *packp.Command, checkedOut plumbing.ReferenceName) error {
-	if cmd.Name == checkedOut {
+func (s *receiveSession) update(cmd *packp.Command, checkedOut map[plumbing.ReferenceName]bool) error {
+	if checkedOut[cmd.Name] {
 		return errCheckedOut
 	}
 	if !cmd.Name.IsSafe() || !strings.HasPrefix(cmd.Name.String(), "refs/") {

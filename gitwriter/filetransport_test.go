@@ -314,6 +314,27 @@ func TestFileTransportNonBare(t *testing.T) {
 	if got := testgit.Git(t, nonBare, "rev-parse", "refs/heads/imagebump/main"); got != res.Commit {
 		t.Errorf("imagebump/main = %s, want %s", got, res.Commit)
 	}
+
+	// A branch checked out in a linked worktree of a bare remote is
+	// refused too, as git refuses it; others of the same remote are not.
+	linked := filepath.Join(t.TempDir(), "linked")
+	testgit.Git(t, bare, "branch", "staging", "main")
+	testgit.Git(t, bare, "worktree", "add", "--quiet", linked, "staging")
+	staging := testgit.Git(t, bare, "rev-parse", "refs/heads/staging")
+	r2 := mustOpen(t, Options{URL: fileURL(bare), Branch: "staging", Workdir: t.TempDir()})
+	_, err = r2.Update(t.Context(), Update{Commit: author, MaxAttempts: 1}, edit)
+	if err == nil || !strings.Contains(err.Error(), "checked out branch") {
+		t.Fatalf("push to a branch a linked worktree has checked out: error = %v, want a refusal", err)
+	}
+	if got := testgit.Git(t, bare, "rev-parse", "refs/heads/staging"); got != staging {
+		t.Errorf("the linked worktree's branch moved to %s", got)
+	}
+	if status := testgit.Git(t, linked, "status", "--porcelain"); status != "" {
+		t.Errorf("the linked worktree is not clean: %q", status)
+	}
+	if res, err := r2.Update(t.Context(), Update{Commit: author, PushBranch: "imagebump/staging"}, edit); err != nil || !res.Pushed {
+		t.Errorf("push to another branch of the same remote = %+v, %v", res, err)
+	}
 }
 
 // TestFileTransportRefLock checks the ref writes of a push to a file://
