@@ -39,21 +39,17 @@ const maxPackedRead = 64 << 20
 // returns errNotWhole when no pack does, and an error naming the damage
 // when every pack that lists h fails to give it whole.
 func packedObject(objects string, h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
-	dir := filepath.Join(objects, "pack")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		// No pack folder to read: go-git's store says what it finds.
+	bases, err := packBases(filepath.Join(objects, "pack"))
+	if errors.Is(err, errNoPackFolder) {
 		return 0, nil, errNotWhole
 	}
+	if err != nil {
+		return 0, nil, err
+	}
 	var errs []error
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".pack")
-		if !ok || !strings.HasPrefix(name, "pack-") {
-			continue
-		}
-		base := filepath.Join(dir, name)
+	for _, base := range bases {
 		offset, err := idxOffset(base+".idx", h)
-		if errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
 			continue
 		}
 		if err != nil {
@@ -65,7 +61,7 @@ func packedObject(objects string, h plumbing.Hash) (plumbing.ObjectType, []byte,
 			continue
 		}
 		if err == nil && plumbing.ComputeHash(t, content) != h {
-			err = fmt.Errorf("object %s in %s: its content does not match its name", shortHash(h), e.Name())
+			err = fmt.Errorf("object %s in %s.pack: its content does not match its name", shortHash(h), filepath.Base(base))
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -77,6 +73,70 @@ func packedObject(objects string, h plumbing.Hash) (plumbing.ObjectType, []byte,
 		return 0, nil, errors.Join(errs...)
 	}
 	return 0, nil, errNotWhole
+}
+
+// errNoPackFolder: the pack folder cannot be listed.
+var errNoPackFolder = errors.New("the pack folder cannot be read")
+
+// packBases returns the path without extension of each pack in dir that
+// go-git reads (pack-<40 hex>.pack), and an error naming the first pack
+// go-git would refuse, which makes it refuse every packed object: one
+// without its index, or whose index is not version 2 or names another
+// pack's checksum. Open then clones afresh, as it did when go-git said so.
+func packBases(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, errNoPackFolder
+	}
+	var bases []string
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".pack")
+		if !ok {
+			continue
+		}
+		sum, ok := strings.CutPrefix(name, "pack-")
+		if !ok || !plumbing.IsHash(sum) {
+			continue // go-git skips it too
+		}
+		base := filepath.Join(dir, name)
+		if err := checkIdx(base+".idx", sum); err != nil {
+			return nil, fmt.Errorf("pack %s: %w", e.Name(), err)
+		}
+		bases = append(bases, base)
+	}
+	return bases, nil
+}
+
+// checkIdx checks that the index at path is version 2 and names the pack
+// whose checksum is sum, reading its first 8 bytes and its trailer.
+func checkIdx(path, sum string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	var head [8]byte
+	var trailer [20]byte
+	if fi.Size() < 8+256*4+40 {
+		return fmt.Errorf("%s is too short for a pack index", filepath.Base(path))
+	}
+	if _, err := f.ReadAt(head[:], 0); err != nil {
+		return err
+	}
+	if !bytes.Equal(head[:], []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}) {
+		return fmt.Errorf("%s is not a version 2 pack index", filepath.Base(path))
+	}
+	if _, err := f.ReadAt(trailer[:], fi.Size()-40); err != nil {
+		return err
+	}
+	if got := plumbing.Hash(trailer).String(); got != sum {
+		return fmt.Errorf("%s is the index of pack %s, not of this one", filepath.Base(path), got)
+	}
+	return nil
 }
 
 // idxOffset returns the offset of object h in the pack whose version-2
@@ -252,22 +312,20 @@ func treeObject(repo *git.Repository, objects string, h plumbing.Hash) (*object.
 
 // hasObject reports whether object h is in the store: a loose file, or
 // listed by a pack's index (findOffset), without loading every index as
-// go-git's store does; go-git answers when the pack folder cannot be read.
+// go-git's store does; go-git answers when a pack is one it would refuse
+// (packBases) or the pack folder cannot be read.
 func hasObject(repo *git.Repository, objects string, h plumbing.Hash) bool {
 	hex := h.String()
 	if _, err := os.Stat(filepath.Join(objects, hex[:2], hex[2:])); err == nil {
 		return true
 	}
-	dir := filepath.Join(objects, "pack")
-	entries, err := os.ReadDir(dir)
+	bases, err := packBases(filepath.Join(objects, "pack"))
 	if err != nil {
 		return repo.Storer.HasEncodedObject(h) == nil
 	}
-	for _, e := range entries {
-		if name, ok := strings.CutSuffix(e.Name(), ".pack"); ok && strings.HasPrefix(name, "pack-") {
-			if _, err := idxOffset(filepath.Join(dir, name+".idx"), h); err == nil {
-				return true
-			}
+	for _, base := range bases {
+		if _, err := idxOffset(base+".idx", h); err == nil {
+			return true
 		}
 	}
 	return false

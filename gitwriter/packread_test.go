@@ -172,3 +172,76 @@ func FuzzPackedObject(f *testing.F) {
 		_ = typ
 	})
 }
+
+// TestOpenReclonesForUnreadablePack: go-git refuses every packed object
+// when one pack's index is missing, damaged or another pack's. Open
+// clones afresh for it, as it did when go-git read the head, even when
+// the head is whole in another pack (a commit of 100 objects or more is
+// stored as one); and the cycle's commit goes through.
+func TestOpenReclonesForUnreadablePack(t *testing.T) {
+	var err error
+	for _, damage := range []string{"removed", "truncated", "another pack's"} {
+		t.Run(damage, func(t *testing.T) {
+			bare := testgit.NewBare(t, seed)
+			workdir := t.TempDir()
+			opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+			r := mustOpen(t, opts)
+			many := map[string]string{}
+			for i := range 120 {
+				many[fmt.Sprintf("many/f%03d.yaml", i)] = fmt.Sprintf("n: %d\n", i)
+			}
+			if res, err := r.Update(t.Context(), Update{Commit: author}, setFiles(many, "Many", nil)); err != nil || !res.Pushed {
+				t.Fatalf("Update = %+v, %v", res, err)
+			}
+			r.Close()
+			_, packs := storeShape(t, workdir)
+			if len(packs) != 2 {
+				t.Fatalf("%d packs, want the clone's and the commit's", len(packs))
+			}
+			// The clone's pack: the one without the head commit.
+			head := plumbing.NewHash(mainSHA(t, bare))
+			objects := filepath.Join(workdir, ".git", "objects")
+			var clonePack, otherIdx string
+			for _, p := range packs {
+				idx := strings.TrimSuffix(p, ".pack") + ".idx"
+				if _, err := idxOffset(idx, head); err != nil {
+					clonePack = idx
+				} else {
+					otherIdx = idx
+				}
+			}
+			if clonePack == "" || otherIdx == "" {
+				t.Fatalf("packs %v: want one with the head and one without", packs)
+			}
+			switch damage {
+			case "removed":
+				err = os.Remove(clonePack)
+			case "truncated":
+				err = os.Truncate(clonePack, 100)
+			case "another pack's":
+				var b []byte
+				if b, err = os.ReadFile(otherIdx); err == nil {
+					_ = os.Chmod(clonePack, 0o644)
+					err = os.WriteFile(clonePack, b, 0o644)
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := packedObject(objects, head); err == nil || errors.Is(err, errNotWhole) {
+				t.Errorf("packedObject of the head with the clone's index %s: err = %v, want one naming the pack", damage, err)
+			}
+			logger, logs := newLogger()
+			opts.Logger = logger
+			r = mustOpen(t, opts)
+			defer r.Close()
+			if !strings.Contains(logs.String(), "re-cloning the working copy") {
+				t.Errorf("Open with the clone's index %s did not clone afresh:\n%s", damage, logs)
+			}
+			edit := setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:3.0.0\n"}, "Bump app", nil)
+			if res, err := r.Update(t.Context(), Update{Commit: author}, edit); err != nil || !res.Pushed {
+				t.Errorf("the cycle after: Update = %+v, %v", res, err)
+			}
+		})
+	}
+}
