@@ -465,9 +465,13 @@ func (s *receiveSession) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 // default, to move a branch a worktree of the remote has checked out.
 var errCheckedOut = errors.New("refusing to update the checked out branch of a non-bare repository (or of one of its worktrees)")
 
-// checkedOutBranches returns the branches checked out in a worktree of
-// the repository: its own, when it is not bare, and those of the linked
-// worktrees `git worktree add` made (each .git/worktrees/NAME/HEAD).
+// checkedOutBranches returns the branches a worktree of the repository
+// has checked out, as git's receive.denyCurrentBranch counts them: the
+// opened worktree's; the main worktree's, unless the repository is bare
+// (also when the remote is named by its .git folder or by a linked
+// worktree); and each linked worktree's (.git/worktrees/NAME) that
+// `git worktree add` made. A branch a worktree is rebasing or bisecting
+// counts too, though its HEAD is detached.
 func (s *receiveSession) checkedOutBranches() map[plumbing.ReferenceName]bool {
 	out := map[plumbing.ReferenceName]bool{}
 	if _, err := s.repo.Worktree(); err == nil {
@@ -479,20 +483,44 @@ func (s *receiveSession) checkedOutBranches() map[plumbing.ReferenceName]bool {
 	if !ok {
 		return out
 	}
-	fs := sto.Filesystem()
-	list, _ := fs.ReadDir("worktrees")
-	for _, fi := range list {
-		if !fi.IsDir() {
-			continue
+	dot := sto.Filesystem().Root()
+	common := dot
+	if b, err := os.ReadFile(filepath.Join(dot, "commondir")); err == nil {
+		if c := strings.TrimSpace(string(b)); filepath.IsAbs(c) {
+			common = c
+		} else {
+			common = filepath.Join(dot, c)
 		}
-		f, err := fs.Open(fs.Join("worktrees", fi.Name(), "HEAD"))
-		if err != nil {
-			continue
+	}
+	var gitDirs []string
+	if cfg, err := s.repo.Config(); err == nil && !cfg.Core.IsBare {
+		gitDirs = append(gitDirs, common)
+	}
+	list, _ := os.ReadDir(filepath.Join(common, "worktrees"))
+	for _, e := range list {
+		if e.IsDir() {
+			gitDirs = append(gitDirs, filepath.Join(common, "worktrees", e.Name()))
 		}
-		b, _ := io.ReadAll(io.LimitReader(f, 1024))
-		_ = f.Close()
-		if target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "ref: "); ok {
+	}
+	for _, dir := range gitDirs {
+		read := func(name string) string {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil || len(b) > 1024 {
+				return ""
+			}
+			return strings.TrimSpace(string(b))
+		}
+		if target, ok := strings.CutPrefix(read("HEAD"), "ref: "); ok {
 			out[plumbing.ReferenceName(target)] = true
+		}
+		for _, f := range []string{"rebase-merge/head-name", "rebase-apply/head-name"} {
+			if name := read(f); strings.HasPrefix(name, "refs/heads/") {
+				out[plumbing.ReferenceName(name)] = true
+			}
+		}
+		// BISECT_START holds the branch bisecting started from, short.
+		if name := read("BISECT_START"); name != "" && !plumbing.IsHash(name) {
+			out[plumbing.NewBranchReferenceName(name)] = true
 		}
 	}
 	return out

@@ -335,6 +335,41 @@ func TestFileTransportNonBare(t *testing.T) {
 	if res, err := r2.Update(t.Context(), Update{Commit: author, PushBranch: "imagebump/staging"}, edit); err != nil || !res.Pushed {
 		t.Errorf("push to another branch of the same remote = %+v, %v", res, err)
 	}
+
+	// A non-bare repository named by its .git folder or by a linked
+	// worktree still has its main worktree's branch checked out; and a
+	// branch a worktree is rebasing (HEAD detached) counts too.
+	feature := filepath.Join(t.TempDir(), "feature")
+	testgit.Git(t, nonBare, "worktree", "add", "--quiet", "-b", "feature", feature)
+	testgit.Git(t, nonBare, "branch", "topic", "main")
+	testgit.Git(t, nonBare, "worktree", "add", "--quiet", filepath.Join(t.TempDir(), "topic"), "topic")
+	topicDir := testgit.Git(t, nonBare, "worktree", "list", "--porcelain")
+	topicPath := ""
+	for line := range strings.Lines(topicDir) {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "worktree "); ok && strings.HasSuffix(p, "topic") {
+			topicPath = p
+		}
+	}
+	testgit.Git(t, topicPath, "-c", "user.name=a", "-c", "user.email=a@example.invalid", "commit", "--quiet", "--allow-empty", "-m", "local")
+	if _, err := testgit.GitErr(t, topicPath, nil, "-c", "user.name=a", "-c", "user.email=a@example.invalid", "rebase", "--quiet", "--exec", "false", "HEAD~1"); err == nil {
+		t.Fatal("the rebase did not stop")
+	}
+	for _, tc := range []struct{ url, branch string }{
+		{fileURL(filepath.Join(nonBare, ".git")), "main"},
+		{fileURL(feature), "main"},
+		{fileURL(nonBare), "topic"},
+	} {
+		before := testgit.Git(t, nonBare, "rev-parse", "refs/heads/"+tc.branch)
+		r3 := mustOpen(t, Options{URL: tc.url, Branch: tc.branch, Workdir: t.TempDir()})
+		_, err := r3.Update(t.Context(), Update{Commit: author, MaxAttempts: 1}, setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:9.0.0\n"}, "Bump app", nil))
+		r3.Close()
+		if err == nil || !strings.Contains(err.Error(), "checked out branch") {
+			t.Errorf("push to %s through %s: error = %v, want a refusal", tc.branch, tc.url, err)
+		}
+		if got := testgit.Git(t, nonBare, "rev-parse", "refs/heads/"+tc.branch); got != before {
+			t.Errorf("%s moved to %s through %s", tc.branch, got, tc.url)
+		}
+	}
 }
 
 // TestFileTransportRefLock checks the ref writes of a push to a file://
