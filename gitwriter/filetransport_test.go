@@ -342,14 +342,8 @@ func TestFileTransportNonBare(t *testing.T) {
 	feature := filepath.Join(t.TempDir(), "feature")
 	testgit.Git(t, nonBare, "worktree", "add", "--quiet", "-b", "feature", feature)
 	testgit.Git(t, nonBare, "branch", "topic", "main")
-	testgit.Git(t, nonBare, "worktree", "add", "--quiet", filepath.Join(t.TempDir(), "topic"), "topic")
-	topicDir := testgit.Git(t, nonBare, "worktree", "list", "--porcelain")
-	topicPath := ""
-	for line := range strings.Lines(topicDir) {
-		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "worktree "); ok && strings.HasSuffix(p, "topic") {
-			topicPath = p
-		}
-	}
+	topicPath := filepath.Join(t.TempDir(), "topic")
+	testgit.Git(t, nonBare, "worktree", "add", "--quiet", topicPath, "topic")
 	testgit.Git(t, topicPath, "-c", "user.name=a", "-c", "user.email=a@example.invalid", "commit", "--quiet", "--allow-empty", "-m", "local")
 	if _, err := testgit.GitErr(t, topicPath, nil, "-c", "user.name=a", "-c", "user.email=a@example.invalid", "rebase", "--quiet", "--exec", "false", "HEAD~1"); err == nil {
 		t.Fatal("the rebase did not stop")

@@ -522,7 +522,12 @@ func packedObjects(files []string) int64 {
 // finds.
 func (r *Repo) recordCloneObjects() {
 	packs, _ := filepath.Glob(filepath.Join(r.dir, ".git", "objects", "pack", "*.pack"))
-	_ = os.WriteFile(filepath.Join(r.dir, ".git", cloneObjectsFile), []byte(strconv.FormatInt(packedObjects(packs), 10)+"\n"), 0o644)
+	r.writeCloneObjects(packedObjects(packs))
+}
+
+// writeCloneObjects writes n into cloneObjectsFile.
+func (r *Repo) writeCloneObjects(n int64) {
+	_ = os.WriteFile(filepath.Join(r.dir, ".git", cloneObjectsFile), []byte(strconv.FormatInt(n, 10)+"\n"), 0o644)
 }
 
 // storeGrown returns why the working copy, whose pack files are packs,
@@ -531,12 +536,11 @@ func (r *Repo) recordCloneObjects() {
 // existed) is measured from now on. Loose objects are not counted: a fold
 // packs them once there are about looseLimit.
 func (r *Repo) storeGrown(packs []string) string {
-	path := filepath.Join(r.dir, ".git", cloneObjectsFile)
 	now := packedObjects(packs)
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(filepath.Join(r.dir, ".git", cloneObjectsFile))
 	cloned, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	if err != nil || perr != nil || cloned < 0 {
-		_ = os.WriteFile(path, []byte(strconv.FormatInt(now, 10)+"\n"), 0o644)
+		r.writeCloneObjects(now)
 		return ""
 	}
 	if now <= 2*cloned+grownExtra {

@@ -896,7 +896,7 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 		}
 		later := r.laterRefs
 		r.laterRefs = nil
-		if se := (*syncError)(nil); errors.As(err, &se) {
+		if errors.As(err, new(*syncError)) {
 			// The objects and files written may be lost, yet the
 			// remote's next head names them: Close drops the working
 			// copy, and the next Open clones afresh.
