@@ -2,11 +2,17 @@ package gitwriter
 
 import (
 	"bytes"
+	"compress/zlib"
+	"crypto/sha1"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -244,4 +250,162 @@ func TestOpenReclonesForUnreadablePack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPackedObjectLargeOffsets reads objects past 2 GiB and 4 GiB into a
+// pack, whose index gives their offsets in its table of large offsets.
+// The pack is a sparse file with five objects and holes between them,
+// its index written here; git reads both (show-index gives each offset,
+// cat-file each object), so the test's pack is one git accepts, and
+// idxOffset and packedObject must agree with git on every object.
+func TestPackedObjectLargeOffsets(t *testing.T) {
+	blob := []byte("image: app:1.0.0\n")
+	blobHash := plumbing.ComputeHash(plumbing.BlobObject, blob)
+	tree := append([]byte("100644 app.yaml\x00"), blobHash[:]...)
+	treeHash := plumbing.ComputeHash(plumbing.TreeObject, tree)
+	commit := []byte("tree " + treeHash.String() + "\nauthor a <a@b> 1 +0000\ncommitter a <a@b> 1 +0000\n\nbump\n")
+	objs := []struct {
+		typ     plumbing.ObjectType
+		content []byte
+		offset  int64
+	}{
+		{plumbing.BlobObject, blob, 12},
+		{plumbing.TreeObject, tree, 1<<31 - 4096},
+		{plumbing.CommitObject, commit, 1<<31 + 7},
+		{plumbing.BlobObject, []byte("second\n"), 3<<30 + 1},
+		{plumbing.BlobObject, bytes.Repeat([]byte("large offset\n"), 40), 5<<30 + 123},
+	}
+
+	dir := filepath.Join(t.TempDir(), "objects")
+	if err := os.MkdirAll(filepath.Join(dir, "pack"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	packSum := sha1.Sum([]byte("a synthetic sparse pack"))
+	base := filepath.Join(dir, "pack", "pack-"+hex.EncodeToString(packSum[:]))
+	pack, err := os.Create(base + ".pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pack.Close()
+	header := binary.BigEndian.AppendUint32([]byte("PACK\x00\x00\x00\x02"), uint32(len(objs)))
+	if _, err := pack.WriteAt(header, 0); err != nil {
+		t.Fatal(err)
+	}
+	type entry struct {
+		name   plumbing.Hash
+		crc    uint32
+		offset int64
+	}
+	var entries []entry
+	end := int64(0)
+	for _, o := range objs {
+		raw := packEntry(t, o.typ, o.content)
+		if _, err := pack.WriteAt(raw, o.offset); err != nil {
+			t.Fatalf("writing the pack at %d: %v", o.offset, err)
+		}
+		entries = append(entries, entry{plumbing.ComputeHash(o.typ, o.content), crc32.ChecksumIEEE(raw), o.offset})
+		end = max(end, o.offset+int64(len(raw)))
+	}
+	if _, err := pack.WriteAt(packSum[:], end); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return bytes.Compare(a.name[:], b.name[:]) })
+
+	// The version 2 index: fan-out, names, CRCs, offsets, large offsets,
+	// the pack's checksum and the index's own.
+	idx := []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}
+	for b := range 256 {
+		n := 0
+		for _, e := range entries {
+			if int(e.name[0]) <= b {
+				n++
+			}
+		}
+		idx = binary.BigEndian.AppendUint32(idx, uint32(n))
+	}
+	for _, e := range entries {
+		idx = append(idx, e.name[:]...)
+	}
+	for _, e := range entries {
+		idx = binary.BigEndian.AppendUint32(idx, e.crc)
+	}
+	var large []byte
+	for _, e := range entries {
+		if e.offset < 1<<31 {
+			idx = binary.BigEndian.AppendUint32(idx, uint32(e.offset))
+			continue
+		}
+		idx = binary.BigEndian.AppendUint32(idx, 1<<31|uint32(len(large)/8))
+		large = binary.BigEndian.AppendUint64(large, uint64(e.offset))
+	}
+	idx = append(append(idx, large...), packSum[:]...)
+	idxSum := sha1.Sum(idx)
+	idx = append(idx, idxSum[:]...)
+	if err := os.WriteFile(base+".idx", idx, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	bare := filepath.Dir(dir)
+	testgit.Git(t, bare, "init", "-q", "--bare", ".")
+	shown := map[string]string{}
+	for line := range strings.Lines(string(gitRaw(t, bare, string(idx), "show-index"))) {
+		f := strings.Fields(line)
+		shown[f[1]] = f[0]
+	}
+	repo, err := git.PlainOpen(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		h := plumbing.ComputeHash(o.typ, o.content)
+		if got, want := shown[h.String()], fmt.Sprint(o.offset); got != want {
+			t.Fatalf("git show-index gives %s at %q, the test wrote it at %s", shortHash(h), got, want)
+		}
+		if got := gitRaw(t, bare, "", "cat-file", o.typ.String(), h.String()); !bytes.Equal(got, o.content) {
+			t.Fatalf("git cat-file %s at %d = %q, the test wrote %q", shortHash(h), o.offset, got, o.content)
+		}
+		if off, err := idxOffset(base+".idx", h); err != nil || off != o.offset {
+			t.Errorf("idxOffset(%s) = %d, %v; git reads it at %d", shortHash(h), off, err, o.offset)
+		}
+		typ, content, err := packedObject(dir, h)
+		if err != nil || typ != o.typ || !bytes.Equal(content, o.content) {
+			t.Errorf("packedObject(%s) at %d = %s %q, %v; want the %s git reads", shortHash(h), o.offset, typ, content, err, o.typ)
+		}
+		if !hasObject(repo, dir, h) {
+			t.Errorf("hasObject(%s) = false", shortHash(h))
+		}
+	}
+	c, err := packedCommit(dir, plumbing.ComputeHash(plumbing.CommitObject, commit))
+	if err != nil || !bytes.Equal(c, commit) {
+		t.Errorf("packedCommit past 2 GiB = %q, %v", c, err)
+	}
+	tr, err := treeObject(repo, dir, treeHash)
+	if err != nil || len(tr.Entries) != 1 || tr.Entries[0].Hash != blobHash {
+		t.Errorf("treeObject below 2 GiB = %+v, %v; want the one entry %s", tr, err, shortHash(blobHash))
+	}
+}
+
+// packEntry encodes an object as a pack stores it whole: its type and
+// size (3 bits and 4, then 7 bits a byte), then its zlib stream.
+func packEntry(t *testing.T, typ plumbing.ObjectType, content []byte) []byte {
+	t.Helper()
+	size := uint64(len(content))
+	b := byte(typ)<<4 | byte(size&15)
+	size >>= 4
+	var raw []byte
+	for size > 0 {
+		raw = append(raw, b|0x80)
+		b = byte(size & 0x7f)
+		size >>= 7
+	}
+	raw = append(raw, b)
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	if _, err := zw.Write(content); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return append(raw, z.Bytes()...)
 }
