@@ -92,6 +92,19 @@ func TestIncrementalWorktree(t *testing.T) {
 					// And back.
 					testgit.Commit(t, bare, "main", nil, []string{"x/inner.yaml"}, "x/ goes")
 					files["x"] = "a file again\n"
+				case 8, 9, 10:
+					// Many files at once, which the writers of a checkout
+					// share: made in new folders, then each rewritten or
+					// deleted, then all deleted.
+					for i := range 240 {
+						n := fmt.Sprintf("bulk/%02d/f%03d.yaml", i%13, i)
+						switch gone := i%3 == 0; {
+						case step == 9 && gone, step == 10 && !gone:
+							remove = append(remove, n)
+						case step < 10:
+							files[n] = fmt.Sprintf("bulk %d step %d%s\n", i, step, strings.Repeat("#", i%7*step))
+						}
+					}
 				}
 				if len(files)+len(remove) > 0 {
 					testgit.Commit(t, bare, "main", files, uniq(remove, files), fmt.Sprintf("other %d", step))

@@ -663,15 +663,32 @@ func (r *Repo) checkout(from, to plumbing.Hash) error {
 			ic = append(ic, indexChange{name: c.path, remove: true})
 		}
 	}
+	// Then the files: created on checkoutWriters goroutines, each in
+	// place of what is there (a folder, say, or a link).
+	fc := r.newFileCreator(true, func(at int, fi fs.FileInfo) { ic[at].stat = statFields(fi) })
 	for _, c := range changes {
 		if c.to.Hash.IsZero() {
 			continue
 		}
-		fi, err := r.writeFile(c.path, c.to)
-		if err != nil {
-			return err
+		var content []byte
+		if c.to.Mode != filemode.Submodule {
+			if content, err = r.blob(c.path, c.to.Hash); err != nil {
+				break
+			}
 		}
-		ic = append(ic, indexChange{name: c.path, hash: c.to.Hash, mode: c.to.Mode, stat: statFields(fi)})
+		fc.Lock()
+		ic = append(ic, indexChange{name: c.path, hash: c.to.Hash, mode: c.to.Mode})
+		at := len(ic) - 1
+		fc.Unlock()
+		if !fc.add(pendingFile{name: c.path, e: c.to, content: content, at: at}) {
+			break
+		}
+	}
+	if werr := fc.wait(); err == nil {
+		err = werr
+	}
+	if err != nil {
+		return err
 	}
 	r.log.Debug("moved the worktree", "from", shortHash(from), "to", shortHash(to), "files", len(changes))
 	return r.moveTo(to, ic)
@@ -683,6 +700,75 @@ func (r *Repo) checkout(from, to plumbing.Hash) error {
 // on one, as go-git's object store is not safe for concurrent use.
 const checkoutWriters = 4
 
+// pendingFile is a tree entry to create in the worktree, its blob read;
+// at is the place of its indexChange.
+type pendingFile struct {
+	name    string
+	e       object.TreeEntry
+	content []byte
+	at      int
+}
+
+// fileCreator creates worktree files on checkoutWriters goroutines while
+// the caller reads their blobs. Its lock is held while a file's lstat
+// data is recorded, and must be held to grow what that records into.
+type fileCreator struct {
+	sync.Mutex
+	files chan pendingFile
+	wg    sync.WaitGroup
+	err   error // the first error, under the lock
+}
+
+// newFileCreator starts the writers. Each file is created where nothing
+// is, in a folder that exists, or, with replace, in place of whatever is
+// at its path, making its folder; its lstat data goes to stat, under
+// the lock.
+func (r *Repo) newFileCreator(replace bool, stat func(at int, fi fs.FileInfo)) *fileCreator {
+	fc := &fileCreator{files: make(chan pendingFile, 64)}
+	for range checkoutWriters {
+		fc.wg.Go(func() {
+			for f := range fc.files {
+				var fi fs.FileInfo
+				var err error
+				if replace {
+					fi, err = r.replace(f.name, f.e, f.content)
+				} else {
+					fi, err = r.create(f.name, f.e, f.content)
+				}
+				fc.Lock()
+				if err != nil && fc.err == nil {
+					fc.err = err
+				}
+				if err == nil {
+					stat(f.at, fi)
+				}
+				fc.Unlock()
+			}
+		})
+	}
+	return fc
+}
+
+// add queues f, and reports false once a file has failed: the caller
+// stops reading blobs, and wait returns the error.
+func (fc *fileCreator) add(f pendingFile) bool {
+	fc.Lock()
+	failed := fc.err != nil
+	fc.Unlock()
+	if failed {
+		return false
+	}
+	fc.files <- f
+	return true
+}
+
+// wait waits for the files queued and returns the first error.
+func (fc *fileCreator) wait() error {
+	close(fc.files)
+	fc.wg.Wait()
+	return fc.err
+}
+
 // checkoutAll writes every file of commit into an empty worktree, writes
 // a new index for them, and points HEAD and the tracked branch at commit.
 func (r *Repo) checkoutAll(commit plumbing.Hash) error {
@@ -690,30 +776,8 @@ func (r *Repo) checkoutAll(commit plumbing.Hash) error {
 	if err != nil {
 		return err
 	}
-	type file struct {
-		i       int
-		name    string
-		e       object.TreeEntry
-		content []byte
-	}
 	var ic []indexChange
-	var mu sync.Mutex
-	var firstErr error
-	files := make(chan file, 64)
-	var wg sync.WaitGroup
-	for range checkoutWriters {
-		wg.Go(func() {
-			for f := range files {
-				fi, err := r.create(f.name, f.e, f.content)
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				ic[f.i].stat = statFields(fi)
-				mu.Unlock()
-			}
-		})
-	}
+	fc := r.newFileCreator(false, func(at int, fi fs.FileInfo) { ic[at].stat = statFields(fi) })
 	made := map[string]bool{".": true}
 	w := object.NewTreeWalker(tree, true, nil)
 	err = func() error {
@@ -741,17 +805,17 @@ func (r *Repo) checkoutAll(commit plumbing.Hash) error {
 					return err
 				}
 			}
-			mu.Lock()
+			fc.Lock()
 			ic = append(ic, indexChange{name: name, hash: e.Hash, mode: e.Mode})
-			i := len(ic) - 1
-			mu.Unlock()
-			files <- file{i: i, name: name, e: e, content: content}
+			at := len(ic) - 1
+			fc.Unlock()
+			if !fc.add(pendingFile{name: name, e: e, content: content, at: at}) {
+				return nil
+			}
 		}
 	}()
-	close(files)
-	wg.Wait()
-	if err == nil {
-		err = firstErr
+	if werr := fc.wait(); err == nil {
+		err = werr
 	}
 	if err != nil {
 		return err
@@ -779,25 +843,28 @@ func (r *Repo) blob(p string, h plumbing.Hash) ([]byte, error) {
 // writeFile writes one tree entry into the worktree, in place of what is
 // there, and returns its lstat data.
 func (r *Repo) writeFile(p string, e object.TreeEntry) (fs.FileInfo, error) {
-	full := filepath.Join(r.dir, filepath.FromSlash(p))
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		return nil, fmt.Errorf("writing %s: %w", p, err)
-	}
-	if err := os.RemoveAll(full); err != nil {
-		return nil, fmt.Errorf("writing %s: %w", p, err)
-	}
-	return r.createFile(p, e)
-}
-
-// createFile creates one tree entry in the worktree, where nothing is,
-// in a folder that exists, and returns its lstat data.
-func (r *Repo) createFile(p string, e object.TreeEntry) (fs.FileInfo, error) {
 	var content []byte
 	if e.Mode != filemode.Submodule {
 		var err error
 		if content, err = r.blob(p, e.Hash); err != nil {
 			return nil, err
 		}
+	}
+	return r.replace(p, e, content)
+}
+
+// replace creates one tree entry with its content in the worktree in
+// place of what is there, making its folder, and returns its lstat data.
+// A file is never written over in place: a new file has new times,
+// which the Git index's old entry then does not match until the index
+// records it (see durable.go).
+func (r *Repo) replace(p string, e object.TreeEntry, content []byte) (fs.FileInfo, error) {
+	full := filepath.Join(r.dir, filepath.FromSlash(p))
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", p, err)
+	}
+	if err := os.RemoveAll(full); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", p, err)
 	}
 	return r.create(p, e, content)
 }
