@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
@@ -221,4 +223,59 @@ func TestLeftoverIndexLock(t *testing.T) {
 	if _, err := os.Stat(lock); err == nil {
 		t.Errorf("%s is still there", lock)
 	}
+}
+
+// TestCheckoutForgetsState: moving the worktree changes files before the
+// new state is recorded, so it must first remove the state file. A move
+// that stops half-way (here a file where a new folder goes; a crash
+// alike) must leave none, or a trusted Open would take the half-moved
+// worktree for the old commit and only move the files of its next diff.
+func TestCheckoutForgetsState(t *testing.T) {
+	t.Parallel()
+	bare := testgit.NewBare(t, seed)
+	workdir := t.TempDir()
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir, TrustWorktree: true}
+	r := mustOpen(t, opts)
+	from := plumbing.NewHash(r.Head())
+	// Commit "to" in the working copy's own store, leaving its index and
+	// worktree alone: app.yaml edited, and a file in a new folder.
+	index := filepath.Join(t.TempDir(), "index")
+	gitEnv := func(stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = workdir
+		cmd.Env = append(os.Environ(), "GIT_INDEX_FILE="+index,
+			"GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@example.invalid", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@example.invalid")
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	gitEnv("", "read-tree", from.String())
+	for name, content := range map[string]string{"clusters/prod/app.yaml": "image: app:7.0.0\n", "newdir/f.yaml": "n: 1\n"} {
+		blob := gitEnv(content, "hash-object", "-w", "--stdin")
+		gitEnv("", "update-index", "--add", "--cacheinfo", "100644,"+blob+","+name)
+	}
+	to := plumbing.NewHash(gitEnv("", "commit-tree", gitEnv("", "write-tree"), "-p", from.String(), "-m", "to"))
+	state := filepath.Join(workdir, ".git", resetStateFile)
+	if _, err := os.Stat(state); err != nil {
+		t.Fatalf("no state file after Open: %v", err)
+	}
+	write(t, filepath.Join(workdir, "newdir"), "in the way\n")
+	if err := r.checkout(from, to); err == nil || !strings.Contains(err.Error(), "newdir") {
+		t.Fatalf("checkout with a file where a folder goes: err = %v, want one naming newdir", err)
+	}
+	if _, err := os.Stat(state); err == nil {
+		t.Error("a checkout that stopped half-way left the state file, which records the old commit")
+	}
+	r.Close()
+	logger, logs := newLogger()
+	opts.Logger = logger
+	mustOpen(t, opts).Close()
+	if !strings.Contains(logs.String(), "hard-resetting") {
+		t.Errorf("the next trusted Open did not reset the half-moved worktree:\n%s", logs)
+	}
+	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
 }

@@ -651,6 +651,10 @@ func (r *Repo) checkout(from, to plumbing.Hash) error {
 	if err != nil {
 		return err
 	}
+	// The worktree changes from here on, and holds to only once moveTo
+	// has recorded it: a crash or an error before then must leave no
+	// state file, so that the next Open resets the worktree whole.
+	_ = os.Remove(r.statePath())
 	// Deletions first: a file may give way to a folder of the same name.
 	var ic []indexChange
 	for _, c := range changes {
