@@ -19,6 +19,7 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
@@ -825,4 +826,70 @@ func localRefs(t *testing.T, workdir string) map[string]string {
 		refs[name] = h
 	}
 	return refs
+}
+
+// TestLostPushAnswerWaitsForSync: a push whose answer is lost is followed
+// by a fetch to see whether it landed, and that fetch points the
+// remote-tracking ref at the commit when it did. No ref may name the
+// commit before the sync that makes its objects durable: with the sync
+// failing, no local ref may name it after Update; with it passing, the
+// landed push is found.
+func TestLostPushAnswerWaitsForSync(t *testing.T) {
+	for _, fail := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sync fails=%v", fail), func(t *testing.T) {
+			bare := testgit.NewBare(t, seed)
+			workdir := t.TempDir()
+			r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: workdir})
+			defer r.Close()
+			good := r.url
+			var commit string
+			r.beforePush = func() {
+				// The push lands, and its answer is lost.
+				_ = r.waitStored(false)
+				for _, o := range r.written {
+					if o.typ == plumbing.CommitObject {
+						commit = o.hash.String()
+					}
+				}
+				testgit.Git(t, workdir, "push", "-q", bare, commit+":refs/heads/main")
+				r.url = fileURL(filepath.Join(t.TempDir(), "gone.git"))
+			}
+			orig := syncFiles
+			defer func() { syncFiles = orig }()
+			syncFiles = func(dir string, paths []string) error {
+				if fail {
+					return errors.New("disk on fire")
+				}
+				return orig(dir, paths)
+			}
+			res, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 1},
+				setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump", nil))
+			r.url = good
+			if commit == "" || mainSHA(t, bare) != commit {
+				t.Fatalf("the push did not land: main = %s, commit %q", mainSHA(t, bare), commit)
+			}
+			var naming []string
+			for name, h := range localRefs(t, workdir) {
+				if h == commit {
+					naming = append(naming, name)
+				}
+			}
+			slices.Sort(naming)
+			if fail {
+				if err == nil {
+					t.Errorf("Update = %+v with the sync failing, want an error", res)
+				}
+				if len(naming) > 0 {
+					t.Errorf("local refs %q name a commit whose objects were not synced", naming)
+				}
+				return
+			}
+			if err != nil || res == nil || !res.Pushed || res.Commit != commit {
+				t.Errorf("Update = %+v, %v; want the landed push found", res, err)
+			}
+			if !slices.Contains(naming, "refs/remotes/origin/main") {
+				t.Errorf("local refs naming the commit: %q, want the remote-tracking ref among them", naming)
+			}
+		})
+	}
 }

@@ -132,6 +132,9 @@ type Repo struct {
 	// laterRefs are the local refs a push names the commit with, set by
 	// finish once the commit's objects are durable (setRefLater).
 	laterRefs []*plumbing.Reference
+	// synced is moveToLater's sync of what the last commit wrote, until
+	// finish reports it (waitSynced).
+	synced *syncJob
 
 	secrets redact.Secrets // secrets read so far, scrubbed from error text
 

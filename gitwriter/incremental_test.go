@@ -2,6 +2,7 @@ package gitwriter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -276,6 +277,41 @@ func TestCheckoutForgetsState(t *testing.T) {
 	mustOpen(t, opts).Close()
 	if !strings.Contains(logs.String(), "hard-resetting") {
 		t.Errorf("the next trusted Open did not reset the half-moved worktree:\n%s", logs)
+	}
+	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+}
+
+// TestRestoreDuringEditForgetsState: an edit that puts one file back with
+// Restore has still changed others, which are in no commit. Restore must
+// not leave a state file saying the worktree holds the head: if the edit
+// then fails (or the process dies), a trusted Open would keep the edited
+// file.
+func TestRestoreDuringEditForgetsState(t *testing.T) {
+	t.Parallel()
+	bare := testgit.NewBare(t, seed)
+	workdir := t.TempDir()
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir, TrustWorktree: true}
+	r := mustOpen(t, opts)
+	_, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 1}, func(ctx context.Context, dir string) ([]string, string, error) {
+		write(t, filepath.Join(dir, "clusters/prod/app.yaml"), "image: app:2.0.0\n")
+		write(t, filepath.Join(dir, "clusters/prod/web.yaml"), "image: web:2.0.0\n")
+		if err := r.Restore([]string{"clusters/prod/web.yaml"}); err != nil {
+			return nil, "", err
+		}
+		return nil, "", errors.New("the registry is down")
+	})
+	if err == nil || !strings.Contains(err.Error(), "the registry is down") {
+		t.Fatalf("Update error = %v, want the edit's", err)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, ".git", resetStateFile)); err == nil {
+		t.Error("the state file records a worktree an edit has changed")
+	}
+	r.Close()
+	logger, logs := newLogger()
+	opts.Logger = logger
+	mustOpen(t, opts).Close()
+	if !strings.Contains(logs.String(), "hard-resetting") {
+		t.Errorf("the next trusted Open did not reset the edited worktree:\n%s", logs)
 	}
 	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
 }

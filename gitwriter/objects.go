@@ -939,6 +939,8 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 	path := r.indexPath()
 	store := r.store
 	done := make(chan error, 1)
+	synced := &syncJob{done: make(chan struct{})}
+	r.synced = synced
 	go func() {
 		if store != nil {
 			// One sync covers the objects too: the refs that finish
@@ -953,15 +955,18 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 			names = append(names, store.files...)
 		}
 		if len(names) > 0 {
-			if err := syncFiles(r.dir, names); err != nil {
-				done <- &syncError{err}
-				return
-			}
+			synced.err = syncFiles(r.dir, names)
+		}
+		close(synced.done)
+		if synced.err != nil {
+			done <- &syncError{synced.err}
+			return
 		}
 		done <- patchIndexFile(path, changes)
 	}()
 	return func() error {
 		err := <-done
+		r.synced = nil
 		if errors.Is(err, errIndexFormat) {
 			err = r.patchIndexSlowly(changes)
 		}
@@ -1009,6 +1014,24 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 		r.recordState()
 		return nil
 	}
+}
+
+// syncJob is moveToLater's sync of the files and objects a commit
+// wrote: err is set before done is closed.
+type syncJob struct {
+	done chan struct{}
+	err  error
+}
+
+// waitSynced waits for the sync of what the last commit wrote, if one
+// is under way, and returns its error: before something sets a ref to
+// the commit outside finish (a fetch after a push whose answer was lost).
+func (r *Repo) waitSynced() error {
+	if r.synced == nil {
+		return nil
+	}
+	<-r.synced.done
+	return r.synced.err
 }
 
 // syncError is a failure to make the files and objects a commit wrote
@@ -1090,7 +1113,13 @@ func (r *Repo) Restore(paths []string) error {
 		}
 		ic = append(ic, indexChange{name: clean, hash: e.Hash, mode: e.Mode, stat: statFields(fi)})
 	}
-	return r.moveTo(r.head, ic)
+	err = r.moveTo(r.head, ic)
+	if r.editing {
+		// Called from an edit, whose other files are in no commit: the
+		// worktree again holds no known commit, as Clean leaves it.
+		_ = os.Remove(r.statePath())
+	}
+	return err
 }
 
 // commitReader streams the content of commit h. A loose commit, as every

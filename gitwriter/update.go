@@ -310,8 +310,13 @@ func (r *Repo) pushTracked(ctx context.Context, base, commit plumbing.Hash) (rac
 	}
 	// Find out whether the remote moved: a race, worth redoing; or the
 	// push landed although its answer was lost. go-git's fetch reads
-	// the store: the objects being stored come first.
+	// the store: the objects being stored come first. It also points
+	// the remote-tracking ref at commit when the push landed, and no ref
+	// may name an object a crash could empty: they must be synced too.
 	_ = r.waitStored(false)
+	if err := r.waitSynced(); err != nil {
+		return false, pushErr
+	}
 	if err := r.fetch(ctx); err != nil {
 		r.log.Debug("could not fetch after a failed push", "error", err)
 		return false, pushErr
