@@ -272,13 +272,21 @@ func TestCheckoutForgetsState(t *testing.T) {
 		t.Error("a checkout that stopped half-way left the state file, which records the old commit")
 	}
 	r.Close()
+	checkNextOpenResets(t, opts, bare, "the half-moved worktree")
+}
+
+// checkNextOpenResets opens the working copy again with opts (trusted)
+// and checks that it resets what, and leaves the working copy clean at
+// the remote's main.
+func checkNextOpenResets(t *testing.T, opts Options, bare, what string) {
+	t.Helper()
 	logger, logs := newLogger()
 	opts.Logger = logger
 	mustOpen(t, opts).Close()
 	if !strings.Contains(logs.String(), "hard-resetting") {
-		t.Errorf("the next trusted Open did not reset the half-moved worktree:\n%s", logs)
+		t.Errorf("the next trusted Open did not reset %s:\n%s", what, logs)
 	}
-	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+	checkWorkdir(t, opts.Workdir, bare, mainSHA(t, bare))
 }
 
 // TestRestoreDuringEditForgetsState: an edit that puts one file back with
@@ -307,11 +315,5 @@ func TestRestoreDuringEditForgetsState(t *testing.T) {
 		t.Error("the state file records a worktree an edit has changed")
 	}
 	r.Close()
-	logger, logs := newLogger()
-	opts.Logger = logger
-	mustOpen(t, opts).Close()
-	if !strings.Contains(logs.String(), "hard-resetting") {
-		t.Errorf("the next trusted Open did not reset the edited worktree:\n%s", logs)
-	}
-	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+	checkNextOpenResets(t, opts, bare, "the edited worktree")
 }
