@@ -669,26 +669,16 @@ func (r *Repo) checkout(from, to plumbing.Hash) error {
 	}
 	// Then the files: created on checkoutWriters goroutines, each in
 	// place of what is there (a folder, say, or a link).
-	fc := r.newFileCreator(true, func(at int, fi fs.FileInfo) { ic[at].stat = statFields(fi) })
+	fc := r.newFileCreator(true, ic)
 	for _, c := range changes {
-		if c.to.Hash.IsZero() {
-			continue
-		}
-		var content []byte
-		if c.to.Mode != filemode.Submodule {
-			if content, err = r.blob(c.path, c.to.Hash); err != nil {
+		if !c.to.Hash.IsZero() {
+			if err = fc.add(c.path, c.to); err != nil {
 				break
 			}
 		}
-		fc.Lock()
-		ic = append(ic, indexChange{name: c.path, hash: c.to.Hash, mode: c.to.Mode})
-		at := len(ic) - 1
-		fc.Unlock()
-		if !fc.add(pendingFile{name: c.path, e: c.to, content: content, at: at}) {
-			break
-		}
 	}
-	if werr := fc.wait(); err == nil {
+	ic, werr := fc.wait()
+	if err == nil {
 		err = werr
 	}
 	if err != nil {
@@ -704,8 +694,8 @@ func (r *Repo) checkout(from, to plumbing.Hash) error {
 // on one, as go-git's object store is not safe for concurrent use.
 const checkoutWriters = 4
 
-// pendingFile is a tree entry to create in the worktree, its blob read;
-// at is the place of its indexChange.
+// pendingFile is a tree entry to create in the worktree, its content
+// read; at is the place of its index entry.
 type pendingFile struct {
 	name    string
 	e       object.TreeEntry
@@ -714,21 +704,24 @@ type pendingFile struct {
 }
 
 // fileCreator creates worktree files on checkoutWriters goroutines while
-// the caller reads their blobs. Its lock is held while a file's lstat
-// data is recorded, and must be held to grow what that records into.
+// the caller reads their blobs (add), and collects their index entries
+// with the files' lstat data.
 type fileCreator struct {
-	sync.Mutex
+	r     *Repo
 	files chan pendingFile
 	wg    sync.WaitGroup
-	err   error // the first error, under the lock
+
+	mu      sync.Mutex
+	changes []indexChange // the index entries so far
+	err     error         // the first error creating a file
 }
 
-// newFileCreator starts the writers. Each file is created where nothing
-// is, in a folder that exists, or, with replace, in place of whatever is
-// at its path, making its folder; its lstat data goes to stat, under
-// the lock.
-func (r *Repo) newFileCreator(replace bool, stat func(at int, fi fs.FileInfo)) *fileCreator {
-	fc := &fileCreator{files: make(chan pendingFile, 64)}
+// newFileCreator starts the writers, its index entries starting with
+// changes. Each file is created where nothing is, in a folder that
+// exists, or, with replace, in place of whatever is at its path, making
+// its folder.
+func (r *Repo) newFileCreator(replace bool, changes []indexChange) *fileCreator {
+	fc := &fileCreator{r: r, files: make(chan pendingFile, 64), changes: changes}
 	for range checkoutWriters {
 		fc.wg.Go(func() {
 			for f := range fc.files {
@@ -739,38 +732,44 @@ func (r *Repo) newFileCreator(replace bool, stat func(at int, fi fs.FileInfo)) *
 				} else {
 					fi, err = r.create(f.name, f.e, f.content)
 				}
-				fc.Lock()
+				fc.mu.Lock()
 				if err != nil && fc.err == nil {
 					fc.err = err
 				}
-				if err == nil {
-					stat(f.at, fi)
-				}
-				fc.Unlock()
+				fc.changes[f.at].stat = statFields(fi)
+				fc.mu.Unlock()
 			}
 		})
 	}
 	return fc
 }
 
-// add queues f, and reports false once a file has failed: the caller
-// stops reading blobs, and wait returns the error.
-func (fc *fileCreator) add(f pendingFile) bool {
-	fc.Lock()
-	failed := fc.err != nil
-	fc.Unlock()
-	if failed {
-		return false
+// add reads the content of tree entry e, at path p, and queues the file.
+// It returns the read's error, or the first error creating a file: the
+// caller stops there, and wait returns it too.
+func (fc *fileCreator) add(p string, e object.TreeEntry) error {
+	content, err := fc.r.entryContent(p, e)
+	if err != nil {
+		return err
 	}
-	fc.files <- f
-	return true
+	fc.mu.Lock()
+	if err := fc.err; err != nil {
+		fc.mu.Unlock()
+		return err
+	}
+	fc.changes = append(fc.changes, indexChange{name: p, hash: e.Hash, mode: e.Mode})
+	at := len(fc.changes) - 1
+	fc.mu.Unlock()
+	fc.files <- pendingFile{name: p, e: e, content: content, at: at}
+	return nil
 }
 
-// wait waits for the files queued and returns the first error.
-func (fc *fileCreator) wait() error {
+// wait waits for the files queued and returns the index entries and the
+// first error creating a file.
+func (fc *fileCreator) wait() ([]indexChange, error) {
 	close(fc.files)
 	fc.wg.Wait()
-	return fc.err
+	return fc.changes, fc.err
 }
 
 // checkoutAll writes every file of commit into an empty worktree, writes
@@ -780,8 +779,7 @@ func (r *Repo) checkoutAll(commit plumbing.Hash) error {
 	if err != nil {
 		return err
 	}
-	var ic []indexChange
-	fc := r.newFileCreator(false, func(at int, fi fs.FileInfo) { ic[at].stat = statFields(fi) })
+	fc := r.newFileCreator(false, nil)
 	made := map[string]bool{".": true}
 	w := object.NewTreeWalker(tree, true, nil)
 	err = func() error {
@@ -803,22 +801,13 @@ func (r *Repo) checkoutAll(commit plumbing.Hash) error {
 				}
 				made[dir] = true
 			}
-			var content []byte
-			if e.Mode != filemode.Submodule {
-				if content, err = r.blob(name, e.Hash); err != nil {
-					return err
-				}
-			}
-			fc.Lock()
-			ic = append(ic, indexChange{name: name, hash: e.Hash, mode: e.Mode})
-			at := len(ic) - 1
-			fc.Unlock()
-			if !fc.add(pendingFile{name: name, e: e, content: content, at: at}) {
-				return nil
+			if err := fc.add(name, e); err != nil {
+				return err
 			}
 		}
 	}()
-	if werr := fc.wait(); err == nil {
+	ic, werr := fc.wait()
+	if err == nil {
 		err = werr
 	}
 	if err != nil {
@@ -844,15 +833,21 @@ func (r *Repo) blob(p string, h plumbing.Hash) ([]byte, error) {
 	return content, nil
 }
 
+// entryContent reads the content of tree entry e, at path p: its blob,
+// or nothing for a submodule.
+func (r *Repo) entryContent(p string, e object.TreeEntry) ([]byte, error) {
+	if e.Mode == filemode.Submodule {
+		return nil, nil
+	}
+	return r.blob(p, e.Hash)
+}
+
 // writeFile writes one tree entry into the worktree, in place of what is
 // there, and returns its lstat data.
 func (r *Repo) writeFile(p string, e object.TreeEntry) (fs.FileInfo, error) {
-	var content []byte
-	if e.Mode != filemode.Submodule {
-		var err error
-		if content, err = r.blob(p, e.Hash); err != nil {
-			return nil, err
-		}
+	content, err := r.entryContent(p, e)
+	if err != nil {
+		return nil, err
 	}
 	return r.replace(p, e, content)
 }
