@@ -287,8 +287,8 @@ func TestPackedObjectLargeOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pack.Close()
-	header := binary.BigEndian.AppendUint32([]byte("PACK\x00\x00\x00\x02"), uint32(len(objs)))
-	if _, err := pack.WriteAt(header, 0); err != nil {
+	header := packHeader(len(objs))
+	if _, err := pack.WriteAt(header[:], 0); err != nil {
 		t.Fatal(err)
 	}
 	type entry struct {
@@ -385,27 +385,14 @@ func TestPackedObjectLargeOffsets(t *testing.T) {
 	}
 }
 
-// packEntry encodes an object as a pack stores it whole: its type and
-// size (3 bits and 4, then 7 bits a byte), then its zlib stream.
+// packEntry encodes an object as a pack stores it whole
+// (writePackEntry: git reads what it writes, see the callers).
 func packEntry(t *testing.T, typ plumbing.ObjectType, content []byte) []byte {
 	t.Helper()
-	size := uint64(len(content))
-	b := byte(typ)<<4 | byte(size&15)
-	size >>= 4
-	var raw []byte
-	for size > 0 {
-		raw = append(raw, b|0x80)
-		b = byte(size & 0x7f)
-		size >>= 7
-	}
-	raw = append(raw, b)
-	var z bytes.Buffer
-	zw := zlib.NewWriter(&z)
-	if _, err := zw.Write(content); err != nil {
+	var b bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&b, zlib.BestSpeed)
+	if err := writePackEntry(&b, zw, typ, plumbing.ComputeHash(typ, content), content); err != nil {
 		t.Fatal(err)
 	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return append(raw, z.Bytes()...)
+	return b.Bytes()
 }
