@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -15,9 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
+	"github.com/imagebump/imagebump/internal/testkit/treegen"
 )
 
 // Size of the benchmark repository.
@@ -303,4 +309,122 @@ func diskKB(b *testing.B, dir string) int {
 		b.Fatalf("du: %q: %v", out, err)
 	}
 	return kB
+}
+
+// BenchmarkTreeDiff diffs a 50,000-file tree (internal/testkit/treegen,
+// packed by git repack with deltas, as a clone holds it) against a
+// commit 1,000 commits of 10 files later (stored as git fast-import packs
+// them, with deltas, as a fetch would), and reads the blobs of the files
+// that changed: through go-git's store, as gitwriter did before the pack
+// reader, and through the pack reader, one after the other in each
+// iteration, each on a store opened afresh. It reports the medians and
+// their ratios.
+func BenchmarkTreeDiff(b *testing.B) {
+	testgit.RequireProgram(b, "git", "git")
+	dir := b.TempDir()
+	work := filepath.Join(dir, "work")
+	if _, err := treegen.Generate(work, treegen.Options{Files: 50000, Seed: 1}); err != nil {
+		b.Fatal(err)
+	}
+	testgit.Git(b, work, "init", "-q", "--initial-branch=main")
+	testgit.Git(b, work, "add", "-A")
+	testgit.Git(b, work, "-c", "user.name=b", "-c", "user.email=b@example.invalid", "commit", "-q", "-m", "fleet")
+	testgit.Git(b, work, "repack", "-a", "-d", "-q")
+	testgit.Git(b, work, "prune-packed")
+	from := testgit.Git(b, work, "rev-parse", "main")
+	paths := strings.Fields(testgit.Git(b, work, "ls-files"))
+	rng := rand.New(rand.NewPCG(13, 1000))
+	var stream strings.Builder
+	for c := range 1000 {
+		fmt.Fprintf(&stream, "commit refs/heads/main\ncommitter o <o@example.invalid> %d +0000\ndata 6\nchange\n", 1700000000+c)
+		if c == 0 {
+			fmt.Fprintf(&stream, "from %s\n", from)
+		}
+		for i := range 10 {
+			p := paths[rng.IntN(len(paths))]
+			if i%5 == 4 {
+				p = fmt.Sprintf("added/c%04d/%d-%s", c, i, filepath.Base(p))
+			}
+			content := fmt.Sprintf("%s\n# change %d\n", strings.Repeat("kind: ConfigMap\n", 20), c)
+			fmt.Fprintf(&stream, "M 100644 inline %s\ndata %d\n%s\n", p, len(content), content)
+		}
+	}
+	cmd := exec.Command("git", "fast-import", "--quiet")
+	cmd.Dir = work
+	cmd.Stdin = strings.NewReader(stream.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("git fast-import: %v: %s", err, out)
+	}
+	to := plumbing.NewHash(testgit.Git(b, work, "rev-parse", "main"))
+	gitDir := filepath.Join(work, ".git")
+	open := func() (*Repo, func()) {
+		st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(objectCacheSize), filesystem.Options{KeepDescriptors: true})
+		repo, err := git.Open(st, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return &Repo{repo: repo, objects: filepath.Join(gitDir, "objects"), log: slog.New(slog.DiscardHandler)}, func() { st.Close() }
+	}
+	var diffOld, diffNew, blobsOld, blobsNew []float64
+	changes := 0
+	for b.Loop() {
+		r, done := open()
+		start := time.Now()
+		old, err := r.diffTrees(plumbing.NewHash(from), to)
+		if err != nil {
+			b.Fatal(err)
+		}
+		diffOld = append(diffOld, msSince(start))
+		start = time.Now()
+		for _, c := range old {
+			if !c.to.Hash.IsZero() {
+				if _, err := r.entryContent(nil, c.path, c.to); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		blobsOld = append(blobsOld, msSince(start))
+		done()
+
+		r, done = open()
+		start = time.Now()
+		now, err := r.diffTreesPacked(plumbing.NewHash(from), to)
+		if err != nil {
+			b.Fatal(err)
+		}
+		diffNew = append(diffNew, msSince(start))
+		start = time.Now()
+		ps := r.openPacks()
+		for _, c := range now {
+			if !c.to.Hash.IsZero() {
+				if _, err := r.entryContent(ps, c.path, c.to); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		ps.Close()
+		blobsNew = append(blobsNew, msSince(start))
+		done()
+		if len(old) != len(now) {
+			b.Fatalf("go-git lists %d changes, the pack reader %d", len(old), len(now))
+		}
+		changes = len(now)
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(float64(changes), "changes")
+	b.ReportMetric(benchMedian(diffOld), "diff-go-git-ms")
+	b.ReportMetric(benchMedian(diffNew), "diff-packs-ms")
+	b.ReportMetric(benchMedian(diffNew)/benchMedian(diffOld), "diff-packs/go-git")
+	b.ReportMetric(benchMedian(blobsOld), "blobs-go-git-ms")
+	b.ReportMetric(benchMedian(blobsNew), "blobs-packs-ms")
+	b.ReportMetric(benchMedian(blobsNew)/benchMedian(blobsOld), "blobs-packs/go-git")
+}
+
+func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
+
+// benchMedian is the median of xs.
+func benchMedian(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

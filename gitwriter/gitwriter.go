@@ -135,6 +135,10 @@ type Repo struct {
 	// synced is moveToLater's sync of what the last commit wrote, until
 	// finish reports it (waitSynced).
 	synced *syncJob
+	// lastDiff is the last tree diff diffCommits made: the checkout that
+	// moves a reused worktree and the marker index that follows it ask
+	// for the same one, 0.25 s after 1,000 commits of 10 files.
+	lastDiff *commitDiff
 
 	secrets redact.Secrets // secrets read so far, scrubbed from error text
 
@@ -294,6 +298,7 @@ func (r *Repo) closeStorage() {
 		_ = r.storage.Close()
 		r.storage = nil
 	}
+	r.lastDiff = nil
 }
 
 // Dir returns the root of the worktree.

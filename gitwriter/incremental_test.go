@@ -63,6 +63,7 @@ func TestIncrementalWorktree(t *testing.T) {
 			workdir := t.TempDir()
 			opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir, TrustWorktree: trust}
 			rng := rand.New(rand.NewPCG(1, 2))
+			var first, prev string // the first step's head, the last one's
 			names := []string{"a/b/one.yaml", "a/b/two.yaml", "a/c.yaml", "d.yaml", "e/f/g/h.yaml", "clusters/prod/app.yaml"}
 			for step := range 24 {
 				logger, logs := newLogger()
@@ -71,6 +72,12 @@ func TestIncrementalWorktree(t *testing.T) {
 				checkWorkdir(t, workdir, bare, mainSHA(t, bare))
 				if step > 0 && strings.Contains(logs.String(), "hard-resetting") {
 					t.Errorf("step %d: Open reset the worktree whole:\n%s", step, logs)
+				}
+				if step > 0 {
+					checkChanges(t, r, bare, prev, step)
+					checkChanges(t, r, bare, first, step)
+				} else {
+					first = r.Head()
 				}
 				// Someone else commits.
 				files := map[string]string{}
@@ -157,11 +164,45 @@ func TestIncrementalWorktree(t *testing.T) {
 				// With a push branch, the tracked branch stays as Open
 				// fetched it.
 				checkWorkdir(t, workdir, bare, r.Head())
+				prev = r.Head()
 				if err := r.Close(); err != nil {
 					t.Fatal(err)
 				}
 			}
 		})
+	}
+}
+
+// checkChanges compares r.Changes(from) with git's own list of the files
+// that differ. When from is the commit the worktree held before Open
+// moved it, the list must be the one the move made, not a second diff.
+func checkChanges(t *testing.T, r *Repo, bare, from string, step int) {
+	t.Helper()
+	moved := r.lastDiff
+	got, err := r.Changes(from)
+	if err != nil {
+		t.Fatalf("step %d: Changes(%.7s): %v", step, from, err)
+	}
+	if moved != nil && moved.from.String() == from && r.lastDiff != moved {
+		t.Errorf("step %d: Changes(%.7s) diffed the trees again, after the checkout had", step, from)
+	}
+	paths := []string{}
+	for _, c := range got {
+		paths = append(paths, c.Path)
+		inGit := func(rev string) string {
+			h, err := testgit.GitErr(t, bare, nil, "rev-parse", "--verify", "--quiet", rev+":"+c.Path)
+			if err != nil {
+				return "" // not in rev
+			}
+			return strings.TrimSpace(h)
+		}
+		if c.Old != inGit(from) || c.New != inGit(r.Head()) {
+			t.Errorf("step %d: Changes(%.7s) has %s as %q → %q, git %q → %q", step, from, c.Path, c.Old, c.New, inGit(from), inGit(r.Head()))
+		}
+	}
+	want := testgit.Git(t, bare, "diff-tree", "-r", "--name-only", "--no-commit-id", from, r.Head())
+	if diff := cmp.Diff(strings.Fields(want), paths); diff != "" {
+		t.Errorf("step %d: Changes(%.7s) lists other files than git diff-tree (-git +Changes):\n%s", step, from, diff)
 	}
 }
 

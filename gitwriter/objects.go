@@ -93,11 +93,50 @@ type treeChange struct {
 	from, to object.TreeEntry
 }
 
+// commitDiff is the result of one diffCommits.
+type commitDiff struct {
+	from, to plumbing.Hash
+	changes  []treeChange
+}
+
 // diffCommits lists the files that differ between two commits' trees.
+// The list is shared with later calls for the same two commits: callers
+// must not change it.
 func (r *Repo) diffCommits(from, to plumbing.Hash) ([]treeChange, error) {
-	fromTree, err := r.commitTree(from)
+	if d := r.lastDiff; d != nil && d.from == from && d.to == to {
+		return d.changes, nil
+	}
+	changes, err := r.diffUncached(from, to)
 	if err != nil {
 		return nil, err
+	}
+	r.lastDiff = &commitDiff{from: from, to: to, changes: changes}
+	return changes, nil
+}
+
+// diffUncached is diffCommits without the cache, from the empty tree
+// when from is zero. It reads the trees through a packSet, and through
+// go-git's store when that fails: go-git reads what the pack reader does
+// not (an object past maxPackedRead, a pack go-git would refuse), and
+// answers with its own error for a store that is truly damaged.
+func (r *Repo) diffUncached(from, to plumbing.Hash) ([]treeChange, error) {
+	changes, err := r.diffTreesPacked(from, to)
+	if err != nil {
+		r.log.Debug("diffing the trees through go-git's store", "from", shortHash(from), "to", shortHash(to), "reason", err.Error())
+		changes, err = r.diffTrees(from, to)
+	}
+	return changes, err
+}
+
+// diffTrees lists the files that differ between two commits' trees
+// through go-git's store, from the empty tree when from is zero.
+func (r *Repo) diffTrees(from, to plumbing.Hash) ([]treeChange, error) {
+	var fromTree *object.Tree
+	if !from.IsZero() {
+		var err error
+		if fromTree, err = r.commitTree(from); err != nil {
+			return nil, err
+		}
 	}
 	toTree, err := r.commitTree(to)
 	if err != nil {
@@ -708,6 +747,7 @@ type pendingFile struct {
 // with the files' lstat data.
 type fileCreator struct {
 	r     *Repo
+	ps    *packSet // the packs blobs are read from, nil when unreadable
 	files chan pendingFile
 	wg    sync.WaitGroup
 
@@ -722,6 +762,7 @@ type fileCreator struct {
 // its folder.
 func (r *Repo) newFileCreator(replace bool, changes []indexChange) *fileCreator {
 	fc := &fileCreator{r: r, files: make(chan pendingFile, 64), changes: changes}
+	fc.ps = r.openPacks()
 	for range checkoutWriters {
 		fc.wg.Go(func() {
 			for f := range fc.files {
@@ -748,7 +789,7 @@ func (r *Repo) newFileCreator(replace bool, changes []indexChange) *fileCreator 
 // It returns the read's error, or the first error creating a file: the
 // caller stops there, and wait returns it too.
 func (fc *fileCreator) add(p string, e object.TreeEntry) error {
-	content, err := fc.r.entryContent(p, e)
+	content, err := fc.r.entryContent(fc.ps, p, e)
 	if err != nil {
 		return err
 	}
@@ -769,43 +810,34 @@ func (fc *fileCreator) add(p string, e object.TreeEntry) error {
 func (fc *fileCreator) wait() ([]indexChange, error) {
 	close(fc.files)
 	fc.wg.Wait()
+	if fc.ps != nil {
+		fc.ps.Close()
+	}
 	return fc.changes, fc.err
 }
 
 // checkoutAll writes every file of commit into an empty worktree, writes
 // a new index for them, and points HEAD and the tracked branch at commit.
 func (r *Repo) checkoutAll(commit plumbing.Hash) error {
-	tree, err := r.commitTree(commit)
+	// Every file of the commit, as a diff from the empty tree.
+	files, err := r.diffUncached(plumbing.ZeroHash, commit)
 	if err != nil {
-		return err
+		return fmt.Errorf("reading the tree of %s: %w", shortHash(commit), err)
 	}
 	fc := r.newFileCreator(false, nil)
 	made := map[string]bool{".": true}
-	w := object.NewTreeWalker(tree, true, nil)
-	err = func() error {
-		defer w.Close()
-		for {
-			name, e, err := w.Next()
-			if err == io.EOF {
-				return nil
+	for _, f := range files {
+		if dir := path.Dir(f.path); !made[dir] {
+			if err = os.MkdirAll(filepath.Join(r.dir, filepath.FromSlash(dir)), 0o755); err != nil {
+				err = fmt.Errorf("writing %s: %w", f.path, err)
+				break
 			}
-			if err != nil {
-				return fmt.Errorf("reading the tree of %s: %w", shortHash(commit), err)
-			}
-			if e.Mode == filemode.Dir {
-				continue
-			}
-			if dir := path.Dir(name); !made[dir] {
-				if err := os.MkdirAll(filepath.Join(r.dir, filepath.FromSlash(dir)), 0o755); err != nil {
-					return fmt.Errorf("writing %s: %w", name, err)
-				}
-				made[dir] = true
-			}
-			if err := fc.add(name, e); err != nil {
-				return err
-			}
+			made[dir] = true
 		}
-	}()
+		if err = fc.add(f.path, f.to); err != nil {
+			break
+		}
+	}
 	ic, werr := fc.wait()
 	if err == nil {
 		err = werr
@@ -834,10 +866,21 @@ func (r *Repo) blob(p string, h plumbing.Hash) ([]byte, error) {
 }
 
 // entryContent reads the content of tree entry e, at path p: its blob,
-// or nothing for a submodule.
-func (r *Repo) entryContent(p string, e object.TreeEntry) ([]byte, error) {
+// or nothing for a submodule. The blob is read through ps when it is not
+// nil and a pack lists it, and through go-git's store otherwise, which
+// also answers when ps fails (see diffCommits).
+func (r *Repo) entryContent(ps *packSet, p string, e object.TreeEntry) ([]byte, error) {
 	if e.Mode == filemode.Submodule {
 		return nil, nil
+	}
+	if ps != nil {
+		t, content, err := ps.object(e.Hash)
+		switch {
+		case err == nil && t == plumbing.BlobObject:
+			return content, nil
+		case err != nil && !errors.Is(err, errNotPacked):
+			r.log.Debug("reading a blob through go-git's store", "path", p, "reason", err.Error())
+		}
 	}
 	return r.blob(p, e.Hash)
 }
@@ -845,7 +888,7 @@ func (r *Repo) entryContent(p string, e object.TreeEntry) ([]byte, error) {
 // writeFile writes one tree entry into the worktree, in place of what is
 // there, and returns its lstat data.
 func (r *Repo) writeFile(p string, e object.TreeEntry) (fs.FileInfo, error) {
-	content, err := r.entryContent(p, e)
+	content, err := r.entryContent(nil, p, e)
 	if err != nil {
 		return nil, err
 	}

@@ -185,19 +185,8 @@ func findOffset(f io.ReaderAt, size int64, h plumbing.Hash) (int64, error) {
 	if _, err := f.ReadAt(names, namesAt+lo*20); err != nil {
 		return 0, err
 	}
-	i, j := 0, len(names)/20
-	for i < j {
-		m := (i + j) / 2
-		switch c := bytes.Compare(names[m*20:m*20+20], h[:]); {
-		case c == 0:
-			i, j = m, -1
-		case c < 0:
-			i = m + 1
-		default:
-			j = m
-		}
-	}
-	if j != -1 {
+	i, ok := searchNames(names, h)
+	if !ok {
 		return 0, plumbing.ErrObjectNotFound
 	}
 	k := lo + int64(i)
@@ -215,6 +204,24 @@ func findOffset(f io.ReaderAt, size int64, h plumbing.Hash) (int64, error) {
 		return 0, err
 	}
 	return int64(binary.BigEndian.Uint64(b[:])), nil
+}
+
+// searchNames finds h in names, 20 bytes a name in sorted order, and
+// returns its place.
+func searchNames(names []byte, h plumbing.Hash) (int, bool) {
+	i, j := 0, len(names)/20
+	for i < j {
+		m := int(uint(i+j) >> 1)
+		switch c := bytes.Compare(names[m*20:m*20+20], h[:]); {
+		case c == 0:
+			return m, true
+		case c < 0:
+			i = m + 1
+		default:
+			j = m
+		}
+	}
+	return 0, false
 }
 
 // readWhole inflates the object at offset in the pack file at path, or

@@ -119,7 +119,7 @@ func TestPackedObject(t *testing.T) {
 }
 
 // gitRaw runs git in dir with stdin and returns its output untouched.
-func gitRaw(t *testing.T, dir, stdin string, args ...string) []byte {
+func gitRaw(t testing.TB, dir, stdin string, args ...string) []byte {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
@@ -291,56 +291,20 @@ func TestPackedObjectLargeOffsets(t *testing.T) {
 	if _, err := pack.WriteAt(header[:], 0); err != nil {
 		t.Fatal(err)
 	}
-	type entry struct {
-		name   plumbing.Hash
-		crc    uint32
-		offset int64
-	}
-	var entries []entry
+	var entries []idxEntry
 	end := int64(0)
 	for _, o := range objs {
 		raw := packEntry(t, o.typ, o.content)
 		if _, err := pack.WriteAt(raw, o.offset); err != nil {
 			t.Fatalf("writing the pack at %d: %v", o.offset, err)
 		}
-		entries = append(entries, entry{plumbing.ComputeHash(o.typ, o.content), crc32.ChecksumIEEE(raw), o.offset})
+		entries = append(entries, idxEntry{plumbing.ComputeHash(o.typ, o.content), crc32.ChecksumIEEE(raw), o.offset})
 		end = max(end, o.offset+int64(len(raw)))
 	}
 	if _, err := pack.WriteAt(packSum[:], end); err != nil {
 		t.Fatal(err)
 	}
-	slices.SortFunc(entries, func(a, b entry) int { return bytes.Compare(a.name[:], b.name[:]) })
-
-	// The version 2 index: fan-out, names, CRCs, offsets, large offsets,
-	// the pack's checksum and the index's own.
-	idx := []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}
-	for b := range 256 {
-		n := 0
-		for _, e := range entries {
-			if int(e.name[0]) <= b {
-				n++
-			}
-		}
-		idx = binary.BigEndian.AppendUint32(idx, uint32(n))
-	}
-	for _, e := range entries {
-		idx = append(idx, e.name[:]...)
-	}
-	for _, e := range entries {
-		idx = binary.BigEndian.AppendUint32(idx, e.crc)
-	}
-	var large []byte
-	for _, e := range entries {
-		if e.offset < 1<<31 {
-			idx = binary.BigEndian.AppendUint32(idx, uint32(e.offset))
-			continue
-		}
-		idx = binary.BigEndian.AppendUint32(idx, 1<<31|uint32(len(large)/8))
-		large = binary.BigEndian.AppendUint64(large, uint64(e.offset))
-	}
-	idx = append(append(idx, large...), packSum[:]...)
-	idxSum := sha1.Sum(idx)
-	idx = append(idx, idxSum[:]...)
+	idx := packIndexFor(entries, packSum[:])
 	if err := os.WriteFile(base+".idx", idx, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -383,6 +347,49 @@ func TestPackedObjectLargeOffsets(t *testing.T) {
 	if err != nil || len(tr.Entries) != 1 || tr.Entries[0].Hash != blobHash {
 		t.Errorf("treeObject below 2 GiB = %+v, %v; want the one entry %s", tr, err, shortHash(blobHash))
 	}
+}
+
+// idxEntry is one object of a pack index the tests write.
+type idxEntry struct {
+	name   plumbing.Hash
+	crc    uint32
+	offset int64
+}
+
+// packIndexFor writes the version 2 index of a pack whose checksum is
+// packSum: fan-out, names, CRCs, offsets, large offsets, the pack's
+// checksum and the index's own.
+func packIndexFor(entries []idxEntry, packSum []byte) []byte {
+	entries = slices.Clone(entries)
+	slices.SortFunc(entries, func(a, b idxEntry) int { return bytes.Compare(a.name[:], b.name[:]) })
+	idx := []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}
+	for b := range 256 {
+		n := 0
+		for _, e := range entries {
+			if int(e.name[0]) <= b {
+				n++
+			}
+		}
+		idx = binary.BigEndian.AppendUint32(idx, uint32(n))
+	}
+	for _, e := range entries {
+		idx = append(idx, e.name[:]...)
+	}
+	for _, e := range entries {
+		idx = binary.BigEndian.AppendUint32(idx, e.crc)
+	}
+	var large []byte
+	for _, e := range entries {
+		if e.offset < 1<<31 {
+			idx = binary.BigEndian.AppendUint32(idx, uint32(e.offset))
+			continue
+		}
+		idx = binary.BigEndian.AppendUint32(idx, 1<<31|uint32(len(large)/8))
+		large = binary.BigEndian.AppendUint64(large, uint64(e.offset))
+	}
+	idx = append(append(idx, large...), packSum...)
+	idxSum := sha1.Sum(idx)
+	return append(idx, idxSum[:]...)
 }
 
 // packEntry encodes an object as a pack stores it whole

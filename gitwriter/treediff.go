@@ -1,0 +1,246 @@
+package gitwriter
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// treeDiffer lists the files that differ between two trees as git
+// diff-tree -r does: it walks both in their stored order and skips every
+// subtree whose hash is the same on both sides. Trees are read through a
+// packSet, and loose ones through go-git's store.
+type treeDiffer struct {
+	r   *Repo
+	ps  *packSet
+	out []treeChange
+}
+
+// storedEntry is one entry of a tree as stored; name points into the tree's
+// content.
+type storedEntry struct {
+	name []byte
+	mode filemode.FileMode
+	hash plumbing.Hash
+}
+
+func (e storedEntry) isDir() bool { return e.mode == filemode.Dir }
+
+// openPacks returns a packSet of the working copy's packs that reads
+// objects no pack lists through go-git's store, or nil when the pack
+// folder is one go-git must answer for (packBases).
+func (r *Repo) openPacks() *packSet {
+	ps, err := openPackSet(r.objects)
+	if err != nil {
+		return nil
+	}
+	ps.loose = r.looseObject
+	return ps
+}
+
+// diffTreesPacked is diffTrees read through a packSet.
+func (r *Repo) diffTreesPacked(from, to plumbing.Hash) ([]treeChange, error) {
+	ps, err := openPackSet(r.objects)
+	if err != nil {
+		return nil, err
+	}
+	defer ps.Close()
+	ps.loose = r.looseObject
+	var fromTree plumbing.Hash // zero: the empty tree
+	if !from.IsZero() {
+		if fromTree, err = treeHashOf(r.repo, r.objects, from); err != nil {
+			return nil, fmt.Errorf("reading commit %s: %w", shortHash(from), err)
+		}
+	}
+	toTree, err := treeHashOf(r.repo, r.objects, to)
+	if err != nil {
+		return nil, fmt.Errorf("reading commit %s: %w", shortHash(to), err)
+	}
+	d := &treeDiffer{r: r, ps: ps}
+	if err := d.walk("", fromTree, toTree); err != nil {
+		return nil, err
+	}
+	return d.out, nil
+}
+
+// walk adds the files that differ between trees a and b, at prefix (""
+// or a path ending in "/"); a zero hash is a missing tree.
+func (d *treeDiffer) walk(prefix string, a, b plumbing.Hash) error {
+	if a == b {
+		return nil
+	}
+	ea, err := d.entries(a)
+	if err != nil {
+		return err
+	}
+	eb, err := d.entries(b)
+	if err != nil {
+		return err
+	}
+	for len(ea) > 0 || len(eb) > 0 {
+		c := 1
+		switch {
+		case len(ea) == 0:
+		case len(eb) == 0:
+			c = -1
+		default:
+			c = compareEntries(ea[0], eb[0])
+		}
+		switch {
+		case c < 0:
+			err = d.one(prefix, ea[0], true)
+			ea = ea[1:]
+		case c > 0:
+			err = d.one(prefix, eb[0], false)
+			eb = eb[1:]
+		default:
+			x, y := ea[0], eb[0]
+			ea, eb = ea[1:], eb[1:]
+			switch {
+			case x.isDir():
+				err = d.walk(prefix+string(x.name)+"/", x.hash, y.hash)
+			case x.hash != y.hash || x.mode != y.mode:
+				d.out = append(d.out, treeChange{path: prefix + string(x.name), from: x.treeEntry(), to: y.treeEntry()})
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// one adds entry e, on one side only: every file under it when it is a
+// tree; gone says the side is the old one.
+func (d *treeDiffer) one(prefix string, e storedEntry, gone bool) error {
+	if e.isDir() {
+		a, b := e.hash, plumbing.ZeroHash
+		if !gone {
+			a, b = b, a
+		}
+		return d.walk(prefix+string(e.name)+"/", a, b)
+	}
+	c := treeChange{path: prefix + string(e.name)}
+	if gone {
+		c.from = e.treeEntry()
+	} else {
+		c.to = e.treeEntry()
+	}
+	d.out = append(d.out, c)
+	return nil
+}
+
+func (e storedEntry) treeEntry() object.TreeEntry {
+	return object.TreeEntry{Name: string(e.name), Mode: e.mode, Hash: e.hash}
+}
+
+// compareEntries orders two entries of a tree as git stores them: by
+// name, a tree's name taken to end in "/". Equal means the same name and
+// kind.
+func compareEntries(a, b storedEntry) int {
+	n := min(len(a.name), len(b.name))
+	if c := bytes.Compare(a.name[:n], b.name[:n]); c != 0 {
+		return c
+	}
+	return int(nameEnd(a, n)) - int(nameEnd(b, n))
+}
+
+// nameEnd is the byte of e's sort key at i: its name's, then "/" for a
+// tree, then nothing (0).
+func nameEnd(e storedEntry, i int) byte {
+	switch {
+	case i < len(e.name):
+		return e.name[i]
+	case i == len(e.name) && e.isDir():
+		return '/'
+	}
+	return 0
+}
+
+// entries reads tree h (none for a zero hash) and parses it.
+func (d *treeDiffer) entries(h plumbing.Hash) ([]storedEntry, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	t, content, err := d.ps.object(h)
+	if errors.Is(err, errNotPacked) {
+		t, content, err = d.r.looseObject(h)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t != plumbing.TreeObject {
+		return nil, fmt.Errorf("object %s is a %s, not a tree: %w", shortHash(h), t, plumbing.ErrInvalidType)
+	}
+	entries, err := parseTree(content)
+	if err != nil {
+		return nil, fmt.Errorf("tree %s: %w", shortHash(h), err)
+	}
+	return entries, nil
+}
+
+// looseObject reads object h, which no pack lists, through go-git's
+// store, checked against its name.
+func (r *Repo) looseObject(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	o, err := r.repo.Storer.EncodedObject(plumbing.AnyObject, h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return 0, nil, fmt.Errorf("reading object %s: %w (%w)", shortHash(h), err, errNotPacked)
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("reading object %s: %w", shortHash(h), err)
+	}
+	rd, err := o.Reader()
+	if err != nil {
+		return 0, nil, fmt.Errorf("reading object %s: %w", shortHash(h), err)
+	}
+	defer rd.Close()
+	content, err := io.ReadAll(rd)
+	if err != nil {
+		return 0, nil, fmt.Errorf("reading object %s: %w", shortHash(h), err)
+	}
+	if objectHash(o.Type(), content) != h {
+		return 0, nil, fmt.Errorf("object %s is damaged: its content does not match its name", shortHash(h))
+	}
+	return o.Type(), content, nil
+}
+
+// parseTree parses a tree's content: entries of an octal mode, a space,
+// a name, a NUL and a 20-byte hash, in git's order (compareEntries),
+// each name once.
+func parseTree(content []byte) ([]storedEntry, error) {
+	var out []storedEntry
+	for len(content) > 0 {
+		sp := bytes.IndexByte(content, ' ')
+		if sp <= 0 || sp > 7 {
+			return nil, errors.New("an entry without a mode")
+		}
+		var mode uint32
+		for _, c := range content[:sp] {
+			if c < '0' || c > '7' {
+				return nil, fmt.Errorf("the mode %q is not octal", content[:sp])
+			}
+			mode = mode<<3 | uint32(c-'0')
+		}
+		content = content[sp+1:]
+		nul := bytes.IndexByte(content, 0)
+		if nul <= 0 || len(content) < nul+1+20 {
+			return nil, errors.New("an entry cut short")
+		}
+		e := storedEntry{name: content[:nul], mode: filemode.FileMode(mode)}
+		if bytes.IndexByte(e.name, '/') >= 0 {
+			return nil, fmt.Errorf("the name %q holds a slash", e.name)
+		}
+		copy(e.hash[:], content[nul+1:])
+		content = content[nul+21:]
+		if len(out) > 0 && compareEntries(out[len(out)-1], e) >= 0 {
+			return nil, fmt.Errorf("the entry %q is out of order", e.name)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
