@@ -17,6 +17,16 @@
 // that has collected too many pack files is deleted and cloned afresh. A
 // non-empty Workdir without a .git is refused, never emptied.
 //
+// A reused worktree that holds a known commit is moved to the new head by
+// the files that differ: the two trees are walked side by side, skipping
+// every folder whose hash is the same on both sides. Those trees, and the
+// blobs of a checkout, are read from the packs as git reads them (each
+// pack's index searched in memory, deltas resolved from their bases,
+// every object checked against its name; packset.go, treediff.go), and
+// through go-git's store when that reader cannot, but never for an object
+// that does not hash to its name: that fails the move, and an Open whose
+// reset fails so clones afresh.
+//
 // Close keeps a reused working copy's object store small, as git's
 // gc --auto does: past about 6,700 loose objects or 20 packs it folds the
 // loose objects, and the packs too small to stand alone, into one pack

@@ -118,10 +118,11 @@ func (r *Repo) diffCommits(from, to plumbing.Hash) ([]treeChange, error) {
 // when from is zero. It reads the trees through a packSet, and through
 // go-git's store when that fails: go-git reads what the pack reader does
 // not (an object past maxPackedRead, a pack go-git would refuse), and
-// answers with its own error for a store that is truly damaged.
+// answers with its own error for a store that is truly damaged. A tree
+// that does not hash to its name is an error: go-git would not check it.
 func (r *Repo) diffUncached(from, to plumbing.Hash) ([]treeChange, error) {
 	changes, err := r.diffTreesPacked(from, to)
-	if err != nil {
+	if err != nil && !errors.Is(err, errDamaged) {
 		r.log.Debug("diffing the trees through go-git's store", "from", shortHash(from), "to", shortHash(to), "reason", err.Error())
 		changes, err = r.diffTrees(from, to)
 	}
@@ -868,7 +869,8 @@ func (r *Repo) blob(p string, h plumbing.Hash) ([]byte, error) {
 // entryContent reads the content of tree entry e, at path p: its blob,
 // or nothing for a submodule. The blob is read through ps when it is not
 // nil and a pack lists it, and through go-git's store otherwise, which
-// also answers when ps fails (see diffCommits).
+// also answers when ps fails (see diffUncached), but for a blob that
+// does not hash to its name.
 func (r *Repo) entryContent(ps *packSet, p string, e object.TreeEntry) ([]byte, error) {
 	if e.Mode == filemode.Submodule {
 		return nil, nil
@@ -878,6 +880,8 @@ func (r *Repo) entryContent(ps *packSet, p string, e object.TreeEntry) ([]byte, 
 		switch {
 		case err == nil && t == plumbing.BlobObject:
 			return content, nil
+		case errors.Is(err, errDamaged):
+			return nil, fmt.Errorf("reading the blob of %s: %w", p, err)
 		case err != nil && !errors.Is(err, errNotPacked):
 			r.log.Debug("reading a blob through go-git's store", "path", p, "reason", err.Error())
 		}

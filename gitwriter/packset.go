@@ -37,11 +37,26 @@ const maxDeltaChain = 4095
 // packSetCache bounds the bytes of decoded objects a packSet keeps.
 const packSetCache = 16 << 20
 
+// maxChainBytes bounds the delta instructions a packSet holds while it
+// resolves one object: a damaged pack could otherwise chain thousands of
+// large deltas.
+const maxChainBytes = 4 * maxPackedRead
+
+// errDamaged marks an object that was read but does not hash to its
+// name: the store is damaged, and go-git's store, which does not check,
+// must not be asked instead.
+var errDamaged = errors.New("its content does not match its name")
+
 // packSet reads objects from the packs of one objects folder, for a
 // burst of reads by one goroutine; Close closes its files.
 type packSet struct {
 	packs []*setPack
 	cache baseCache
+	// resolving are the entries whose chains are being followed, and
+	// held the bytes of their deltas: a cycle of REF_DELTAs, or a chain
+	// too large, is an error.
+	resolving map[cacheKey]bool
+	held      int
 	// loose reads an object no pack lists: the base of a delta in a
 	// thin pack, which go-git keeps as fetched, may be a loose object.
 	loose func(plumbing.Hash) (plumbing.ObjectType, []byte, error)
@@ -53,6 +68,7 @@ type setPack struct {
 	base string // the path without extension
 	f    openPack
 	idx  *packIndex
+	err  error // why the pack could not be opened, once tried
 }
 
 // openPack is an open pack: an *os.File, or bytes in a test.
@@ -89,30 +105,34 @@ func (ps *packSet) Close() {
 // object returns the type and content of object h, read from the first
 // pack that lists it and checked against h. It returns errNotPacked when
 // no pack does.
+// The content is shared with the packSet's cache: callers must not
+// change it. An object that does not hash to h is errDamaged.
 func (ps *packSet) object(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 	return ps.objectAt(h, 0)
 }
 
+// objectAt is object at depth deltas into a chain.
 func (ps *packSet) objectAt(h plumbing.Hash, depth int) (plumbing.ObjectType, []byte, error) {
 	for _, p := range ps.packs {
 		if err := p.open(); err != nil {
 			return 0, nil, err
 		}
-		off, ok := p.idx.find(h)
-		if !ok {
+		off, err := p.idx.find(h)
+		if errors.Is(err, errNotPacked) {
 			continue
 		}
-		t, content, err := ps.read(p, off, depth)
-		if err != nil {
-			if depth > 0 {
-				return 0, nil, err // the object whose chain it is names it
+		if err == nil {
+			var t plumbing.ObjectType
+			var content []byte
+			t, content, err = ps.read(p, off, depth)
+			if err == nil && objectHash(t, content) != h {
+				err = errDamaged
 			}
-			return 0, nil, fmt.Errorf("object %s in %s.pack: %w", shortHash(h), filepath.Base(p.base), err)
+			if err == nil {
+				return t, content[:len(content):len(content)], nil
+			}
 		}
-		if objectHash(t, content) != h {
-			return 0, nil, fmt.Errorf("object %s in %s.pack: its content does not match its name", shortHash(h), filepath.Base(p.base))
-		}
-		return t, content, nil
+		return 0, nil, fmt.Errorf("object %s in %s.pack: %w", shortHash(h), filepath.Base(p.base), err)
 	}
 	return 0, nil, errNotPacked
 }
@@ -136,9 +156,13 @@ func objectHash(t plumbing.ObjectType, content []byte) plumbing.Hash {
 
 // open opens the pack file and reads its index, once.
 func (p *setPack) open() error {
-	if p.idx != nil {
-		return nil
+	if p.idx == nil && p.err == nil {
+		p.err = p.load()
 	}
+	return p.err
+}
+
+func (p *setPack) load() error {
 	raw, err := os.ReadFile(p.base + ".idx")
 	if err != nil {
 		return err
@@ -169,6 +193,15 @@ func (ps *packSet) read(p *setPack, off int64, depth int) (plumbing.ObjectType, 
 	var chain []pendingDelta
 	var t plumbing.ObjectType
 	var content []byte
+	if ps.resolving == nil {
+		ps.resolving = map[cacheKey]bool{}
+	}
+	defer func() {
+		for _, d := range chain {
+			delete(ps.resolving, cacheKey{p, d.off})
+			ps.held -= len(d.delta)
+		}
+	}()
 	for {
 		if ct, c, ok := ps.cache.get(p, off); ok {
 			t, content = ct, c
@@ -176,6 +209,9 @@ func (ps *packSet) read(p *setPack, off int64, depth int) (plumbing.ObjectType, 
 		}
 		if len(chain)+depth > maxDeltaChain {
 			return 0, nil, fmt.Errorf("a chain of more than %d deltas", maxDeltaChain)
+		}
+		if ps.resolving[cacheKey{p, off}] {
+			return 0, nil, fmt.Errorf("the delta at %d is its own base, through others", off)
 		}
 		e, err := readStoredEntry(p.f, off)
 		if err != nil {
@@ -186,7 +222,12 @@ func (ps *packSet) read(p *setPack, off int64, depth int) (plumbing.ObjectType, 
 			ps.cache.put(p, off, t, content)
 			break
 		}
+		if ps.held+len(e.data) > maxChainBytes {
+			return 0, nil, fmt.Errorf("the deltas under the one at %d hold more than %d MiB", off, maxChainBytes>>20)
+		}
 		chain = append(chain, pendingDelta{off: off, delta: e.data})
+		ps.resolving[cacheKey{p, off}] = true
+		ps.held += len(e.data)
 		if e.t == plumbing.OFSDeltaObject {
 			off = e.base
 			continue
@@ -200,7 +241,7 @@ func (ps *packSet) read(p *setPack, off int64, depth int) (plumbing.ObjectType, 
 			return 0, nil, fmt.Errorf("the base %s of the delta at %d is in no pack, nor loose", shortHash(e.ref), off)
 		}
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, fmt.Errorf("the base of the delta at %d: %w", off, err)
 		}
 		t, content = bt, base
 		break
@@ -421,26 +462,27 @@ func parsePackIndex(raw []byte) (*packIndex, error) {
 	return ix, nil
 }
 
-// find returns the offset of object h, and whether the index lists it.
-func (ix *packIndex) find(h plumbing.Hash) (int64, bool) {
+// find returns the offset of object h, or errNotPacked when the index
+// does not list it.
+func (ix *packIndex) find(h plumbing.Hash) (int64, error) {
 	lo, hi := 0, int(ix.fanout[h[0]])
 	if h[0] > 0 {
 		lo = int(ix.fanout[h[0]-1])
 	}
 	i, ok := searchNames(ix.names[lo*20:hi*20], h)
 	if !ok {
-		return 0, false
+		return 0, errNotPacked
 	}
 	k := lo + i
 	off := binary.BigEndian.Uint32(ix.offsets[k*4:])
 	if off&0x80000000 == 0 {
-		return int64(off), true
+		return int64(off), nil
 	}
 	at := int(off&0x7fffffff) * 8
 	if at+8 > len(ix.large) {
-		return 0, false
+		return 0, fmt.Errorf("its index gives it a large offset past the end of the table (entry %d)", at/8)
 	}
-	return int64(binary.BigEndian.Uint64(ix.large[at:])), true
+	return int64(binary.BigEndian.Uint64(ix.large[at:])), nil
 }
 
 // baseCache keeps decoded objects of a packSet by pack and offset, the

@@ -16,10 +16,16 @@ import (
 // subtree whose hash is the same on both sides. Trees are read through a
 // packSet, and loose ones through go-git's store.
 type treeDiffer struct {
-	r   *Repo
-	ps  *packSet
-	out []treeChange
+	r     *Repo
+	ps    *packSet
+	out   []treeChange
+	path  []byte // the folder being walked, ending in "/", or empty
+	depth int
 }
+
+// maxTreeDepth bounds how deep the walk goes: a deeper tree is left to
+// go-git's store, and its walk's memory to grow with it.
+const maxTreeDepth = 4096
 
 // storedEntry is one entry of a tree as stored; name points into the tree's
 // content.
@@ -62,17 +68,20 @@ func (r *Repo) diffTreesPacked(from, to plumbing.Hash) ([]treeChange, error) {
 		return nil, fmt.Errorf("reading commit %s: %w", shortHash(to), err)
 	}
 	d := &treeDiffer{r: r, ps: ps}
-	if err := d.walk("", fromTree, toTree); err != nil {
+	if err := d.walk(fromTree, toTree); err != nil {
 		return nil, err
 	}
 	return d.out, nil
 }
 
-// walk adds the files that differ between trees a and b, at prefix (""
-// or a path ending in "/"); a zero hash is a missing tree.
-func (d *treeDiffer) walk(prefix string, a, b plumbing.Hash) error {
+// walk adds the files that differ between trees a and b, in the folder
+// d.path; a zero hash is a missing tree.
+func (d *treeDiffer) walk(a, b plumbing.Hash) error {
 	if a == b {
 		return nil
+	}
+	if d.depth >= maxTreeDepth {
+		return fmt.Errorf("%s is more than %d folders deep", d.path, maxTreeDepth)
 	}
 	ea, err := d.entries(a)
 	if err != nil {
@@ -93,19 +102,19 @@ func (d *treeDiffer) walk(prefix string, a, b plumbing.Hash) error {
 		}
 		switch {
 		case c < 0:
-			err = d.one(prefix, ea[0], true)
+			err = d.one(ea[0], true)
 			ea = ea[1:]
 		case c > 0:
-			err = d.one(prefix, eb[0], false)
+			err = d.one(eb[0], false)
 			eb = eb[1:]
 		default:
 			x, y := ea[0], eb[0]
 			ea, eb = ea[1:], eb[1:]
 			switch {
 			case x.isDir():
-				err = d.walk(prefix+string(x.name)+"/", x.hash, y.hash)
+				err = d.into(x.name, x.hash, y.hash)
 			case x.hash != y.hash || x.mode != y.mode:
-				d.out = append(d.out, treeChange{path: prefix + string(x.name), from: x.treeEntry(), to: y.treeEntry()})
+				d.out = append(d.out, treeChange{path: d.pathOf(x.name), from: x.treeEntry(), to: y.treeEntry()})
 			}
 		}
 		if err != nil {
@@ -115,17 +124,33 @@ func (d *treeDiffer) walk(prefix string, a, b plumbing.Hash) error {
 	return nil
 }
 
+// into walks the subtrees a and b of the folder name.
+func (d *treeDiffer) into(name []byte, a, b plumbing.Hash) error {
+	n := len(d.path)
+	d.path = append(append(d.path, name...), '/')
+	d.depth++
+	err := d.walk(a, b)
+	d.path = d.path[:n]
+	d.depth--
+	return err
+}
+
+// pathOf is the path of the entry name in the folder being walked.
+func (d *treeDiffer) pathOf(name []byte) string {
+	return string(d.path) + string(name)
+}
+
 // one adds entry e, on one side only: every file under it when it is a
 // tree; gone says the side is the old one.
-func (d *treeDiffer) one(prefix string, e storedEntry, gone bool) error {
+func (d *treeDiffer) one(e storedEntry, gone bool) error {
 	if e.isDir() {
 		a, b := e.hash, plumbing.ZeroHash
 		if !gone {
 			a, b = b, a
 		}
-		return d.walk(prefix+string(e.name)+"/", a, b)
+		return d.into(e.name, a, b)
 	}
-	c := treeChange{path: prefix + string(e.name)}
+	c := treeChange{path: d.pathOf(e.name)}
 	if gone {
 		c.from = e.treeEntry()
 	} else {
@@ -204,14 +229,17 @@ func (r *Repo) looseObject(h plumbing.Hash) (plumbing.ObjectType, []byte, error)
 		return 0, nil, fmt.Errorf("reading object %s: %w", shortHash(h), err)
 	}
 	if objectHash(o.Type(), content) != h {
-		return 0, nil, fmt.Errorf("object %s is damaged: its content does not match its name", shortHash(h))
+		return 0, nil, fmt.Errorf("loose object %s: %w", shortHash(h), errDamaged)
 	}
 	return o.Type(), content, nil
 }
 
 // parseTree parses a tree's content: entries of an octal mode, a space,
 // a name, a NUL and a 20-byte hash, in git's order (compareEntries),
-// each name once.
+// each name once. Modes are read as go-git's store reads them (as git
+// does, but for a file executable by its group or others only): a
+// folder, a link, an executable file or a plain one, anything else a
+// submodule.
 func parseTree(content []byte) ([]storedEntry, error) {
 	var out []storedEntry
 	for len(content) > 0 {
@@ -231,7 +259,7 @@ func parseTree(content []byte) ([]storedEntry, error) {
 		if nul <= 0 || len(content) < nul+1+20 {
 			return nil, errors.New("an entry cut short")
 		}
-		e := storedEntry{name: content[:nul], mode: filemode.FileMode(mode)}
+		e := storedEntry{name: content[:nul], mode: canonicalMode(mode)}
 		if bytes.IndexByte(e.name, '/') >= 0 {
 			return nil, fmt.Errorf("the name %q holds a slash", e.name)
 		}
@@ -243,4 +271,21 @@ func parseTree(content []byte) ([]storedEntry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// canonicalMode is the mode go-git's store gives a tree entry stored
+// with mode m.
+func canonicalMode(m uint32) filemode.FileMode {
+	switch m & 0o170000 {
+	case 0o040000:
+		return filemode.Dir
+	case 0o100000:
+		if m&0o111 != 0 {
+			return filemode.Executable
+		}
+		return filemode.Regular
+	case 0o120000:
+		return filemode.Symlink
+	}
+	return filemode.Submodule
 }

@@ -3,9 +3,11 @@ package gitwriter
 import (
 	"bufio"
 	"bytes"
+	"compress/zlib"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -123,9 +125,9 @@ func packKinds(t testing.TB, objects string) map[plumbing.ObjectType]int {
 			t.Fatal(err)
 		}
 		for k := range len(p.idx.names) / 20 {
-			off, ok := p.idx.find(plumbing.Hash(p.idx.names[k*20 : k*20+20]))
-			if !ok {
-				t.Fatalf("the index of %s does not find its own entry %d", p.base, k)
+			off, err := p.idx.find(plumbing.Hash(p.idx.names[k*20 : k*20+20]))
+			if err != nil {
+				t.Fatalf("the index of %s does not find its own entry %d: %v", p.base, k, err)
 			}
 			e, err := readStoredEntry(p.f, off)
 			if err != nil {
@@ -322,7 +324,7 @@ func TestPackSetReadsEveryObject(t *testing.T) {
 			if e.t != plumbing.REFDeltaObject {
 				continue
 			}
-			if _, ok := p.idx.find(e.ref); ok {
+			if _, err := p.idx.find(e.ref); err == nil {
 				continue
 			}
 			hex := e.ref.String()
@@ -356,8 +358,8 @@ func TestPackSetReadsEveryObject(t *testing.T) {
 		}
 		if f[1] == "tree" {
 			for _, p := range ps.packs {
-				if off, ok := p.idx.find(oh); ok {
-					if e, _ := readStoredEntry(p.f, off); e.t == plumbing.OFSDeltaObject || e.t == plumbing.REFDeltaObject {
+				if off, err := p.idx.find(oh); err == nil {
+					if e, _ := readStoredEntry(p.f, off); e.t == plumbing.OFSDeltaObject {
 						aDelta = oh
 					}
 				}
@@ -376,7 +378,7 @@ func TestPackSetReadsEveryObject(t *testing.T) {
 	var p *setPack
 	var off int64
 	for _, q := range ps.packs {
-		if o, ok := q.idx.find(aDelta); ok {
+		if o, err := q.idx.find(aDelta); err == nil {
 			p, off = q, o
 		}
 	}
@@ -384,32 +386,180 @@ func TestPackSetReadsEveryObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := readStoredEntry(bytes.NewReader(raw), off)
+	// Past the entry's header: its type and size, and the distance back
+	// to its base.
+	data := off + 1
+	for raw[data-1]&0x80 != 0 {
+		data++
+	}
+	for data++; raw[data-1]&0x80 != 0; data++ {
+	}
+	readDamaged := func(pack []byte, idx *packIndex, h plumbing.Hash) error {
+		dps := &packSet{packs: []*setPack{{base: p.base, f: bytesPack{bytes.NewReader(pack)}, idx: idx}}, cache: baseCache{limit: packSetCache}}
+		_, _, err := dps.object(h)
+		return err
+	}
+	if err := readDamaged(raw, p.idx, aDelta); err != nil {
+		t.Fatalf("the undamaged copy: %v", err)
+	}
+	for _, at := range []int64{data + 2, data + 5, data + 9} {
+		damaged := bytes.Clone(raw)
+		damaged[at] ^= 0x24
+		err := readDamaged(damaged, p.idx, aDelta)
+		switch {
+		case err == nil:
+			t.Errorf("byte %d of the delta's data changed: read without an error", at-data)
+		case !strings.Contains(err.Error(), aDelta.String()[:7]) || !strings.Contains(err.Error(), filepath.Base(p.base)):
+			t.Errorf("byte %d of the delta's data changed: err = %v, want one naming %.7s and %s", at-data, err, aDelta, filepath.Base(p.base))
+		case errors.Is(err, errNotPacked) || strings.Contains(err.Error(), "no pack"):
+			t.Errorf("byte %d of the delta's data changed: err = %v, want the damage, not a missing base", at-data, err)
+		}
+	}
+
+	// An index that lists one object under another's name: what is read
+	// does not hash to the name asked for.
+	var entries []idxEntry
+	names := p.idx.names
+	for k := range len(names) / 20 {
+		h := plumbing.Hash(names[k*20 : k*20+20])
+		o, _ := p.idx.find(h)
+		entries = append(entries, idxEntry{name: h, offset: o})
+	}
+	entries[0].offset, entries[1].offset = entries[1].offset, entries[0].offset
+	swapped, err := parsePackIndex(packIndexFor(entries, raw[len(raw)-20:]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, at := range []int64{off + 3, off + 8, off + 12} {
-		damaged := bytes.Clone(raw)
-		damaged[at] ^= 0x24
-		dps := &packSet{packs: []*setPack{{base: p.base, f: nil, idx: p.idx}}, cache: baseCache{limit: packSetCache}}
-		dir := t.TempDir()
-		path := filepath.Join(dir, "damaged.pack")
-		if err := os.WriteFile(path, damaged, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Open(path)
+	if err := readDamaged(raw, swapped, entries[0].name); !errors.Is(err, errDamaged) || !strings.Contains(err.Error(), entries[0].name.String()[:7]) {
+		t.Errorf("an object read under another's name: err = %v, want errDamaged naming %.7s", err, entries[0].name)
+	}
+}
+
+// refDeltaEntry encodes a REF_DELTA entry of a pack: its header, the name
+// of its base, and its instructions compressed.
+func refDeltaEntry(base plumbing.Hash, delta []byte) []byte {
+	n := len(delta)
+	b := []byte{byte(plumbing.REFDeltaObject)<<4 | byte(n&15)}
+	for n >>= 4; n > 0; n >>= 7 {
+		b[len(b)-1] |= 0x80
+		b = append(b, byte(n&0x7f))
+	}
+	b = append(b, base[:]...)
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	zw.Write(delta)
+	zw.Close()
+	return append(b, z.Bytes()...)
+}
+
+// TestPackSetRefuses reads packs a damaged store could hold: two deltas
+// each naming the other as its base, and a chain of deltas too large to
+// hold. Each read fails at once, with an error that says why.
+func TestPackSetRefuses(t *testing.T) {
+	x := plumbing.NewHash(strings.Repeat("11", 20))
+	y := plumbing.NewHash(strings.Repeat("22", 20))
+	delta := append(binary.AppendUvarint(binary.AppendUvarint(nil, 3), 3), 0x90, 3) // copy all 3 bytes
+	hdr := packHeader(2)
+	pack := append([]byte(nil), hdr[:]...)
+	ex := refDeltaEntry(y, delta)
+	ey := refDeltaEntry(x, delta)
+	pack = append(append(pack, ex...), ey...)
+	pack = append(pack, make([]byte, 20)...)
+	idx, err := parsePackIndex(packIndexFor([]idxEntry{{name: x, offset: 12}, {name: y, offset: 12 + int64(len(ex))}}, make([]byte, 20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := &packSet{packs: []*setPack{{base: "pack-test", f: bytesPack{bytes.NewReader(pack)}, idx: idx}}, cache: baseCache{limit: packSetCache}}
+	if _, _, err := ps.object(x); err == nil || !strings.Contains(err.Error(), "its own base") {
+		t.Errorf("two deltas based on each other: err = %v, want a cycle", err)
+	}
+	if len(ps.resolving) != 0 || ps.held != 0 {
+		t.Errorf("after the failed read, %d entries are still being resolved, holding %d bytes", len(ps.resolving), ps.held)
+	}
+	ps.held = maxChainBytes - 1
+	if _, _, err := ps.object(y); err == nil || !strings.Contains(err.Error(), "MiB") {
+		t.Errorf("a chain past maxChainBytes: err = %v, want one saying so", err)
+	}
+}
+
+// TestTreeDiffModesAndDepth diffs trees written byte by byte: entries
+// with modes git writes no more (100664, 100775, a folder as 040755),
+// which must be read as go-git and git read them; and a tree more than
+// maxTreeDepth folders deep, which the pack reader leaves to go-git.
+func TestTreeDiffModesAndDepth(t *testing.T) {
+	bare := testgit.NewBare(t, map[string]string{"seed.yaml": "seed\n"})
+	repo, err := git.PlainOpen(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(typ plumbing.ObjectType, content []byte) plumbing.Hash {
+		o := repo.Storer.NewEncodedObject()
+		o.SetType(typ)
+		w, _ := o.Writer()
+		w.Write(content)
+		w.Close()
+		h, err := repo.Storer.SetEncodedObject(o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		dps.packs[0].f = f
-		_, content, err := dps.object(aDelta)
-		f.Close()
-		if err == nil {
-			t.Errorf("a byte of the entry at %d changed (+%d): read %d bytes without an error (the entry is a %s)", off, at-off, len(content), e.t)
-		} else if !strings.Contains(err.Error(), aDelta.String()[:7]) || !strings.Contains(err.Error(), filepath.Base(p.base)) {
-			t.Errorf("a damaged delta: err = %v, want one naming %.7s and %s", err, aDelta, filepath.Base(p.base))
-		}
+		return h
 	}
+	tree := func(entries ...string) plumbing.Hash { // "mode name" and a hash, in turn
+		var b []byte
+		for i := 0; i < len(entries); i += 2 {
+			h := plumbing.NewHash(entries[i+1])
+			b = append(append(append(b, entries[i]...), 0), h[:]...)
+		}
+		return put(plumbing.TreeObject, b)
+	}
+	commit := func(tr plumbing.Hash) plumbing.Hash {
+		return put(plumbing.CommitObject, []byte("tree "+tr.String()+"\nauthor a <a@b> 1 +0000\ncommitter a <a@b> 1 +0000\n\nc\n"))
+	}
+	blob := put(plumbing.BlobObject, []byte("x\n")).String()
+	other := put(plumbing.BlobObject, []byte("y\n")).String()
+	inner := tree("100644 f", blob).String()
+	c1 := commit(tree("100644 a", blob, "100755 b", blob, "40000 d", inner, "100644 e", blob))
+	c2 := commit(tree("100664 a", blob, "100775 b", other, "40755 d", inner, "100664 e", other))
+	testgit.Git(t, bare, "update-ref", "refs/heads/modes", c2.String())
+	r := &Repo{repo: repo, objects: filepath.Join(bare, "objects"), log: slog.New(slog.DiscardHandler)}
+	got, err := r.diffUncached(c1, c2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := testgit.Git(t, bare, "diff-tree", "-r", "--raw", "--no-abbrev", "--no-renames", "--no-commit-id", c1.String(), c2.String())
+	if diff := cmp.Diff(strings.TrimSpace(want), rawDiff(got)); diff != "" {
+		t.Errorf("modes git writes no more (-git +ours):\n%s", diff)
+	}
+	all, err := r.diffUncached(plumbing.ZeroHash, c2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff("100644 a\n100755 b\n100644 d/f\n100644 e", entryList(all)); diff != "" {
+		t.Errorf("the files of a tree with such modes (-want +got):\n%s", diff)
+	}
+
+	// A file maxTreeDepth+1 folders down.
+	deep := tree("100644 f", blob)
+	for range maxTreeDepth + 1 {
+		deep = tree("40000 d", deep.String())
+	}
+	c3 := commit(deep)
+	if _, err := r.diffTreesPacked(plumbing.ZeroHash, c3); err == nil || !strings.Contains(err.Error(), "folders deep") {
+		t.Errorf("a tree %d folders deep: err = %v, want one saying it is too deep", maxTreeDepth+1, err)
+	}
+	files, err := r.diffUncached(plumbing.ZeroHash, c3)
+	if err != nil || len(files) != 1 || !strings.HasSuffix(files[0].path, "d/d/f") || len(files[0].path) != 2*(maxTreeDepth+1)+1 {
+		t.Errorf("a tree %d folders deep, through go-git: %d files, %v", maxTreeDepth+1, len(files), err)
+	}
+}
+
+// entryList prints the new side of changes as "mode path" lines.
+func entryList(changes []treeChange) string {
+	var lines []string
+	for _, c := range changes {
+		lines = append(lines, fmt.Sprintf("%o %s", uint32(c.to.Mode), c.path))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // TestApplyDelta builds objects from hand-made deltas, git's format, and
@@ -510,7 +660,7 @@ func FuzzParseTree(f *testing.F) {
 // size claims. The seed is a pack git made with deltas, and the name
 // one of its trees stored as a delta.
 func FuzzPackSet(f *testing.F) {
-	h := newStoredHistory(f, rand.New(rand.NewPCG(9, 9)), true)
+	h := newStoredHistory(f, rand.New(rand.NewPCG(9, 9)), false)
 	ps, err := openPackSet(filepath.Join(h.bare, "objects"))
 	if err != nil {
 		f.Fatal(err)
@@ -527,12 +677,15 @@ func FuzzPackSet(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
+		// A delta of each kind the pack holds: by offset in the packed
+		// history, by name in the thin pack.
+		seeded := map[plumbing.ObjectType]bool{}
 		for k := range len(p.idx.names) / 20 {
 			name := p.idx.names[k*20 : k*20+20]
 			off, _ := p.idx.find(plumbing.Hash(name))
-			if e, _ := readStoredEntry(p.f, off); e.t == plumbing.REFDeltaObject {
+			if e, _ := readStoredEntry(p.f, off); (e.t == plumbing.REFDeltaObject || e.t == plumbing.OFSDeltaObject) && !seeded[e.t] {
+				seeded[e.t] = true
 				f.Add(idx, pack, bytes.Clone(name))
-				break
 			}
 		}
 	}
@@ -546,7 +699,13 @@ func FuzzPackSet(f *testing.F) {
 			return
 		}
 		ps := &packSet{packs: []*setPack{{f: bytesPack{bytes.NewReader(pack)}, idx: ix}}, cache: baseCache{limit: 1 << 20}}
-		_, _, _ = ps.object(plumbing.Hash(name)) // checked against the name inside
+		typ, content, err := ps.object(plumbing.Hash(name))
+		if len(ps.resolving) != 0 || ps.held != 0 {
+			t.Fatalf("after a read (err %v), %d entries are still being resolved, holding %d bytes", err, len(ps.resolving), ps.held)
+		}
+		if err == nil && objectHash(typ, content) != plumbing.Hash(name) {
+			t.Fatalf("read a %s of %d bytes that does not hash to %x", typ, len(content), name)
+		}
 	})
 }
 
@@ -554,3 +713,70 @@ func FuzzPackSet(f *testing.F) {
 type bytesPack struct{ *bytes.Reader }
 
 func (bytesPack) Close() error { return nil }
+
+// TestOpenReclonesForMisnamedBlob damages a working copy's pack index so
+// that it gives the offset of app.yaml's blob for web.yaml's name; then
+// someone else copies web.yaml over app.yaml, so that the next Open's
+// checkout reads that blob from the damaged pack (the fetch does not
+// bring it again). go-git's store reads what the index points at without
+// checking it, so the checkout wrote app.yaml's old content back; the
+// pack reader finds that it does not hash to its name, and Open clones
+// afresh instead of resetting through go-git's store.
+func TestOpenReclonesForMisnamedBlob(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	workdir := t.TempDir()
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+	r := mustOpen(t, opts)
+	r.Close()
+
+	app := plumbing.NewHash(testgit.Git(t, bare, "rev-parse", "main:clusters/prod/app.yaml"))
+	web := plumbing.NewHash(testgit.Git(t, bare, "rev-parse", "main:clusters/prod/web.yaml"))
+	idxs, _ := filepath.Glob(filepath.Join(workdir, ".git", "objects", "pack", "*.idx"))
+	if len(idxs) != 1 {
+		t.Fatalf("%d pack indexes, want the clone's", len(idxs))
+	}
+	raw, err := os.ReadFile(idxs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := parsePackIndex(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(ix.names) / 20
+	crcs := raw[8+256*4+n*20:]
+	var entries []idxEntry
+	for k := range n {
+		h := plumbing.Hash(ix.names[k*20 : k*20+20])
+		off, _ := ix.find(h)
+		entries = append(entries, idxEntry{name: h, crc: binary.BigEndian.Uint32(crcs[k*4:]), offset: off})
+	}
+	var ia, iw int
+	for k, e := range entries {
+		switch e.name {
+		case app:
+			ia = k
+		case web:
+			iw = k
+		}
+	}
+	entries[ia].offset, entries[iw].offset = entries[iw].offset, entries[ia].offset
+	entries[ia].crc, entries[iw].crc = entries[iw].crc, entries[ia].crc
+	_ = os.Chmod(idxs[0], 0o644)
+	if err := os.WriteFile(idxs[0], packIndexFor(entries, raw[len(raw)-40:len(raw)-20]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testgit.Commit(t, bare, "main", map[string]string{"clusters/prod/app.yaml": seed["clusters/prod/web.yaml"]}, nil, "app as web")
+
+	logger, logs := newLogger()
+	opts.Logger = logger
+	r = mustOpen(t, opts)
+	defer r.Close()
+	if !strings.Contains(logs.String(), "re-cloning the working copy") || !strings.Contains(logs.String(), "does not match its name") {
+		t.Errorf("Open on a misnamed blob did not clone afresh, saying why:\n%s", logs)
+	}
+	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+	if got, _ := os.ReadFile(filepath.Join(workdir, "clusters", "prod", "app.yaml")); string(got) != seed["clusters/prod/web.yaml"] {
+		t.Errorf("app.yaml holds %q after Open, want %q", got, seed["clusters/prod/web.yaml"])
+	}
+}

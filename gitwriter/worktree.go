@@ -94,6 +94,11 @@ func (r *Repo) sync(verify bool) error {
 	if why == "" {
 		r.at = at
 		if err := r.checkout(at, r.head); err != nil {
+			if errors.Is(err, errDamaged) {
+				// A reset reads through go-git's store, which would
+				// take the damaged object as it is: Open clones afresh.
+				return fmt.Errorf("moving the worktree: %w", err)
+			}
 			why = "moving the worktree failed: " + err.Error()
 		}
 	}
