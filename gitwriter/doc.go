@@ -23,9 +23,11 @@
 // blobs of a checkout, are read from the packs as git reads them (each
 // pack's index searched in memory, deltas resolved from their bases,
 // every object checked against its name; packset.go, treediff.go), and
-// through go-git's store when that reader cannot, but never for an object
-// that does not hash to its name: that fails the move, and an Open whose
-// reset fails so clones afresh.
+// through go-git's store when that reader cannot, but not for a packed
+// object that does not hash to its name or whose deltas form a cycle:
+// that fails the move, and the working copy is cloned afresh (a hard
+// reset, and a loose object, are read through go-git's store, which does
+// not check them).
 //
 // Close keeps a reused working copy's object store small, as git's
 // gc --auto does: past about 6,700 loose objects or 20 packs it folds the

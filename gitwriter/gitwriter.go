@@ -115,9 +115,11 @@ type Repo struct {
 	head    plumbing.Hash       // the tracked branch's remote head as last fetched
 	at      plumbing.Hash       // the commit the worktree and index hold
 	dirty   bool                // the worktree may differ from head
-	// discard is set when what a commit wrote could not be made durable:
-	// Close then empties the working copy.
-	discard bool
+	// discard is set when what a commit wrote could not be made durable,
+	// or an object read does not hash to its name: Close then empties the
+	// working copy, and the next Open clones afresh.
+	discard    bool
+	discardWhy string
 	// verified is set while every file of the worktree is known to be as
 	// the index says: after a clone, a reset or a check of every file.
 	verified bool
@@ -320,7 +322,7 @@ func (r *Repo) Branch() string { return r.branch }
 func (r *Repo) Close() error {
 	if r.discard && !r.tempDir && r.dir != "" {
 		r.closeStorage()
-		r.log.Warn("emptying the working copy: the files and objects a commit wrote could not be synced to disk; the next cycle clones afresh", "workdir", r.dir)
+		r.log.Warn("emptying the working copy: "+r.discardWhy+"; the next cycle clones afresh", "workdir", r.dir)
 		return emptyDir(r.dir)
 	}
 	if !r.tempDir && r.storage != nil && r.store == nil {
@@ -422,6 +424,7 @@ func (r *Repo) open(ctx context.Context) error {
 		r.log.Info("re-cloning the working copy", "reason", reason, "workdir", r.dir)
 		r.closeStorage()
 		r.repo = nil
+		r.discard = false // what it was set for goes with the files
 		if err := emptyDir(r.dir); err != nil {
 			return err
 		}

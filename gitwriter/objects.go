@@ -1018,7 +1018,7 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 			// The objects and files written may be lost, yet the
 			// remote's next head names them: Close drops the working
 			// copy, and the next Open clones afresh.
-			r.discard = true
+			r.discard, r.discardWhy = true, "the files and objects a commit wrote could not be synced to disk"
 		}
 		if store != nil {
 			if r.stored(store) != nil {

@@ -43,9 +43,9 @@ const packSetCache = 16 << 20
 const maxChainBytes = 4 * maxPackedRead
 
 // errDamaged marks an object that was read but does not hash to its
-// name: the store is damaged, and go-git's store, which does not check,
-// must not be asked instead.
-var errDamaged = errors.New("its content does not match its name")
+// name, or whose deltas form a cycle: the store is damaged, and go-git's
+// store, which checks neither, must not be asked instead.
+var errDamaged = errors.New("the pack is damaged")
 
 // packSet reads objects from the packs of one objects folder, for a
 // burst of reads by one goroutine; Close closes its files.
@@ -126,7 +126,7 @@ func (ps *packSet) objectAt(h plumbing.Hash, depth int) (plumbing.ObjectType, []
 			var content []byte
 			t, content, err = ps.read(p, off, depth)
 			if err == nil && objectHash(t, content) != h {
-				err = errDamaged
+				err = fmt.Errorf("its content does not match its name: %w", errDamaged)
 			}
 			if err == nil {
 				return t, content[:len(content):len(content)], nil
@@ -207,11 +207,13 @@ func (ps *packSet) read(p *setPack, off int64, depth int) (plumbing.ObjectType, 
 			t, content = ct, c
 			break
 		}
+		// Neither is in a pack git writes; go-git's store, asked
+		// instead, would follow a cycle until its stack overflows.
 		if len(chain)+depth > maxDeltaChain {
-			return 0, nil, fmt.Errorf("a chain of more than %d deltas", maxDeltaChain)
+			return 0, nil, fmt.Errorf("a chain of more than %d deltas: %w", maxDeltaChain, errDamaged)
 		}
 		if ps.resolving[cacheKey{p, off}] {
-			return 0, nil, fmt.Errorf("the delta at %d is its own base, through others", off)
+			return 0, nil, fmt.Errorf("the delta at %d is its own base, through others: %w", off, errDamaged)
 		}
 		e, err := readStoredEntry(p.f, off)
 		if err != nil {

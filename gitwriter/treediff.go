@@ -229,7 +229,7 @@ func (r *Repo) looseObject(h plumbing.Hash) (plumbing.ObjectType, []byte, error)
 		return 0, nil, fmt.Errorf("reading object %s: %w", shortHash(h), err)
 	}
 	if objectHash(o.Type(), content) != h {
-		return 0, nil, fmt.Errorf("loose object %s: %w", shortHash(h), errDamaged)
+		return 0, nil, fmt.Errorf("loose object %s: its content does not match its name: %w", shortHash(h), errDamaged)
 	}
 	return o.Type(), content, nil
 }

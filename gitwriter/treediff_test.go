@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/zlib"
+	"crypto/sha1"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
@@ -464,14 +467,57 @@ func TestPackSetRefuses(t *testing.T) {
 	ex := refDeltaEntry(y, delta)
 	ey := refDeltaEntry(x, delta)
 	pack = append(append(pack, ex...), ey...)
-	pack = append(pack, make([]byte, 20)...)
-	idx, err := parsePackIndex(packIndexFor([]idxEntry{{name: x, offset: 12}, {name: y, offset: 12 + int64(len(ex))}}, make([]byte, 20)))
+	sum := sha1.Sum(pack)
+	pack = append(pack, sum[:]...)
+	rawIdx := packIndexFor([]idxEntry{{name: x, offset: 12}, {name: y, offset: 12 + int64(len(ex))}}, sum[:])
+	idx, err := parsePackIndex(rawIdx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ps := &packSet{packs: []*setPack{{base: "pack-test", f: bytesPack{bytes.NewReader(pack)}, idx: idx}}, cache: baseCache{limit: packSetCache}}
-	if _, _, err := ps.object(x); err == nil || !strings.Contains(err.Error(), "its own base") {
-		t.Errorf("two deltas based on each other: err = %v, want a cycle", err)
+	if _, _, err := ps.object(x); !errors.Is(err, errDamaged) || !strings.Contains(err.Error(), "its own base") {
+		t.Errorf("two deltas based on each other: err = %v, want a cycle, errDamaged", err)
+	}
+	// In a working copy's objects, neither a blob read nor a tree diff
+	// may hand the cycle to go-git's store, which follows it until its
+	// stack overflows.
+	bare := testgit.NewBare(t, map[string]string{"seed.yaml": "seed\n"})
+	base := filepath.Join(bare, "objects", "pack", fmt.Sprintf("pack-%x", sum))
+	if err := os.WriteFile(base+".pack", pack, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(base+".idx", rawIdx, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := git.PlainOpen(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Repo{repo: repo, objects: filepath.Join(bare, "objects"), log: slog.New(slog.DiscardHandler)}
+	wps := r.openPacks()
+	defer wps.Close()
+	if _, err := r.entryContent(wps, "cycle.yaml", object.TreeEntry{Hash: x, Mode: filemode.Regular}); !errors.Is(err, errDamaged) {
+		t.Errorf("a blob whose deltas form a cycle: err = %v, want errDamaged", err)
+	}
+	// (git itself would spend minutes on the cycle: the tree and the
+	// commit are written through go-git's store.)
+	put := func(typ plumbing.ObjectType, content []byte) plumbing.Hash {
+		o := repo.Storer.NewEncodedObject()
+		o.SetType(typ)
+		w, _ := o.Writer()
+		w.Write(content)
+		w.Close()
+		h, err := repo.Storer.SetEncodedObject(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	main := plumbing.NewHash(testgit.Git(t, bare, "rev-parse", "main"))
+	tree := put(plumbing.TreeObject, append([]byte("40000 dir\x00"), x[:]...))
+	c := put(plumbing.CommitObject, []byte("tree "+tree.String()+"\nparent "+main.String()+"\nauthor a <a@b> 1 +0000\ncommitter a <a@b> 1 +0000\n\nc\n"))
+	if _, err := r.diffUncached(main, c); !errors.Is(err, errDamaged) {
+		t.Errorf("a folder whose tree's deltas form a cycle: err = %v, want errDamaged", err)
 	}
 	if len(ps.resolving) != 0 || ps.held != 0 {
 		t.Errorf("after the failed read, %d entries are still being resolved, holding %d bytes", len(ps.resolving), ps.held)
@@ -721,8 +767,16 @@ func (bytesPack) Close() error { return nil }
 // bring it again). go-git's store reads what the index points at without
 // checking it, so the checkout wrote app.yaml's old content back; the
 // pack reader finds that it does not hash to its name, and Open clones
-// afresh instead of resetting through go-git's store.
+// afresh instead of resetting through go-git's store. Met by the sync of
+// an Update or a Clean, which cannot clone, the damage makes Close empty
+// the working copy, so that the next Open clones.
 func TestOpenReclonesForMisnamedBlob(t *testing.T) {
+	for _, via := range []string{"Open", "Update"} {
+		t.Run(via, func(t *testing.T) { testMisnamedBlob(t, via) })
+	}
+}
+
+func testMisnamedBlob(t *testing.T, via string) {
 	bare := testgit.NewBare(t, seed)
 	workdir := t.TempDir()
 	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
@@ -766,13 +820,30 @@ func TestOpenReclonesForMisnamedBlob(t *testing.T) {
 	if err := os.WriteFile(idxs[0], packIndexFor(entries, raw[len(raw)-40:len(raw)-20]), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	testgit.Commit(t, bare, "main", map[string]string{"clusters/prod/app.yaml": seed["clusters/prod/web.yaml"]}, nil, "app as web")
-
 	logger, logs := newLogger()
 	opts.Logger = logger
+	if via == "Update" {
+		r = mustOpen(t, opts)
+	}
+	testgit.Commit(t, bare, "main", map[string]string{"clusters/prod/app.yaml": seed["clusters/prod/web.yaml"]}, nil, "app as web")
+	if via == "Update" {
+		// What an Update does when its push finds the remote moved.
+		if err := r.fetch(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.sync(true); !errors.Is(err, errDamaged) {
+			t.Fatalf("the sync after the fetch: err = %v, want errDamaged", err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(logs.String(), "emptying the working copy: an object in it does not hash to its name") {
+			t.Errorf("Close after the damage did not empty the working copy:\n%s", logs)
+		}
+	}
 	r = mustOpen(t, opts)
 	defer r.Close()
-	if !strings.Contains(logs.String(), "re-cloning the working copy") || !strings.Contains(logs.String(), "does not match its name") {
+	if via == "Open" && (!strings.Contains(logs.String(), "re-cloning the working copy") || !strings.Contains(logs.String(), "does not match its name")) {
 		t.Errorf("Open on a misnamed blob did not clone afresh, saying why:\n%s", logs)
 	}
 	checkWorkdir(t, workdir, bare, mainSHA(t, bare))

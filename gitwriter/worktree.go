@@ -96,7 +96,10 @@ func (r *Repo) sync(verify bool) error {
 		if err := r.checkout(at, r.head); err != nil {
 			if errors.Is(err, errDamaged) {
 				// A reset reads through go-git's store, which would
-				// take the damaged object as it is: Open clones afresh.
+				// take the damaged object as it is: Open clones afresh,
+				// and so does the next Open after an Update or a Clean,
+				// as Close empties the working copy.
+				r.discard, r.discardWhy = true, "an object in it does not hash to its name"
 				return fmt.Errorf("moving the worktree: %w", err)
 			}
 			why = "moving the worktree failed: " + err.Error()
