@@ -388,13 +388,16 @@ func BenchmarkTreeDiff(b *testing.B) {
 
 		r, done = open()
 		start = time.Now()
-		now, err := r.diffTreesPacked(plumbing.NewHash(from), to)
+		ps, err := r.openPacks()
+		if err != nil {
+			b.Fatal(err)
+		}
+		now, err := r.diffTreesPacked(ps, plumbing.NewHash(from), to)
 		if err != nil {
 			b.Fatal(err)
 		}
 		diffNew = append(diffNew, msSince(start))
 		start = time.Now()
-		ps := r.openPacks()
 		for _, c := range now {
 			if !c.to.Hash.IsZero() {
 				if _, err := r.entryContent(ps, c.path, c.to); err != nil {

@@ -115,11 +115,10 @@ type Repo struct {
 	head    plumbing.Hash       // the tracked branch's remote head as last fetched
 	at      plumbing.Hash       // the commit the worktree and index hold
 	dirty   bool                // the worktree may differ from head
-	// discard is set when what a commit wrote could not be made durable,
-	// or an object read does not hash to its name: Close then empties the
-	// working copy, and the next Open clones afresh.
-	discard    bool
-	discardWhy string
+	// discard says why Close must empty the working copy, so that the
+	// next Open clones afresh: what a commit wrote could not be made
+	// durable, or an object read does not hash to its name. Empty: keep.
+	discard string
 	// verified is set while every file of the worktree is known to be as
 	// the index says: after a clone, a reset or a check of every file.
 	verified bool
@@ -320,9 +319,9 @@ func (r *Repo) Branch() string { return r.branch }
 // A Workdir where a commit's files and objects could not be synced to
 // disk is emptied instead, for the next Open to clone afresh.
 func (r *Repo) Close() error {
-	if r.discard && !r.tempDir && r.dir != "" {
+	if r.discard != "" && !r.tempDir && r.dir != "" {
 		r.closeStorage()
-		r.log.Warn("emptying the working copy: "+r.discardWhy+"; the next cycle clones afresh", "workdir", r.dir)
+		r.log.Warn("emptying the working copy: "+r.discard+"; the next cycle clones afresh", "workdir", r.dir)
 		return emptyDir(r.dir)
 	}
 	if !r.tempDir && r.storage != nil && r.store == nil {
@@ -424,7 +423,7 @@ func (r *Repo) open(ctx context.Context) error {
 		r.log.Info("re-cloning the working copy", "reason", reason, "workdir", r.dir)
 		r.closeStorage()
 		r.repo = nil
-		r.discard = false // what it was set for goes with the files
+		r.discard = "" // what it was set for goes with the files
 		if err := emptyDir(r.dir); err != nil {
 			return err
 		}

@@ -67,7 +67,7 @@ func (r *Repo) Changes(from string) ([]FileChange, error) {
 	if fromHash == r.head {
 		return nil, nil
 	}
-	changes, err := r.diffCommits(fromHash, r.head)
+	changes, err := r.diffCommits(nil, fromHash, r.head)
 	if err != nil {
 		return nil, fmt.Errorf("listing the changes from %s to %s: %w", shortHash(fromHash), shortHash(r.head), err)
 	}
@@ -99,14 +99,14 @@ type commitDiff struct {
 	changes  []treeChange
 }
 
-// diffCommits lists the files that differ between two commits' trees.
-// The list is shared with later calls for the same two commits: callers
-// must not change it.
-func (r *Repo) diffCommits(from, to plumbing.Hash) ([]treeChange, error) {
+// diffCommits lists the files that differ between two commits' trees,
+// reading them through ps (see diffUncached). The list is shared with
+// later calls for the same two commits: callers must not change it.
+func (r *Repo) diffCommits(ps *packSet, from, to plumbing.Hash) ([]treeChange, error) {
 	if d := r.lastDiff; d != nil && d.from == from && d.to == to {
 		return d.changes, nil
 	}
-	changes, err := r.diffUncached(from, to)
+	changes, err := r.diffUncached(ps, from, to)
 	if err != nil {
 		return nil, err
 	}
@@ -115,13 +115,23 @@ func (r *Repo) diffCommits(from, to plumbing.Hash) ([]treeChange, error) {
 }
 
 // diffUncached is diffCommits without the cache, from the empty tree
-// when from is zero. It reads the trees through a packSet, and through
-// go-git's store when that fails: go-git reads what the pack reader does
-// not (an object past maxPackedRead, a pack go-git would refuse), and
-// answers with its own error for a store that is truly damaged. A tree
-// that does not hash to its name is an error: go-git would not check it.
-func (r *Repo) diffUncached(from, to plumbing.Hash) ([]treeChange, error) {
-	changes, err := r.diffTreesPacked(from, to)
+// when from is zero. It reads the trees through ps, or a packSet of its
+// own when ps is nil, and through go-git's store when that fails: go-git
+// reads what the pack reader does not (an object past maxPackedRead, a
+// pack go-git would refuse), and answers with its own error for a store
+// that is truly damaged. A tree that does not hash to its name is an
+// error: go-git would not check it.
+func (r *Repo) diffUncached(ps *packSet, from, to plumbing.Hash) ([]treeChange, error) {
+	var err error
+	if ps == nil {
+		if ps, err = r.openPacks(); err == nil {
+			defer ps.Close()
+		}
+	}
+	var changes []treeChange
+	if err == nil {
+		changes, err = r.diffTreesPacked(ps, from, to)
+	}
 	if err != nil && !errors.Is(err, errDamaged) {
 		r.log.Debug("diffing the trees through go-git's store", "from", shortHash(from), "to", shortHash(to), "reason", err.Error())
 		changes, err = r.diffTrees(from, to)
@@ -687,7 +697,13 @@ func (r *Repo) checkout(from, to plumbing.Hash) error {
 	if from == to {
 		return nil
 	}
-	changes, err := r.diffCommits(from, to)
+	// One packSet for the diff and the blobs: each reads every pack's
+	// index whole.
+	ps, _ := r.openPacks() // nil: go-git's store answers
+	if ps != nil {
+		defer ps.Close()
+	}
+	changes, err := r.diffCommits(ps, from, to)
 	if err != nil {
 		return err
 	}
@@ -709,7 +725,7 @@ func (r *Repo) checkout(from, to plumbing.Hash) error {
 	}
 	// Then the files: created on checkoutWriters goroutines, each in
 	// place of what is there (a folder, say, or a link).
-	fc := r.newFileCreator(true, ic)
+	fc := r.newFileCreator(true, ic, ps)
 	for _, c := range changes {
 		if !c.to.Hash.IsZero() {
 			if err = fc.add(c.path, c.to); err != nil {
@@ -717,11 +733,7 @@ func (r *Repo) checkout(from, to plumbing.Hash) error {
 			}
 		}
 	}
-	ic, werr := fc.wait()
-	if err == nil {
-		err = werr
-	}
-	if err != nil {
+	if ic, err = fc.wait(err); err != nil {
 		return err
 	}
 	r.log.Debug("moved the worktree", "from", shortHash(from), "to", shortHash(to), "files", len(changes))
@@ -748,7 +760,7 @@ type pendingFile struct {
 // with the files' lstat data.
 type fileCreator struct {
 	r     *Repo
-	ps    *packSet // the packs blobs are read from, nil when unreadable
+	ps    *packSet // the packs blobs are read from, or nil
 	files chan pendingFile
 	wg    sync.WaitGroup
 
@@ -758,12 +770,11 @@ type fileCreator struct {
 }
 
 // newFileCreator starts the writers, its index entries starting with
-// changes. Each file is created where nothing is, in a folder that
-// exists, or, with replace, in place of whatever is at its path, making
-// its folder.
-func (r *Repo) newFileCreator(replace bool, changes []indexChange) *fileCreator {
-	fc := &fileCreator{r: r, files: make(chan pendingFile, 64), changes: changes}
-	fc.ps = r.openPacks()
+// changes, the blobs read through ps (nil: go-git's store). Each file is
+// created where nothing is, in a folder that exists, or, with replace,
+// in place of whatever is at its path, making its folder.
+func (r *Repo) newFileCreator(replace bool, changes []indexChange, ps *packSet) *fileCreator {
+	fc := &fileCreator{r: r, ps: ps, files: make(chan pendingFile, 64), changes: changes}
 	for range checkoutWriters {
 		fc.wg.Go(func() {
 			for f := range fc.files {
@@ -807,25 +818,30 @@ func (fc *fileCreator) add(p string, e object.TreeEntry) error {
 }
 
 // wait waits for the files queued and returns the index entries and the
-// first error creating a file.
-func (fc *fileCreator) wait() ([]indexChange, error) {
+// first error: err, the caller's own (a read that stopped its adds), or
+// else the first error creating a file.
+func (fc *fileCreator) wait(err error) ([]indexChange, error) {
 	close(fc.files)
 	fc.wg.Wait()
-	if fc.ps != nil {
-		fc.ps.Close()
+	if err == nil {
+		err = fc.err
 	}
-	return fc.changes, fc.err
+	return fc.changes, err
 }
 
 // checkoutAll writes every file of commit into an empty worktree, writes
 // a new index for them, and points HEAD and the tracked branch at commit.
 func (r *Repo) checkoutAll(commit plumbing.Hash) error {
 	// Every file of the commit, as a diff from the empty tree.
-	files, err := r.diffUncached(plumbing.ZeroHash, commit)
+	ps, _ := r.openPacks() // nil: go-git's store answers
+	if ps != nil {
+		defer ps.Close()
+	}
+	files, err := r.diffUncached(ps, plumbing.ZeroHash, commit)
 	if err != nil {
 		return fmt.Errorf("reading the tree of %s: %w", shortHash(commit), err)
 	}
-	fc := r.newFileCreator(false, nil)
+	fc := r.newFileCreator(false, nil, ps)
 	made := map[string]bool{".": true}
 	for _, f := range files {
 		if dir := path.Dir(f.path); !made[dir] {
@@ -839,10 +855,7 @@ func (r *Repo) checkoutAll(commit plumbing.Hash) error {
 			break
 		}
 	}
-	ic, werr := fc.wait()
-	if err == nil {
-		err = werr
-	}
+	ic, err := fc.wait(err)
 	if err != nil {
 		return err
 	}
@@ -1018,7 +1031,7 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 			// The objects and files written may be lost, yet the
 			// remote's next head names them: Close drops the working
 			// copy, and the next Open clones afresh.
-			r.discard, r.discardWhy = true, "the files and objects a commit wrote could not be synced to disk"
+			r.discard = "the files and objects a commit wrote could not be synced to disk"
 		}
 		if store != nil {
 			if r.stored(store) != nil {

@@ -2,7 +2,6 @@ package gitwriter
 
 import (
 	"bytes"
-	"compress/zlib"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -242,48 +241,11 @@ func readWhole(path string, offset int64) (plumbing.ObjectType, []byte, error) {
 
 // readWholeAt is readWhole on the pack f.
 func readWholeAt(f io.ReaderAt, offset int64) (plumbing.ObjectType, []byte, error) {
-	// The type and size: 3 bits and 4, then 7 bits a byte.
-	var hdr [10]byte
-	n, err := f.ReadAt(hdr[:], offset)
-	if err != nil && !(errors.Is(err, io.EOF) && n > 0) {
-		return 0, nil, err
-	}
-	t := plumbing.ObjectType(hdr[0] >> 4 & 7)
-	size := uint64(hdr[0] & 15)
-	i, shift := 0, uint(4)
-	for hdr[i]&0x80 != 0 {
-		i++
-		if i >= n || shift > 56 {
-			return 0, nil, errors.New("a damaged object header")
-		}
-		size |= uint64(hdr[i]&0x7f) << shift
-		shift += 7
-	}
-	switch t {
-	case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
-	case plumbing.OFSDeltaObject, plumbing.REFDeltaObject:
-		return 0, nil, errNotWhole
-	default:
-		return 0, nil, fmt.Errorf("unknown object type %d", t)
-	}
-	if size > maxPackedRead {
-		return 0, nil, errNotWhole
-	}
-	zr, err := zlib.NewReader(io.NewSectionReader(f, offset+int64(i)+1, 1<<62))
+	e, err := readStoredEntry(f, offset, true)
 	if err != nil {
 		return 0, nil, err
 	}
-	defer zr.Close()
-	// Read up to size, not allocated up front: a damaged header may
-	// claim more than the stream holds.
-	content, err := io.ReadAll(io.LimitReader(zr, int64(size)))
-	if err == nil && uint64(len(content)) != size {
-		err = io.ErrUnexpectedEOF
-	}
-	if err != nil {
-		return 0, nil, err
-	}
-	return t, content, nil
+	return e.t, e.data, nil
 }
 
 // packedCommit returns the content of commit h from a pack that stores it

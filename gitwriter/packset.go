@@ -24,6 +24,9 @@ import (
 // with collision detection). packSet reads them as git does: each pack's
 // index held in memory, a delta resolved from its base, the bases of
 // chains kept in a small cache, each object checked against its name.
+// packedObject (packread.go) stays for the handful of whole objects a
+// cycle with nothing new reads, where loading every index whole would
+// cost more than the reads; both decode entries with readStoredEntry.
 
 // errNotPacked says that no pack of a packSet lists an object.
 var errNotPacked = errors.New("no pack lists the object")
@@ -215,7 +218,7 @@ func (ps *packSet) read(p *setPack, off int64, depth int) (plumbing.ObjectType, 
 		if ps.resolving[cacheKey{p, off}] {
 			return 0, nil, fmt.Errorf("the delta at %d is its own base, through others: %w", off, errDamaged)
 		}
-		e, err := readStoredEntry(p.f, off)
+		e, err := readStoredEntry(p.f, off, false)
 		if err != nil {
 			return 0, nil, fmt.Errorf("at %d: %w", off, err)
 		}
@@ -274,8 +277,9 @@ type storedPackEntry struct {
 var zlibReaders sync.Pool
 
 // readStoredEntry reads the entry at offset off of the pack f. Its size is
-// bounded by maxPackedRead: a larger one is errNotWhole.
-func readStoredEntry(f io.ReaderAt, off int64) (storedPackEntry, error) {
+// bounded by maxPackedRead: a larger one is errNotWhole, and so is a
+// delta when wholeOnly is set, before its data is inflated.
+func readStoredEntry(f io.ReaderAt, off int64, wholeOnly bool) (storedPackEntry, error) {
 	var e storedPackEntry
 	br := bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 512)
 	c, err := br.ReadByte()
@@ -292,6 +296,9 @@ func readStoredEntry(f io.ReaderAt, off int64) (storedPackEntry, error) {
 			return e, err
 		}
 		size |= uint64(c&0x7f) << shift
+	}
+	if wholeOnly && (e.t == plumbing.OFSDeltaObject || e.t == plumbing.REFDeltaObject) {
+		return e, errNotWhole
 	}
 	switch e.t {
 	case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:

@@ -38,25 +38,21 @@ type storedEntry struct {
 func (e storedEntry) isDir() bool { return e.mode == filemode.Dir }
 
 // openPacks returns a packSet of the working copy's packs that reads
-// objects no pack lists through go-git's store, or nil when the pack
-// folder is one go-git must answer for (packBases).
-func (r *Repo) openPacks() *packSet {
-	ps, err := openPackSet(r.objects)
-	if err != nil {
-		return nil
-	}
-	ps.loose = r.looseObject
-	return ps
-}
-
-// diffTreesPacked is diffTrees read through a packSet.
-func (r *Repo) diffTreesPacked(from, to plumbing.Hash) ([]treeChange, error) {
+// objects no pack lists through go-git's store, or an error when the
+// pack folder is one go-git must answer for (packBases). The caller
+// closes it.
+func (r *Repo) openPacks() (*packSet, error) {
 	ps, err := openPackSet(r.objects)
 	if err != nil {
 		return nil, err
 	}
-	defer ps.Close()
 	ps.loose = r.looseObject
+	return ps, nil
+}
+
+// diffTreesPacked is diffTrees read through ps.
+func (r *Repo) diffTreesPacked(ps *packSet, from, to plumbing.Hash) ([]treeChange, error) {
+	var err error
 	var fromTree plumbing.Hash // zero: the empty tree
 	if !from.IsZero() {
 		if fromTree, err = treeHashOf(r.repo, r.objects, from); err != nil {

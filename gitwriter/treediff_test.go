@@ -132,7 +132,7 @@ func packKinds(t testing.TB, objects string) map[plumbing.ObjectType]int {
 			if err != nil {
 				t.Fatalf("the index of %s does not find its own entry %d: %v", p.base, k, err)
 			}
-			e, err := readStoredEntry(p.f, off)
+			e, err := readStoredEntry(p.f, off, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -243,7 +243,7 @@ func TestTreeDiffMatchesGit(t *testing.T) {
 			for i := range 150 {
 				from, to := h.commits[rng.IntN(len(h.commits))], h.commits[rng.IntN(len(h.commits))]
 				want := testgit.Git(t, h.full, "diff-tree", "-r", "--raw", "--no-abbrev", "--no-renames", "--no-commit-id", from, to)
-				got, err := r.diffTreesPacked(plumbing.NewHash(from), plumbing.NewHash(to))
+				got, err := packedDiff(t, r, plumbing.NewHash(from), plumbing.NewHash(to))
 				if err != nil {
 					t.Fatalf("diff %.7s..%.7s: %v", from, to, err)
 				}
@@ -253,7 +253,7 @@ func TestTreeDiffMatchesGit(t *testing.T) {
 				if i%10 != 0 {
 					continue
 				}
-				got, err = fallback.diffUncached(plumbing.NewHash(from), plumbing.NewHash(to))
+				got, err = fallback.diffUncached(nil, plumbing.NewHash(from), plumbing.NewHash(to))
 				if err != nil {
 					t.Fatalf("diff %.7s..%.7s through go-git: %v", from, to, err)
 				}
@@ -271,6 +271,34 @@ func TestTreeDiffMatchesGit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// packedDiff is r.diffTreesPacked through a packSet of its own, with no
+// fallback to go-git's store.
+func packedDiff(t *testing.T, r *Repo, from, to plumbing.Hash) ([]treeChange, error) {
+	t.Helper()
+	ps, err := r.openPacks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	return r.diffTreesPacked(ps, from, to)
+}
+
+// putObject writes an object into repo's store, loose, through go-git:
+// git itself would check what it is given.
+func putObject(t *testing.T, repo *git.Repository, typ plumbing.ObjectType, content []byte) plumbing.Hash {
+	t.Helper()
+	o := repo.Storer.NewEncodedObject()
+	o.SetType(typ)
+	w, _ := o.Writer()
+	w.Write(content)
+	w.Close()
+	h, err := repo.Storer.SetEncodedObject(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 // rawDiff prints changes as git diff-tree --raw --no-abbrev does.
@@ -320,7 +348,7 @@ func TestPackSetReadsEveryObject(t *testing.T) {
 		}
 		for k := range len(p.idx.names) / 20 {
 			off, _ := p.idx.find(plumbing.Hash(p.idx.names[k*20 : k*20+20]))
-			e, err := readStoredEntry(p.f, off)
+			e, err := readStoredEntry(p.f, off, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -362,7 +390,7 @@ func TestPackSetReadsEveryObject(t *testing.T) {
 		if f[1] == "tree" {
 			for _, p := range ps.packs {
 				if off, err := p.idx.find(oh); err == nil {
-					if e, _ := readStoredEntry(p.f, off); e.t == plumbing.OFSDeltaObject {
+					if e, _ := readStoredEntry(p.f, off, false); e.t == plumbing.OFSDeltaObject {
 						aDelta = oh
 					}
 				}
@@ -494,29 +522,21 @@ func TestPackSetRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Repo{repo: repo, objects: filepath.Join(bare, "objects"), log: slog.New(slog.DiscardHandler)}
-	wps := r.openPacks()
+	wps, err := r.openPacks()
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer wps.Close()
 	if _, err := r.entryContent(wps, "cycle.yaml", object.TreeEntry{Hash: x, Mode: filemode.Regular}); !errors.Is(err, errDamaged) {
 		t.Errorf("a blob whose deltas form a cycle: err = %v, want errDamaged", err)
 	}
 	// (git itself would spend minutes on the cycle: the tree and the
 	// commit are written through go-git's store.)
-	put := func(typ plumbing.ObjectType, content []byte) plumbing.Hash {
-		o := repo.Storer.NewEncodedObject()
-		o.SetType(typ)
-		w, _ := o.Writer()
-		w.Write(content)
-		w.Close()
-		h, err := repo.Storer.SetEncodedObject(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
+	put := func(typ plumbing.ObjectType, content []byte) plumbing.Hash { return putObject(t, repo, typ, content) }
 	main := plumbing.NewHash(testgit.Git(t, bare, "rev-parse", "main"))
 	tree := put(plumbing.TreeObject, append([]byte("40000 dir\x00"), x[:]...))
 	c := put(plumbing.CommitObject, []byte("tree "+tree.String()+"\nparent "+main.String()+"\nauthor a <a@b> 1 +0000\ncommitter a <a@b> 1 +0000\n\nc\n"))
-	if _, err := r.diffUncached(main, c); !errors.Is(err, errDamaged) {
+	if _, err := r.diffUncached(nil, main, c); !errors.Is(err, errDamaged) {
 		t.Errorf("a folder whose tree's deltas form a cycle: err = %v, want errDamaged", err)
 	}
 	if len(ps.resolving) != 0 || ps.held != 0 {
@@ -538,18 +558,7 @@ func TestTreeDiffModesAndDepth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	put := func(typ plumbing.ObjectType, content []byte) plumbing.Hash {
-		o := repo.Storer.NewEncodedObject()
-		o.SetType(typ)
-		w, _ := o.Writer()
-		w.Write(content)
-		w.Close()
-		h, err := repo.Storer.SetEncodedObject(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
+	put := func(typ plumbing.ObjectType, content []byte) plumbing.Hash { return putObject(t, repo, typ, content) }
 	tree := func(entries ...string) plumbing.Hash { // "mode name" and a hash, in turn
 		var b []byte
 		for i := 0; i < len(entries); i += 2 {
@@ -568,7 +577,7 @@ func TestTreeDiffModesAndDepth(t *testing.T) {
 	c2 := commit(tree("100664 a", blob, "100775 b", other, "40755 d", inner, "100664 e", other))
 	testgit.Git(t, bare, "update-ref", "refs/heads/modes", c2.String())
 	r := &Repo{repo: repo, objects: filepath.Join(bare, "objects"), log: slog.New(slog.DiscardHandler)}
-	got, err := r.diffUncached(c1, c2)
+	got, err := r.diffUncached(nil, c1, c2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -576,7 +585,7 @@ func TestTreeDiffModesAndDepth(t *testing.T) {
 	if diff := cmp.Diff(strings.TrimSpace(want), rawDiff(got)); diff != "" {
 		t.Errorf("modes git writes no more (-git +ours):\n%s", diff)
 	}
-	all, err := r.diffUncached(plumbing.ZeroHash, c2)
+	all, err := r.diffUncached(nil, plumbing.ZeroHash, c2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -590,10 +599,10 @@ func TestTreeDiffModesAndDepth(t *testing.T) {
 		deep = tree("40000 d", deep.String())
 	}
 	c3 := commit(deep)
-	if _, err := r.diffTreesPacked(plumbing.ZeroHash, c3); err == nil || !strings.Contains(err.Error(), "folders deep") {
+	if _, err := packedDiff(t, r, plumbing.ZeroHash, c3); err == nil || !strings.Contains(err.Error(), "folders deep") {
 		t.Errorf("a tree %d folders deep: err = %v, want one saying it is too deep", maxTreeDepth+1, err)
 	}
-	files, err := r.diffUncached(plumbing.ZeroHash, c3)
+	files, err := r.diffUncached(nil, plumbing.ZeroHash, c3)
 	if err != nil || len(files) != 1 || !strings.HasSuffix(files[0].path, "d/d/f") || len(files[0].path) != 2*(maxTreeDepth+1)+1 {
 		t.Errorf("a tree %d folders deep, through go-git: %d files, %v", maxTreeDepth+1, len(files), err)
 	}
@@ -729,7 +738,7 @@ func FuzzPackSet(f *testing.F) {
 		for k := range len(p.idx.names) / 20 {
 			name := p.idx.names[k*20 : k*20+20]
 			off, _ := p.idx.find(plumbing.Hash(name))
-			if e, _ := readStoredEntry(p.f, off); (e.t == plumbing.REFDeltaObject || e.t == plumbing.OFSDeltaObject) && !seeded[e.t] {
+			if e, _ := readStoredEntry(p.f, off, false); (e.t == plumbing.REFDeltaObject || e.t == plumbing.OFSDeltaObject) && !seeded[e.t] {
 				seeded[e.t] = true
 				f.Add(idx, pack, bytes.Clone(name))
 			}

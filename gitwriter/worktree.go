@@ -99,7 +99,7 @@ func (r *Repo) sync(verify bool) error {
 				// take the damaged object as it is: Open clones afresh,
 				// and so does the next Open after an Update or a Clean,
 				// as Close empties the working copy.
-				r.discard, r.discardWhy = true, "an object in it does not hash to its name"
+				r.discard = "an object in it does not hash to its name"
 				return fmt.Errorf("moving the worktree: %w", err)
 			}
 			why = "moving the worktree failed: " + err.Error()
