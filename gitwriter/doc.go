@@ -19,15 +19,18 @@
 //
 // A reused worktree that holds a known commit is moved to the new head by
 // the files that differ: the two trees are walked side by side, skipping
-// every folder whose hash is the same on both sides. Those trees, and the
-// blobs of a checkout, are read from the packs as git reads them (each
-// pack's index searched in memory, deltas resolved from their bases,
-// every object checked against its name; packset.go, treediff.go), and
-// through go-git's store when that reader cannot, but not for a packed
-// object that does not hash to its name or whose deltas form a cycle:
-// that fails the move, and the working copy is cloned afresh (a hard
-// reset, and a loose object, are read through go-git's store, which does
-// not check them).
+// every folder whose hash is the same on both sides. Otherwise (no
+// recorded state, or a file that differs) it is hard-reset as git
+// read-tree --reset -u and git clean -fdx would: everything the commit
+// does not hold is deleted first, a file the old index shows clean with
+// the commit's content is kept, and the others are written. Trees and
+// blobs are read from the packs as git reads them (each pack's index
+// searched in memory, deltas resolved from their bases; packset.go,
+// treediff.go), and through go-git's store when that reader cannot;
+// either way every object is checked against its name. An object that
+// does not match, or whose deltas form a cycle, fails the move, and the
+// working copy is cloned afresh: by Open itself, or, when an Update or a
+// Clean meets it, by the next Open, as Close empties the working copy.
 //
 // Close keeps a reused working copy's object store small, as git's
 // gc --auto does: past about 6,700 loose objects or 20 packs it folds the

@@ -69,6 +69,7 @@ func (r *Repo) Changes(from string) ([]FileChange, error) {
 	}
 	changes, err := r.diffCommits(nil, fromHash, r.head)
 	if err != nil {
+		r.damaged(err)
 		return nil, fmt.Errorf("listing the changes from %s to %s: %w", shortHash(fromHash), shortHash(r.head), err)
 	}
 	out := make([]FileChange, 0, len(changes))
@@ -211,7 +212,7 @@ func readTreeLine(br *bufio.Reader, h plumbing.Hash) (plumbing.Hash, error) {
 // checkCommit reads commit h whole and returns its tree hash: a loose
 // commit is streamed, and a packed one read (packedObject), and either is
 // checked against its hash, which go-git's reader does not do; one stored
-// as a delta is decoded by go-git.
+// as a delta is decoded by go-git, and checked too (storedObject).
 func checkCommit(repo *git.Repository, objects string, h plumbing.Hash) (plumbing.Hash, error) {
 	lo, err := looseReader(repo, h)
 	if err != nil {
@@ -225,11 +226,11 @@ func checkCommit(repo *git.Repository, objects string, h plumbing.Hash) (plumbin
 		if !errors.Is(err, errNotWhole) {
 			return plumbing.ZeroHash, err
 		}
-		c, err := repo.CommitObject(h)
+		_, content, err = storedObject(repo, plumbing.CommitObject, h)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		return c.TreeHash, nil
+		return readTreeLine(bufio.NewReader(bytes.NewReader(content)), h)
 	}
 	defer lo.Close()
 	br := bufio.NewReader(lo)
@@ -866,13 +867,10 @@ func (r *Repo) checkoutAll(commit plumbing.Hash) error {
 	return r.moveTo(commit, nil)
 }
 
-// blob reads the content of a blob.
+// blob reads the content of a blob through go-git's store, checked
+// against its name (storedObject).
 func (r *Repo) blob(p string, h plumbing.Hash) ([]byte, error) {
-	obj, err := r.repo.Storer.EncodedObject(plumbing.BlobObject, h)
-	if err != nil {
-		return nil, fmt.Errorf("reading the blob of %s: %w", p, err)
-	}
-	content, err := readAll(obj)
+	_, content, err := storedObject(r.repo, plumbing.BlobObject, h)
 	if err != nil {
 		return nil, fmt.Errorf("reading the blob of %s: %w", p, err)
 	}

@@ -260,12 +260,16 @@ func packedCommit(objects string, h plumbing.Hash) ([]byte, error) {
 
 // treeObject reads tree h: from a pack that stores it whole
 // (packedObject), or else from go-git's store, which reads a loose object
-// without loading any pack index.
+// without loading any pack index, checked against its name
+// (storedObject).
 func treeObject(repo *git.Repository, objects string, h plumbing.Hash) (*object.Tree, error) {
 	t, content, err := packedObject(objects, h)
 	switch {
 	case errors.Is(err, errNotWhole):
-		return repo.TreeObject(h)
+		t, content, err = storedObject(repo, plumbing.TreeObject, h)
+		if err != nil {
+			return nil, err
+		}
 	case err != nil:
 		return nil, err
 	case t != plumbing.TreeObject:

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 
+	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -208,24 +208,27 @@ func (d *treeDiffer) entries(h plumbing.Hash) ([]storedEntry, error) {
 // looseObject reads object h, which no pack lists, through go-git's
 // store, checked against its name.
 func (r *Repo) looseObject(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
-	o, err := r.repo.Storer.EncodedObject(plumbing.AnyObject, h)
+	t, content, err := storedObject(r.repo, plumbing.AnyObject, h)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		return 0, nil, fmt.Errorf("reading object %s: %w (%w)", shortHash(h), err, errNotPacked)
+		return 0, nil, fmt.Errorf("%w (%w)", err, errNotPacked)
 	}
+	return t, content, err
+}
+
+// storedObject reads object h, of type t (or any), through go-git's
+// store, which does not check what it reads, and checks it against its
+// name: an object that does not match is errDamaged.
+func storedObject(repo *git.Repository, t plumbing.ObjectType, h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	o, err := repo.Storer.EncodedObject(t, h)
 	if err != nil {
 		return 0, nil, fmt.Errorf("reading object %s: %w", shortHash(h), err)
 	}
-	rd, err := o.Reader()
-	if err != nil {
-		return 0, nil, fmt.Errorf("reading object %s: %w", shortHash(h), err)
-	}
-	defer rd.Close()
-	content, err := io.ReadAll(rd)
+	content, err := readAll(o)
 	if err != nil {
 		return 0, nil, fmt.Errorf("reading object %s: %w", shortHash(h), err)
 	}
 	if objectHash(o.Type(), content) != h {
-		return 0, nil, fmt.Errorf("loose object %s: its content does not match its name: %w", shortHash(h), errDamaged)
+		return 0, nil, fmt.Errorf("object %s: its content does not match its name: %w", shortHash(h), errDamaged)
 	}
 	return o.Type(), content, nil
 }

@@ -778,9 +778,12 @@ func (bytesPack) Close() error { return nil }
 // pack reader finds that it does not hash to its name, and Open clones
 // afresh instead of resetting through go-git's store. Met by the sync of
 // an Update or a Clean, which cannot clone, the damage makes Close empty
-// the working copy, so that the next Open clones.
+// the working copy, so that the next Open clones. Reset: with no new
+// commit, a changed app.yaml makes Open hard-reset the worktree, which
+// reads app.yaml's blob through the damaged index: go-git's reset wrote
+// web.yaml's content there and recorded it clean; now Open clones afresh.
 func TestOpenReclonesForMisnamedBlob(t *testing.T) {
-	for _, via := range []string{"Open", "Update"} {
+	for _, via := range []string{"Open", "Update", "Reset"} {
 		t.Run(via, func(t *testing.T) { testMisnamedBlob(t, via) })
 	}
 }
@@ -834,7 +837,15 @@ func testMisnamedBlob(t *testing.T, via string) {
 	if via == "Update" {
 		r = mustOpen(t, opts)
 	}
-	testgit.Commit(t, bare, "main", map[string]string{"clusters/prod/app.yaml": seed["clusters/prod/web.yaml"]}, nil, "app as web")
+	want := seed["clusters/prod/web.yaml"]
+	if via == "Reset" {
+		// No new commit: a changed file makes Open reset the worktree,
+		// which reads app.yaml's blob.
+		want = seed["clusters/prod/app.yaml"]
+		write(t, filepath.Join(workdir, "clusters", "prod", "app.yaml"), "image: app:6.6.6\n")
+	} else {
+		testgit.Commit(t, bare, "main", map[string]string{"clusters/prod/app.yaml": want}, nil, "app as web")
+	}
 	if via == "Update" {
 		// What an Update does when its push finds the remote moved.
 		if err := r.fetch(t.Context()); err != nil {
@@ -852,11 +863,11 @@ func testMisnamedBlob(t *testing.T, via string) {
 	}
 	r = mustOpen(t, opts)
 	defer r.Close()
-	if via == "Open" && (!strings.Contains(logs.String(), "re-cloning the working copy") || !strings.Contains(logs.String(), "does not match its name")) {
+	if via != "Update" && (!strings.Contains(logs.String(), "re-cloning the working copy") || !strings.Contains(logs.String(), "does not match its name")) {
 		t.Errorf("Open on a misnamed blob did not clone afresh, saying why:\n%s", logs)
 	}
 	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
-	if got, _ := os.ReadFile(filepath.Join(workdir, "clusters", "prod", "app.yaml")); string(got) != seed["clusters/prod/web.yaml"] {
-		t.Errorf("app.yaml holds %q after Open, want %q", got, seed["clusters/prod/web.yaml"])
+	if got, _ := os.ReadFile(filepath.Join(workdir, "clusters", "prod", "app.yaml")); string(got) != want {
+		t.Errorf("app.yaml holds %q after Open, want %q", got, want)
 	}
 }

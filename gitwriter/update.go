@@ -112,6 +112,15 @@ type Result struct {
 // fails (the refspec's push, updating the working copy), the Result comes
 // with the error, with Pushed set; on any other error it is nil.
 func (r *Repo) Update(ctx context.Context, u Update, edit Edit) (*Result, error) {
+	res, err := r.update(ctx, u, edit)
+	// A damaged object met on the way (reading the trees a commit is
+	// built on, say) would fail every later cycle the same way.
+	r.damaged(err)
+	return res, err
+}
+
+// update is Update's work.
+func (r *Repo) update(ctx context.Context, u Update, edit Edit) (*Result, error) {
 	if err := r.checkUpdate(u); err != nil {
 		return nil, err
 	}

@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // resetStateFile, in .git, records the commit the worktree holds (last
@@ -25,34 +25,103 @@ import (
 // next Open reset the worktree whole.
 const resetStateFile = "imagebump-reset"
 
-// reset points HEAD at the tracked branch, hard-resets the branch, index
-// and worktree to r.head, and deletes every file the index does not know
-// (ignored ones too, as git clean -fdx does).
+// reset points HEAD at the tracked branch and makes the branch, index and
+// worktree hold r.head, as git read-tree --reset -u and git clean -fdx
+// do: it deletes everything the commit does not hold (ignored files
+// too), keeps each file the old index shows clean with the commit's
+// content, and writes the others, read as a checkout reads them (every
+// object checked against its name). The index is written whole.
 func (r *Repo) reset() error {
 	if err := r.repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, r.branchRef())); err != nil {
 		return fmt.Errorf("pointing HEAD at %q: %w", r.branch, err)
 	}
-	wt, err := r.repo.Worktree()
-	if err != nil {
-		return err
-	}
 	// Forget the recorded state first: if the reset fails half-way, the
 	// next Open must not trust the index.
 	_ = os.Remove(r.statePath())
-	if err := wt.Reset(&git.ResetOptions{Commit: r.head, Mode: git.HardReset}); err != nil {
-		return fmt.Errorf("hard-resetting to %s: %w", r.head, err)
-	}
-	idx, err := r.repo.Storer.Index()
-	if err != nil {
-		return fmt.Errorf("reading the index: %w", err)
-	}
-	if err := cleanUntracked(r.dir, idx); err != nil {
-		return fmt.Errorf("deleting untracked files: %w", err)
+	if err := r.resetWorktree(); err != nil {
+		r.damaged(err)
+		return fmt.Errorf("hard-resetting to %s: %w", shortHash(r.head), err)
 	}
 	r.dirty, r.verified = false, true
-	r.at = r.head
-	r.recordState()
 	return nil
+}
+
+// resetWorktree is reset's work on the worktree and the index.
+func (r *Repo) resetWorktree() error {
+	ps, _ := r.openPacks() // nil: go-git's store answers
+	if ps != nil {
+		defer ps.Close()
+	}
+	files, err := r.diffUncached(ps, plumbing.ZeroHash, r.head)
+	if err != nil {
+		return fmt.Errorf("reading its tree: %w", err)
+	}
+	// Deletions first, so that no path below is reached through a link
+	// or a file the commit does not hold.
+	tracked := make(map[string]bool, len(files))
+	dirs := map[string]bool{}
+	for _, f := range files {
+		tracked[f.path] = true
+		for d := pathDir(f.path); d != "" && !dirs[d]; d = pathDir(d) {
+			dirs[d] = true
+		}
+	}
+	if err := cleanDir(r.dir, "", tracked, dirs); err != nil {
+		return fmt.Errorf("deleting what it does not hold: %w", err)
+	}
+	// The old index, when it can be read, says which files need not be
+	// written again.
+	var old *index.Index
+	oldEntries := map[string]*index.Entry{}
+	if idx, err := r.repo.Storer.Index(); err == nil {
+		old = idx
+		for _, e := range idx.Entries {
+			if e.Stage == 0 {
+				oldEntries[e.Name] = e
+			}
+		}
+	}
+	var kept []indexChange
+	fc := r.newFileCreator(true, nil, ps)
+	for _, f := range files {
+		if stat, ok := keepFile(r.dir, old, oldEntries[f.path], f.to); ok {
+			kept = append(kept, indexChange{name: f.path, hash: f.to.Hash, mode: f.to.Mode, stat: stat})
+			continue
+		}
+		if err = fc.add(f.path, f.to); err != nil {
+			break
+		}
+	}
+	written, err := fc.wait(err)
+	if err != nil {
+		return err
+	}
+	if err := writeIndexFile(r.indexPath(), (&rawIndex{version: 2}).patch(append(written, kept...))); err != nil {
+		return err
+	}
+	r.log.Debug("reset the worktree", "commit", shortHash(r.head), "files", len(files), "written", len(written))
+	return r.moveTo(r.head, nil)
+}
+
+// keepFile reports whether the worktree's file at e's path, as the old
+// index (idx) records it in e, holds the tree entry want, and returns
+// its stat fields for the new index.
+func keepFile(root string, idx *index.Index, e *index.Entry, want object.TreeEntry) ([40]byte, bool) {
+	if e == nil || e.Hash != want.Hash || e.Mode != want.Mode {
+		return [40]byte{}, false
+	}
+	fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(e.Name)))
+	if err != nil {
+		return [40]byte{}, false
+	}
+	if want.Mode == filemode.Submodule {
+		// An empty folder, as a checkout leaves it, with no stat data.
+		return [40]byte{}, fi.IsDir()
+	}
+	if ok, err := entryClean(root, idx, e); err != nil || !ok {
+		return [40]byte{}, false
+	}
+	return statFields(fi), true
 }
 
 // resetIfNeeded makes the worktree clean at r.head. When the state file
@@ -94,12 +163,10 @@ func (r *Repo) sync(verify bool) error {
 	if why == "" {
 		r.at = at
 		if err := r.checkout(at, r.head); err != nil {
-			if errors.Is(err, errDamaged) {
-				// A reset reads through go-git's store, which would
-				// take the damaged object as it is: Open clones afresh,
-				// and so does the next Open after an Update or a Clean,
-				// as Close empties the working copy.
-				r.discard = "an object in it does not hash to its name"
+			if r.damaged(err) {
+				// A reset would meet the same object: Open clones
+				// afresh, and so does the next Open after an Update or
+				// a Clean, as Close empties the working copy.
 				return fmt.Errorf("moving the worktree: %w", err)
 			}
 			why = "moving the worktree failed: " + err.Error()
@@ -111,6 +178,20 @@ func (r *Repo) sync(verify bool) error {
 	}
 	r.dirty, r.verified = false, verify
 	return nil
+}
+
+// damaged reports whether err says an object of the working copy does not
+// hash to its name, or its deltas form a cycle (errDamaged). Then nothing
+// in the working copy can be trusted to put it right, and Close empties
+// it for the next Open to clone afresh.
+func (r *Repo) damaged(err error) bool {
+	if !errors.Is(err, errDamaged) {
+		return false
+	}
+	if r.discard == "" {
+		r.discard = "an object in it does not hash to its name"
+	}
+	return true
 }
 
 func (r *Repo) statePath() string { return filepath.Join(r.dir, ".git", resetStateFile) }

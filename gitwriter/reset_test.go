@@ -1,0 +1,130 @@
+package gitwriter
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
+)
+
+// TestResetWorktree leaves a working copy in shapes that make the next
+// Open hard-reset it, with a commit made elsewhere meanwhile, and checks
+// with git that the worktree then holds the new head. A file the reset
+// has no need to write is kept (README.md, the same in both commits and
+// untouched but for its times, so that the reset hashes it); nothing
+// outside the worktree is written
+// through a link that took a folder's place.
+func TestResetWorktree(t *testing.T) {
+	tests := []struct {
+		name string
+		// damage changes the worktree; outside is a folder beside it.
+		damage func(t *testing.T, dir, outside string)
+	}{
+		{
+			name: "a changed file and untracked ones",
+			damage: func(t *testing.T, dir, _ string) {
+				write(t, filepath.Join(dir, "clusters/prod/app.yaml"), "image: app:9.9.9\n")
+				write(t, filepath.Join(dir, "stray/deep/x.yaml"), "x\n")
+				write(t, filepath.Join(dir, "clusters/prod/stray.yaml"), "x\n")
+			},
+		},
+		{
+			name: "a folder replaced by a link to another",
+			damage: func(t *testing.T, dir, outside string) {
+				write(t, filepath.Join(outside, "app.yaml"), "image: app:6.6.6\n")
+				write(t, filepath.Join(outside, "web.yaml"), seed["clusters/prod/web.yaml"])
+				if err := os.RemoveAll(filepath.Join(dir, "clusters/prod")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(outside, filepath.Join(dir, "clusters/prod")); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+		{
+			name: "a folder replaced by a file",
+			damage: func(t *testing.T, dir, _ string) {
+				if err := os.RemoveAll(filepath.Join(dir, "clusters")); err != nil {
+					t.Fatal(err)
+				}
+				write(t, filepath.Join(dir, "clusters"), "not a folder\n")
+			},
+		},
+		{
+			name: "a file replaced by a folder",
+			damage: func(t *testing.T, dir, _ string) {
+				p := filepath.Join(dir, "clusters/prod/web.yaml")
+				if err := os.Remove(p); err != nil {
+					t.Fatal(err)
+				}
+				write(t, filepath.Join(p, "inside.yaml"), "x\n")
+			},
+		},
+		{
+			name: "a mode changed, a file deleted, the state file gone",
+			damage: func(t *testing.T, dir, _ string) {
+				if err := os.Chmod(filepath.Join(dir, "clusters/prod/app.yaml"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Remove(filepath.Join(dir, "clusters/prod/web.yaml")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Remove(filepath.Join(dir, ".git", resetStateFile)); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bare := testgit.NewBare(t, seed)
+			workdir := filepath.Join(t.TempDir(), "work")
+			outside := filepath.Join(t.TempDir(), "outside")
+			opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+			mustOpen(t, opts).Close()
+			// A time no write gives: a file written again has another.
+			readmePath := filepath.Join(workdir, "README.md")
+			old := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+			if err := os.Chtimes(readmePath, old, old); err != nil {
+				t.Fatal(err)
+			}
+			readme, err := os.Lstat(readmePath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			moved := testgit.Commit(t, bare, "main", map[string]string{
+				"clusters/prod/new.yaml": "new\n",
+				"clusters/prod/web.yaml": "image: web:2.0.0\n",
+			}, nil, "meanwhile")
+			tt.damage(t, workdir, outside)
+
+			logger, logs := newLogger()
+			opts.Logger = logger
+			r := mustOpen(t, opts)
+			defer r.Close()
+			if !strings.Contains(logs.String(), "hard-resetting the worktree") || strings.Contains(logs.String(), "re-cloning") {
+				t.Fatalf("Open did not reset the reused working copy:\n%s", logs)
+			}
+			checkWorkdir(t, workdir, bare, moved)
+			if got, err := os.Lstat(readmePath); err != nil || !os.SameFile(readme, got) || !got.ModTime().Equal(old) {
+				t.Errorf("the reset wrote README.md again (%v): the file was clean", err)
+			}
+			if b, err := os.ReadFile(filepath.Join(outside, "app.yaml")); err == nil && string(b) != "image: app:6.6.6\n" {
+				t.Errorf("the reset wrote through the link, outside the worktree: app.yaml = %q", b)
+			}
+			if _, err := os.Stat(filepath.Join(outside, "new.yaml")); err == nil {
+				t.Errorf("the reset wrote new.yaml through the link, outside the worktree")
+			}
+			// The next Open finds the worktree as the reset recorded it.
+			logger, logs = newLogger()
+			opts.Logger = logger
+			mustOpen(t, opts).Close()
+			if strings.Contains(logs.String(), "hard-resetting") {
+				t.Errorf("the Open after the reset reset again:\n%s", logs)
+			}
+		})
+	}
+}
