@@ -60,7 +60,7 @@ func packedObject(objects string, h plumbing.Hash) (plumbing.ObjectType, []byte,
 			continue
 		}
 		if err == nil && plumbing.ComputeHash(t, content) != h {
-			err = fmt.Errorf("object %s in %s.pack: its content does not match its name", shortHash(h), filepath.Base(base))
+			err = fmt.Errorf("object %s in %s.pack: its content does not match its name: %w", shortHash(h), filepath.Base(base), errDamaged)
 		}
 		if err != nil {
 			errs = append(errs, err)

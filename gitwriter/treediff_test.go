@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/zlib"
+	"context"
 	"crypto/sha1"
 	"encoding/binary"
 	"errors"
@@ -797,41 +798,7 @@ func testMisnamedBlob(t *testing.T, via string) {
 
 	app := plumbing.NewHash(testgit.Git(t, bare, "rev-parse", "main:clusters/prod/app.yaml"))
 	web := plumbing.NewHash(testgit.Git(t, bare, "rev-parse", "main:clusters/prod/web.yaml"))
-	idxs, _ := filepath.Glob(filepath.Join(workdir, ".git", "objects", "pack", "*.idx"))
-	if len(idxs) != 1 {
-		t.Fatalf("%d pack indexes, want the clone's", len(idxs))
-	}
-	raw, err := os.ReadFile(idxs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix, err := parsePackIndex(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := len(ix.names) / 20
-	crcs := raw[8+256*4+n*20:]
-	var entries []idxEntry
-	for k := range n {
-		h := plumbing.Hash(ix.names[k*20 : k*20+20])
-		off, _ := ix.find(h)
-		entries = append(entries, idxEntry{name: h, crc: binary.BigEndian.Uint32(crcs[k*4:]), offset: off})
-	}
-	var ia, iw int
-	for k, e := range entries {
-		switch e.name {
-		case app:
-			ia = k
-		case web:
-			iw = k
-		}
-	}
-	entries[ia].offset, entries[iw].offset = entries[iw].offset, entries[ia].offset
-	entries[ia].crc, entries[iw].crc = entries[iw].crc, entries[ia].crc
-	_ = os.Chmod(idxs[0], 0o644)
-	if err := os.WriteFile(idxs[0], packIndexFor(entries, raw[len(raw)-40:len(raw)-20]), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	swapPacked(t, workdir, app, web)
 	logger, logs := newLogger()
 	opts.Logger = logger
 	if via == "Update" {
@@ -869,5 +836,125 @@ func testMisnamedBlob(t *testing.T, via string) {
 	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
 	if got, _ := os.ReadFile(filepath.Join(workdir, "clusters", "prod", "app.yaml")); string(got) != want {
 		t.Errorf("app.yaml holds %q after Open, want %q", got, want)
+	}
+}
+
+// swapPacked rewrites the working copy's one pack index so that it gives
+// each of objects a and b the other's offset: both are read, without
+// error, as the other's content.
+func swapPacked(t *testing.T, workdir string, a, b plumbing.Hash) {
+	t.Helper()
+	idxs, _ := filepath.Glob(filepath.Join(workdir, ".git", "objects", "pack", "*.idx"))
+	if len(idxs) != 1 {
+		t.Fatalf("%d pack indexes, want the clone's", len(idxs))
+	}
+	raw, err := os.ReadFile(idxs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := parsePackIndex(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(ix.names) / 20
+	crcs := raw[8+256*4+n*20:]
+	var entries []idxEntry
+	for k := range n {
+		h := plumbing.Hash(ix.names[k*20 : k*20+20])
+		off, _ := ix.find(h)
+		entries = append(entries, idxEntry{name: h, crc: binary.BigEndian.Uint32(crcs[k*4:]), offset: off})
+	}
+	ia, ib := -1, -1
+	for k, e := range entries {
+		switch e.name {
+		case a:
+			ia = k
+		case b:
+			ib = k
+		}
+	}
+	if ia < 0 || ib < 0 {
+		t.Fatalf("the pack does not list both %s and %s", a, b)
+	}
+	entries[ia].offset, entries[ib].offset = entries[ib].offset, entries[ia].offset
+	entries[ia].crc, entries[ib].crc = entries[ib].crc, entries[ia].crc
+	_ = os.Chmod(idxs[0], 0o644)
+	if err := os.WriteFile(idxs[0], packIndexFor(entries, raw[len(raw)-40:len(raw)-20]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUpdateDiscardsForMisnamedTree damages a working copy's pack index so
+// that the clusters and clusters/prod trees are read as each other.
+// Open, with nothing new, reads only the root tree; the Update that follows builds
+// its commit on them, and must fail without pushing. The old code failed
+// the same way in every later cycle; now Close empties the working copy,
+// and the next cycle clones afresh and commits.
+func TestUpdateDiscardsForMisnamedTree(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	workdir := t.TempDir()
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+	mustOpen(t, opts).Close()
+	clusters := plumbing.NewHash(testgit.Git(t, bare, "rev-parse", "main:clusters"))
+	prod := plumbing.NewHash(testgit.Git(t, bare, "rev-parse", "main:clusters/prod"))
+	swapPacked(t, workdir, clusters, prod)
+	edit := func(_ context.Context, dir string) ([]string, string, error) {
+		return []string{"clusters/prod/app.yaml"}, "bump app", os.WriteFile(filepath.Join(dir, "clusters", "prod", "app.yaml"), []byte("image: app:2.0.0\n"), 0o644)
+	}
+	before := mainSHA(t, bare)
+
+	logger, logs := newLogger()
+	opts.Logger = logger
+	r := mustOpen(t, opts)
+	if _, err := r.Update(t.Context(), Update{Commit: author}, edit); !errors.Is(err, errDamaged) {
+		t.Fatalf("Update on a misnamed tree: err = %v, want errDamaged", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := mainSHA(t, bare); got != before {
+		t.Fatalf("an Update on a misnamed tree pushed %s", got)
+	}
+	if !strings.Contains(logs.String(), "emptying the working copy: an object in it does not hash to its name") {
+		t.Errorf("Close after the damage did not empty the working copy:\n%s", logs)
+	}
+
+	r = mustOpen(t, opts)
+	defer r.Close()
+	res, err := r.Update(t.Context(), Update{Commit: author}, edit)
+	if err != nil || !res.Pushed {
+		t.Fatalf("the Update after a fresh clone: pushed %v, err %v", res != nil && res.Pushed, err)
+	}
+	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+	if got, _ := testgit.ReadFile(t, bare, "main", "README.md"); got != seed["README.md"] {
+		t.Errorf("README.md in the pushed commit = %q, want %q", got, seed["README.md"])
+	}
+}
+
+// TestChangesDiscardsForMisnamedTree: Changes from a commit whose trees
+// no Open has read meets a damaged pack index (the commit's clusters and
+// clusters/prod trees read as each other). It fails, and Close empties
+// the working copy for the next Open to clone afresh.
+func TestChangesDiscardsForMisnamedTree(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	first := mainSHA(t, bare)
+	clusters := plumbing.NewHash(testgit.Git(t, bare, "rev-parse", "main:clusters"))
+	prod := plumbing.NewHash(testgit.Git(t, bare, "rev-parse", "main:clusters/prod"))
+	testgit.Commit(t, bare, "main", map[string]string{"clusters/prod/app.yaml": "image: app:2.0.0\n"}, nil, "bump")
+	workdir := t.TempDir()
+	logger, logs := newLogger()
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir, Depth: -1, Logger: logger}
+	mustOpen(t, opts).Close()
+	swapPacked(t, workdir, clusters, prod)
+
+	r := mustOpen(t, opts)
+	if _, err := r.Changes(first); !errors.Is(err, errDamaged) {
+		t.Fatalf("Changes through a misnamed tree: err = %v, want errDamaged", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "emptying the working copy: an object in it does not hash to its name") {
+		t.Errorf("Close after the damage did not empty the working copy:\n%s", logs)
 	}
 }
