@@ -140,6 +140,11 @@ type Repo struct {
 	// moves a reused worktree and the marker index that follows it ask
 	// for the same one, 0.25 s after 1,000 commits of 10 files.
 	lastDiff *commitDiff
+	// trees holds the tree of each commit read so far (treeOf): Open
+	// checks the head commit whole, and reading a bump commit whose
+	// message lists thousands of files again cost a cycle with nothing
+	// new milliseconds.
+	trees map[plumbing.Hash]plumbing.Hash
 
 	secrets redact.Secrets // secrets read so far, scrubbed from error text
 
@@ -677,6 +682,7 @@ func (r *Repo) openExisting() (*git.Repository, string) {
 	if err != nil {
 		return nil, "its HEAD commit cannot be read: " + err.Error()
 	}
+	r.trees = map[plumbing.Hash]plumbing.Hash{head.Hash(): tree}
 	if _, err := treeObject(repo, r.objects, tree); err != nil {
 		return nil, "its HEAD tree cannot be read: " + err.Error()
 	}

@@ -171,7 +171,7 @@ func (r *Repo) diffTrees(from, to plumbing.Hash) ([]treeChange, error) {
 
 // commitTree reads the tree of commit h.
 func (r *Repo) commitTree(h plumbing.Hash) (*object.Tree, error) {
-	th, err := treeHashOf(r.repo, r.objects, h)
+	th, err := r.treeOf(h)
 	if err != nil {
 		return nil, fmt.Errorf("reading commit %s: %w", shortHash(h), err)
 	}
@@ -179,6 +179,22 @@ func (r *Repo) commitTree(h plumbing.Hash) (*object.Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the tree of commit %s: %w", shortHash(h), err)
 	}
+	return t, nil
+}
+
+// treeOf returns the tree of commit h (treeHashOf), once read.
+func (r *Repo) treeOf(h plumbing.Hash) (plumbing.Hash, error) {
+	if t, ok := r.trees[h]; ok {
+		return t, nil
+	}
+	t, err := treeHashOf(r.repo, r.objects, h)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if r.trees == nil {
+		r.trees = map[plumbing.Hash]plumbing.Hash{}
+	}
+	r.trees[h] = t
 	return t, nil
 }
 
@@ -610,6 +626,9 @@ var invalidSignatureChars = strings.NewReplacer("<", "", ">", "", "\n", "")
 // the hash is zero and finish is nil.
 func (r *Repo) commit(base plumbing.Hash, paths []string, message string, c Commit, key *openpgp.Entity) (commit plumbing.Hash, changed []string, finish func() error, err error) {
 	r.written, r.writtenSet = nil, map[plumbing.Hash]bool{}
+	if len(paths) == 0 {
+		return plumbing.ZeroHash, nil, nil, nil
+	}
 	baseTree, err := r.commitTree(base)
 	if err != nil {
 		return plumbing.ZeroHash, nil, nil, err

@@ -59,7 +59,7 @@ func packedObject(objects string, h plumbing.Hash) (plumbing.ObjectType, []byte,
 		if errors.Is(err, errNotWhole) {
 			continue
 		}
-		if err == nil && plumbing.ComputeHash(t, content) != h {
+		if err == nil && objectHash(t, content) != h {
 			err = fmt.Errorf("object %s in %s.pack: its content does not match its name: %w", shortHash(h), filepath.Base(base), errDamaged)
 		}
 		if err != nil {

@@ -55,11 +55,11 @@ func (r *Repo) diffTreesPacked(ps *packSet, from, to plumbing.Hash) ([]treeChang
 	var err error
 	var fromTree plumbing.Hash // zero: the empty tree
 	if !from.IsZero() {
-		if fromTree, err = treeHashOf(r.repo, r.objects, from); err != nil {
+		if fromTree, err = r.treeOf(from); err != nil {
 			return nil, fmt.Errorf("reading commit %s: %w", shortHash(from), err)
 		}
 	}
-	toTree, err := treeHashOf(r.repo, r.objects, to)
+	toTree, err := r.treeOf(to)
 	if err != nil {
 		return nil, fmt.Errorf("reading commit %s: %w", shortHash(to), err)
 	}
