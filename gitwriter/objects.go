@@ -182,12 +182,14 @@ func (r *Repo) commitTree(h plumbing.Hash) (*object.Tree, error) {
 	return t, nil
 }
 
-// treeOf returns the tree of commit h (treeHashOf), once read.
+// treeOf returns the tree of commit h, read whole and checked against its
+// name (checkCommit) once per Open: a bump commit's message can list
+// thousands of files.
 func (r *Repo) treeOf(h plumbing.Hash) (plumbing.Hash, error) {
 	if t, ok := r.trees[h]; ok {
 		return t, nil
 	}
-	t, err := treeHashOf(r.repo, r.objects, h)
+	t, err := checkCommit(r.repo, r.objects, h)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -196,19 +198,6 @@ func (r *Repo) treeOf(h plumbing.Hash) (plumbing.Hash, error) {
 	}
 	r.trees[h] = t
 	return t, nil
-}
-
-// treeHashOf reads the tree hash from commit h's first line without
-// decoding the rest: a bump commit's message can list thousands of
-// files, and decoding it took more time than the rest of a cycle with
-// nothing new.
-func treeHashOf(repo *git.Repository, objects string, h plumbing.Hash) (plumbing.Hash, error) {
-	rd, err := commitReader(repo, objects, h)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	defer rd.Close()
-	return readTreeLine(bufio.NewReaderSize(rd, 128), h)
 }
 
 // readTreeLine reads the first line of commit h's content, "tree HEX",
@@ -258,7 +247,7 @@ func checkCommit(repo *git.Repository, objects string, h plumbing.Hash) (plumbin
 		return plumbing.ZeroHash, fmt.Errorf("reading commit %s: %w", shortHash(h), err)
 	}
 	if got := lo.Hash(); got != h {
-		return plumbing.ZeroHash, fmt.Errorf("commit %s is damaged: its content hashes to %s", shortHash(h), shortHash(got))
+		return plumbing.ZeroHash, fmt.Errorf("commit %s is damaged: its content hashes to %s: %w", shortHash(h), shortHash(got), errDamaged)
 	}
 	return tree, nil
 }
@@ -1192,32 +1181,6 @@ func (r *Repo) Restore(paths []string) error {
 		_ = os.Remove(r.statePath())
 	}
 	return err
-}
-
-// commitReader streams the content of commit h. A loose commit, as every
-// commit of fewer than packFrom objects this package writes is, is
-// inflated only as far as it is read;
-// go-git's store would inflate the whole object into memory first.
-func commitReader(repo *git.Repository, objects string, h plumbing.Hash) (io.ReadCloser, error) {
-	lo, err := looseReader(repo, h)
-	switch {
-	case err != nil:
-		return nil, err
-	case lo != nil:
-		return lo, nil
-	}
-	content, err := packedCommit(objects, h)
-	switch {
-	case err == nil:
-		return io.NopCloser(bytes.NewReader(content)), nil
-	case !errors.Is(err, errNotWhole):
-		return nil, err
-	}
-	o, err := repo.Storer.EncodedObject(plumbing.CommitObject, h)
-	if err != nil {
-		return nil, err
-	}
-	return o.Reader()
 }
 
 // looseReader opens commit h's loose object file, past its header, or
