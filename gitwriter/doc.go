@@ -27,10 +27,20 @@
 // blobs are read from the packs as git reads them (each pack's index
 // searched in memory, deltas resolved from their bases; packset.go,
 // treediff.go), and through go-git's store when that reader cannot;
-// either way every object is checked against its name. An object that
-// does not match, or whose deltas form a cycle, fails the move, and the
-// working copy is cloned afresh: by Open itself, or, when an Update or a
-// Clean meets it, by the next Open, as Close empties the working copy.
+// either way every object read is checked against its name, but for the
+// trees of go-git's own diff, which answers only when the pack reader
+// cannot (a tree more than 4,096 folders deep, or past 64 MiB). An object
+// that does not match, or whose deltas form a cycle, fails the move, and
+// the working copy is cloned afresh: by Open itself, or, when an Update,
+// a Clean, a Restore or Changes meets it, by the next Open, as Close
+// empties the working copy.
+//
+// A commit whose tree git refuses to check out (an entry named "..", "."
+// or ".git" in any case, or a name that is both a folder and a file or
+// link) is refused too, before anything is written: Open fails saying
+// so, and does not clone again for it, as a clone would meet the same
+// commit. Written as it stands, such a tree could put files outside the
+// worktree or in .git.
 //
 // Close keeps a reused working copy's object store small, as git's
 // gc --auto does: past about 6,700 loose objects or 20 packs it folds the

@@ -627,6 +627,10 @@ func (r *Repo) reuse(ctx context.Context) (reason string, err error) {
 		return "", err
 	}
 	if err := r.resetIfNeeded(); err != nil {
+		if errors.Is(err, errBadTree) {
+			// A clone would refuse the same commit.
+			return "", err
+		}
 		return "resetting the worktree failed: " + err.Error(), err
 	}
 	r.log.Info("reused the working copy", "head", r.head.String(), "duration", time.Since(start).Round(time.Millisecond))

@@ -133,7 +133,7 @@ func (r *Repo) diffUncached(ps *packSet, from, to plumbing.Hash) ([]treeChange, 
 	if err == nil {
 		changes, err = r.diffTreesPacked(ps, from, to)
 	}
-	if err != nil && !errors.Is(err, errDamaged) {
+	if err != nil && !errors.Is(err, errDamaged) && !errors.Is(err, errBadTree) {
 		r.log.Debug("diffing the trees through go-git's store", "from", shortHash(from), "to", shortHash(to), "reason", err.Error())
 		changes, err = r.diffTrees(from, to)
 	}
@@ -566,7 +566,7 @@ func (r *Repo) buildTree(tree *object.Tree, edits map[string]fileEdit, prefix st
 // filesUnder appends the path of every entry of tree h but its folders,
 // under prefix, reading only trees.
 func (r *Repo) filesUnder(h plumbing.Hash, prefix string, out *[]string) error {
-	t, err := r.repo.TreeObject(h)
+	t, err := treeObject(r.repo, r.objects, h)
 	if err != nil {
 		return fmt.Errorf("reading tree %s: %w", strings.TrimSuffix(prefix, "/"), err)
 	}
@@ -810,6 +810,9 @@ func (r *Repo) newFileCreator(replace bool, changes []indexChange, ps *packSet) 
 // It returns the read's error, or the first error creating a file: the
 // caller stops there, and wait returns it too.
 func (fc *fileCreator) add(p string, e object.TreeEntry) error {
+	if err := checkEntryPath(p); err != nil {
+		return err
+	}
 	content, err := fc.r.entryContent(fc.ps, p, e)
 	if err != nil {
 		return err
@@ -911,6 +914,9 @@ func (r *Repo) entryContent(ps *packSet, p string, e object.TreeEntry) ([]byte, 
 // writeFile writes one tree entry into the worktree, in place of what is
 // there, and returns its lstat data.
 func (r *Repo) writeFile(p string, e object.TreeEntry) (fs.FileInfo, error) {
+	if err := checkEntryPath(p); err != nil {
+		return nil, err
+	}
 	content, err := r.entryContent(nil, p, e)
 	if err != nil {
 		return nil, err
@@ -1160,8 +1166,12 @@ func (r *Repo) Restore(paths []string) error {
 		if err != nil {
 			return err
 		}
-		e, err := tree.FindEntry(clean)
-		if err != nil || e.Mode == filemode.Dir {
+		e, err := r.entryAt(tree, clean)
+		if err != nil {
+			r.damaged(err)
+			return fmt.Errorf("restoring %s: %w", clean, err)
+		}
+		if e == nil || e.Mode == filemode.Dir {
 			if err := os.RemoveAll(filepath.Join(r.dir, filepath.FromSlash(clean))); err != nil {
 				return fmt.Errorf("restoring %s: %w", clean, err)
 			}
@@ -1181,6 +1191,30 @@ func (r *Repo) Restore(paths []string) error {
 		_ = os.Remove(r.statePath())
 	}
 	return err
+}
+
+// entryAt returns the entry at path p of tree t, its folders read
+// through treeObject (checked against their names, as go-git's
+// Tree.FindEntry does not), or nil when t holds no such path.
+func (r *Repo) entryAt(t *object.Tree, p string) (*object.TreeEntry, error) {
+	names := strings.Split(p, "/")
+	for i, name := range names {
+		k := slices.IndexFunc(t.Entries, func(e object.TreeEntry) bool { return e.Name == name })
+		switch {
+		case k < 0:
+			return nil, nil
+		case i == len(names)-1:
+			return &t.Entries[k], nil
+		case t.Entries[k].Mode != filemode.Dir:
+			return nil, nil
+		}
+		sub, err := treeObject(r.repo, r.objects, t.Entries[k].Hash)
+		if err != nil {
+			return nil, fmt.Errorf("reading the tree of %s: %w", strings.Join(names[:i+1], "/"), err)
+		}
+		t = sub
+	}
+	return nil, nil
 }
 
 // looseReader opens commit h's loose object file, past its header, or

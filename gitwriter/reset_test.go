@@ -3,6 +3,7 @@ package gitwriter
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +127,37 @@ func TestResetWorktree(t *testing.T) {
 				t.Errorf("the Open after the reset reset again:\n%s", logs)
 			}
 		})
+	}
+}
+
+// TestResetSyncsBeforeIndex: the files a reset writes are made durable
+// before the new index records their times (durable.go), and those it
+// keeps are not synced for nothing.
+func TestResetSyncsBeforeIndex(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	workdir := t.TempDir()
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+	mustOpen(t, opts).Close()
+	write(t, filepath.Join(workdir, "clusters/prod/app.yaml"), "image: app:9.9.9\n")
+	old, err := indexChecksum(filepath.Join(workdir, ".git", "index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var synced []string
+	var indexThen string
+	orig := syncFiles
+	t.Cleanup(func() { syncFiles = orig })
+	syncFiles = func(dir string, paths []string) error {
+		synced = append(synced, paths...)
+		indexThen, _ = indexChecksum(filepath.Join(dir, ".git", "index"))
+		return orig(dir, paths)
+	}
+	mustOpen(t, opts).Close()
+	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+	if !slices.Equal(synced, []string{"clusters/prod/app.yaml"}) {
+		t.Errorf("the reset synced %q, want the one file it wrote", synced)
+	}
+	if indexThen != old {
+		t.Errorf("the index was rewritten before the files written were synced")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -200,7 +201,11 @@ func (d *treeDiffer) entries(h plumbing.Hash) ([]storedEntry, error) {
 	}
 	entries, err := parseTree(content)
 	if err != nil {
-		return nil, fmt.Errorf("tree %s: %w", shortHash(h), err)
+		folder := "the root folder"
+		if len(d.path) > 0 {
+			folder = "folder " + strings.TrimSuffix(string(d.path), "/")
+		}
+		return nil, fmt.Errorf("tree %s (%s): %w", shortHash(h), folder, err)
 	}
 	return entries, nil
 }
@@ -235,7 +240,8 @@ func storedObject(repo *git.Repository, t plumbing.ObjectType, h plumbing.Hash) 
 
 // parseTree parses a tree's content: entries of an octal mode, a space,
 // a name, a NUL and a 20-byte hash, in git's order (compareEntries),
-// each name once. Modes are read as go-git's store reads them (as git
+// each name once (a folder and a file of the same name are refused), and
+// none that git refuses to check out (checkEntryName). Modes are read as go-git's store reads them (as git
 // does, but for a file executable by its group or others only): a
 // folder, a link, an executable file or a plain one, anything else a
 // submodule.
@@ -262,10 +268,22 @@ func parseTree(content []byte) ([]storedEntry, error) {
 		if bytes.IndexByte(e.name, '/') >= 0 {
 			return nil, fmt.Errorf("the name %q holds a slash", e.name)
 		}
+		if refusedName(e.name) {
+			return nil, checkEntryName(string(e.name))
+		}
 		copy(e.hash[:], content[nul+1:])
 		content = content[nul+21:]
 		if len(out) > 0 && compareEntries(out[len(out)-1], e) >= 0 {
 			return nil, fmt.Errorf("the entry %q is out of order", e.name)
+		}
+		if e.isDir() {
+			// A file or link of the same name sorts before the folder,
+			// with only names that extend it in between.
+			for k := len(out) - 1; k >= 0 && bytes.HasPrefix(out[k].name, e.name); k-- {
+				if len(out[k].name) == len(e.name) {
+					return nil, fmt.Errorf("%q is both a folder and a file or link, which git refuses to check out: %w", e.name, errBadTree)
+				}
+			}
 		}
 		out = append(out, e)
 	}
@@ -287,4 +305,47 @@ func canonicalMode(m uint32) filemode.FileMode {
 		return filemode.Symlink
 	}
 	return filemode.Submodule
+}
+
+// errBadTree marks a commit whose tree git refuses to check out: an
+// entry named "", ".", ".." or ".git", or a name that is both a folder
+// and a file. Written as it stands, such a tree could put files outside
+// the worktree or in .git; it is the commit's fault, not the working
+// copy's, so it is neither read through go-git's store nor a reason to
+// clone afresh.
+var errBadTree = errors.New("the commit cannot be checked out; fix it on the remote branch")
+
+// checkEntryName refuses a tree entry name git refuses to check out:
+// empty, ".", "..", or ".git" in any case.
+func checkEntryName(name string) error {
+	if refusedName([]byte(name)) {
+		return fmt.Errorf("an entry named %q, which git refuses to check out: %w", name, errBadTree)
+	}
+	return nil
+}
+
+// refusedName is checkEntryName's test, on the bytes of a tree entry.
+func refusedName(name []byte) bool {
+	switch len(name) {
+	case 0:
+		return true
+	case 1:
+		return name[0] == '.'
+	case 2:
+		return name[0] == '.' && name[1] == '.'
+	case 4:
+		return bytes.EqualFold(name, []byte(".git"))
+	}
+	return false
+}
+
+// checkEntryPath is checkEntryName for each folder and file of path p,
+// before it is written in the worktree.
+func checkEntryPath(p string) error {
+	for name := range strings.SplitSeq(p, "/") {
+		if err := checkEntryName(name); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -696,10 +697,15 @@ func FuzzParseTree(f *testing.F) {
 			return
 		}
 		var back []byte
+		names := map[string]bool{}
 		for i, e := range entries {
 			if i > 0 && compareEntries(entries[i-1], e) >= 0 {
 				t.Fatalf("entries %q and %q out of order", entries[i-1].name, e.name)
 			}
+			if err := checkEntryName(string(e.name)); err != nil || names[string(e.name)] {
+				t.Fatalf("parsed an entry %q git refuses to check out (%v), or a name twice", e.name, err)
+			}
+			names[string(e.name)] = true
 			back = fmt.Appendf(back, "%o %s\x00", uint32(e.mode), e.name)
 			back = append(back, e.hash[:]...)
 		}
@@ -956,5 +962,61 @@ func TestChangesDiscardsForMisnamedTree(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "emptying the working copy: an object in it does not hash to its name") {
 		t.Errorf("Close after the damage did not empty the working copy:\n%s", logs)
+	}
+}
+
+// TestRestoreAndRemovalCheckTrees: with the clusters/prod tree and
+// another (clusters, or other) read as each other (a damaged pack index),
+// Restore of a file under them, and an Update whose edit removes the
+// folder clusters/prod, read those trees. go-git's readers, which they used, did not check
+// them: Restore deleted a file the head holds and said nothing, and the
+// Update pushed a commit listing the wrong files. Now both fail with
+// errDamaged, touch nothing, and Close empties the working copy.
+func TestRestoreAndRemovalCheckTrees(t *testing.T) {
+	for _, via := range []string{"Restore", "removal"} {
+		t.Run(via, func(t *testing.T) {
+			files := maps.Clone(seed)
+			files["other/x.yaml"] = "x: 1\n"
+			bare := testgit.NewBare(t, files)
+			workdir := t.TempDir()
+			logger, logs := newLogger()
+			opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir, Logger: logger}
+			mustOpen(t, opts).Close()
+			// Restore reads clusters and then clusters/prod; the removal
+			// reads clusters/prod's files, its parents being sound.
+			a := plumbing.NewHash(testgit.Git(t, bare, "rev-parse", "main:clusters"))
+			if via == "removal" {
+				a = plumbing.NewHash(testgit.Git(t, bare, "rev-parse", "main:other"))
+			}
+			prod := plumbing.NewHash(testgit.Git(t, bare, "rev-parse", "main:clusters/prod"))
+			swapPacked(t, workdir, a, prod)
+			before := mainSHA(t, bare)
+			app := filepath.Join(workdir, "clusters", "prod", "app.yaml")
+
+			r := mustOpen(t, opts)
+			var err error
+			if via == "Restore" {
+				err = r.Restore([]string{"clusters/prod/app.yaml"})
+			} else {
+				_, err = r.Update(t.Context(), Update{Commit: author}, func(_ context.Context, dir string) ([]string, string, error) {
+					return []string{"clusters/prod"}, "drop prod", os.RemoveAll(filepath.Join(dir, "clusters", "prod"))
+				})
+			}
+			if !errors.Is(err, errDamaged) {
+				t.Fatalf("%s through misnamed trees: err = %v, want errDamaged", via, err)
+			}
+			if _, statErr := os.Stat(app); via == "Restore" && statErr != nil {
+				t.Errorf("Restore through misnamed trees deleted app.yaml: %v", statErr)
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := mainSHA(t, bare); got != before {
+				t.Errorf("%s through misnamed trees pushed %s", via, got)
+			}
+			if !strings.Contains(logs.String(), "emptying the working copy: an object in it does not hash to its name") {
+				t.Errorf("Close after the damage did not empty the working copy:\n%s", logs)
+			}
+		})
 	}
 }

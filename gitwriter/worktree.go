@@ -96,6 +96,17 @@ func (r *Repo) resetWorktree() error {
 	if err != nil {
 		return err
 	}
+	// As in moveTo: the index must not record a file's times before its
+	// content is durable (durable.go).
+	if len(written) > 0 {
+		names := make([]string, len(written))
+		for i, c := range written {
+			names[i] = c.name
+		}
+		if err := syncFiles(r.dir, names); err != nil {
+			return fmt.Errorf("syncing the files written: %w", err)
+		}
+	}
 	if err := writeIndexFile(r.indexPath(), (&rawIndex{version: 2}).patch(append(written, kept...))); err != nil {
 		return err
 	}
@@ -163,6 +174,10 @@ func (r *Repo) sync(verify bool) error {
 	if why == "" {
 		r.at = at
 		if err := r.checkout(at, r.head); err != nil {
+			if errors.Is(err, errBadTree) {
+				// A reset would refuse the same tree.
+				return fmt.Errorf("moving the worktree: %w", err)
+			}
 			if r.damaged(err) {
 				// A reset would meet the same object: Open clones
 				// afresh, and so does the next Open after an Update or

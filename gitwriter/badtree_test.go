@@ -1,0 +1,141 @@
+package gitwriter
+
+import (
+	"encoding/hex"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
+)
+
+// TestParseTreeRefusesBadNames: entries git refuses to check out, which
+// written as they stand could put files outside the worktree or in .git.
+func TestParseTreeRefusesBadNames(t *testing.T) {
+	h := strings.Repeat("\x01", 20)
+	entry := func(mode, name string) string { return mode + " " + name + "\x00" + h }
+	tests := []struct {
+		name    string
+		content string
+		bad     bool // errBadTree, not only an error
+		ok      bool
+	}{
+		{"dot dot folder", entry("40000", ".."), true, false},
+		{"dot file", entry("100644", "."), true, false},
+		{".git folder", entry("40000", ".git"), true, false},
+		{".GIT file", entry("100644", ".GIT"), true, false},
+		{"empty name", entry("100644", ""), false, false},
+		{"a file and a folder a", entry("100644", "a") + entry("40000", "a"), true, false},
+		{"a link and a folder a, a-b between", entry("120000", "a") + entry("100644", "a-b") + entry("40000", "a"), true, false},
+		{"an executable and a folder a, a.x between", entry("100755", "a") + entry("40000", "a.x") + entry("40000", "a"), true, false},
+		{"names like the refused ones", entry("100644", "..a") + entry("40000", ".github") + entry("100644", ".gitignore"), false, true},
+		{"a file a and a folder a-b", entry("100644", "a") + entry("40000", "a-b") + entry("100644", "ab"), false, true},
+		{"a folder a and a file a0", entry("40000", "a") + entry("100644", "a0"), false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseTree([]byte(tt.content))
+			if tt.ok != (err == nil) {
+				t.Fatalf("parseTree: err = %v, want ok %v", err, tt.ok)
+			}
+			if tt.bad != errors.Is(err, errBadTree) {
+				t.Errorf("parseTree: err = %v, errBadTree %v, want %v", err, errors.Is(err, errBadTree), tt.bad)
+			}
+		})
+	}
+	for _, p := range []string{"../x", "a/../x", "a/.git/config", ".Git/hooks/x", "a//b", "./a"} {
+		if err := checkEntryPath(p); !errors.Is(err, errBadTree) {
+			t.Errorf("checkEntryPath(%q) = %v, want errBadTree", p, err)
+		}
+	}
+	if err := checkEntryPath("clusters/.github/a..b"); err != nil {
+		t.Errorf("checkEntryPath of a good path = %v", err)
+	}
+}
+
+// TestOpenRefusesBadTree pushes commits whose trees git refuses to check
+// out: a folder ".." holding a file, and a link "a" to a folder outside
+// the worktree beside a folder "a" holding a file. Open fails with an
+// error saying so, on a fresh clone, on a working copy moved to the
+// commit, and on one hard-reset to it; it writes nothing outside the
+// worktree, and does not clone again and again for it.
+func TestOpenRefusesBadTree(t *testing.T) {
+	for _, shape := range []string{"dotdot", "link and folder"} {
+		for _, via := range []string{"clone", "move", "reset"} {
+			t.Run(shape+"/"+via, func(t *testing.T) { testBadTree(t, shape, via) })
+		}
+	}
+}
+
+func testBadTree(t *testing.T, shape, via string) {
+	git := testgit.RequireProgram(t, "git", "git")
+	bare := testgit.NewBare(t, seed)
+	base := t.TempDir()
+	workdir := filepath.Join(base, "work")
+	outside := filepath.Join(t.TempDir(), "outside")
+	if err := os.Mkdir(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+	if via != "clone" {
+		mustOpen(t, opts).Close()
+	}
+
+	object := func(typ, content string) string {
+		cmd := exec.Command(git, "--git-dir="+bare, "hash-object", "-w", "--literally", "-t", typ, "--stdin")
+		cmd.Stdin = strings.NewReader(content)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("git hash-object -t %s: %v", typ, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	entry := func(mode, name, h string) string {
+		raw, err := hex.DecodeString(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mode + " " + name + "\x00" + string(raw)
+	}
+	readme := testgit.Git(t, bare, "rev-parse", "main:README.md")
+	pwned := object("blob", "pwned\n")
+	inner := object("tree", entry("100644", "b", pwned))
+	var root string
+	switch shape {
+	case "dotdot":
+		root = object("tree", entry("40000", "..", object("tree", entry("100644", "pwned.txt", pwned)))+entry("100644", "README.md", readme))
+	default:
+		root = object("tree", entry("100644", "README.md", readme)+entry("120000", "a", object("blob", outside))+entry("40000", "a", inner))
+	}
+	commit := testgit.Git(t, bare, "commit-tree", root, "-p", "main", "-m", "bad")
+	testgit.Git(t, bare, "update-ref", "refs/heads/main", commit)
+	if via == "reset" {
+		if err := os.Remove(filepath.Join(workdir, ".git", resetStateFile)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for attempt := range 2 {
+		logger, logs := newLogger()
+		opts.Logger = logger
+		r, err := Open(t.Context(), opts)
+		if err == nil {
+			r.Close()
+			t.Fatalf("Open of a commit with a bad tree succeeded")
+		}
+		if !errors.Is(err, errBadTree) || !strings.Contains(err.Error(), "git refuses to check out") || !strings.Contains(err.Error(), "fix it on the remote branch") {
+			t.Errorf("Open: err = %v, want errBadTree saying what and what to do", err)
+		}
+		if via != "clone" && strings.Contains(logs.String(), "re-cloning") {
+			t.Errorf("attempt %d: Open cloned afresh for a bad commit:\n%s", attempt, logs)
+		}
+	}
+	for _, p := range []string{filepath.Join(base, "pwned.txt"), filepath.Join(outside, "b")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("Open wrote %s, outside the worktree", p)
+		}
+	}
+}
