@@ -5,9 +5,13 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
 )
@@ -57,13 +61,16 @@ func TestParseTreeRefusesBadNames(t *testing.T) {
 }
 
 // TestOpenRefusesBadTree pushes commits whose trees git refuses to check
-// out: a folder ".." holding a file, and a link "a" to a folder outside
-// the worktree beside a folder "a" holding a file. Open fails with an
+// out: a folder ".." holding a file; a link "a" to a folder outside the
+// worktree beside a folder "a" holding a file; the same link beside a
+// file named "a/b"; and the link after the folder, out of order. (The
+// last two made the pack reader hand the tree to go-git's diff, which
+// listed both the link and the file under it.) Open fails with an
 // error saying so, on a fresh clone, on a working copy moved to the
 // commit, and on one hard-reset to it; it writes nothing outside the
 // worktree, and does not clone again and again for it.
 func TestOpenRefusesBadTree(t *testing.T) {
-	for _, shape := range []string{"dotdot", "link and folder"} {
+	for _, shape := range []string{"dotdot", "link and folder", "slash", "out of order"} {
 		for _, via := range []string{"clone", "move", "reset"} {
 			t.Run(shape+"/"+via, func(t *testing.T) { testBadTree(t, shape, via) })
 		}
@@ -107,8 +114,14 @@ func testBadTree(t *testing.T, shape, via string) {
 	switch shape {
 	case "dotdot":
 		root = object("tree", entry("40000", "..", object("tree", entry("100644", "pwned.txt", pwned)))+entry("100644", "README.md", readme))
-	default:
+	case "link and folder":
 		root = object("tree", entry("100644", "README.md", readme)+entry("120000", "a", object("blob", outside))+entry("40000", "a", inner))
+	case "slash":
+		// go-git's diff takes "a/b" as a file in a folder a.
+		root = object("tree", entry("100644", "README.md", readme)+entry("120000", "a", object("blob", outside))+entry("100644", "a/b", pwned))
+	default:
+		// The folder a sorts after the link a: go-git's diff lists both.
+		root = object("tree", entry("100644", "README.md", readme)+entry("40000", "a", inner)+entry("120000", "a", object("blob", outside)))
 	}
 	commit := testgit.Git(t, bare, "commit-tree", root, "-p", "main", "-m", "bad")
 	testgit.Git(t, bare, "update-ref", "refs/heads/main", commit)
@@ -126,7 +139,7 @@ func testBadTree(t *testing.T, shape, via string) {
 			r.Close()
 			t.Fatalf("Open of a commit with a bad tree succeeded")
 		}
-		if !errors.Is(err, errBadTree) || !strings.Contains(err.Error(), "git refuses to check out") || !strings.Contains(err.Error(), "fix it on the remote branch") {
+		if !errors.Is(err, errBadTree) || !strings.Contains(err.Error(), "git refuses to check out") || !strings.Contains(err.Error(), "revert or rewrite the commit") {
 			t.Errorf("Open: err = %v, want errBadTree saying what and what to do", err)
 		}
 		if via != "clone" && strings.Contains(logs.String(), "re-cloning") {
@@ -137,5 +150,70 @@ func testBadTree(t *testing.T, shape, via string) {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("Open wrote %s, outside the worktree", p)
 		}
+	}
+}
+
+// TestRestoreRefusesPathBeyondLink: a head whose "a" is a link to a
+// folder outside the worktree (a tree git accepts), and a Restore of
+// "a/b", which the head does not hold: Restore deleted the file the link
+// reached, outside the worktree. Now it refuses the path.
+func TestRestoreRefusesPathBeyondLink(t *testing.T) {
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "b")
+	if err := os.WriteFile(victim, []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bare := testgit.NewBare(t, seed)
+	gitIn := func(stdin string, args ...string) string {
+		cmd := exec.Command("git", append([]string{"--git-dir=" + bare}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	link := gitIn(outside, "hash-object", "-w", "--stdin")
+	tree := gitIn(testgit.Git(t, bare, "ls-tree", "main")+"\n120000 blob "+link+"\ta\n", "mktree")
+	testgit.Git(t, bare, "update-ref", "refs/heads/main", gitIn("", "commit-tree", tree, "-p", "main", "-m", "a link"))
+	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
+	defer r.Close()
+	if fi, err := os.Lstat(filepath.Join(r.Dir(), "a")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the working copy has no link a: %v", err)
+	}
+	if err := r.Restore([]string{"a/b"}); err == nil || !strings.Contains(err.Error(), "beyond the symbolic link") {
+		t.Errorf("Restore of a path beyond a link: err = %v", err)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Errorf("Restore deleted %s, outside the worktree: %v", victim, err)
+	}
+}
+
+// TestCheckFallbackPaths: go-git's diff, asked when the pack reader
+// cannot read a tree, checks no name; a file whose path is a folder of
+// another file's is refused before anything is written.
+func TestCheckFallbackPaths(t *testing.T) {
+	file := func(p string) treeChange {
+		return treeChange{path: p, to: object.TreeEntry{Name: path.Base(p), Hash: plumbing.NewHash(strings.Repeat("01", 20))}}
+	}
+	gone := func(p string) treeChange {
+		return treeChange{path: p, from: object.TreeEntry{Name: path.Base(p), Hash: plumbing.NewHash(strings.Repeat("01", 20))}}
+	}
+	tests := []struct {
+		name    string
+		changes []treeChange
+		bad     bool
+	}{
+		{"a link and a file under it", []treeChange{file("x/a"), file("x/a/b")}, true},
+		{"a file and one two folders under it", []treeChange{file("a"), file("a/b/c")}, true},
+		{"names that extend others", []treeChange{file("a"), file("a-b"), file("ab/c"), file("a.d/e")}, false},
+		{"a file given way to a folder", []treeChange{gone("a"), file("a/b")}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := checkFallbackPaths(tt.changes); errors.Is(err, errBadTree) != tt.bad {
+				t.Errorf("checkFallbackPaths = %v, want errBadTree %v", err, tt.bad)
+			}
+		})
 	}
 }

@@ -36,11 +36,15 @@
 // empties the working copy.
 //
 // A commit whose tree git refuses to check out (an entry named "..", "."
-// or ".git" in any case, or a name that is both a folder and a file or
-// link) is refused too, before anything is written: Open fails saying
-// so, and does not clone again for it, as a clone would meet the same
-// commit. Written as it stands, such a tree could put files outside the
-// worktree or in .git.
+// or ".git" in any case, a name that is both a folder and a file or
+// link, a name with a slash, entries out of order) is refused too,
+// before anything is written: Open fails saying so, and keeps a working
+// copy it reused as it was rather than clone afresh, as a clone would
+// meet the same commit (one that had to clone fails each time, until the
+// commit is fixed). Written as it stands, such a tree could put files
+// outside the worktree or in .git. The paths go-git's diff gives are
+// checked the same way, as is every path written, an edit's (Update),
+// and a path Restore is given, which must not lie beyond a link.
 //
 // Close keeps a reused working copy's object store small, as git's
 // gc --auto does: past about 6,700 loose objects or 20 packs it folds the

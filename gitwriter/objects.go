@@ -135,7 +135,9 @@ func (r *Repo) diffUncached(ps *packSet, from, to plumbing.Hash) ([]treeChange, 
 	}
 	if err != nil && !errors.Is(err, errDamaged) && !errors.Is(err, errBadTree) {
 		r.log.Debug("diffing the trees through go-git's store", "from", shortHash(from), "to", shortHash(to), "reason", err.Error())
-		changes, err = r.diffTrees(from, to)
+		if changes, err = r.diffTrees(from, to); err == nil {
+			err = checkFallbackPaths(changes)
+		}
 	}
 	return changes, err
 }
@@ -1166,6 +1168,9 @@ func (r *Repo) Restore(paths []string) error {
 		if err != nil {
 			return err
 		}
+		if d := r.linkAbove(clean); d != "" {
+			return fmt.Errorf("restoring %s: it is beyond the symbolic link %q, which the edit left: report the path the link points at", clean, d)
+		}
 		e, err := r.entryAt(tree, clean)
 		if err != nil {
 			r.damaged(err)
@@ -1191,6 +1196,25 @@ func (r *Repo) Restore(paths []string) error {
 		_ = os.Remove(r.statePath())
 	}
 	return err
+}
+
+// linkAbove returns the first folder of path p (slash-separated,
+// relative to the worktree) that is a symbolic link, or "".
+func (r *Repo) linkAbove(p string) string {
+	var dirs []string
+	for d := path.Dir(p); d != "."; d = path.Dir(d) {
+		dirs = append(dirs, d)
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		fi, err := os.Lstat(filepath.Join(r.dir, filepath.FromSlash(dirs[i])))
+		if err != nil {
+			return ""
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return dirs[i]
+		}
+	}
+	return ""
 }
 
 // entryAt returns the entry at path p of tree t, its folders read

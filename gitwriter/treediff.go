@@ -200,6 +200,12 @@ func (d *treeDiffer) entries(h plumbing.Hash) ([]storedEntry, error) {
 		return nil, fmt.Errorf("object %s is a %s, not a tree: %w", shortHash(h), t, plumbing.ErrInvalidType)
 	}
 	entries, err := parseTree(content)
+	if err != nil && !errors.Is(err, errBadTree) {
+		// A tree that hashes to its name is what the remote sent: git's
+		// fsck refuses it too, and go-git's diff, which does not check
+		// it, must not be asked instead.
+		err = fmt.Errorf("%w: %w", err, errBadTree)
+	}
 	if err != nil {
 		folder := "the root folder"
 		if len(d.path) > 0 {
@@ -281,7 +287,7 @@ func parseTree(content []byte) ([]storedEntry, error) {
 			// with only names that extend it in between.
 			for k := len(out) - 1; k >= 0 && bytes.HasPrefix(out[k].name, e.name); k-- {
 				if len(out[k].name) == len(e.name) {
-					return nil, fmt.Errorf("%q is both a folder and a file or link, which git refuses to check out: %w", e.name, errBadTree)
+					return nil, fmt.Errorf("%q is both a folder and a file or link: %w", e.name, errBadTree)
 				}
 			}
 		}
@@ -308,18 +314,19 @@ func canonicalMode(m uint32) filemode.FileMode {
 }
 
 // errBadTree marks a commit whose tree git refuses to check out: an
-// entry named "", ".", ".." or ".git", or a name that is both a folder
-// and a file. Written as it stands, such a tree could put files outside
+// entry named "", ".", ".." or ".git", a name that is both a folder and
+// a file, or any other tree parseTree refuses (a name with a slash,
+// entries out of order). Written as it stands, such a tree could put files outside
 // the worktree or in .git; it is the commit's fault, not the working
 // copy's, so it is neither read through go-git's store nor a reason to
 // clone afresh.
-var errBadTree = errors.New("the commit cannot be checked out; fix it on the remote branch")
+var errBadTree = errors.New("git refuses to check out such a tree; revert or rewrite the commit that brought it on the remote branch")
 
 // checkEntryName refuses a tree entry name git refuses to check out:
 // empty, ".", "..", or ".git" in any case.
 func checkEntryName(name string) error {
 	if refusedName([]byte(name)) {
-		return fmt.Errorf("an entry named %q, which git refuses to check out: %w", name, errBadTree)
+		return fmt.Errorf("an entry named %q: %w", name, errBadTree)
 	}
 	return nil
 }
@@ -345,6 +352,27 @@ func checkEntryPath(p string) error {
 	for name := range strings.SplitSeq(p, "/") {
 		if err := checkEntryName(name); err != nil {
 			return fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// checkFallbackPaths refuses a list of files from go-git's diff (which
+// checks no name) where one file's path is a folder of another's: a link
+// "a" beside a folder "a", written by concurrent writers, could put
+// "a/b" wherever the link points.
+func checkFallbackPaths(changes []treeChange) error {
+	files := make(map[string]bool, len(changes))
+	for _, c := range changes {
+		if !c.to.Hash.IsZero() {
+			files[c.path] = true
+		}
+	}
+	for p := range files {
+		for d := pathDir(p); d != ""; d = pathDir(d) {
+			if files[d] {
+				return fmt.Errorf("%q is both a folder and a file or link: %w", d, errBadTree)
+			}
 		}
 	}
 	return nil

@@ -295,14 +295,17 @@ func pushedOnly(res *Result) *Result {
 }
 
 // checkPath cleans a path the edit reported and refuses one outside the
-// worktree or inside .git.
+// worktree, or one git refuses to commit (checkEntryPath: .git in any
+// folder and any case).
 func checkPath(p string) (string, error) {
 	clean := path.Clean(filepath.ToSlash(p))
 	if !filepath.IsLocal(filepath.FromSlash(clean)) || clean == "." {
 		return "", fmt.Errorf("the edit reported %q, which is not a path inside the worktree", p)
 	}
-	if clean == ".git" || strings.HasPrefix(clean, ".git/") {
-		return "", fmt.Errorf("the edit reported %q, inside .git", p)
+	if err := checkEntryPath(clean); err != nil {
+		// .git in any folder and any case: git refuses to commit it, and
+		// the next checkout would refuse the commit.
+		return "", fmt.Errorf("the edit reported %q, a path git refuses to commit", p)
 	}
 	return clean, nil
 }

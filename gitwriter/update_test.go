@@ -376,7 +376,10 @@ func TestUpdateChecks(t *testing.T) {
 		}, wantIn: "not a path inside the worktree"},
 		{name: "path in .git", u: Update{Commit: author}, edit: func(ctx context.Context, dir string) ([]string, string, error) {
 			return []string{".git/config"}, "x", nil
-		}, wantIn: "inside .git"},
+		}, wantIn: "a path git refuses to commit"},
+		{name: "path in a folder's .git, in capitals", u: Update{Commit: author}, edit: func(ctx context.Context, dir string) ([]string, string, error) {
+			return []string{"clusters/.GIT/x"}, "x", os.MkdirAll(filepath.Join(dir, "clusters", ".GIT"), 0o755)
+		}, wantIn: "a path git refuses to commit"},
 		{name: "absolute path", u: Update{Commit: author}, edit: func(ctx context.Context, dir string) ([]string, string, error) {
 			return []string{"/etc/passwd"}, "x", nil
 		}, wantIn: "not a path inside the worktree"},

@@ -176,7 +176,7 @@ func (r *Repo) sync(verify bool) error {
 		if err := r.checkout(at, r.head); err != nil {
 			if errors.Is(err, errBadTree) {
 				// A reset would refuse the same tree.
-				return fmt.Errorf("moving the worktree: %w", err)
+				return fmt.Errorf("moving the worktree to %s, the head of branch %q: %w", shortHash(r.head), r.branch, err)
 			}
 			if r.damaged(err) {
 				// A reset would meet the same object: Open clones
