@@ -3,6 +3,7 @@ package gitwriter
 import (
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
@@ -215,5 +217,62 @@ func TestCheckFallbackPaths(t *testing.T) {
 				t.Errorf("checkFallbackPaths = %v, want errBadTree %v", err, tt.bad)
 			}
 		})
+	}
+}
+
+// TestFallbackDiffChecksTreeNames: go-git's diff, asked when the pack
+// reader cannot read the store (here: no pack folder), checks no name,
+// and lists only what changed: for a commit that adds a link "z/x"
+// beside an unchanged folder "z/x", no list check could see the clash.
+// The names of the whole new tree are checked first, and the commit is
+// refused saying why (go-git's diff failed on it with "directory not
+// found").
+func TestFallbackDiffChecksTreeNames(t *testing.T) {
+	git := testgit.RequireProgram(t, "git", "git")
+	bare := testgit.NewBare(t, seed)
+	object := func(typ, content string) string {
+		cmd := exec.Command(git, "--git-dir="+bare, "hash-object", "-w", "--literally", "-t", typ, "--stdin")
+		cmd.Stdin = strings.NewReader(content)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("git hash-object -t %s: %v", typ, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	entry := func(mode, name, h string) string {
+		raw, err := hex.DecodeString(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mode + " " + name + "\x00" + string(raw)
+	}
+	readme := testgit.Git(t, bare, "rev-parse", "main:README.md")
+	folder := entry("40000", "x", object("tree", entry("100644", "b", object("blob", "b\n"))))
+	link := entry("120000", "x", object("blob", "/elsewhere"))
+	commit := func(z, parent string) plumbing.Hash {
+		root := object("tree", entry("100644", "README.md", readme)+entry("40000", "z", object("tree", z)))
+		args := []string{"commit-tree", root, "-m", "z"}
+		if parent != "" {
+			args = append(args, "-p", parent)
+		}
+		return plumbing.NewHash(testgit.Git(t, bare, args...))
+	}
+	good := commit(folder, "")
+	bad := commit(link+folder, good.String())
+	_ = os.RemoveAll(filepath.Join(bare, "objects", "pack"))
+	repo, err := gogit.PlainOpen(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Repo{repo: repo, objects: filepath.Join(bare, "objects"), log: slog.New(slog.DiscardHandler)}
+	if _, err := r.openPacks(); err == nil {
+		t.Fatal("the pack reader opened a store with no pack folder: the test does not reach go-git's diff")
+	}
+	if _, err := r.diffUncached(nil, plumbing.ZeroHash, good); err != nil {
+		t.Fatalf("go-git's diff of a sound commit: %v", err)
+	}
+	changes, err := r.diffUncached(nil, good, bad)
+	if !errors.Is(err, errBadTree) || !strings.Contains(err.Error(), "folder z") {
+		t.Errorf("go-git's diff of a link added beside a folder of its name = %v, %v; want errBadTree naming folder z", changes, err)
 	}
 }

@@ -42,9 +42,10 @@
 // copy it reused as it was rather than clone afresh, as a clone would
 // meet the same commit (one that had to clone fails each time, until the
 // commit is fixed). Written as it stands, such a tree could put files
-// outside the worktree or in .git. The paths go-git's diff gives are
-// checked the same way, as is every path written, an edit's (Update),
-// and a path Restore is given, which must not lie beyond a link.
+// outside the worktree or in .git. Before go-git's diff is asked, every
+// tree of the new commit is checked the same way; every path written is
+// checked again, as are an edit's paths (Update) and a path Restore is
+// given, which must not lie beyond a link.
 //
 // Close keeps a reused working copy's object store small, as git's
 // gc --auto does: past about 6,700 loose objects or 20 packs it folds the

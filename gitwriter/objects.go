@@ -135,8 +135,13 @@ func (r *Repo) diffUncached(ps *packSet, from, to plumbing.Hash) ([]treeChange, 
 	}
 	if err != nil && !errors.Is(err, errDamaged) && !errors.Is(err, errBadTree) {
 		r.log.Debug("diffing the trees through go-git's store", "from", shortHash(from), "to", shortHash(to), "reason", err.Error())
-		if changes, err = r.diffTrees(from, to); err == nil {
-			err = checkFallbackPaths(changes)
+		// go-git checks no name, and its list shows only what changed:
+		// a link added beside an unchanged folder of its name is in the
+		// tree only.
+		if err = r.checkTreeNames(to); err == nil {
+			if changes, err = r.diffTrees(from, to); err == nil {
+				err = checkFallbackPaths(changes)
+			}
 		}
 	}
 	return changes, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
@@ -376,4 +377,54 @@ func checkFallbackPaths(changes []treeChange) error {
 		}
 	}
 	return nil
+}
+
+// checkTreeNames checks every tree of commit h, read through go-git's
+// store, as parseTree does: no refused name, no name with a slash, no
+// name both a folder and a file or link. It is for go-git's diff, asked
+// only when the pack reader cannot read a tree, which checks no name.
+func (r *Repo) checkTreeNames(h plumbing.Hash) error {
+	root, err := r.treeOf(h)
+	if err != nil {
+		return err
+	}
+	seen := map[plumbing.Hash]bool{}
+	var walk func(th plumbing.Hash, folder string) error
+	walk = func(th plumbing.Hash, folder string) error {
+		if seen[th] {
+			return nil
+		}
+		seen[th] = true
+		t, err := r.repo.TreeObject(th)
+		if err != nil {
+			return fmt.Errorf("reading tree %s: %w", shortHash(th), err)
+		}
+		kinds := make(map[string]bool, len(t.Entries)) // name: is a folder
+		for _, e := range t.Entries {
+			err := checkEntryName(e.Name)
+			if err == nil && strings.Contains(e.Name, "/") {
+				err = fmt.Errorf("the name %q holds a slash: %w", e.Name, errBadTree)
+			}
+			if dir, ok := kinds[e.Name]; err == nil && ok && dir != (e.Mode == filemode.Dir) {
+				err = fmt.Errorf("%q is both a folder and a file or link: %w", e.Name, errBadTree)
+			}
+			if err != nil {
+				where := "the root folder"
+				if folder != "" {
+					where = "folder " + folder
+				}
+				return fmt.Errorf("tree %s (%s): %w", shortHash(th), where, err)
+			}
+			kinds[e.Name] = e.Mode == filemode.Dir
+		}
+		for _, e := range t.Entries {
+			if e.Mode == filemode.Dir {
+				if err := walk(e.Hash, path.Join(folder, e.Name)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(root, "")
 }
