@@ -27,9 +27,10 @@
 // blobs are read from the packs as git reads them (each pack's index
 // searched in memory, deltas resolved from their bases; packset.go,
 // treediff.go), and through go-git's store when that reader cannot;
-// either way every object read is checked against its name, but for the
-// trees of go-git's own diff, which answers only when the pack reader
-// cannot (a tree more than 4,096 folders deep, or past 64 MiB). An object
+// either way every object read is checked against its name. (go-git's
+// own diff, which answers only when the pack reader cannot, for a tree
+// more than 4,096 folders deep or past 64 MiB, is asked only after every
+// tree of the new commit was read and checked.) An object
 // that does not match, or whose deltas form a cycle, fails the move, and
 // the working copy is cloned afresh: by Open itself, or, when an Update,
 // a Clean, a Restore or Changes meets it, by the next Open, as Close
@@ -42,8 +43,8 @@
 // copy it reused as it was rather than clone afresh, as a clone would
 // meet the same commit (one that had to clone fails each time, until the
 // commit is fixed). Written as it stands, such a tree could put files
-// outside the worktree or in .git. Before go-git's diff is asked, every
-// tree of the new commit is checked the same way; every path written is
+// outside the worktree or in .git. The trees go-git's diff reads are
+// checked the same way before it is asked; every path written is
 // checked again, as are an edit's paths (Update) and a path Restore is
 // given, which must not lie beyond a link.
 //

@@ -139,9 +139,7 @@ func (r *Repo) diffUncached(ps *packSet, from, to plumbing.Hash) ([]treeChange, 
 		// a link added beside an unchanged folder of its name is in the
 		// tree only.
 		if err = r.checkTreeNames(to); err == nil {
-			if changes, err = r.diffTrees(from, to); err == nil {
-				err = checkFallbackPaths(changes)
-			}
+			changes, err = r.diffTrees(from, to)
 		}
 	}
 	return changes, err
@@ -285,12 +283,8 @@ func (r *Repo) readEdits(changed []string) (map[string]fileEdit, error) {
 		}
 		// A path through a symbolic link would make the commit replace
 		// the link by a folder; git add refuses it too.
-		for d := path.Dir(clean); d != "." && !folders[d]; d = path.Dir(d) {
-			fi, err := os.Lstat(filepath.Join(r.dir, filepath.FromSlash(d)))
-			if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-				return nil, fmt.Errorf("the edit reported %q, which is beyond the symbolic link %q: report the path the link points at", p, d)
-			}
-			folders[d] = true
+		if d := r.linkAbove(clean, folders); d != "" {
+			return nil, fmt.Errorf("the edit reported %q, which is beyond the symbolic link %q: report the path the link points at", p, d)
 		}
 		full := filepath.Join(r.dir, filepath.FromSlash(clean))
 		fi, err := os.Lstat(full)
@@ -1173,7 +1167,7 @@ func (r *Repo) Restore(paths []string) error {
 		if err != nil {
 			return err
 		}
-		if d := r.linkAbove(clean); d != "" {
+		if d := r.linkAbove(clean, nil); d != "" {
 			return fmt.Errorf("restoring %s: it is beyond the symbolic link %q, which the edit left: report the path the link points at", clean, d)
 		}
 		e, err := r.entryAt(tree, clean)
@@ -1203,20 +1197,17 @@ func (r *Repo) Restore(paths []string) error {
 	return err
 }
 
-// linkAbove returns the first folder of path p (slash-separated,
-// relative to the worktree) that is a symbolic link, or "".
-func (r *Repo) linkAbove(p string) string {
-	var dirs []string
-	for d := path.Dir(p); d != "."; d = path.Dir(d) {
-		dirs = append(dirs, d)
-	}
-	for i := len(dirs) - 1; i >= 0; i-- {
-		fi, err := os.Lstat(filepath.Join(r.dir, filepath.FromSlash(dirs[i])))
-		if err != nil {
-			return ""
+// linkAbove returns a folder of path p (slash-separated, relative to the
+// worktree) that is a symbolic link, or "". known, when not nil, holds
+// the folders already found to be none, and gets those found now.
+func (r *Repo) linkAbove(p string, known map[string]bool) string {
+	for d := path.Dir(p); d != "." && !known[d]; d = path.Dir(d) {
+		fi, err := os.Lstat(filepath.Join(r.dir, filepath.FromSlash(d)))
+		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return d
 		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return dirs[i]
+		if known != nil {
+			known[d] = true
 		}
 	}
 	return ""

@@ -200,21 +200,27 @@ func (d *treeDiffer) entries(h plumbing.Hash) ([]storedEntry, error) {
 	if t != plumbing.TreeObject {
 		return nil, fmt.Errorf("object %s is a %s, not a tree: %w", shortHash(h), t, plumbing.ErrInvalidType)
 	}
+	return parseTreeIn(h, strings.TrimSuffix(string(d.path), "/"), content)
+}
+
+// parseTreeIn parses tree h of the folder (slash-separated, "" for the
+// root), saying which tree and folder an error is in. Every error is
+// errBadTree: a tree that hashes to its name is what the remote sent,
+// git's fsck refuses it too, and go-git's diff, which checks no name,
+// must not be asked instead.
+func parseTreeIn(h plumbing.Hash, folder string, content []byte) ([]storedEntry, error) {
 	entries, err := parseTree(content)
-	if err != nil && !errors.Is(err, errBadTree) {
-		// A tree that hashes to its name is what the remote sent: git's
-		// fsck refuses it too, and go-git's diff, which does not check
-		// it, must not be asked instead.
+	if err == nil {
+		return entries, nil
+	}
+	if !errors.Is(err, errBadTree) {
 		err = fmt.Errorf("%w: %w", err, errBadTree)
 	}
-	if err != nil {
-		folder := "the root folder"
-		if len(d.path) > 0 {
-			folder = "folder " + strings.TrimSuffix(string(d.path), "/")
-		}
-		return nil, fmt.Errorf("tree %s (%s): %w", shortHash(h), folder, err)
+	where := "the root folder"
+	if folder != "" {
+		where = "folder " + folder
 	}
-	return entries, nil
+	return nil, fmt.Errorf("tree %s (%s): %w", shortHash(h), where, err)
 }
 
 // looseObject reads object h, which no pack lists, through go-git's
@@ -358,31 +364,12 @@ func checkEntryPath(p string) error {
 	return nil
 }
 
-// checkFallbackPaths refuses a list of files from go-git's diff (which
-// checks no name) where one file's path is a folder of another's: a link
-// "a" beside a folder "a", written by concurrent writers, could put
-// "a/b" wherever the link points.
-func checkFallbackPaths(changes []treeChange) error {
-	files := make(map[string]bool, len(changes))
-	for _, c := range changes {
-		if !c.to.Hash.IsZero() {
-			files[c.path] = true
-		}
-	}
-	for p := range files {
-		for d := pathDir(p); d != ""; d = pathDir(d) {
-			if files[d] {
-				return fmt.Errorf("%q is both a folder and a file or link: %w", d, errBadTree)
-			}
-		}
-	}
-	return nil
-}
-
-// checkTreeNames checks every tree of commit h, read through go-git's
-// store, as parseTree does: no refused name, no name with a slash, no
-// name both a folder and a file or link. It is for go-git's diff, asked
-// only when the pack reader cannot read a tree, which checks no name.
+// checkTreeNames parses every tree of commit h as the pack reader's diff
+// does (parseTreeIn), reading them through go-git's store, checked
+// against their names (storedObject). It is for go-git's diff, asked
+// only when the pack reader cannot read a tree, which checks neither
+// names nor hashes, and whose list, showing only what changed, could not
+// show a link added beside an unchanged folder of its name.
 func (r *Repo) checkTreeNames(h plumbing.Hash) error {
 	root, err := r.treeOf(h)
 	if err != nil {
@@ -395,31 +382,17 @@ func (r *Repo) checkTreeNames(h plumbing.Hash) error {
 			return nil
 		}
 		seen[th] = true
-		t, err := r.repo.TreeObject(th)
+		_, content, err := storedObject(r.repo, plumbing.TreeObject, th)
 		if err != nil {
-			return fmt.Errorf("reading tree %s: %w", shortHash(th), err)
+			return err
 		}
-		kinds := make(map[string]bool, len(t.Entries)) // name: is a folder
-		for _, e := range t.Entries {
-			err := checkEntryName(e.Name)
-			if err == nil && strings.Contains(e.Name, "/") {
-				err = fmt.Errorf("the name %q holds a slash: %w", e.Name, errBadTree)
-			}
-			if dir, ok := kinds[e.Name]; err == nil && ok && dir != (e.Mode == filemode.Dir) {
-				err = fmt.Errorf("%q is both a folder and a file or link: %w", e.Name, errBadTree)
-			}
-			if err != nil {
-				where := "the root folder"
-				if folder != "" {
-					where = "folder " + folder
-				}
-				return fmt.Errorf("tree %s (%s): %w", shortHash(th), where, err)
-			}
-			kinds[e.Name] = e.Mode == filemode.Dir
+		entries, err := parseTreeIn(th, folder, content)
+		if err != nil {
+			return err
 		}
-		for _, e := range t.Entries {
-			if e.Mode == filemode.Dir {
-				if err := walk(e.Hash, path.Join(folder, e.Name)); err != nil {
+		for _, e := range entries {
+			if e.isDir() {
+				if err := walk(e.hash, path.Join(folder, string(e.name))); err != nil {
 					return err
 				}
 			}

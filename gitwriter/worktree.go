@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,15 +60,13 @@ func (r *Repo) resetWorktree() error {
 	}
 	// Deletions first, so that no path below is reached through a link
 	// or a file the commit does not hold.
-	tracked := make(map[string]bool, len(files))
-	dirs := map[string]bool{}
-	for _, f := range files {
-		tracked[f.path] = true
-		for d := pathDir(f.path); d != "" && !dirs[d]; d = pathDir(d) {
-			dirs[d] = true
+	if err := cleanAllBut(r.dir, func(yield func(string) bool) {
+		for _, f := range files {
+			if !yield(f.path) {
+				return
+			}
 		}
-	}
-	if err := cleanDir(r.dir, "", tracked, dirs); err != nil {
+	}); err != nil {
 		return fmt.Errorf("deleting what it does not hold: %w", err)
 	}
 	// The old index, when it can be read, says which files need not be
@@ -121,7 +121,8 @@ func keepFile(root string, idx *index.Index, e *index.Entry, want object.TreeEnt
 	if e == nil || e.Hash != want.Hash || e.Mode != want.Mode {
 		return [40]byte{}, false
 	}
-	fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(e.Name)))
+	full := filepath.Join(root, filepath.FromSlash(e.Name))
+	fi, err := os.Lstat(full)
 	if err != nil {
 		return [40]byte{}, false
 	}
@@ -129,7 +130,10 @@ func keepFile(root string, idx *index.Index, e *index.Entry, want object.TreeEnt
 		// An empty folder, as a checkout leaves it, with no stat data.
 		return [40]byte{}, fi.IsDir()
 	}
-	if ok, err := entryClean(root, idx, e); err != nil || !ok {
+	if e.Stage != 0 || e.SkipWorktree || e.IntentToAdd {
+		return [40]byte{}, false
+	}
+	if ok, err := fileClean(full, fi, idx, e); err != nil || !ok {
 		return [40]byte{}, false
 	}
 	return statFields(fi), true
@@ -306,6 +310,11 @@ func entryClean(root string, idx *index.Index, e *index.Entry) (bool, error) {
 	if err != nil {
 		return false, nil
 	}
+	return fileClean(full, fi, idx, e)
+}
+
+// fileClean is entryClean for the file at full, whose lstat data is fi.
+func fileClean(full string, fi fs.FileInfo, idx *index.Index, e *index.Entry) (bool, error) {
 	mode, err := filemode.NewFromOSFileMode(fi.Mode())
 	if err != nil || mode != e.Mode {
 		return false, nil
@@ -336,14 +345,23 @@ func entryClean(root string, idx *index.Index, e *index.Entry) (bool, error) {
 // cleanUntracked removes from the worktree every entry that is neither a
 // file in the index nor a directory holding one.
 func cleanUntracked(root string, idx *index.Index) error {
-	tracked := make(map[string]bool, len(idx.Entries))
-	dirs := map[string]bool{}
-	for _, e := range idx.Entries {
-		tracked[e.Name] = true
-		for d := pathDir(e.Name); d != ""; d = pathDir(d) {
-			if dirs[d] {
-				break
+	return cleanAllBut(root, func(yield func(string) bool) {
+		for _, e := range idx.Entries {
+			if !yield(e.Name) {
+				return
 			}
+		}
+	})
+}
+
+// cleanAllBut removes from the worktree every entry that is neither one
+// of files (slash-separated paths) nor a directory holding one.
+func cleanAllBut(root string, files iter.Seq[string]) error {
+	tracked := map[string]bool{}
+	dirs := map[string]bool{}
+	for name := range files {
+		tracked[name] = true
+		for d := pathDir(name); d != "" && !dirs[d]; d = pathDir(d) {
 			dirs[d] = true
 		}
 	}
