@@ -6,14 +6,12 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
 )
@@ -80,7 +78,6 @@ func TestOpenRefusesBadTree(t *testing.T) {
 }
 
 func testBadTree(t *testing.T, shape, via string) {
-	git := testgit.RequireProgram(t, "git", "git")
 	bare := testgit.NewBare(t, seed)
 	base := t.TempDir()
 	workdir := filepath.Join(base, "work")
@@ -93,22 +90,8 @@ func testBadTree(t *testing.T, shape, via string) {
 		mustOpen(t, opts).Close()
 	}
 
-	object := func(typ, content string) string {
-		cmd := exec.Command(git, "--git-dir="+bare, "hash-object", "-w", "--literally", "-t", typ, "--stdin")
-		cmd.Stdin = strings.NewReader(content)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("git hash-object -t %s: %v", typ, err)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	entry := func(mode, name, h string) string {
-		raw, err := hex.DecodeString(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return mode + " " + name + "\x00" + string(raw)
-	}
+	object := func(typ, content string) string { return rawObject(t, bare, typ, content) }
+	entry := func(mode, name, h string) string { return treeEntryBytes(t, mode, name, h) }
 	readme := testgit.Git(t, bare, "rev-parse", "main:README.md")
 	pwned := object("blob", "pwned\n")
 	inner := object("tree", entry("100644", "b", pwned))
@@ -166,18 +149,9 @@ func TestRestoreRefusesPathBeyondLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	bare := testgit.NewBare(t, seed)
-	gitIn := func(stdin string, args ...string) string {
-		cmd := exec.Command("git", append([]string{"--git-dir=" + bare}, args...)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("git %s: %v", strings.Join(args, " "), err)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	link := gitIn(outside, "hash-object", "-w", "--stdin")
-	tree := gitIn(testgit.Git(t, bare, "ls-tree", "main")+"\n120000 blob "+link+"\ta\n", "mktree")
-	testgit.Git(t, bare, "update-ref", "refs/heads/main", gitIn("", "commit-tree", tree, "-p", "main", "-m", "a link"))
+	link := gitStdin(t, bare, outside, "hash-object", "-w", "--stdin")
+	tree := gitStdin(t, bare, testgit.Git(t, bare, "ls-tree", "main")+"\n120000 blob "+link+"\ta\n", "mktree")
+	testgit.Git(t, bare, "update-ref", "refs/heads/main", gitStdin(t, bare, "", "commit-tree", tree, "-p", "main", "-m", "a link"))
 	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
 	defer r.Close()
 	if fi, err := os.Lstat(filepath.Join(r.Dir(), "a")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
@@ -191,35 +165,6 @@ func TestRestoreRefusesPathBeyondLink(t *testing.T) {
 	}
 }
 
-// TestCheckFallbackPaths: go-git's diff, asked when the pack reader
-// cannot read a tree, checks no name; a file whose path is a folder of
-// another file's is refused before anything is written.
-func TestCheckFallbackPaths(t *testing.T) {
-	file := func(p string) treeChange {
-		return treeChange{path: p, to: object.TreeEntry{Name: path.Base(p), Hash: plumbing.NewHash(strings.Repeat("01", 20))}}
-	}
-	gone := func(p string) treeChange {
-		return treeChange{path: p, from: object.TreeEntry{Name: path.Base(p), Hash: plumbing.NewHash(strings.Repeat("01", 20))}}
-	}
-	tests := []struct {
-		name    string
-		changes []treeChange
-		bad     bool
-	}{
-		{"a link and a file under it", []treeChange{file("x/a"), file("x/a/b")}, true},
-		{"a file and one two folders under it", []treeChange{file("a"), file("a/b/c")}, true},
-		{"names that extend others", []treeChange{file("a"), file("a-b"), file("ab/c"), file("a.d/e")}, false},
-		{"a file given way to a folder", []treeChange{gone("a"), file("a/b")}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if err := checkFallbackPaths(tt.changes); errors.Is(err, errBadTree) != tt.bad {
-				t.Errorf("checkFallbackPaths = %v, want errBadTree %v", err, tt.bad)
-			}
-		})
-	}
-}
-
 // TestFallbackDiffChecksTreeNames: go-git's diff, asked when the pack
 // reader cannot read the store (here: no pack folder), checks no name,
 // and lists only what changed: for a commit that adds a link "z/x"
@@ -228,24 +173,9 @@ func TestCheckFallbackPaths(t *testing.T) {
 // refused saying why (go-git's diff failed on it with "directory not
 // found").
 func TestFallbackDiffChecksTreeNames(t *testing.T) {
-	git := testgit.RequireProgram(t, "git", "git")
 	bare := testgit.NewBare(t, seed)
-	object := func(typ, content string) string {
-		cmd := exec.Command(git, "--git-dir="+bare, "hash-object", "-w", "--literally", "-t", typ, "--stdin")
-		cmd.Stdin = strings.NewReader(content)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("git hash-object -t %s: %v", typ, err)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	entry := func(mode, name, h string) string {
-		raw, err := hex.DecodeString(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return mode + " " + name + "\x00" + string(raw)
-	}
+	object := func(typ, content string) string { return rawObject(t, bare, typ, content) }
+	entry := func(mode, name, h string) string { return treeEntryBytes(t, mode, name, h) }
 	readme := testgit.Git(t, bare, "rev-parse", "main:README.md")
 	folder := entry("40000", "x", object("tree", entry("100644", "b", object("blob", "b\n"))))
 	link := entry("120000", "x", object("blob", "/elsewhere"))
@@ -275,4 +205,37 @@ func TestFallbackDiffChecksTreeNames(t *testing.T) {
 	if !errors.Is(err, errBadTree) || !strings.Contains(err.Error(), "folder z") {
 		t.Errorf("go-git's diff of a link added beside a folder of its name = %v, %v; want errBadTree naming folder z", changes, err)
 	}
+}
+
+// gitStdin runs git on the bare repository with stdin and returns its
+// output, trimmed.
+func gitStdin(t *testing.T, bare, stdin string, args ...string) string {
+	t.Helper()
+	git := testgit.RequireProgram(t, "git", "git")
+	cmd := exec.Command(git, append([]string{"--git-dir=" + bare}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// rawObject stores an object of type typ with content in the bare
+// repository as it stands (git checks no tree it is given so), and
+// returns its name.
+func rawObject(t *testing.T, bare, typ, content string) string {
+	t.Helper()
+	return gitStdin(t, bare, content, "hash-object", "-w", "--literally", "-t", typ, "--stdin")
+}
+
+// treeEntryBytes is one tree entry as git stores it: a mode, a name and the
+// object's name in 20 bytes.
+func treeEntryBytes(t *testing.T, mode, name, h string) string {
+	t.Helper()
+	raw, err := hex.DecodeString(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mode + " " + name + "\x00" + string(raw)
 }

@@ -320,15 +320,7 @@ func diskKB(b *testing.B, dir string) int {
 // iteration, each on a store opened afresh. It reports the medians and
 // their ratios.
 func BenchmarkTreeDiff(b *testing.B) {
-	testgit.RequireProgram(b, "git", "git")
-	dir := b.TempDir()
-	work := filepath.Join(dir, "work")
-	if _, err := treegen.Generate(work, treegen.Options{Files: 50000, Seed: 1}); err != nil {
-		b.Fatal(err)
-	}
-	testgit.Git(b, work, "init", "-q", "--initial-branch=main")
-	testgit.Git(b, work, "add", "-A")
-	testgit.Git(b, work, "-c", "user.name=b", "-c", "user.email=b@example.invalid", "commit", "-q", "-m", "fleet")
+	work := treegenRepo(b, filepath.Join(b.TempDir(), "work"))
 	testgit.Git(b, work, "repack", "-a", "-d", "-q")
 	testgit.Git(b, work, "prune-packed")
 	from := testgit.Git(b, work, "rev-parse", "main")
@@ -439,15 +431,8 @@ func benchMedian(xs []float64) float64 {
 // go-git's hard reset and the same clean, as reset did it before, taking
 // turns on the same working copy. ns/op is unused.
 func BenchmarkReset(b *testing.B) {
-	testgit.RequireProgram(b, "git", "git")
 	dir := b.TempDir()
-	src := filepath.Join(dir, "src")
-	if _, err := treegen.Generate(src, treegen.Options{Files: 50000, Seed: 1}); err != nil {
-		b.Fatal(err)
-	}
-	testgit.Git(b, src, "init", "-q", "--initial-branch=main")
-	testgit.Git(b, src, "add", "-A")
-	testgit.Git(b, src, "-c", "user.name=b", "-c", "user.email=b@example.invalid", "commit", "-q", "-m", "fleet")
+	src := treegenRepo(b, filepath.Join(dir, "src"))
 	r, err := Open(b.Context(), Options{URL: fileURL(src), Branch: "main", Workdir: filepath.Join(dir, "work")})
 	if err != nil {
 		b.Fatal(err)
@@ -510,4 +495,18 @@ func BenchmarkReset(b *testing.B) {
 	b.ReportMetric(benchMedian(ours), "reset-ms")
 	b.ReportMetric(benchMedian(theirs), "go-git-reset-ms")
 	b.ReportMetric(benchMedian(ours)/benchMedian(theirs), "reset/go-git")
+}
+
+// treegenRepo generates a 50,000-file treegen tree in dir, commits it on
+// main in a repository there, and returns dir.
+func treegenRepo(b *testing.B, dir string) string {
+	b.Helper()
+	testgit.RequireProgram(b, "git", "git")
+	if _, err := treegen.Generate(dir, treegen.Options{Files: 50000, Seed: 1}); err != nil {
+		b.Fatal(err)
+	}
+	testgit.Git(b, dir, "init", "-q", "--initial-branch=main")
+	testgit.Git(b, dir, "add", "-A")
+	testgit.Git(b, dir, "-c", "user.name=b", "-c", "user.email=b@example.invalid", "commit", "-q", "-m", "fleet")
+	return dir
 }
