@@ -149,6 +149,8 @@ type Result struct {
 	// those naming unknown policies. The strings of markers and problems
 	// served from an Index share the memory of its whole decoded text:
 	// copy what must outlive the Index. Changes share nothing with it.
+	// When nothing moved, Markers may be the Index's own list, which
+	// later Applies hand out again: read it, never change it in place.
 	Markers []Marker
 	// Changes lists the scalars that were (or, in a dry run, would be)
 	// rewritten.
@@ -275,6 +277,9 @@ type run struct {
 	res     *Result
 	staged  []*staged  // changed files waiting to be renamed
 	edit    sync.Mutex // serializes OnEdit
+	// sorted is set when res.Markers is known to be in order: served
+	// whole from an index's steady view, which must not be changed.
+	sorted bool
 }
 
 // job is one file to read: rel is its real path relative to the root.
@@ -472,7 +477,9 @@ func (r *run) discard() {
 // sort orders the result by file and line.
 func (r *run) sort() {
 	res := r.res
-	sortMarkers(res.Markers)
+	if !r.sorted {
+		sortMarkers(res.Markers)
+	}
 	slices.SortStableFunc(res.Changes, func(a, b Change) int {
 		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
 	})

@@ -36,29 +36,15 @@ func applyIndexed(ctx context.Context, opts Options) (*Result, error) {
 		res.Stale = append(res.Stale, rel)
 		res.Problems = append(res.Problems, Problem{File: rel, Err: ErrStale})
 	}
-	// Files in path order give markers already in order, which spares
-	// the final sort moving thousands of them.
-	var markers int
-	for _, fe := range ix.files {
-		if fe.token {
-			markers += len(fe.markers)
-		}
-	}
-	res.Markers = slices.Grow(res.Markers, markers)
-	values := map[valueKey]valueOf{}
 	var jobs []job
 	var want []*fileEntry
-	for _, rel := range ix.paths() {
-		fe := ix.files[rel]
-		if !fe.token || ix.stale[rel] {
-			continue
-		}
-		if fe.served(rel, r.env, values, res) {
-			// A copy: rel shares the memory of the whole decoded index,
-			// and the changes made from the file outlive the cycle.
-			jobs = append(jobs, job{rel: strings.Clone(rel), abs: filepath.Join(r.root, filepath.FromSlash(rel))})
-			want = append(want, fe)
-		}
+	// The steady view is made once an Apply found nothing to read: a
+	// one-off run would only pay for it.
+	if len(ix.stale) == 0 && (ix.steady != nil || ix.quiet) && ix.view().served(r.env, res) {
+		r.sorted = true
+	} else {
+		jobs, want = r.servedEach()
+		ix.quiet = len(jobs) == 0
 	}
 	if len(jobs) > 0 {
 		r.log.Debug("reading the files whose markers move", "files", len(jobs))
@@ -97,6 +83,36 @@ func applyIndexed(ctx context.Context, opts Options) (*Result, error) {
 	return res, nil
 }
 
+// servedEach serves the markers and problems of every file of the index
+// whose markers stay, and returns the files whose markers move, or that
+// were never parsed, to be read.
+func (r *run) servedEach() (jobs []job, want []*fileEntry) {
+	ix, res := r.ix, r.res
+	// Files in path order give markers already in order, which spares
+	// the final sort moving thousands of them.
+	var markers int
+	for _, fe := range ix.files {
+		if fe.token {
+			markers += len(fe.markers)
+		}
+	}
+	res.Markers = slices.Grow(res.Markers, markers)
+	values := map[valueKey]valueOf{}
+	for _, rel := range ix.paths() {
+		fe := ix.files[rel]
+		if !fe.token || ix.stale[rel] {
+			continue
+		}
+		if fe.served(rel, r.env, values, res) {
+			// A copy: rel shares the memory of the whole decoded index,
+			// and the changes made from the file outlive the cycle.
+			jobs = append(jobs, job{rel: strings.Clone(rel), abs: filepath.Join(r.root, filepath.FromSlash(rel))})
+			want = append(want, fe)
+		}
+	}
+	return jobs, want
+}
+
 // indexedFile reads, rewrites and stages one file whose markers move, as
 // run.file does, and records what it read in the index. fe is the file's
 // entry.
@@ -129,7 +145,7 @@ func (r *run) indexedFile(j job, fe *fileEntry, buf *bytes.Buffer) {
 		return
 	case err != nil:
 		r.mu.Lock()
-		delete(ix.files, j.rel)
+		ix.drop(j.rel)
 		ix.dirty = true
 		r.res.Problems = append(r.res.Problems, Problem{File: j.rel, Err: fmt.Errorf("reading file: %w", err)})
 		r.mu.Unlock()
@@ -156,10 +172,10 @@ func (r *run) record(rel string, e *fileEntry, key statKey) {
 	defer r.mu.Unlock()
 	ix.dirty = true
 	if ix.kind == ByBlob && !e.token {
-		delete(ix.files, rel)
+		ix.drop(rel)
 		return
 	}
-	ix.files[rel] = e
+	ix.set(rel, e)
 }
 
 // written records the entry of a file Apply renamed into place. It runs
@@ -168,13 +184,13 @@ func (ix *Index) written(rel, abs string, e *fileEntry) {
 	if ix.kind == ByStat {
 		fi, err := os.Lstat(abs)
 		if err != nil {
-			delete(ix.files, rel)
+			ix.drop(rel)
 			return
 		}
 		e.stat = keyOf(fi)
 		e.racy = true // it was just written
 	}
-	ix.files[rel] = e
+	ix.set(rel, e)
 	ix.dirty = true
 }
 

@@ -200,6 +200,15 @@ type Index struct {
 	from statKey
 	// scanned is set by Scan and cleared by the Apply that follows it.
 	scanned bool
+	// steady and refs are made from files when first asked for (view,
+	// References), and dropped whenever files change: every change goes
+	// through set, drop or a new map. They are never changed once made,
+	// so a Clone shares them.
+	steady *steadyView
+	refs   References
+	// quiet is set when an Apply served every file of files unchanged,
+	// and dropped with steady: the next Apply makes the view.
+	quiet bool
 }
 
 // NewIndex returns an empty index of the given kind for scans with opts'
@@ -313,7 +322,7 @@ func (ix *Index) Update(head string, changes []FileChange, paths []string) {
 			ix.candidates--
 		}
 		if c.New == "" {
-			delete(ix.files, c.Path)
+			ix.drop(c.Path)
 			delete(ix.pending, c.Path)
 			continue
 		}
@@ -345,18 +354,6 @@ func (ix *Index) SetHead(head string) {
 	if ix.head != head {
 		ix.head, ix.dirty = head, true
 	}
-}
-
-// References returns the policies the indexed marker comments name, as
-// Referenced would count them. Call it after Scan.
-func (ix *Index) References() References {
-	refs := References{}
-	for _, e := range ix.files {
-		for _, p := range e.refs {
-			refs[p]++
-		}
-	}
-	return refs
 }
 
 // Markers returns every well-formed marker on a scalar, as Apply's
@@ -612,7 +609,7 @@ func (ix *Index) scanAll(ctx context.Context, opts Options, root string, log *sl
 			ix.unsupported, _ = checkPaths(root, opts.Paths)
 		}
 	}
-	ix.files = seen
+	ix.files, ix.steady, ix.refs, ix.quiet = seen, nil, nil, false
 	ix.candidates = int(jobs.Load())
 	ix.problems = r.res.Problems
 	ix.pending = map[string]string{}
@@ -693,7 +690,7 @@ func (ix *Index) ParseMarkers(ctx context.Context, opts Options) error {
 		out := rewrite(rel, buf.Bytes(), scanEnv)
 		n := newEntry(buf.Bytes(), &out, true)
 		n.stat, n.racy = e.stat, e.racy
-		ix.files[rel] = n
+		ix.set(rel, n)
 		ix.dirty = true
 	}
 	return nil
@@ -746,9 +743,9 @@ func (ix *Index) scanPending(ctx context.Context, opts Options, root string) err
 				} else {
 					delete(ix.pending, rel)
 					if e.token {
-						ix.files[rel] = e
+						ix.set(rel, e)
 					} else {
-						delete(ix.files, rel)
+						ix.drop(rel)
 					}
 				}
 				mu.Unlock()
