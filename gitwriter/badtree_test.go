@@ -116,6 +116,7 @@ func testBadTree(t *testing.T, shape, via string) {
 		}
 	}
 
+	var store os.FileInfo // the working copy's .git after the first attempt
 	for attempt := range 2 {
 		logger, logs := newLogger()
 		opts.Logger = logger
@@ -127,14 +128,43 @@ func testBadTree(t *testing.T, shape, via string) {
 		if !errors.Is(err, errBadTree) || !strings.Contains(err.Error(), "git refuses to check out") || !strings.Contains(err.Error(), "revert or rewrite the commit") {
 			t.Errorf("Open: err = %v, want errBadTree saying what and what to do", err)
 		}
-		if via != "clone" && strings.Contains(logs.String(), "re-cloning") {
+		if strings.Contains(logs.String(), "re-cloning") {
 			t.Errorf("attempt %d: Open cloned afresh for a bad commit:\n%s", attempt, logs)
+		}
+		// A clone that met the commit is kept, and not made again
+		// while the commit is there.
+		fi, err := os.Stat(filepath.Join(workdir, ".git"))
+		if err != nil {
+			t.Fatalf("attempt %d left no working copy: %v", attempt, err)
+		}
+		if store != nil && !os.SameFile(fi, store) {
+			t.Errorf("attempt %d cloned afresh", attempt)
+		}
+		store = fi
+		if entries, _ := os.ReadDir(workdir); len(entries) != 1 && via == "clone" {
+			t.Errorf("attempt %d left %d entries in the worktree, want .git alone", attempt, len(entries))
 		}
 	}
 	for _, p := range []string{filepath.Join(base, "pwned.txt"), filepath.Join(outside, "b")} {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("Open wrote %s, outside the worktree", p)
 		}
+	}
+
+	// Once the remote branch is fixed, the next Open brings the working
+	// copy to it.
+	testgit.Git(t, bare, "update-ref", "refs/heads/main", commit+"^")
+	opts.Logger = nil
+	r := mustOpen(t, opts)
+	defer r.Close()
+	if r.Head() != testgit.Git(t, bare, "rev-parse", "main") {
+		t.Errorf("Open after the fix holds %s", r.Head())
+	}
+	if got := testgit.Git(t, workdir, "status", "--porcelain", "--ignored"); got != "" {
+		t.Errorf("after the fix, git status says:\n%s", got)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "README.md")); err != nil {
+		t.Errorf("after the fix: %v", err)
 	}
 }
 
@@ -238,4 +268,47 @@ func treeEntryBytes(t *testing.T, mode, name, h string) string {
 		t.Fatal(err)
 	}
 	return mode + " " + name + "\x00" + string(raw)
+}
+
+// TestFailedOpenClosesPacks: an Open that fails after opening the object
+// store (on a bad commit, or a fetch that fails) returns no Repo to
+// Close, so it closes the pack files itself. Before, serve held more of
+// them open each cycle while a remote was down.
+func TestFailedOpenClosesPacks(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	workdir := filepath.Join(t.TempDir(), "work")
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+	mustOpen(t, opts).Close()
+	bad := rawObject(t, bare, "tree", treeEntryBytes(t, "100644", "..", rawObject(t, bare, "blob", "x\n")))
+	testgit.Git(t, bare, "update-ref", "refs/heads/main", testgit.Git(t, bare, "commit-tree", bad, "-p", "main", "-m", "bad"))
+	openPacks := func() (n int) {
+		fds, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fd := range fds {
+			if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(target, filepath.Join(workdir, ".git")) {
+				n++
+			}
+		}
+		return n
+	}
+	for attempt := range 3 {
+		if _, err := Open(t.Context(), opts); !errors.Is(err, errBadTree) {
+			t.Fatalf("Open: %v, want errBadTree", err)
+		}
+		if n := openPacks(); n != 0 {
+			t.Errorf("after failed Open %d, %d files of the working copy's .git are open", attempt+1, n)
+		}
+	}
+	// The same when the remote cannot be reached.
+	if err := os.Rename(bare, bare+".gone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(t.Context(), opts); err == nil {
+		t.Fatal("Open of a remote that is gone succeeded")
+	}
+	if n := openPacks(); n != 0 {
+		t.Errorf("after an Open whose fetch failed, %d files of the working copy's .git are open", n)
+	}
 }

@@ -41,8 +41,9 @@
 // link, a name with a slash, entries out of order) is refused too,
 // before anything is written: Open fails saying so, and keeps a working
 // copy it reused as it was rather than clone afresh, as a clone would
-// meet the same commit (one that had to clone fails each time, until the
-// commit is fixed). Written as it stands, such a tree could put files
+// meet the same commit. A clone that meets it keeps its objects, with an
+// empty worktree and index and no state file: the next Opens fetch, and
+// write the whole worktree once the branch is fixed. Written as it stands, such a tree could put files
 // outside the worktree or in .git. The trees go-git's diff reads are
 // checked the same way before it is asked; every path written is
 // checked again, as are an edit's paths (Update) and a path Restore is

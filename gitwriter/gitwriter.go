@@ -177,6 +177,9 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 		r.dir, r.tempDir = dir, true
 	}
 	if err := r.open(ctx); err != nil {
+		// No Close follows: the pack files the store keeps open close
+		// here.
+		r.closeStorage()
 		if r.tempDir {
 			_ = os.RemoveAll(r.dir)
 		}
@@ -508,6 +511,23 @@ func emptyDir(dir string) error {
 	return nil
 }
 
+// emptyWorktree deletes everything in dir but .git.
+func emptyWorktree(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() == ".git" {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (r *Repo) branchRef() plumbing.ReferenceName { return plumbing.NewBranchReferenceName(r.branch) }
 
 func (r *Repo) trackingRef(branch string) plumbing.ReferenceName {
@@ -600,7 +620,19 @@ func (r *Repo) clone(ctx context.Context) error {
 	r.head = ref.Hash()
 	fetched := time.Since(start)
 	if err := r.checkoutAll(r.head); err != nil {
-		_ = emptyDir(r.dir)
+		if errors.Is(err, errBadTree) {
+			// The clone is sound, its head is not: keep its objects, so
+			// that the next Open fetches what the remote has since
+			// rather than cloning again each cycle until the commit is
+			// fixed. With an empty index and no state file, that Open
+			// writes the whole worktree.
+			r.recordCloneObjects()
+			if emptyWorktree(r.dir) != nil || writeIndexFile(r.indexPath(), (&rawIndex{version: 2}).patch(nil)) != nil {
+				_ = emptyDir(r.dir)
+			}
+		} else {
+			_ = emptyDir(r.dir)
+		}
 		return fmt.Errorf("checking out the clone of %s: %w", r.remote, err)
 	}
 	r.dirty, r.verified = false, true
