@@ -272,8 +272,8 @@ func treeEntryBytes(t *testing.T, mode, name, h string) string {
 
 // TestFailedOpenClosesPacks: an Open that fails after opening the object
 // store (on a bad commit, or a fetch that fails) returns no Repo to
-// Close, so it closes the pack files itself. Before, serve held more of
-// them open each cycle while a remote was down.
+// Close, so it closes the pack files itself. Before, they stayed open
+// until the garbage collector found them.
 func TestFailedOpenClosesPacks(t *testing.T) {
 	bare := testgit.NewBare(t, seed)
 	workdir := filepath.Join(t.TempDir(), "work")
