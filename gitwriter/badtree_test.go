@@ -64,8 +64,8 @@ func TestParseTreeRefusesBadNames(t *testing.T) {
 // out: a folder ".." holding a file; a link "a" to a folder outside the
 // worktree beside a folder "a" holding a file; the same link beside a
 // file named "a/b"; and the link after the folder, out of order. (The
-// last two made the pack reader hand the tree to go-git's diff, which
-// listed both the link and the file under it.) Open fails with an
+// last two once made the pack reader hand the tree to go-git's diff,
+// which listed both the link and the file under it.) Open fails with an
 // error saying so, on a fresh clone, on a working copy moved to the
 // commit, and on one hard-reset to it; it writes nothing outside the
 // worktree, and does not clone again and again for it.
@@ -102,10 +102,10 @@ func testBadTree(t *testing.T, shape, via string) {
 	case "link and folder":
 		root = object("tree", entry("100644", "README.md", readme)+entry("120000", "a", object("blob", outside))+entry("40000", "a", inner))
 	case "slash":
-		// go-git's diff takes "a/b" as a file in a folder a.
+		// go-git's diff took "a/b" as a file in a folder a.
 		root = object("tree", entry("100644", "README.md", readme)+entry("120000", "a", object("blob", outside))+entry("100644", "a/b", pwned))
 	default:
-		// The folder a sorts after the link a: go-git's diff lists both.
+		// The folder a sorts after the link a: go-git's diff listed both.
 		root = object("tree", entry("100644", "README.md", readme)+entry("40000", "a", inner)+entry("120000", "a", object("blob", outside)))
 	}
 	commit := testgit.Git(t, bare, "commit-tree", root, "-p", "main", "-m", "bad")
@@ -195,13 +195,12 @@ func TestRestoreRefusesPathBeyondLink(t *testing.T) {
 	}
 }
 
-// TestFallbackDiffChecksTreeNames: go-git's diff, asked when the pack
-// reader cannot read the store (here: no pack folder), checks no name,
-// and lists only what changed: for a commit that adds a link "z/x"
-// beside an unchanged folder "z/x", no list check could see the clash.
-// The names of the whole new tree are checked first, and the commit is
-// refused saying why (go-git's diff failed on it with "directory not
-// found").
+// TestFallbackDiffChecksTreeNames: when the pack reader cannot read the
+// store (here: no pack folder), trees are read through go-git's store and
+// still parsed by gitwriter: a commit that adds a link "z/x" beside an
+// unchanged folder "z/x" is refused saying why. (go-git's diff, once
+// asked here, checks no name, lists only what changed, and failed on it
+// with "directory not found".)
 func TestFallbackDiffChecksTreeNames(t *testing.T) {
 	bare := testgit.NewBare(t, seed)
 	object := func(typ, content string) string { return rawObject(t, bare, typ, content) }
@@ -226,14 +225,14 @@ func TestFallbackDiffChecksTreeNames(t *testing.T) {
 	}
 	r := &Repo{repo: repo, objects: filepath.Join(bare, "objects"), log: slog.New(slog.DiscardHandler)}
 	if _, err := r.openPacks(); err == nil {
-		t.Fatal("the pack reader opened a store with no pack folder: the test does not reach go-git's diff")
+		t.Fatal("the pack reader opened a store with no pack folder: the test does not reach go-git's store")
 	}
 	if _, err := r.diffUncached(nil, plumbing.ZeroHash, good); err != nil {
-		t.Fatalf("go-git's diff of a sound commit: %v", err)
+		t.Fatalf("the diff of a sound commit through go-git's store: %v", err)
 	}
 	changes, err := r.diffUncached(nil, good, bad)
 	if !errors.Is(err, errBadTree) || !strings.Contains(err.Error(), "folder z") {
-		t.Errorf("go-git's diff of a link added beside a folder of its name = %v, %v; want errBadTree naming folder z", changes, err)
+		t.Errorf("the diff through go-git's store of a link added beside a folder of its name = %v, %v; want errBadTree naming folder z", changes, err)
 	}
 }
 
@@ -310,5 +309,49 @@ func TestFailedOpenClosesPacks(t *testing.T) {
 	}
 	if n := openPacks(); n != 0 {
 		t.Errorf("after an Open whose fetch failed, %d files of the working copy's .git are open", n)
+	}
+}
+
+// TestFallbackDiffChecksTrees: when the pack reader cannot read the
+// store, go-git's diff walked both commits' trees, unchecked: a damaged
+// tree of the old commit gave a wrong list of changes. Checking what it
+// read did not help: go-git's tree walk ends a folder's list, with no
+// error, at a subtree it cannot read. Trees read through go-git's store
+// are now checked and walked by gitwriter.
+func TestFallbackDiffChecksTrees(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	object := func(typ, content string) string { return rawObject(t, bare, typ, content) }
+	entry := func(mode, name, h string) string { return treeEntryBytes(t, mode, name, h) }
+	readme := testgit.Git(t, bare, "rev-parse", "main:README.md")
+	b := entry("100644", "b", object("blob", "b\n"))
+	oldZ := object("tree", b)
+	commit := func(z, parent string) plumbing.Hash {
+		root := object("tree", entry("100644", "README.md", readme)+entry("40000", "z", z))
+		args := []string{"commit-tree", root, "-m", "z"}
+		if parent != "" {
+			args = append(args, "-p", parent)
+		}
+		return plumbing.NewHash(testgit.Git(t, bare, args...))
+	}
+	old := commit(oldZ, "")
+	next := commit(object("tree", b+entry("100644", "c", object("blob", "c\n"))), old.String())
+	_ = os.RemoveAll(filepath.Join(bare, "objects", "pack"))
+	repo, err := gogit.PlainOpen(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Repo{repo: repo, objects: filepath.Join(bare, "objects"), log: slog.New(slog.DiscardHandler)}
+	changes, err := r.diffUncached(nil, old, next)
+	if err != nil || len(changes) != 1 || changes[0].path != "z/c" {
+		t.Fatalf("the diff of a sound history through go-git's store = %+v, %v; want z/c added", changes, err)
+	}
+	damageLoose(t, filepath.Join(bare, "objects"), plumbing.NewHash(oldZ), "100644 b", "100644 d")
+	if repo, err = gogit.PlainOpen(bare); err != nil { // nothing cached
+		t.Fatal(err)
+	}
+	r = &Repo{repo: repo, objects: filepath.Join(bare, "objects"), log: slog.New(slog.DiscardHandler)}
+	changes, err = r.diffUncached(nil, old, next)
+	if !errors.Is(err, errDamaged) {
+		t.Errorf("the diff through go-git's store from a commit with a damaged tree = %+v, %v; want errDamaged", changes, err)
 	}
 }

@@ -26,11 +26,11 @@
 // the commit's content is kept, and the others are written. Trees and
 // blobs are read from the packs as git reads them (each pack's index
 // searched in memory, deltas resolved from their bases; packset.go,
-// treediff.go), and through go-git's store when that reader cannot;
-// either way every object read is checked against its name. (go-git's
-// own diff, which answers only when the pack reader cannot, for a tree
-// more than 4,096 folders deep or past 64 MiB, is asked only after every
-// tree of the new commit was read and checked.) An object
+// treediff.go), and through go-git's store when that reader cannot (an
+// object past 64 MiB, a pack folder go-git must answer for); either way
+// every object read is checked against its name, and trees are parsed by
+// gitwriter alone: go-git's own tree walk turns a subtree it cannot read
+// into the end of the list. An object
 // that does not match, or whose deltas form a cycle, fails the move, and
 // the working copy is cloned afresh: by Open itself, or, when an Update,
 // a Clean, a Restore or Changes meets it, by the next Open, as Close
@@ -43,11 +43,12 @@
 // copy it reused as it was rather than clone afresh, as a clone would
 // meet the same commit. A clone that meets it keeps its objects, with an
 // empty worktree and index and no state file: the next Opens fetch, and
-// write the whole worktree once the branch is fixed. Written as it stands, such a tree could put files
-// outside the worktree or in .git. The trees go-git's diff reads are
-// checked the same way before it is asked; every path written is
-// checked again, as are an edit's paths (Update) and a path Restore is
-// given, which must not lie beyond a link.
+// write the whole worktree once the branch is fixed. A tree more than
+// 2,048 folders deep is refused the same way, as git's core.maxTreeDepth
+// refuses it. Written as it stands, such a tree could put files outside
+// the worktree or in .git. Every path written is checked again, as are an
+// edit's paths (Update) and a path Restore is given, which must not lie
+// beyond a link.
 //
 // Close keeps a reused working copy's object store small, as git's
 // gc --auto does: past about 6,700 loose objects or 20 packs it folds the

@@ -117,61 +117,20 @@ func (r *Repo) diffCommits(ps *packSet, from, to plumbing.Hash) ([]treeChange, e
 
 // diffUncached is diffCommits without the cache, from the empty tree
 // when from is zero. It reads the trees through ps, or a packSet of its
-// own when ps is nil, and through go-git's store when that fails: go-git
-// reads what the pack reader does not (an object past maxPackedRead, a
-// pack go-git would refuse), and answers with its own error for a store
-// that is truly damaged. A tree that does not hash to its name is an
-// error: go-git would not check it.
+// own when ps is nil, or through go-git's store alone when the pack
+// folder is one go-git must answer for (openPacks); see
+// treeDiffer.read. Every tree read is checked against its name.
 func (r *Repo) diffUncached(ps *packSet, from, to plumbing.Hash) ([]treeChange, error) {
-	var err error
 	if ps == nil {
-		if ps, err = r.openPacks(); err == nil {
+		var err error
+		if ps, err = r.openPacks(); err != nil {
+			r.log.Debug("reading the trees through go-git's store", "from", shortHash(from), "to", shortHash(to), "reason", err.Error())
+			ps = nil
+		} else {
 			defer ps.Close()
 		}
 	}
-	var changes []treeChange
-	if err == nil {
-		changes, err = r.diffTreesPacked(ps, from, to)
-	}
-	if err != nil && !errors.Is(err, errDamaged) && !errors.Is(err, errBadTree) {
-		r.log.Debug("diffing the trees through go-git's store", "from", shortHash(from), "to", shortHash(to), "reason", err.Error())
-		// go-git checks no name, and its list shows only what changed:
-		// a link added beside an unchanged folder of its name is in the
-		// tree only.
-		if err = r.checkTreeNames(to); err == nil {
-			changes, err = r.diffTrees(from, to)
-		}
-	}
-	return changes, err
-}
-
-// diffTrees lists the files that differ between two commits' trees
-// through go-git's store, from the empty tree when from is zero.
-func (r *Repo) diffTrees(from, to plumbing.Hash) ([]treeChange, error) {
-	var fromTree *object.Tree
-	if !from.IsZero() {
-		var err error
-		if fromTree, err = r.commitTree(from); err != nil {
-			return nil, err
-		}
-	}
-	toTree, err := r.commitTree(to)
-	if err != nil {
-		return nil, err
-	}
-	changes, err := object.DiffTree(fromTree, toTree)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]treeChange, 0, len(changes))
-	for _, c := range changes {
-		tc := treeChange{path: c.To.Name, from: c.From.TreeEntry, to: c.To.TreeEntry}
-		if tc.path == "" {
-			tc.path = c.From.Name
-		}
-		out = append(out, tc)
-	}
-	return out, nil
+	return r.diffTreesPacked(ps, from, to)
 }
 
 // commitTree reads the tree of commit h.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
@@ -16,18 +15,18 @@ import (
 // treeDiffer lists the files that differ between two trees as git
 // diff-tree -r does: it walks both in their stored order and skips every
 // subtree whose hash is the same on both sides. Trees are read through a
-// packSet, and loose ones through go-git's store.
+// packSet, and what it does not read through go-git's store (read).
 type treeDiffer struct {
 	r     *Repo
-	ps    *packSet
+	ps    *packSet // nil: go-git's store reads every tree
 	out   []treeChange
 	path  []byte // the folder being walked, ending in "/", or empty
 	depth int
 }
 
-// maxTreeDepth bounds how deep the walk goes: a deeper tree is left to
-// go-git's store, and its walk's memory to grow with it.
-const maxTreeDepth = 4096
+// maxTreeDepth bounds how deep the walk goes, as git's core.maxTreeDepth
+// does with its default: git refuses to read a deeper tree.
+const maxTreeDepth = 2048
 
 // storedEntry is one entry of a tree as stored; name points into the tree's
 // content.
@@ -52,7 +51,9 @@ func (r *Repo) openPacks() (*packSet, error) {
 	return ps, nil
 }
 
-// diffTreesPacked is diffTrees read through ps.
+// diffTreesPacked lists the files that differ between two commits'
+// trees, from the empty tree when from is zero, read through ps (nil:
+// through go-git's store).
 func (r *Repo) diffTreesPacked(ps *packSet, from, to plumbing.Hash) ([]treeChange, error) {
 	var err error
 	var fromTree plumbing.Hash // zero: the empty tree
@@ -79,7 +80,7 @@ func (d *treeDiffer) walk(a, b plumbing.Hash) error {
 		return nil
 	}
 	if d.depth >= maxTreeDepth {
-		return fmt.Errorf("%s is more than %d folders deep", d.path, maxTreeDepth)
+		return fmt.Errorf("%s is more than %d folders deep, past git's core.maxTreeDepth: %w", d.path, maxTreeDepth, errBadTree)
 	}
 	ea, err := d.entries(a)
 	if err != nil {
@@ -190,10 +191,7 @@ func (d *treeDiffer) entries(h plumbing.Hash) ([]storedEntry, error) {
 	if h.IsZero() {
 		return nil, nil
 	}
-	t, content, err := d.ps.object(h)
-	if errors.Is(err, errNotPacked) {
-		t, content, err = d.r.looseObject(h)
-	}
+	t, content, err := d.read(h)
 	if err != nil {
 		return nil, err
 	}
@@ -203,11 +201,28 @@ func (d *treeDiffer) entries(h plumbing.Hash) ([]storedEntry, error) {
 	return parseTreeIn(h, strings.TrimSuffix(string(d.path), "/"), content)
 }
 
+// read reads object h through the packSet, checked; what the packSet
+// does not read (an object no pack lists, one past maxPackedRead, a
+// delta chain past maxChainBytes, every object when there is no packSet)
+// is read through go-git's store, checked too (storedObject).
+func (d *treeDiffer) read(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	if d.ps != nil {
+		t, content, err := d.ps.object(h)
+		switch {
+		case err == nil, errors.Is(err, errDamaged):
+			return t, content, err
+		case errors.Is(err, errNotPacked):
+			return d.r.looseObject(h)
+		}
+		d.r.log.Debug("reading a tree through go-git's store", "tree", shortHash(h), "reason", err.Error())
+	}
+	return storedObject(d.r.repo, plumbing.AnyObject, h)
+}
+
 // parseTreeIn parses tree h of the folder (slash-separated, "" for the
 // root), saying which tree and folder an error is in. Every error is
 // errBadTree: a tree that hashes to its name is what the remote sent,
-// git's fsck refuses it too, and go-git's diff, which checks no name,
-// must not be asked instead.
+// and git's fsck refuses it too.
 func parseTreeIn(h plumbing.Hash, folder string, content []byte) ([]storedEntry, error) {
 	entries, err := parseTree(content)
 	if err == nil {
@@ -362,42 +377,4 @@ func checkEntryPath(p string) error {
 		}
 	}
 	return nil
-}
-
-// checkTreeNames parses every tree of commit h as the pack reader's diff
-// does (parseTreeIn), reading them through go-git's store, checked
-// against their names (storedObject). It is for go-git's diff, asked
-// only when the pack reader cannot read a tree, which checks neither
-// names nor hashes, and whose list, showing only what changed, could not
-// show a link added beside an unchanged folder of its name.
-func (r *Repo) checkTreeNames(h plumbing.Hash) error {
-	root, err := r.treeOf(h)
-	if err != nil {
-		return err
-	}
-	seen := map[plumbing.Hash]bool{}
-	var walk func(th plumbing.Hash, folder string) error
-	walk = func(th plumbing.Hash, folder string) error {
-		if seen[th] {
-			return nil
-		}
-		seen[th] = true
-		_, content, err := storedObject(r.repo, plumbing.TreeObject, th)
-		if err != nil {
-			return err
-		}
-		entries, err := parseTreeIn(th, folder, content)
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
-			if e.isDir() {
-				if err := walk(e.hash, path.Join(folder, string(e.name))); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	return walk(root, "")
 }
