@@ -515,10 +515,15 @@ func digestOf(b []byte) string {
 }
 
 // Refused returns "127.0.0.1:PORT" where nothing listens: connections are
-// refused at once. The port was free a moment ago; another process could
-// take it, which on a test machine is unlikely.
+// refused at once. Where it can (refusedPort), the port stays bound, not
+// listening, until the test ends, so that no other server of a test run
+// can take it in the meantime (a closed listener's port was taken once,
+// and the "refused" server answered 401).
 func Refused(t testing.TB) string {
 	t.Helper()
+	if addr, ok := refusedPort(t); ok {
+		return addr
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("hostile: %v", err)

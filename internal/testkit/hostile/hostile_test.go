@@ -124,9 +124,15 @@ func TestModes(t *testing.T) {
 }
 
 func TestRefusedAndBlackhole(t *testing.T) {
-	_, err := net.DialTimeout("tcp", hostile.Refused(t), 2*time.Second)
+	refused := hostile.Refused(t)
+	_, err := net.DialTimeout("tcp", refused, 2*time.Second)
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("dialing Refused: %v, want connection refused", err)
+	}
+	// No server of the test can take the port meanwhile.
+	if l, err := net.Listen("tcp", refused); err == nil {
+		l.Close()
+		t.Errorf("a server could listen on Refused's %s", refused)
 	}
 	conn, err := net.DialTimeout("tcp", hostile.Blackhole(t), 2*time.Second)
 	if err != nil {
