@@ -1,8 +1,11 @@
 package gitwriter
 
 import (
+	"bytes"
+	"compress/zlib"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -354,4 +357,78 @@ func TestFallbackDiffChecksTrees(t *testing.T) {
 	if !errors.Is(err, errDamaged) {
 		t.Errorf("the diff through go-git's store from a commit with a damaged tree = %+v, %v; want errDamaged", changes, err)
 	}
+}
+
+// TestOpenMovesFromRefusedTree: a working copy at a commit whose tree
+// today's checks refuse (left by an older imagebump, which accepted it:
+// a chain of folders deeper than maxTreeDepth, entries out of order),
+// and a remote that moved on to a sound commit. Open blamed the sound
+// head and failed every time; it now hard-resets to it.
+func TestOpenMovesFromRefusedTree(t *testing.T) {
+	for _, shape := range []string{"deep", "out of order"} {
+		t.Run(shape, func(t *testing.T) {
+			bare := testgit.NewBare(t, seed)
+			workdir := filepath.Join(t.TempDir(), "work")
+			opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir, Depth: -1, TrustWorktree: true}
+			mustOpen(t, opts).Close()
+			good := testgit.Git(t, bare, "rev-parse", "main")
+			readme := testgit.Git(t, bare, "rev-parse", "main:README.md")
+			var refused string
+			switch shape {
+			case "deep":
+				// Written directly: a git process per tree takes seconds.
+				h := plumbing.NewHash(gitStdin(t, bare, "", "mktree"))
+				for range maxTreeDepth + 1 {
+					h = writeLoose(t, bare, plumbing.TreeObject, append([]byte("40000 d\x00"), h[:]...))
+				}
+				refused = rawObject(t, bare, "tree", treeEntryBytes(t, "100644", "README.md", readme)+treeEntryBytes(t, "40000", "deep", h.String()))
+			default:
+				refused = rawObject(t, bare, "tree", treeEntryBytes(t, "100644", "b", readme)+treeEntryBytes(t, "100644", "a", readme))
+			}
+			old := testgit.Git(t, bare, "commit-tree", refused, "-p", good, "-m", "refused now")
+			head := testgit.Git(t, bare, "commit-tree", good+"^{tree}", "-p", old, "-m", "sound")
+			testgit.Git(t, bare, "update-ref", "refs/heads/main", head)
+			// The working copy as it was left at the old commit.
+			testgit.Git(t, workdir, "fetch", "origin")
+			testgit.Git(t, workdir, "update-ref", "refs/heads/main", old)
+			sum, err := indexChecksum(filepath.Join(workdir, ".git", "index"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(workdir, ".git", resetStateFile), []byte(old+" "+sum+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r, err := Open(t.Context(), opts)
+			if err != nil {
+				t.Fatalf("Open of the sound head: %v", err)
+			}
+			defer r.Close()
+			if r.Head() != head {
+				t.Errorf("Open holds %s, want %s", r.Head(), head)
+			}
+			if got := testgit.Git(t, workdir, "status", "--porcelain", "--ignored"); got != "" {
+				t.Errorf("git status after Open:\n%s", got)
+			}
+		})
+	}
+}
+
+// writeLoose stores an object of type typ with content in the bare
+// repository as a loose file, as git does, and returns its name.
+func writeLoose(t *testing.T, bare string, typ plumbing.ObjectType, content []byte) plumbing.Hash {
+	t.Helper()
+	h := objectHash(typ, content)
+	var buf bytes.Buffer
+	zw := zlib.NewWriter(&buf)
+	fmt.Fprintf(zw, "%s %d\x00", typ, len(content))
+	zw.Write(content)
+	zw.Close()
+	p := filepath.Join(bare, "objects", h.String()[:2], h.String()[2:])
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, buf.Bytes(), 0o444); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -42,7 +42,7 @@ func (r *Repo) reset() error {
 	_ = os.Remove(r.statePath())
 	if err := r.resetWorktree(); err != nil {
 		r.damaged(err)
-		return fmt.Errorf("hard-resetting to %s: %w", shortHash(r.head), err)
+		return fmt.Errorf("hard-resetting the worktree to %s, the head of branch %q: %w", shortHash(r.head), r.branch, err)
 	}
 	r.dirty, r.verified = false, true
 	return nil
@@ -178,10 +178,9 @@ func (r *Repo) sync(verify bool) error {
 	if why == "" {
 		r.at = at
 		if err := r.checkout(at, r.head); err != nil {
-			if errors.Is(err, errBadTree) {
-				// A reset would refuse the same tree.
-				return fmt.Errorf("moving the worktree to %s, the head of branch %q: %w", shortHash(r.head), r.branch, err)
-			}
+			// A tree refused (errBadTree) may be the old commit's, which
+			// an older imagebump accepted: the reset reads the head's
+			// alone, and refuses it in turn when it is the head's.
 			if r.damaged(err) {
 				// A reset would meet the same object: Open clones
 				// afresh, and so does the next Open after an Update or
