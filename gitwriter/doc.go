@@ -43,9 +43,10 @@
 // copy it reused as it was rather than clone afresh, as a clone would
 // meet the same commit. A clone that meets it keeps its objects, with an
 // empty worktree and index and no state file: the next Opens fetch, and
-// write the whole worktree once the branch is fixed. (A tree go-git's
-// clone itself fails on, such as one with a bad mode, is not kept: each
-// Open clones again.) A working copy whose own commit is refused now (an
+// write the whole worktree once the branch is fixed. (A tree so
+// malformed that the remote's git cannot send it, such as one with a bad
+// mode, fails the clone on the server: each Open asks again, and nothing
+// is downloaded.) A working copy whose own commit is refused now (an
 // older imagebump accepted it) is hard-reset to a sound head. A tree more than
 // 2,048 folders deep is refused the same way, as git's core.maxTreeDepth
 // refuses it. Written as it stands, such a tree could put files outside
