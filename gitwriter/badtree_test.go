@@ -432,3 +432,45 @@ func writeLoose(t *testing.T, bare string, typ plumbing.ObjectType, content []by
 	}
 	return h
 }
+
+// TestRefusedNamesMatchGit asks the git on this machine to check out a
+// tree of one entry, a file or a symbolic link, for names that NTFS takes
+// for ".git" or ".gitmodules" and names that only look like them, and
+// requires parseTree to refuse exactly what git refuses. (git protects
+// NTFS on every system by default; HFS+ only on macOS, so HFS+ names are
+// not among them.)
+func TestRefusedNamesMatchGit(t *testing.T) {
+	work := t.TempDir()
+	testgit.Git(t, work, "init", "-q")
+	blob := rawObject(t, filepath.Join(work, ".git"), "blob", "target")
+	names := []string{
+		".git", ".GIT", ".Git.", ".git ", ".git. .", ".git:x", ".git::$INDEX_ALLOCATION", `.git\x`,
+		"git~1", "GIT~1", "git~1.", "Git~1 :y", `git~1\x`,
+		".gitx", "x.git", ".git.x", "git~2", "git~1x", "git~10", ". git", `a\b`,
+		".gitmodules", ".GitModules. ", ".gitmodules:x", ".gitmodulesx",
+		"gitmod~1", "GITMOD~4", "gitmod~4 .", "gitmod~5", "gitmod~1x",
+		"gi7eba~1", "GI7EBA~9", "gi7eb~12", "gi7e~123", "~1234567", "gi7eba~0", "gi7ebb~1", "gi7eba~1x", "gi7eba~",
+		".gitattributes", ".gitignore",
+	}
+	for _, name := range names {
+		for _, mode := range []string{"100644", "120000"} {
+			tree := rawObject(t, filepath.Join(work, ".git"), "tree", treeEntryBytes(t, mode, name, blob))
+			commit := strings.TrimSpace(testgit.Git(t, work, "commit-tree", tree, "-m", "x"))
+			_, gitErr := testgit.GitErr(t, work, nil, "read-tree", "-u", "--reset", commit)
+			if gitErr != nil && !strings.Contains(gitErr.Error(), "invalid path") {
+				t.Fatalf("git read-tree of %q (%s): %v", name, mode, gitErr)
+			}
+			content, err := hex.DecodeString(blob)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, ours := parseTree([]byte(mode + " " + name + "\x00" + string(content)))
+			if ours != nil && !errors.Is(ours, errBadTree) {
+				t.Errorf("parseTree of %q (%s): %v, not errBadTree", name, mode, ours)
+			}
+			if (gitErr != nil) != (ours != nil) {
+				t.Errorf("%q (%s): git refuses it: %v; parseTree: %v", name, mode, gitErr != nil, ours)
+			}
+		}
+	}
+}

@@ -37,9 +37,10 @@
 // empties the working copy.
 //
 // A commit whose tree git refuses to check out (an entry named "..", "."
-// or ".git" in any case, a name that is both a folder and a file or
-// link, a name with a slash, entries out of order) is refused too,
-// before anything is written: Open fails saying so, and keeps a working
+// or ".git" in any case or any form NTFS takes for it, such as ".git."
+// or "git~1"; a link NTFS takes for ".gitmodules"; a name that is both a
+// folder and a file or link; a name with a slash; entries out of order)
+// is refused too, before anything is written: Open fails saying so, and keeps a working
 // copy it reused as it was rather than clone afresh, as a clone would
 // meet the same commit. A clone that meets it keeps its objects, with an
 // empty worktree and index and no state file: the next Opens fetch, and

@@ -299,6 +299,9 @@ func parseTree(content []byte) ([]storedEntry, error) {
 		if refusedName(e.name) {
 			return nil, checkEntryName(string(e.name))
 		}
+		if e.mode == filemode.Symlink && ntfsGitmodules(e.name) {
+			return nil, fmt.Errorf("a symbolic link named %q, which git takes for .gitmodules: %w", e.name, errBadTree)
+		}
 		copy(e.hash[:], content[nul+1:])
 		content = content[nul+21:]
 		if len(out) > 0 && compareEntries(out[len(out)-1], e) >= 0 {
@@ -345,7 +348,8 @@ func canonicalMode(m uint32) filemode.FileMode {
 var errBadTree = errors.New("git refuses to check out such a tree; revert or rewrite the commit that brought it on the remote branch")
 
 // checkEntryName refuses a tree entry name git refuses to check out:
-// empty, ".", "..", or ".git" in any case.
+// empty, ".", "..", or a name NTFS takes for ".git" (ntfsDotGit), which
+// git refuses on every system.
 func checkEntryName(name string) error {
 	if refusedName([]byte(name)) {
 		return fmt.Errorf("an entry named %q: %w", name, errBadTree)
@@ -362,10 +366,64 @@ func refusedName(name []byte) bool {
 		return name[0] == '.'
 	case 2:
 		return name[0] == '.' && name[1] == '.'
-	case 4:
-		return bytes.EqualFold(name, []byte(".git"))
+	}
+	return ntfsDotGit(name)
+}
+
+// ntfsDotGit reports whether NTFS takes name for ".git", as git's
+// core.protectNTFS (on by default on every system since git 2.24.1)
+// does: ".git" or its short name "git~1", in any case, followed by
+// nothing but dots and spaces up to the end, a ":" (an alternate data
+// stream) or a backslash (a separator there).
+func ntfsDotGit(name []byte) bool {
+	for _, stem := range []string{".git", "git~1"} {
+		if len(name) >= len(stem) && bytes.EqualFold(name[:len(stem)], []byte(stem)) {
+			return ntfsTail(name[len(stem):])
+		}
 	}
 	return false
+}
+
+// ntfsGitmodules reports whether NTFS takes name for ".gitmodules": the
+// name itself, its short name "gitmod~1" to "gitmod~4", or a short name
+// of the hashed form, up to six letters of "gi7eba", a "~", a digit from
+// 1 to 9 and more digits, eight characters in all; in any case, followed
+// by what ntfsTail allows. git refuses a symbolic link so named.
+func ntfsGitmodules(name []byte) bool {
+	if len(name) >= 11 && bytes.EqualFold(name[:11], []byte(".gitmodules")) {
+		return ntfsTail(name[11:])
+	}
+	if len(name) < 8 {
+		return false
+	}
+	if bytes.EqualFold(name[:6], []byte("gitmod")) && name[6] == '~' && name[7] >= '1' && name[7] <= '4' {
+		return ntfsTail(name[8:])
+	}
+	tilde := bytes.IndexByte(name[:7], '~')
+	if tilde < 0 || !bytes.EqualFold(name[:tilde], []byte("gi7eba"[:tilde])) || name[tilde+1] < '1' || name[tilde+1] > '9' {
+		return false
+	}
+	for _, c := range name[tilde+2 : 8] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return ntfsTail(name[8:])
+}
+
+// ntfsTail reports whether rest, after a name NTFS takes for another,
+// is nothing but dots and spaces up to its end, a ":" or a backslash.
+func ntfsTail(rest []byte) bool {
+	for _, c := range rest {
+		switch c {
+		case ':', '\\':
+			return true
+		case '.', ' ':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // checkEntryPath is checkEntryName for each folder and file of path p,
