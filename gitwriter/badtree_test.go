@@ -153,6 +153,11 @@ func testBadTree(t *testing.T, shape, via string) {
 			t.Errorf("Open wrote %s, outside the worktree", p)
 		}
 	}
+	// A move refused keeps the record of what the worktree holds: the
+	// next head is reached by a move, not a reset.
+	if _, err := os.Stat(filepath.Join(workdir, ".git", resetStateFile)); via == "move" && err != nil {
+		t.Errorf("a refused move lost the state file: %v", err)
+	}
 
 	// Once the remote branch is fixed, the next Open brings the working
 	// copy to it.
@@ -451,6 +456,10 @@ func TestRefusedNamesMatchGit(t *testing.T) {
 		"gitmod~1", "GITMOD~4", "gitmod~4 .", "gitmod~5", "gitmod~1x",
 		"gi7eba~1", "GI7EBA~9", "gi7eb~12", "gi7e~123", "~1234567", "gi7eba~0", "gi7ebb~1", "gi7eba~1x", "gi7eba~",
 		".gitattributes", ".gitignore",
+		// NTFS takes a backslash for a separator: git checks each part,
+		// but its .gitmodules test does not stop at one.
+		`x\.git`, `x\.GIT.`, `x\git~1`, `x\git~1:a`, `a\b\.git`, `x\.gitx`,
+		`x\.gitmodules`, `x\gitmod~1`, `x\gi7eba~1`, `.gitmodules\`, `.gitmodules\x`, `gitmod~1\`, `gi7eba~1\x`,
 	}
 	for _, name := range names {
 		for _, mode := range []string{"100644", "120000"} {
@@ -470,6 +479,32 @@ func TestRefusedNamesMatchGit(t *testing.T) {
 			}
 			if (gitErr != nil) != (ours != nil) {
 				t.Errorf("%q (%s): git refuses it: %v; parseTree: %v", name, mode, gitErr != nil, ours)
+			}
+		}
+	}
+
+	// git checks a link's every folder too: a link below a folder NTFS
+	// takes for .gitmodules is refused, a file there is not.
+	repo, err := gogit.PlainOpen(work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Repo{repo: repo, objects: filepath.Join(work, ".git", "objects"), log: slog.New(slog.DiscardHandler)}
+	for _, folder := range []string{".gitmodules", ".GITMODULES", "gitmod~1:x", `x\.gitmodules`, ".gitmodulesx", "modules"} {
+		for _, mode := range []string{"100644", "120000"} {
+			sub := rawObject(t, filepath.Join(work, ".git"), "tree", treeEntryBytes(t, mode, "y", blob))
+			tree := rawObject(t, filepath.Join(work, ".git"), "tree", treeEntryBytes(t, "40000", folder, sub))
+			commit := strings.TrimSpace(testgit.Git(t, work, "commit-tree", tree, "-m", "x"))
+			_, gitErr := testgit.GitErr(t, work, nil, "read-tree", "-u", "--reset", commit)
+			if gitErr != nil && !strings.Contains(gitErr.Error(), "invalid path") {
+				t.Fatalf("git read-tree of %q/y (%s): %v", folder, mode, gitErr)
+			}
+			_, ours := r.diffUncached(nil, plumbing.ZeroHash, plumbing.NewHash(commit))
+			if ours != nil && !errors.Is(ours, errBadTree) {
+				t.Errorf("the tree of %q/y (%s): %v, not errBadTree", folder, mode, ours)
+			}
+			if (gitErr != nil) != (ours != nil) {
+				t.Errorf("%q/y (%s): git refuses it: %v; the diff: %v", folder, mode, gitErr != nil, ours)
 			}
 		}
 	}

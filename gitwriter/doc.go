@@ -38,7 +38,8 @@
 //
 // A commit whose tree git refuses to check out (an entry named "..", "."
 // or ".git" in any case or any form NTFS takes for it, such as ".git."
-// or "git~1"; a link NTFS takes for ".gitmodules"; a name that is both a
+// or "git~1", also after a backslash; a link NTFS takes for
+// ".gitmodules", or below a folder it takes so; a name that is both a
 // folder and a file or link; a name with a slash; entries out of order)
 // is refused too, before anything is written: Open fails saying so, and keeps a working
 // copy it reused as it was rather than clone afresh, as a clone would

@@ -264,6 +264,9 @@ func (r *Repo) readEdits(changed []string) (map[string]fileEdit, error) {
 		}
 		var content []byte
 		if fi.Mode()&fs.ModeSymlink != 0 {
+			if err := checkLinkPath(clean); err != nil {
+				return nil, fmt.Errorf("the edit reported %q, a symbolic link git refuses to commit: %w", p, err)
+			}
 			target, err := os.Readlink(full)
 			if err != nil {
 				return nil, fmt.Errorf("reading changed symlink: %w", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
@@ -113,7 +114,9 @@ func (d *treeDiffer) walk(a, b plumbing.Hash) error {
 			case x.isDir():
 				err = d.into(x.name, x.hash, y.hash)
 			case x.hash != y.hash || x.mode != y.mode:
-				d.out = append(d.out, treeChange{path: d.pathOf(x.name), from: x.treeEntry(), to: y.treeEntry()})
+				if err = d.checkLink(y); err == nil {
+					d.out = append(d.out, treeChange{path: d.pathOf(x.name), from: x.treeEntry(), to: y.treeEntry()})
+				}
 			}
 		}
 		if err != nil {
@@ -153,10 +156,22 @@ func (d *treeDiffer) one(e storedEntry, gone bool) error {
 	if gone {
 		c.from = e.treeEntry()
 	} else {
+		if err := d.checkLink(e); err != nil {
+			return err
+		}
 		c.to = e.treeEntry()
 	}
 	d.out = append(d.out, c)
 	return nil
+}
+
+// checkLink refuses a symbolic link e of the new tree below a folder git
+// takes for ".gitmodules" (checkLinkPath; parseTree checks its name).
+func (d *treeDiffer) checkLink(e storedEntry) error {
+	if e.mode != filemode.Symlink || len(d.path) == 0 {
+		return nil
+	}
+	return checkLinkPath(d.pathOf(e.name))
 }
 
 func (e storedEntry) treeEntry() object.TreeEntry {
@@ -299,7 +314,7 @@ func parseTree(content []byte) ([]storedEntry, error) {
 		if refusedName(e.name) {
 			return nil, checkEntryName(string(e.name))
 		}
-		if e.mode == filemode.Symlink && ntfsGitmodules(e.name) {
+		if e.mode == filemode.Symlink && ntfsAny(e.name, ntfsGitmodules) {
 			return nil, fmt.Errorf("a symbolic link named %q, which git takes for .gitmodules: %w", e.name, errBadTree)
 		}
 		copy(e.hash[:], content[nul+1:])
@@ -367,7 +382,23 @@ func refusedName(name []byte) bool {
 	case 2:
 		return name[0] == '.' && name[1] == '.'
 	}
-	return ntfsDotGit(name)
+	return ntfsAny(name, ntfsDotGit)
+}
+
+// ntfsAny reports whether is holds for name or for what follows any
+// backslash in it: NTFS takes a backslash for a folder separator, and git
+// checks each part.
+func ntfsAny(name []byte, is func([]byte) bool) bool {
+	for {
+		if is(name) {
+			return true
+		}
+		i := bytes.IndexByte(name, '\\')
+		if i < 0 {
+			return false
+		}
+		name = name[i+1:]
+	}
 }
 
 // ntfsDotGit reports whether NTFS takes name for ".git", as git's
@@ -378,7 +409,7 @@ func refusedName(name []byte) bool {
 func ntfsDotGit(name []byte) bool {
 	for _, stem := range []string{".git", "git~1"} {
 		if len(name) >= len(stem) && bytes.EqualFold(name[:len(stem)], []byte(stem)) {
-			return ntfsTail(name[len(stem):])
+			return ntfsTail(name[len(stem):], true)
 		}
 	}
 	return false
@@ -388,16 +419,17 @@ func ntfsDotGit(name []byte) bool {
 // name itself, its short name "gitmod~1" to "gitmod~4", or a short name
 // of the hashed form, up to six letters of "gi7eba", a "~", a digit from
 // 1 to 9 and more digits, eight characters in all; in any case, followed
-// by what ntfsTail allows. git refuses a symbolic link so named.
+// by what ntfsTail allows, a backslash not among it. git refuses a
+// symbolic link so named.
 func ntfsGitmodules(name []byte) bool {
 	if len(name) >= 11 && bytes.EqualFold(name[:11], []byte(".gitmodules")) {
-		return ntfsTail(name[11:])
+		return ntfsTail(name[11:], false)
 	}
 	if len(name) < 8 {
 		return false
 	}
 	if bytes.EqualFold(name[:6], []byte("gitmod")) && name[6] == '~' && name[7] >= '1' && name[7] <= '4' {
-		return ntfsTail(name[8:])
+		return ntfsTail(name[8:], false)
 	}
 	tilde := bytes.IndexByte(name[:7], '~')
 	if tilde < 0 || !bytes.EqualFold(name[:tilde], []byte("gi7eba"[:tilde])) || name[tilde+1] < '1' || name[tilde+1] > '9' {
@@ -408,22 +440,44 @@ func ntfsGitmodules(name []byte) bool {
 			return false
 		}
 	}
-	return ntfsTail(name[8:])
+	return ntfsTail(name[8:], false)
 }
 
 // ntfsTail reports whether rest, after a name NTFS takes for another,
-// is nothing but dots and spaces up to its end, a ":" or a backslash.
-func ntfsTail(rest []byte) bool {
+// is nothing but dots and spaces up to its end, a ":", or a backslash
+// when backslash is set (git's test for ".git" stops there, its test for
+// ".gitmodules" does not).
+func ntfsTail(rest []byte, backslash bool) bool {
 	for _, c := range rest {
-		switch c {
-		case ':', '\\':
+		switch {
+		case c == ':', c == '\\' && backslash:
 			return true
-		case '.', ' ':
+		case c == '.', c == ' ':
 		default:
 			return false
 		}
 	}
 	return true
+}
+
+// checkLinkPath refuses the path of a symbolic link that git refuses:
+// git checks every folder of a link's path, and its name (each part
+// after a backslash too), for what NTFS takes for ".gitmodules".
+func checkLinkPath(p string) error {
+	folders, name := path.Split(p)
+	refused := ""
+	for folder := range strings.SplitSeq(strings.TrimSuffix(folders, "/"), "/") {
+		if ntfsGitmodules([]byte(folder)) {
+			refused = folder
+		}
+	}
+	if ntfsAny([]byte(name), ntfsGitmodules) {
+		refused = name
+	}
+	if refused != "" {
+		return fmt.Errorf("%s: %q, which git takes for .gitmodules in the path of a symbolic link: %w", p, refused, errBadTree)
+	}
+	return nil
 }
 
 // checkEntryPath is checkEntryName for each folder and file of path p,

@@ -380,6 +380,18 @@ func TestUpdateChecks(t *testing.T) {
 		{name: "path in a folder's .git, in capitals", u: Update{Commit: author}, edit: func(ctx context.Context, dir string) ([]string, string, error) {
 			return []string{"clusters/.GIT/x"}, "x", os.MkdirAll(filepath.Join(dir, "clusters", ".GIT"), 0o755)
 		}, wantIn: "a path git refuses to commit"},
+		{name: "a link git takes for .gitmodules", u: Update{Commit: author}, edit: func(ctx context.Context, dir string) ([]string, string, error) {
+			return []string{"GITMOD~1"}, "x", os.Symlink("target", filepath.Join(dir, "GITMOD~1"))
+		}, wantIn: "a symbolic link git refuses to commit"},
+		{name: "a link below a folder git takes for .gitmodules", u: Update{Commit: author}, edit: func(ctx context.Context, dir string) ([]string, string, error) {
+			if err := os.MkdirAll(filepath.Join(dir, ".gitmodules"), 0o755); err != nil {
+				return nil, "", err
+			}
+			return []string{".gitmodules/y"}, "x", os.Symlink("target", filepath.Join(dir, ".gitmodules", "y"))
+		}, wantIn: "a symbolic link git refuses to commit"},
+		{name: "a path NTFS takes for .git after a backslash", u: Update{Commit: author}, edit: func(ctx context.Context, dir string) ([]string, string, error) {
+			return []string{`x\.git`}, "x", os.WriteFile(filepath.Join(dir, `x\.git`), []byte("x\n"), 0o644)
+		}, wantIn: "a path git refuses to commit"},
 		{name: "absolute path", u: Update{Commit: author}, edit: func(ctx context.Context, dir string) ([]string, string, error) {
 			return []string{"/etc/passwd"}, "x", nil
 		}, wantIn: "not a path inside the worktree"},

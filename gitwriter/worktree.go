@@ -37,9 +37,6 @@ func (r *Repo) reset() error {
 	if err := r.repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, r.branchRef())); err != nil {
 		return fmt.Errorf("pointing HEAD at %q: %w", r.branch, err)
 	}
-	// Forget the recorded state first: if the reset fails half-way, the
-	// next Open must not trust the index.
-	_ = os.Remove(r.statePath())
 	if err := r.resetWorktree(); err != nil {
 		r.damaged(err)
 		return fmt.Errorf("hard-resetting the worktree to %s, the head of branch %q: %w", shortHash(r.head), r.branch, err)
@@ -56,8 +53,13 @@ func (r *Repo) resetWorktree() error {
 	}
 	files, err := r.diffUncached(ps, plumbing.ZeroHash, r.head)
 	if err != nil {
+		// Nothing changed: a head refused here leaves the state as it
+		// was, for the move to the next head.
 		return fmt.Errorf("reading its tree: %w", err)
 	}
+	// Forget the recorded state before the first change: if the reset
+	// fails half-way, the next Open must not trust the index.
+	_ = os.Remove(r.statePath())
 	// Deletions first, so that no path below is reached through a link
 	// or a file the commit does not hold.
 	if err := cleanAllBut(r.dir, func(yield func(string) bool) {
