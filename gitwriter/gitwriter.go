@@ -498,31 +498,20 @@ func inspectDir(dir string) (dirState, error) {
 
 // emptyDir removes everything in dir but dir itself, which may be a mount
 // point.
-func emptyDir(dir string) error {
+func emptyDir(dir string) error { return emptyDirBut(dir, "") }
+
+// emptyDirBut deletes everything in dir but the entry named keep.
+func emptyDirBut(dir, keep string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("emptying workdir: %w", err)
 	}
 	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-			return fmt.Errorf("emptying workdir: %w", err)
-		}
-	}
-	return nil
-}
-
-// emptyWorktree deletes everything in dir but .git.
-func emptyWorktree(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if e.Name() == ".git" {
+		if e.Name() == keep {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-			return err
+			return fmt.Errorf("emptying workdir: %w", err)
 		}
 	}
 	return nil
@@ -627,7 +616,7 @@ func (r *Repo) clone(ctx context.Context) error {
 			// fixed. With an empty index and no state file, that Open
 			// writes the whole worktree.
 			r.recordCloneObjects()
-			if emptyWorktree(r.dir) != nil || writeIndexFile(r.indexPath(), (&rawIndex{version: 2}).patch(nil)) != nil {
+			if emptyDirBut(r.dir, ".git") != nil || writeIndexFile(r.indexPath(), (&rawIndex{version: 2}).patch(nil)) != nil {
 				_ = emptyDir(r.dir)
 			}
 		} else {

@@ -284,8 +284,9 @@ func storedObject(repo *git.Repository, t plumbing.ObjectType, h plumbing.Hash) 
 // parseTree parses a tree's content: entries of an octal mode, a space,
 // a name, a NUL and a 20-byte hash, in git's order (compareEntries),
 // each name once (a folder and a file of the same name are refused), and
-// none that git refuses to check out (checkEntryName). Modes are read as go-git's store reads them (as git
-// does, but for a file executable by its group or others only): a
+// none that git refuses to check out (checkEntryName; a link NTFS takes
+// for ".gitmodules"). Modes are read as go-git's store reads them (as
+// git does, but for a file executable by its group or others only): a
 // folder, a link, an executable file or a plain one, anything else a
 // submodule.
 func parseTree(content []byte) ([]storedEntry, error) {
@@ -353,13 +354,14 @@ func canonicalMode(m uint32) filemode.FileMode {
 	return filemode.Submodule
 }
 
-// errBadTree marks a commit whose tree git refuses to check out: an
-// entry named "", ".", ".." or ".git", a name that is both a folder and
-// a file, or any other tree parseTree refuses (a name with a slash,
-// entries out of order). Written as it stands, such a tree could put files outside
-// the worktree or in .git; it is the commit's fault, not the working
-// copy's, so it is neither read through go-git's store nor a reason to
-// clone afresh.
+// errBadTree marks a commit whose tree git refuses to check out: any
+// tree parseTree refuses (an entry named "", ".", ".." or one NTFS takes
+// for ".git", a name that is both a folder and a file, a name with a
+// slash, entries out of order), a link below a folder NTFS takes for
+// ".gitmodules", or folders deeper than maxTreeDepth. Written as it
+// stands, such a tree could put files outside the worktree or in .git;
+// it is the commit's fault, not the working copy's, so it is no reason
+// to clone afresh.
 var errBadTree = errors.New("git refuses to check out such a tree; revert or rewrite the commit that brought it on the remote branch")
 
 // checkEntryName refuses a tree entry name git refuses to check out:

@@ -132,7 +132,7 @@ func keepFile(root string, idx *index.Index, e *index.Entry, want object.TreeEnt
 		// An empty folder, as a checkout leaves it, with no stat data.
 		return [40]byte{}, fi.IsDir()
 	}
-	if e.Stage != 0 || e.SkipWorktree || e.IntentToAdd {
+	if !plainEntry(e) {
 		return [40]byte{}, false
 	}
 	if ok, err := fileClean(full, fi, idx, e); err != nil || !ok {
@@ -300,7 +300,7 @@ func (r *Repo) worktreeDiffers() string {
 // for files modified no earlier than the index was written ("racy" ones),
 // whose content is hashed.
 func entryClean(root string, idx *index.Index, e *index.Entry) (bool, error) {
-	if e.Stage != 0 || e.SkipWorktree || e.IntentToAdd {
+	if !plainEntry(e) {
 		return false, nil
 	}
 	if e.Mode == filemode.Submodule {
@@ -312,6 +312,13 @@ func entryClean(root string, idx *index.Index, e *index.Entry) (bool, error) {
 		return false, nil
 	}
 	return fileClean(full, fi, idx, e)
+}
+
+// plainEntry reports whether index entry e stands for a file in the
+// worktree as git checks one out: not a conflict, not skipped, not only
+// intended to be added.
+func plainEntry(e *index.Entry) bool {
+	return e.Stage == 0 && !e.SkipWorktree && !e.IntentToAdd
 }
 
 // fileClean is entryClean for the file at full, whose lstat data is fi.
