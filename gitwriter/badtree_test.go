@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -439,14 +440,24 @@ func writeLoose(t *testing.T, bare string, typ plumbing.ObjectType, content []by
 }
 
 // TestRefusedNamesMatchGit asks the git on this machine to check out a
-// tree of one entry, a file or a symbolic link, for names that NTFS takes
-// for ".git" or ".gitmodules" and names that only look like them, and
-// requires parseTree to refuse exactly what git refuses. (git protects
-// NTFS on every system by default; HFS+ only on macOS, so HFS+ names are
-// not among them.)
+// tree of one entry, a file or a symbolic link, for names that NTFS or
+// HFS+ takes for ".git" or ".gitmodules" and names that only look like
+// them, and requires parseTree to refuse exactly what git refuses. git
+// protects NTFS on every system by default, HFS+ only on macOS: each
+// name is asked with core.protectHFS off and on, and protectHFS set to
+// match.
 func TestRefusedNamesMatchGit(t *testing.T) {
+	for _, hfs := range []bool{false, true} {
+		t.Run(fmt.Sprintf("protectHFS=%v", hfs), func(t *testing.T) { testRefusedNames(t, hfs) })
+	}
+}
+
+func testRefusedNames(t *testing.T, hfs bool) {
+	defer func(was bool) { protectHFS = was }(protectHFS)
+	protectHFS = hfs
 	work := t.TempDir()
 	testgit.Git(t, work, "init", "-q")
+	testgit.Git(t, work, "config", "core.protectHFS", strconv.FormatBool(hfs))
 	blob := rawObject(t, filepath.Join(work, ".git"), "blob", "target")
 	names := []string{
 		".git", ".GIT", ".Git.", ".git ", ".git. .", ".git:x", ".git::$INDEX_ALLOCATION", `.git\x`,
@@ -460,6 +471,13 @@ func TestRefusedNamesMatchGit(t *testing.T) {
 		// but its .gitmodules test does not stop at one.
 		`x\.git`, `x\.GIT.`, `x\git~1`, `x\git~1:a`, `a\b\.git`, `x\.gitx`,
 		`x\.gitmodules`, `x\gitmod~1`, `x\gi7eba~1`, `.gitmodules\`, `.gitmodules\x`, `gitmod~1\`, `gi7eba~1\x`,
+		// HFS+ ignores some invisible code points and folds case.
+		".g\u200cit", ".GI\u200dT", "\u200e.git", ".git\u200f", ".git\u202a\u202e", "\u206a.g\u206fit", ".git\ufeff",
+		".git\u200cx", ".git\u200b", ".gi\u0307t", ".git\ufffd", "\u200c.gitx", ".\u200c", "..\u200d",
+		// Bytes git does not read as UTF-8 end the name after ".git",
+		// and nowhere else.
+		".git\xff", ".git\xe2\x80", ".git\uffff", ".git\ufffe", ".git\xed\xa0\x80", ".git\xc0\xae", ".g\xffit", "\xff.git",
+		"\ufeff.gitmodules", ".gitmodule\u200cs", ".GITMODULES\u200d", ".gitmodules\u200cx", ".gitmodules\xff", `x\.gitmodule` + "\u200cs",
 	}
 	for _, name := range names {
 		for _, mode := range []string{"100644", "120000"} {
@@ -490,7 +508,7 @@ func TestRefusedNamesMatchGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Repo{repo: repo, objects: filepath.Join(work, ".git", "objects"), log: slog.New(slog.DiscardHandler)}
-	for _, folder := range []string{".gitmodules", ".GITMODULES", "gitmod~1:x", `x\.gitmodules`, ".gitmodulesx", "modules"} {
+	for _, folder := range []string{".gitmodules", ".GITMODULES", "gitmod~1:x", `x\.gitmodules`, ".gitmodulesx", "modules", ".gitmodule\u200cs", "\ufeff.gitmodules"} {
 		for _, mode := range []string{"100644", "120000"} {
 			sub := rawObject(t, filepath.Join(work, ".git"), "tree", treeEntryBytes(t, mode, "y", blob))
 			tree := rawObject(t, filepath.Join(work, ".git"), "tree", treeEntryBytes(t, "40000", folder, sub))

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"runtime"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -315,7 +317,7 @@ func parseTree(content []byte) ([]storedEntry, error) {
 		if refusedName(e.name) {
 			return nil, checkEntryName(string(e.name))
 		}
-		if e.mode == filemode.Symlink && ntfsAny(e.name, ntfsGitmodules) {
+		if e.mode == filemode.Symlink && linkName(e.name) {
 			return nil, fmt.Errorf("a symbolic link named %q, which git takes for .gitmodules: %w", e.name, errBadTree)
 		}
 		copy(e.hash[:], content[nul+1:])
@@ -355,18 +357,19 @@ func canonicalMode(m uint32) filemode.FileMode {
 }
 
 // errBadTree marks a commit whose tree git refuses to check out: any
-// tree parseTree refuses (an entry named "", ".", ".." or one NTFS takes
-// for ".git", a name that is both a folder and a file, a name with a
-// slash, entries out of order), a link below a folder NTFS takes for
-// ".gitmodules", or folders deeper than maxTreeDepth. Written as it
+// tree parseTree refuses (an entry named "", ".", ".." or one NTFS, or
+// on macOS HFS+, takes for ".git", a name that is both a folder and a
+// file, a name with a slash, entries out of order), a link below a
+// folder git takes for ".gitmodules", or folders deeper than
+// maxTreeDepth. Written as it
 // stands, such a tree could put files outside the worktree or in .git;
 // it is the commit's fault, not the working copy's, so it is no reason
 // to clone afresh.
 var errBadTree = errors.New("git refuses to check out such a tree; revert or rewrite the commit that brought it on the remote branch")
 
 // checkEntryName refuses a tree entry name git refuses to check out:
-// empty, ".", "..", or a name NTFS takes for ".git" (ntfsDotGit), which
-// git refuses on every system.
+// empty, ".", "..", a name NTFS takes for ".git" (ntfsDotGit), which git
+// refuses on every system, or on macOS one HFS+ takes for it (hfsDot).
 func checkEntryName(name string) error {
 	if refusedName([]byte(name)) {
 		return fmt.Errorf("an entry named %q: %w", name, errBadTree)
@@ -384,7 +387,64 @@ func refusedName(name []byte) bool {
 	case 2:
 		return name[0] == '.' && name[1] == '.'
 	}
-	return ntfsAny(name, ntfsDotGit)
+	return ntfsAny(name, ntfsDotGit) || protectHFS && hfsDot(name, "git")
+}
+
+// linkName reports whether git refuses a symbolic link named name: one
+// NTFS, or on macOS HFS+, takes for ".gitmodules".
+func linkName(name []byte) bool {
+	return ntfsAny(name, ntfsGitmodules) || protectHFS && hfsDot(name, "gitmodules")
+}
+
+// protectHFS is git's core.protectHFS as git sets it by default: on
+// macOS only, where HFS+ and APFS may take a name with invisible code
+// points in it for ".git".
+var protectHFS = runtime.GOOS == "darwin"
+
+// hfsDot reports whether HFS+ takes name for "." followed by needle (in
+// lower case ASCII), as git's core.protectHFS does: the code points
+// HFS+ ignores (hfsNext) are skipped, and ASCII letters match in any
+// case. Bytes that are not UTF-8 right after the needle count as the
+// end of the name, as they do in git.
+func hfsDot(name []byte, needle string) bool {
+	r, name := hfsNext(name)
+	if r != '.' {
+		return false
+	}
+	for i := range len(needle) {
+		r, name = hfsNext(name)
+		if r >= 'A' && r <= 'Z' {
+			r += 'a' - 'A'
+		}
+		if r != rune(needle[i]) {
+			return false
+		}
+	}
+	r, _ = hfsNext(name)
+	return r == 0
+}
+
+// hfsNext returns the first code point of b that HFS+ does not ignore,
+// and the bytes after it. It returns 0 at the end of b and at bytes git
+// does not read as UTF-8: what Go's decoder refuses, and U+FFFE and
+// U+FFFF. The ignored code points are git's list: the zero-width
+// (non-)joiners, the direction marks, embeddings and overrides
+// (U+200C–U+200F, U+202A–U+202E), the deprecated format characters
+// U+206A–U+206F, and U+FEFF.
+func hfsNext(b []byte) (rune, []byte) {
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 || r == 0xfffe || r == 0xffff {
+			return 0, nil
+		}
+		b = b[n:]
+		switch {
+		case r >= 0x200c && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x206a && r <= 0x206f, r == 0xfeff:
+			continue
+		}
+		return r, b
+	}
+	return 0, nil
 }
 
 // ntfsAny reports whether is holds for name or for what follows any
@@ -464,16 +524,17 @@ func ntfsTail(rest []byte, backslash bool) bool {
 
 // checkLinkPath refuses the path of a symbolic link that git refuses:
 // git checks every folder of a link's path, and its name (each part
-// after a backslash too), for what NTFS takes for ".gitmodules".
+// after a backslash too), for what NTFS, or on macOS HFS+, takes for
+// ".gitmodules".
 func checkLinkPath(p string) error {
 	folders, name := path.Split(p)
 	refused := ""
 	for folder := range strings.SplitSeq(strings.TrimSuffix(folders, "/"), "/") {
-		if ntfsGitmodules([]byte(folder)) {
+		if ntfsGitmodules([]byte(folder)) || protectHFS && hfsDot([]byte(folder), "gitmodules") {
 			refused = folder
 		}
 	}
-	if ntfsAny([]byte(name), ntfsGitmodules) {
+	if linkName([]byte(name)) {
 		refused = name
 	}
 	if refused != "" {

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -722,6 +723,66 @@ func FuzzParseTree(f *testing.F) {
 		again, err := parseTree(back)
 		if err != nil || !cmp.Equal(entries, again, cmp.AllowUnexported(storedEntry{})) {
 			t.Fatalf("parsed %q, which written back parses to %v, %v", content, again, err)
+		}
+	})
+}
+
+// FuzzHFSDot: what HFS+ takes for ".git" or ".gitmodules" does not
+// change when a code point it ignores is put between two others, or when
+// ASCII letters change case; and a name in UTF-8 is taken exactly when
+// its code points, less those HFS+ ignores and up to a U+FFFE or U+FFFF
+// (which git does not read), are "." and the needle in any ASCII case.
+// None panics.
+func FuzzHFSDot(f *testing.F) {
+	f.Add([]byte(".g\u200cit"), uint8(2), false)
+	f.Add([]byte(".GitModules\ufeff"), uint8(5), true)
+	f.Add([]byte(".git\uffffx"), uint8(1), false)
+	f.Add([]byte(".git\xff"), uint8(1), false)
+	f.Fuzz(func(t *testing.T, name []byte, at uint8, modules bool) {
+		needle := "git"
+		if modules {
+			needle = "gitmodules"
+		}
+		got := hfsDot(name, needle)
+		upper := bytes.Clone(name)
+		for i, c := range upper {
+			if c >= 'a' && c <= 'z' {
+				upper[i] = c - 'a' + 'A'
+			}
+		}
+		if hfsDot(upper, needle) != got {
+			t.Fatalf("hfsDot(%q) = %v, but %v for %q", name, got, !got, upper)
+		}
+		if !utf8.Valid(name) {
+			return
+		}
+		runes := []rune(string(name))
+		i := int(at) % (len(runes) + 1)
+		inserted := string(runes[:i]) + "\u202d" + string(runes[i:])
+		if hfsDot([]byte(inserted), needle) != got {
+			t.Fatalf("hfsDot(%q) = %v, but %v for %q", name, got, !got, inserted)
+		}
+		var visible []rune
+		for _, r := range runes {
+			if r == 0xfffe || r == 0xffff {
+				break
+			}
+			if !(r >= 0x200c && r <= 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x206a && r <= 0x206f || r == 0xfeff) {
+				visible = append(visible, r)
+			}
+		}
+		want := len(visible) == len(needle)+1
+		for k, r := range visible {
+			if !want {
+				break
+			}
+			if r >= 'A' && r <= 'Z' {
+				r += 'a' - 'A'
+			}
+			want = r == rune(("." + needle)[k])
+		}
+		if got != want {
+			t.Fatalf("hfsDot(%q) = %v; its code points HFS+ sees are %q", name, got, string(visible))
 		}
 	})
 }

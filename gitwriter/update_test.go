@@ -363,6 +363,7 @@ func TestUpdateChecks(t *testing.T) {
 		name   string
 		u      Update
 		edit   Edit
+		hfs    bool // protectHFS, as on macOS
 		wantIn string
 	}{
 		{name: "no author", u: Update{}, edit: noop, wantIn: "author"},
@@ -392,6 +393,12 @@ func TestUpdateChecks(t *testing.T) {
 		{name: "a path NTFS takes for .git after a backslash", u: Update{Commit: author}, edit: func(ctx context.Context, dir string) ([]string, string, error) {
 			return []string{`x\.git`}, "x", os.WriteFile(filepath.Join(dir, `x\.git`), []byte("x\n"), 0o644)
 		}, wantIn: "a path git refuses to commit"},
+		{name: "a path HFS+ takes for .git, on macOS", u: Update{Commit: author}, hfs: true, edit: func(ctx context.Context, dir string) ([]string, string, error) {
+			return []string{".g\u200cit"}, "x", os.WriteFile(filepath.Join(dir, ".g\u200cit"), []byte("x\n"), 0o644)
+		}, wantIn: "a path git refuses to commit"},
+		{name: "a link HFS+ takes for .gitmodules, on macOS", u: Update{Commit: author}, hfs: true, edit: func(ctx context.Context, dir string) ([]string, string, error) {
+			return []string{".gitmodules\ufeff"}, "x", os.Symlink("target", filepath.Join(dir, ".gitmodules\ufeff"))
+		}, wantIn: "a symbolic link git refuses to commit"},
 		{name: "absolute path", u: Update{Commit: author}, edit: func(ctx context.Context, dir string) ([]string, string, error) {
 			return []string{"/etc/passwd"}, "x", nil
 		}, wantIn: "not a path inside the worktree"},
@@ -404,6 +411,10 @@ func TestUpdateChecks(t *testing.T) {
 	before := testgit.Refs(t, bare)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.hfs {
+				defer func(was bool) { protectHFS = was }(protectHFS)
+				protectHFS = true
+			}
 			_, err := r.Update(t.Context(), tt.u, tt.edit)
 			if err == nil || !strings.Contains(err.Error(), tt.wantIn) {
 				t.Fatalf("Update() error = %v, want one containing %q", err, tt.wantIn)
