@@ -527,3 +527,40 @@ func testRefusedNames(t *testing.T, hfs bool) {
 		}
 	}
 }
+
+// TestBackslashOnWindows: where a backslash separates folders (Windows),
+// a name with one is refused, as git for Windows refuses it, so that
+// "..\..\x" cannot be written outside the worktree; elsewhere git
+// checks such names out (TestRefusedNamesMatchGit asks it), and so does
+// parseTree.
+func TestBackslashOnWindows(t *testing.T) {
+	hash := strings.Repeat("\x01", 20)
+	for _, windows := range []bool{false, true} {
+		t.Run(fmt.Sprintf("backslashSeparates=%v", windows), func(t *testing.T) {
+			defer func(was bool) { backslashSeparates = was }(backslashSeparates)
+			backslashSeparates = windows
+			for _, tt := range []struct {
+				name    string
+				refused bool
+			}{
+				{`..\..\x`, windows},
+				{`a\b`, windows},
+				{`\x`, windows},
+				{`x\`, windows},
+				{`.\`, windows},
+				{`\`, windows},
+				{"a.b", false},
+				{"..", true},
+			} {
+				_, err := parseTree([]byte("100644 " + tt.name + "\x00" + hash))
+				if (err != nil) != tt.refused || err != nil && !errors.Is(err, errBadTree) {
+					t.Errorf("parseTree of an entry %q: %v, want refused %v", tt.name, err, tt.refused)
+				}
+				err = checkEntryPath("clusters/" + tt.name + "/x.yaml")
+				if (err != nil) != tt.refused {
+					t.Errorf("checkEntryPath of a path through %q: %v, want refused %v", tt.name, err, tt.refused)
+				}
+			}
+		})
+	}
+}

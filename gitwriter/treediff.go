@@ -358,18 +358,18 @@ func canonicalMode(m uint32) filemode.FileMode {
 
 // errBadTree marks a commit whose tree git refuses to check out: any
 // tree parseTree refuses (an entry named "", ".", ".." or one NTFS, or
-// on macOS HFS+, takes for ".git", a name that is both a folder and a
-// file, a name with a slash, entries out of order), a link below a
-// folder git takes for ".gitmodules", or folders deeper than
-// maxTreeDepth. Written as it
-// stands, such a tree could put files outside the worktree or in .git;
-// it is the commit's fault, not the working copy's, so it is no reason
-// to clone afresh.
+// on macOS HFS+, takes for ".git", a name with a slash, or on Windows a
+// backslash, a name that is both a folder and a file, entries out of
+// order), a link below a folder git takes for ".gitmodules", or folders
+// deeper than maxTreeDepth. Written as it stands, such a tree could put
+// files outside the worktree or in .git; it is the commit's fault, not
+// the working copy's, so it is no reason to clone afresh.
 var errBadTree = errors.New("git refuses to check out such a tree; revert or rewrite the commit that brought it on the remote branch")
 
 // checkEntryName refuses a tree entry name git refuses to check out:
 // empty, ".", "..", a name NTFS takes for ".git" (ntfsDotGit), which git
-// refuses on every system, or on macOS one HFS+ takes for it (hfsDot).
+// refuses on every system, on macOS one HFS+ takes for it (hfsDot), or
+// on Windows any name with a backslash (backslashSeparates).
 func checkEntryName(name string) error {
 	if refusedName([]byte(name)) {
 		return fmt.Errorf("an entry named %q: %w", name, errBadTree)
@@ -379,6 +379,9 @@ func checkEntryName(name string) error {
 
 // refusedName is checkEntryName's test, on the bytes of a tree entry.
 func refusedName(name []byte) bool {
+	if backslashSeparates && bytes.IndexByte(name, '\\') >= 0 {
+		return true
+	}
 	switch len(name) {
 	case 0:
 		return true
@@ -389,6 +392,13 @@ func refusedName(name []byte) bool {
 	}
 	return ntfsAny(name, ntfsDotGit) || protectHFS && hfsDot(name, "git")
 }
+
+// backslashSeparates is set where a backslash in a name is a folder
+// separator to the file system, so that "..\\x" would be written outside
+// the worktree: on Windows, where git refuses any name with a backslash.
+// (Windows is not a release target; its other rules, such as reserved
+// names like "aux", are not checked.)
+var backslashSeparates = runtime.GOOS == "windows"
 
 // linkName reports whether git refuses a symbolic link named name: one
 // NTFS, or on macOS HFS+, takes for ".gitmodules".
