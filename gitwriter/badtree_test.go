@@ -501,14 +501,20 @@ func testRefusedNames(t *testing.T, hfs bool) {
 		}
 	}
 
-	// git checks a link's every folder too: a link below a folder NTFS
-	// takes for .gitmodules is refused, a file there is not.
+	// git checks a link's every folder too: a link below a folder it
+	// takes for .gitmodules is refused, a file there is not. Its NTFS
+	// test reads on past the folder, so a ":" ends such a name there, and
+	// the "/" that follows does not.
 	repo, err := gogit.PlainOpen(work)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &Repo{repo: repo, objects: filepath.Join(work, ".git", "objects"), log: slog.New(slog.DiscardHandler)}
-	for _, folder := range []string{".gitmodules", ".GITMODULES", "gitmod~1:x", `x\.gitmodules`, ".gitmodulesx", "modules", ".gitmodule\u200cs", "\ufeff.gitmodules"} {
+	for _, folder := range []string{
+		".gitmodules", ".GITMODULES", "gitmod~1:x", `x\.gitmodules`, ".gitmodulesx", "modules", ".gitmodule\u200cs", "\ufeff.gitmodules",
+		"gitmod~1", "GITMOD~4.", "gi7eba~1", ".gitmodules.", ".gitmodules ", ".gitmodules .:x", `x\.gitmodules:`, `x\gitmod~1:a`, `a\b\gi7eba~1 :`,
+		".gitmodules\xe2", `x\.gitmodule` + "\u200cs",
+	} {
 		for _, mode := range []string{"100644", "120000"} {
 			sub := rawObject(t, filepath.Join(work, ".git"), "tree", treeEntryBytes(t, mode, "y", blob))
 			tree := rawObject(t, filepath.Join(work, ".git"), "tree", treeEntryBytes(t, "40000", folder, sub))

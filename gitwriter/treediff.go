@@ -407,8 +407,8 @@ func linkName(name []byte) bool {
 }
 
 // protectHFS is git's core.protectHFS as git sets it by default: on
-// macOS only, where HFS+ and APFS may take a name with invisible code
-// points in it for ".git".
+// macOS only, where HFS+ takes a name with invisible code points in it
+// for ".git".
 var protectHFS = runtime.GOOS == "darwin"
 
 // hfsDot reports whether HFS+ takes name for "." followed by needle (in
@@ -533,14 +533,13 @@ func ntfsTail(rest []byte, backslash bool) bool {
 }
 
 // checkLinkPath refuses the path of a symbolic link that git refuses:
-// git checks every folder of a link's path, and its name (each part
-// after a backslash too), for what NTFS, or on macOS HFS+, takes for
-// ".gitmodules".
+// git checks its name (linkName) and every folder of its path
+// (linkFolder) for what NTFS, or on macOS HFS+, takes for ".gitmodules".
 func checkLinkPath(p string) error {
 	folders, name := path.Split(p)
 	refused := ""
 	for folder := range strings.SplitSeq(strings.TrimSuffix(folders, "/"), "/") {
-		if ntfsGitmodules([]byte(folder)) || protectHFS && hfsDot([]byte(folder), "gitmodules") {
+		if folder != "" && linkFolder([]byte(folder)) {
 			refused = folder
 		}
 	}
@@ -551,6 +550,20 @@ func checkLinkPath(p string) error {
 		return fmt.Errorf("%s: %q, which git takes for .gitmodules in the path of a symbolic link: %w", p, refused, errBadTree)
 	}
 	return nil
+}
+
+// linkFolder reports whether git refuses a symbolic link below a folder
+// named name. git reads the link's path on past the folder: its NTFS
+// test (at the folder's start and after each backslash in it) meets the
+// "/" that follows, where only a ":" before it ends a name NTFS takes
+// for ".gitmodules" ("gitmod~1:x" is refused, "gitmod~1" and
+// ".gitmodules." are not); a folder named ".gitmodules" in any case is
+// refused, as is, on macOS, one HFS+ takes for it, where "/" ends the
+// name.
+func linkFolder(name []byte) bool {
+	return bytes.EqualFold(name, []byte(".gitmodules")) ||
+		ntfsAny(append(name[:len(name):len(name)], '/'), ntfsGitmodules) ||
+		protectHFS && hfsDot(name, "gitmodules")
 }
 
 // checkEntryPath is checkEntryName for each folder and file of path p,
