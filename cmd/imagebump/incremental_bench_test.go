@@ -352,6 +352,8 @@ func BenchmarkPolicyMove(b *testing.B) {
 	var grepMS, moveMS, serverMS, pushMS []float64
 	var changed, read []float64
 	n := 0
+	// -inprocess.cpuprofile: the cycles, and the pushes of their new tags.
+	defer profile(b)()
 	for b.Loop() {
 		for range *reps {
 			n++
