@@ -119,6 +119,8 @@ type Repo struct {
 	// next Open clones afresh: what a commit wrote could not be made
 	// durable, or an object read does not hash to its name. Empty: keep.
 	discard string
+	// folds is the worktree's file system's folding, once probed.
+	folds *folding
 	// verified is set while every file of the worktree is known to be as
 	// the index says: after a clone, a reset or a check of every file.
 	verified bool

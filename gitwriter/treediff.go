@@ -25,6 +25,7 @@ type treeDiffer struct {
 	out   []treeChange
 	path  []byte // the folder being walked, ending in "/", or empty
 	depth int
+	fold  folding // names the worktree takes for one, refused in the new tree
 }
 
 // maxTreeDepth bounds how deep the walk goes, as git's core.maxTreeDepth
@@ -69,7 +70,7 @@ func (r *Repo) diffTreesPacked(ps *packSet, from, to plumbing.Hash) ([]treeChang
 	if err != nil {
 		return nil, fmt.Errorf("reading commit %s: %w", shortHash(to), err)
 	}
-	d := &treeDiffer{r: r, ps: ps}
+	d := &treeDiffer{r: r, ps: ps, fold: r.folding()}
 	if err := d.walk(fromTree, toTree); err != nil {
 		return nil, err
 	}
@@ -91,6 +92,9 @@ func (d *treeDiffer) walk(a, b plumbing.Hash) error {
 	}
 	eb, err := d.entries(b)
 	if err != nil {
+		return err
+	}
+	if err := d.fold.checkFolded(string(d.path), eb); err != nil {
 		return err
 	}
 	for len(ea) > 0 || len(eb) > 0 {

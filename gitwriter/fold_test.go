@@ -1,0 +1,107 @@
+package gitwriter
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
+)
+
+// TestProbeFolding: the file systems tests run on here tell every name
+// apart (Linux's), and the probe leaves nothing behind.
+func TestProbeFolding(t *testing.T) {
+	dir := t.TempDir()
+	f, err := probeFolding(dir)
+	if err != nil || f.any() {
+		t.Fatalf("probeFolding(%s) = %+v, %v; want no folding on this file system", dir, f, err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("the probe left %v", left)
+	}
+	if _, err := probeFolding(filepath.Join(dir, "missing")); err == nil {
+		t.Error("probeFolding of a missing folder: no error")
+	}
+}
+
+func TestFoldingKey(t *testing.T) {
+	both := folding{cases: true, forms: true}
+	for _, tt := range []struct {
+		a, b string
+		f    folding
+		same bool
+	}{
+		{"App.yaml", "app.yaml", folding{cases: true}, true},
+		{"App.yaml", "app.yaml", folding{forms: true}, false},
+		{"caf\u00e9.yaml", "cafe\u0301.yaml", folding{forms: true}, true},
+		{"caf\u00e9.yaml", "cafe\u0301.yaml", folding{cases: true}, false},
+		{"CAF\u00c9.yaml", "cafe\u0301.yaml", both, true},
+		{"\u212a", "k", both, true}, // the Kelvin sign
+		{"a.yaml", "b.yaml", both, false},
+		{"App.yaml", "app.yaml", folding{}, false},
+	} {
+		if got := tt.f.key([]byte(tt.a)) == tt.f.key([]byte(tt.b)); got != tt.same {
+			t.Errorf("%+v: %q and %q one name: %v, want %v", tt.f, tt.a, tt.b, got, tt.same)
+		}
+	}
+}
+
+// TestFoldedNamesRefused: on a file system that folds names (given by
+// foldingOf, since this machine's do not), a tree with two names it
+// takes for one in a folder is refused, by a clone and by a move, with
+// an error naming both and no file written over; once the branch is
+// fixed, the next Open checks it out. On a file system that tells them
+// apart, the same tree is checked out whole.
+func TestFoldedNamesRefused(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		fold  folding
+		a, b  string // b is added to a tree that holds a
+		shown [2]string
+	}{
+		{"case", folding{cases: true}, "clusters/App.yaml", "clusters/app.yaml", [2]string{"clusters/App.yaml", "clusters/app.yaml"}},
+		{"case of a folder", folding{cases: true}, "clusters/prod/app.yaml", "clusters/Prod/x.yaml", [2]string{"clusters/Prod", "clusters/prod"}},
+		{"normalization form", folding{forms: true}, "caf\u00e9.yaml", "cafe\u0301.yaml", [2]string{"caf\u00e9.yaml", "cafe\u0301.yaml"}},
+	} {
+		for _, via := range []string{"clone", "move"} {
+			t.Run(tt.name+"/"+via, func(t *testing.T) {
+				defer func(was func(string) (folding, error)) { foldingOf = was }(foldingOf)
+				foldingOf = func(string) (folding, error) { return tt.fold, nil }
+				files := map[string]string{tt.a: "image: a:1.0.0 # a\n"}
+				bare := testgit.NewBare(t, files)
+				opts := Options{URL: fileURL(bare), Branch: "main", Workdir: filepath.Join(t.TempDir(), "work")}
+				if via == "move" {
+					mustOpen(t, opts).Close()
+				}
+				testgit.Commit(t, bare, "main", map[string]string{tt.b: "image: b:9.9.9 # b\n"}, nil, "add b")
+				_, err := Open(t.Context(), opts)
+				if err == nil || !errors.Is(err, errBadTree) || !strings.Contains(err.Error(), tt.shown[0]) || !strings.Contains(err.Error(), tt.shown[1]) {
+					t.Fatalf("Open() error = %v, want errBadTree naming %q and %q", err, tt.shown[0], tt.shown[1])
+				}
+				if via == "move" {
+					if got, err := os.ReadFile(filepath.Join(opts.Workdir, filepath.FromSlash(tt.a))); err != nil || string(got) != files[tt.a] {
+						t.Errorf("%s after the refused move: %q, %v; want it as it was", tt.a, got, err)
+					}
+				}
+				testgit.Commit(t, bare, "main", nil, []string{tt.b}, "remove b")
+				r := mustOpen(t, opts)
+				if got, err := os.ReadFile(filepath.Join(r.Dir(), filepath.FromSlash(tt.a))); err != nil || string(got) != files[tt.a] {
+					t.Errorf("%s once the branch is fixed: %q, %v", tt.a, got, err)
+				}
+
+				// Where names are told apart, both are written.
+				foldingOf = func(string) (folding, error) { return folding{}, nil }
+				testgit.Commit(t, bare, "main", map[string]string{tt.b: "image: b:9.9.9 # b\n"}, nil, "add b again")
+				r.Close()
+				r = mustOpen(t, opts)
+				for p, want := range map[string]string{tt.a: files[tt.a], tt.b: "image: b:9.9.9 # b\n"} {
+					if got, err := os.ReadFile(filepath.Join(r.Dir(), filepath.FromSlash(p))); err != nil || string(got) != want {
+						t.Errorf("%s where names are told apart: %q, %v; want %q", p, got, err, want)
+					}
+				}
+			})
+		}
+	}
+}
