@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing"
+	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -42,11 +44,14 @@ func probeFolding(dir string) (folding, error) {
 		name string
 		set  *bool
 	}{{otherCase, &f.cases}, {otherForm, &f.forms}} {
-		fi, err := os.Lstat(filepath.Join(dir, probe.name))
+		// The names are the probe's own: finding the other spelling at
+		// all means the file system took it for the one made (a file
+		// system that gives each name its own inode number, as some
+		// FUSE and CIFS mounts do, would fool os.SameFile).
+		_, err := os.Lstat(filepath.Join(dir, probe.name))
 		switch {
 		case err == nil:
-			same, err := os.Lstat(p)
-			*probe.set = err == nil && os.SameFile(fi, same)
+			*probe.set = true
 		case !errors.Is(err, os.ErrNotExist):
 			return folding{}, err
 		}
@@ -72,32 +77,73 @@ func (r *Repo) folding() folding {
 	return *r.folds
 }
 
-// key is the name f takes name for.
-func (f folding) key(name []byte) string {
-	s := string(name)
-	if f.forms {
-		s = norm.NFC.String(s)
-	}
-	if f.cases {
-		s = strings.ToLower(strings.ToUpper(s))
-	}
-	return s
+// foldKey is what a file system that folds names takes name for, or
+// more: decomposed (NFD, as APFS stores names), fully case-folded (as
+// Linux's casefold does: "ß" is "ss"), upper- then lower-cased (as
+// NTFS's upcase table would, one rune for one), and decomposed again.
+// Folding more than a file system does only refuses more trees. The
+// caser is cases.Fold(), one per check: a Caser is not shared.
+func foldKey(c cases.Caser, name string) string {
+	s := c.String(norm.NFD.String(name))
+	return norm.NFD.String(strings.ToLower(strings.ToUpper(s)))
 }
 
 // checkFolded refuses a folder (at path dir, with entries) that holds
 // two names f takes for one.
 func (f folding) checkFolded(dir string, entries []storedEntry) error {
+	return checkFoldedNames(f, dir, entries, func(e storedEntry) string { return string(e.name) })
+}
+
+// checkFoldedNames is checkFolded for entries whose names name gives.
+func checkFoldedNames[E any](f folding, dir string, entries []E, name func(E) string) error {
 	if !f.any() || len(entries) < 2 {
 		return nil
 	}
-	seen := make(map[string][]byte, len(entries))
+	c := cases.Fold()
+	seen := make(map[string]string, len(entries))
 	for _, e := range entries {
-		k := f.key(e.name)
+		n := name(e)
+		k := foldKey(c, n)
 		if other, ok := seen[k]; ok {
-			return &foldedError{dir + string(other), dir + string(e.name), f}
+			return &foldedError{dir + other, dir + n, f}
 		}
-		seen[k] = e.name
+		seen[k] = n
 	}
+	return nil
+}
+
+// foldCheckedFile, in .git, marks a working copy whose head had every
+// folder checked for names its file system takes for one (after a clone,
+// or checkFoldedOnce); every later move walks, and checks, what changed.
+const foldCheckedFile = "imagebump-fold-checked"
+
+// markFoldChecked records that the head's every folder was checked, on a
+// file system that folds names.
+func (r *Repo) markFoldChecked() {
+	if r.folding().any() {
+		_ = os.WriteFile(filepath.Join(r.dir, ".git", foldCheckedFile), nil, 0o644)
+	}
+}
+
+// checkFoldedOnce checks every folder of the head's tree, once per
+// working copy, on a file system that folds names: a working copy an
+// older imagebump checked out may hold two such names in a folder no
+// move walks again.
+func (r *Repo) checkFoldedOnce() error {
+	if !r.folding().any() {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, ".git", foldCheckedFile)); err == nil {
+		return nil
+	}
+	ps, _ := r.openPacks() // nil: go-git's store answers
+	if ps != nil {
+		defer ps.Close()
+	}
+	if _, err := r.diffUncached(ps, plumbing.ZeroHash, r.head); err != nil {
+		return fmt.Errorf("checking the names of %s: %w", shortHash(r.head), err)
+	}
+	r.markFoldChecked()
 	return nil
 }
 

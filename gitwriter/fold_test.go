@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
+	"golang.org/x/text/cases"
 )
 
 // TestProbeFolding: the file systems tests run on here tell every name
@@ -26,24 +27,27 @@ func TestProbeFolding(t *testing.T) {
 	}
 }
 
+// TestFoldingKey: names APFS, NTFS or Linux's casefold take for one
+// have one key; others do not.
 func TestFoldingKey(t *testing.T) {
-	both := folding{cases: true, forms: true}
+	c := cases.Fold()
 	for _, tt := range []struct {
 		a, b string
-		f    folding
 		same bool
 	}{
-		{"App.yaml", "app.yaml", folding{cases: true}, true},
-		{"App.yaml", "app.yaml", folding{forms: true}, false},
-		{"caf\u00e9.yaml", "cafe\u0301.yaml", folding{forms: true}, true},
-		{"caf\u00e9.yaml", "cafe\u0301.yaml", folding{cases: true}, false},
-		{"CAF\u00c9.yaml", "cafe\u0301.yaml", both, true},
-		{"\u212a", "k", both, true}, // the Kelvin sign
-		{"a.yaml", "b.yaml", both, false},
-		{"App.yaml", "app.yaml", folding{}, false},
+		{"App.yaml", "app.yaml", true},
+		{"caf\u00e9.yaml", "cafe\u0301.yaml", true},
+		{"CAF\u00c9.yaml", "cafe\u0301.yaml", true},
+		{"\u212a", "k", true}, // the Kelvin sign
+		{"J\u030c", "\u01f0", true},
+		{"\u0390", "\u03aa\u0301", true},
+		{"stra\u00dfe", "STRASSE", true},
+		{"\ufb01le", "file", true},
+		{"a.yaml", "b.yaml", false},
+		{"app.yaml", "app.yml", false},
 	} {
-		if got := tt.f.key([]byte(tt.a)) == tt.f.key([]byte(tt.b)); got != tt.same {
-			t.Errorf("%+v: %q and %q one name: %v, want %v", tt.f, tt.a, tt.b, got, tt.same)
+		if got := foldKey(c, tt.a) == foldKey(c, tt.b); got != tt.same {
+			t.Errorf("%q and %q one name: %v, want %v", tt.a, tt.b, got, tt.same)
 		}
 	}
 }
@@ -103,5 +107,58 @@ func TestFoldedNamesRefused(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFoldCheckedOnce: a working copy checked out where names were told
+// apart (or by an older imagebump) that holds two names a folding file
+// system takes for one is refused once that file system folds, though
+// the moves since touch another folder; once fixed, the check is
+// recorded and not made again.
+func TestFoldCheckedOnce(t *testing.T) {
+	for _, trust := range []bool{false, true} {
+		t.Run(map[bool]string{false: "checked", true: "TrustWorktree"}[trust], func(t *testing.T) {
+			defer func(was func(string) (folding, error)) { foldingOf = was }(foldingOf)
+			foldingOf = func(string) (folding, error) { return folding{}, nil }
+			bare := testgit.NewBare(t, map[string]string{"clusters/App.yaml": "a\n", "clusters/app.yaml": "b\n", "other/x.yaml": "x\n"})
+			opts := Options{URL: fileURL(bare), Branch: "main", Workdir: filepath.Join(t.TempDir(), "work"), TrustWorktree: trust}
+			mustOpen(t, opts).Close()
+			testgit.Commit(t, bare, "main", map[string]string{"other/x.yaml": "y\n"}, nil, "elsewhere")
+
+			foldingOf = func(string) (folding, error) { return folding{cases: true}, nil }
+			_, err := Open(t.Context(), opts)
+			if !errors.Is(err, errBadTree) || !strings.Contains(err.Error(), `"clusters/App.yaml" and "clusters/app.yaml"`) {
+				t.Fatalf("Open() error = %v, want errBadTree naming both names", err)
+			}
+			mark := filepath.Join(opts.Workdir, ".git", foldCheckedFile)
+			if _, err := os.Stat(mark); err == nil {
+				t.Error("the check is recorded though it failed")
+			}
+			testgit.Commit(t, bare, "main", nil, []string{"clusters/app.yaml"}, "fix")
+			mustOpen(t, opts).Close()
+			if _, err := os.Stat(mark); err != nil {
+				t.Errorf("the check is not recorded: %v", err)
+			}
+		})
+	}
+}
+
+// TestFoldedEditRefused: on a file system that folds names, an edit that
+// reports a file by another spelling of its path is not committed: the
+// commit would hold both names.
+func TestFoldedEditRefused(t *testing.T) {
+	defer func(was func(string) (folding, error)) { foldingOf = was }(foldingOf)
+	foldingOf = func(string) (folding, error) { return folding{cases: true}, nil }
+	bare := testgit.NewBare(t, map[string]string{"clusters/app.yaml": "image: a:1.0.0\n"})
+	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
+	before := testgit.Refs(t, bare)
+	for _, p := range []string{"clusters/App.yaml", "Clusters/app.yaml"} {
+		_, err := r.Update(t.Context(), Update{Commit: author}, setFiles(map[string]string{p: "image: a:2.0.0\n"}, "Bump", nil))
+		if err == nil || !strings.Contains(err.Error(), "check the case of the paths in the config") {
+			t.Errorf("an edit of %s: %v, want it refused", p, err)
+		}
+	}
+	if after := testgit.Refs(t, bare); after["refs/heads/main"] != before["refs/heads/main"] {
+		t.Errorf("the remote moved: %v -> %v", before, after)
 	}
 }

@@ -628,6 +628,7 @@ func (r *Repo) clone(ctx context.Context) error {
 	}
 	r.dirty, r.verified = false, true
 	r.recordCloneObjects()
+	r.markFoldChecked()
 	r.log.Info("cloned", "fetch", fetched.Round(time.Millisecond), "head", r.head.String(), "depth", r.opts.Depth, "duration", time.Since(start).Round(time.Millisecond))
 	return nil
 }
@@ -655,6 +656,12 @@ func (r *Repo) reuse(ctx context.Context) (reason string, err error) {
 			return "", err
 		}
 		return "resetting the worktree failed: " + err.Error(), err
+	}
+	if err := r.checkFoldedOnce(); err != nil {
+		if errors.Is(err, errBadTree) {
+			return "", err
+		}
+		return "checking the worktree's names failed: " + err.Error(), err
 	}
 	r.log.Info("reused the working copy", "head", r.head.String(), "duration", time.Since(start).Round(time.Millisecond))
 	return "", nil
