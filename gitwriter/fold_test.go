@@ -162,3 +162,14 @@ func TestFoldedEditRefused(t *testing.T) {
 		t.Errorf("the remote moved: %v -> %v", before, after)
 	}
 }
+
+// BenchmarkProbeFolding: the probe each Open that reuses a working copy
+// makes.
+func BenchmarkProbeFolding(b *testing.B) {
+	dir := b.TempDir()
+	for b.Loop() {
+		if _, err := probeFolding(dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
