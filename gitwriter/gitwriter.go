@@ -119,8 +119,9 @@ type Repo struct {
 	// next Open clones afresh: what a commit wrote could not be made
 	// durable, or an object read does not hash to its name. Empty: keep.
 	discard string
-	// folds is the worktree's file system's folding, once probed.
-	folds *folding
+	// foldsNames is whether the worktree's file system takes two names
+	// for one, once probed (namesFold).
+	foldsNames *bool
 	// verified is set while every file of the worktree is known to be as
 	// the index says: after a clone, a reset or a check of every file.
 	verified bool
@@ -628,7 +629,7 @@ func (r *Repo) clone(ctx context.Context) error {
 	}
 	r.dirty, r.verified = false, true
 	r.recordCloneObjects()
-	r.markFoldChecked()
+	r.markNamesChecked()
 	r.log.Info("cloned", "fetch", fetched.Round(time.Millisecond), "head", r.head.String(), "depth", r.opts.Depth, "duration", time.Since(start).Round(time.Millisecond))
 	return nil
 }
@@ -657,7 +658,7 @@ func (r *Repo) reuse(ctx context.Context) (reason string, err error) {
 		}
 		return "resetting the worktree failed: " + err.Error(), err
 	}
-	if err := r.checkFoldedOnce(); err != nil {
+	if err := r.checkNamesOnce(); err != nil {
 		if errors.Is(err, errBadTree) {
 			return "", err
 		}

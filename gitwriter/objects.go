@@ -514,13 +514,14 @@ func (r *Repo) buildTree(tree *object.Tree, edits map[string]fileEdit, prefix st
 		return tree.Hash, false, nil
 	}
 	sort.Sort(object.TreeEntrySorter(entries))
-	var folded *foldedError
-	if errors.As(checkFoldedNames(r.folding(), prefix, entries, func(e object.TreeEntry) string { return e.Name }), &folded) {
-		// The edit reached a file by another spelling of its path (a
-		// config's paths in another case, say) on a file system that
-		// folds names: committed, both names would be in the tree.
-		return plumbing.ZeroHash, false, fmt.Errorf("the edit reported a path the commit holds under another spelling: %q and %q would both be in the tree, "+
-			"and the working copy's file system takes them for one file; check the case of the paths in the config", folded.a, folded.b)
+	if r.namesFold() {
+		if a, b := foldedPair(entries, func(e object.TreeEntry) string { return e.Name }); a != "" {
+			// The edit reached a file by another spelling of its path (a
+			// config's paths in another case, say): committed, both
+			// names would be in the tree.
+			return plumbing.ZeroHash, false, fmt.Errorf("the edit reported a path the commit holds under another spelling: %q and %q would both be in the tree, "+
+				"and the working copy's file system takes them for one file; check the case of the paths in the config", prefix+a, prefix+b)
+		}
 	}
 	obj := r.repo.Storer.NewEncodedObject()
 	if err := (&object.Tree{Entries: entries}).Encode(obj); err != nil {

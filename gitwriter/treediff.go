@@ -25,7 +25,9 @@ type treeDiffer struct {
 	out   []treeChange
 	path  []byte // the folder being walked, ending in "/", or empty
 	depth int
-	fold  folding // names the worktree takes for one, refused in the new tree
+	// foldsNames: names the worktree takes for one are refused in the
+	// new tree (namesFold).
+	foldsNames bool
 }
 
 // maxTreeDepth bounds how deep the walk goes, as git's core.maxTreeDepth
@@ -70,7 +72,7 @@ func (r *Repo) diffTreesPacked(ps *packSet, from, to plumbing.Hash) ([]treeChang
 	if err != nil {
 		return nil, fmt.Errorf("reading commit %s: %w", shortHash(to), err)
 	}
-	d := &treeDiffer{r: r, ps: ps, fold: r.folding()}
+	d := &treeDiffer{r: r, ps: ps, foldsNames: r.namesFold()}
 	if err := d.walk(fromTree, toTree); err != nil {
 		return nil, err
 	}
@@ -94,8 +96,10 @@ func (d *treeDiffer) walk(a, b plumbing.Hash) error {
 	if err != nil {
 		return err
 	}
-	if err := d.fold.checkFolded(string(d.path), eb); err != nil {
-		return err
+	if d.foldsNames {
+		if a, b := foldedPair(eb, func(e storedEntry) string { return string(e.name) }); a != "" {
+			return &foldedNamesError{string(d.path) + a, string(d.path) + b}
+		}
 	}
 	for len(ea) > 0 || len(eb) > 0 {
 		c := 1

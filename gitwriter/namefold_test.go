@@ -11,25 +11,25 @@ import (
 	"golang.org/x/text/cases"
 )
 
-// TestProbeFolding: the file systems tests run on here tell every name
-// apart (Linux's), and the probe leaves nothing behind.
-func TestProbeFolding(t *testing.T) {
+// TestProbeNameFolding: the file systems tests run on here tell every
+// name apart (Linux's), and the probe leaves nothing behind.
+func TestProbeNameFolding(t *testing.T) {
 	dir := t.TempDir()
-	f, err := probeFolding(dir)
-	if err != nil || f.any() {
-		t.Fatalf("probeFolding(%s) = %+v, %v; want no folding on this file system", dir, f, err)
+	folds, err := probeNameFolding(dir)
+	if err != nil || folds {
+		t.Fatalf("probeNameFolding(%s) = %v, %v; want no folding on this file system", dir, folds, err)
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Errorf("the probe left %v", left)
 	}
-	if _, err := probeFolding(filepath.Join(dir, "missing")); err == nil {
-		t.Error("probeFolding of a missing folder: no error")
+	if _, err := probeNameFolding(filepath.Join(dir, "missing")); err == nil {
+		t.Error("probeNameFolding of a missing folder: no error")
 	}
 }
 
-// TestFoldingKey: names APFS, NTFS or Linux's casefold take for one
+// TestNameFoldKey: names APFS, NTFS or Linux's casefold take for one
 // have one key; others do not.
-func TestFoldingKey(t *testing.T) {
+func TestNameFoldKey(t *testing.T) {
 	c := cases.Fold()
 	for _, tt := range []struct {
 		a, b string
@@ -46,14 +46,14 @@ func TestFoldingKey(t *testing.T) {
 		{"a.yaml", "b.yaml", false},
 		{"app.yaml", "app.yml", false},
 	} {
-		if got := foldKey(c, tt.a) == foldKey(c, tt.b); got != tt.same {
+		if got := nameFoldKey(c, tt.a) == nameFoldKey(c, tt.b); got != tt.same {
 			t.Errorf("%q and %q one name: %v, want %v", tt.a, tt.b, got, tt.same)
 		}
 	}
 }
 
 // TestFoldedNamesRefused: on a file system that folds names (given by
-// foldingOf, since this machine's do not), a tree with two names it
+// namesFoldIn, since this machine's do not), a tree with two names it
 // takes for one in a folder is refused, by a clone and by a move, with
 // an error naming both and no file written over; once the branch is
 // fixed, the next Open checks it out. On a file system that tells them
@@ -61,18 +61,17 @@ func TestFoldingKey(t *testing.T) {
 func TestFoldedNamesRefused(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
-		fold  folding
 		a, b  string // b is added to a tree that holds a
 		shown [2]string
 	}{
-		{"case", folding{cases: true}, "clusters/App.yaml", "clusters/app.yaml", [2]string{"clusters/App.yaml", "clusters/app.yaml"}},
-		{"case of a folder", folding{cases: true}, "clusters/prod/app.yaml", "clusters/Prod/x.yaml", [2]string{"clusters/Prod", "clusters/prod"}},
-		{"normalization form", folding{forms: true}, "caf\u00e9.yaml", "cafe\u0301.yaml", [2]string{"caf\u00e9.yaml", "cafe\u0301.yaml"}},
+		{"case", "clusters/App.yaml", "clusters/app.yaml", [2]string{"clusters/App.yaml", "clusters/app.yaml"}},
+		{"case of a folder", "clusters/prod/app.yaml", "clusters/Prod/x.yaml", [2]string{"clusters/Prod", "clusters/prod"}},
+		{"normalization form", "caf\u00e9.yaml", "cafe\u0301.yaml", [2]string{"caf\u00e9.yaml", "cafe\u0301.yaml"}},
 	} {
 		for _, via := range []string{"clone", "move"} {
 			t.Run(tt.name+"/"+via, func(t *testing.T) {
-				defer func(was func(string) (folding, error)) { foldingOf = was }(foldingOf)
-				foldingOf = func(string) (folding, error) { return tt.fold, nil }
+				defer func(was func(string) (bool, error)) { namesFoldIn = was }(namesFoldIn)
+				namesFoldIn = func(string) (bool, error) { return true, nil }
 				files := map[string]string{tt.a: "image: a:1.0.0 # a\n"}
 				bare := testgit.NewBare(t, files)
 				opts := Options{URL: fileURL(bare), Branch: "main", Workdir: filepath.Join(t.TempDir(), "work")}
@@ -96,7 +95,7 @@ func TestFoldedNamesRefused(t *testing.T) {
 				}
 
 				// Where names are told apart, both are written.
-				foldingOf = func(string) (folding, error) { return folding{}, nil }
+				namesFoldIn = func(string) (bool, error) { return false, nil }
 				testgit.Commit(t, bare, "main", map[string]string{tt.b: "image: b:9.9.9 # b\n"}, nil, "add b again")
 				r.Close()
 				r = mustOpen(t, opts)
@@ -110,27 +109,27 @@ func TestFoldedNamesRefused(t *testing.T) {
 	}
 }
 
-// TestFoldCheckedOnce: a working copy checked out where names were told
+// TestNamesCheckedOnce: a working copy checked out where names were told
 // apart (or by an older imagebump) that holds two names a folding file
 // system takes for one is refused once that file system folds, though
 // the moves since touch another folder; once fixed, the check is
 // recorded and not made again.
-func TestFoldCheckedOnce(t *testing.T) {
+func TestNamesCheckedOnce(t *testing.T) {
 	for _, trust := range []bool{false, true} {
 		t.Run(map[bool]string{false: "checked", true: "TrustWorktree"}[trust], func(t *testing.T) {
-			defer func(was func(string) (folding, error)) { foldingOf = was }(foldingOf)
-			foldingOf = func(string) (folding, error) { return folding{}, nil }
+			defer func(was func(string) (bool, error)) { namesFoldIn = was }(namesFoldIn)
+			namesFoldIn = func(string) (bool, error) { return false, nil }
 			bare := testgit.NewBare(t, map[string]string{"clusters/App.yaml": "a\n", "clusters/app.yaml": "b\n", "other/x.yaml": "x\n"})
 			opts := Options{URL: fileURL(bare), Branch: "main", Workdir: filepath.Join(t.TempDir(), "work"), TrustWorktree: trust}
 			mustOpen(t, opts).Close()
 			testgit.Commit(t, bare, "main", map[string]string{"other/x.yaml": "y\n"}, nil, "elsewhere")
 
-			foldingOf = func(string) (folding, error) { return folding{cases: true}, nil }
+			namesFoldIn = func(string) (bool, error) { return true, nil }
 			_, err := Open(t.Context(), opts)
 			if !errors.Is(err, errBadTree) || !strings.Contains(err.Error(), `"clusters/App.yaml" and "clusters/app.yaml"`) {
 				t.Fatalf("Open() error = %v, want errBadTree naming both names", err)
 			}
-			mark := filepath.Join(opts.Workdir, ".git", foldCheckedFile)
+			mark := filepath.Join(opts.Workdir, ".git", namesCheckedFile)
 			if _, err := os.Stat(mark); err == nil {
 				t.Error("the check is recorded though it failed")
 			}
@@ -143,12 +142,12 @@ func TestFoldCheckedOnce(t *testing.T) {
 	}
 }
 
-// TestFoldedEditRefused: on a file system that folds names, an edit that
+// TestFoldedNamesEditRefused: on a file system that folds names, an edit that
 // reports a file by another spelling of its path is not committed: the
 // commit would hold both names.
-func TestFoldedEditRefused(t *testing.T) {
-	defer func(was func(string) (folding, error)) { foldingOf = was }(foldingOf)
-	foldingOf = func(string) (folding, error) { return folding{cases: true}, nil }
+func TestFoldedNamesEditRefused(t *testing.T) {
+	defer func(was func(string) (bool, error)) { namesFoldIn = was }(namesFoldIn)
+	namesFoldIn = func(string) (bool, error) { return true, nil }
 	bare := testgit.NewBare(t, map[string]string{"clusters/app.yaml": "image: a:1.0.0\n"})
 	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
 	before := testgit.Refs(t, bare)
@@ -163,12 +162,12 @@ func TestFoldedEditRefused(t *testing.T) {
 	}
 }
 
-// BenchmarkProbeFolding: the probe each Open that reuses a working copy
+// BenchmarkProbeNameFolding: the probe each Open that reuses a working copy
 // makes.
-func BenchmarkProbeFolding(b *testing.B) {
+func BenchmarkProbeNameFolding(b *testing.B) {
 	dir := b.TempDir()
 	for b.Loop() {
-		if _, err := probeFolding(dir); err != nil {
+		if _, err := probeNameFolding(dir); err != nil {
 			b.Fatal(err)
 		}
 	}
