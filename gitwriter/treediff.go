@@ -294,8 +294,8 @@ func storedObject(repo *git.Repository, t plumbing.ObjectType, h plumbing.Hash) 
 // parseTree parses a tree's content: entries of an octal mode, a space,
 // a name, a NUL and a 20-byte hash, in git's order (compareEntries),
 // each name once (a folder and a file of the same name are refused), and
-// none that git refuses to check out (checkEntryName; a link NTFS takes
-// for ".gitmodules"). Modes are read as go-git's store reads them (as
+// none that git refuses to check out (checkEntryName; a link git takes
+// for ".gitmodules", linkName). Modes are read as go-git's store reads them (as
 // git does, but for a file executable by its group or others only): a
 // folder, a link, an executable file or a plain one, anything else a
 // submodule.
@@ -369,9 +369,12 @@ func canonicalMode(m uint32) filemode.FileMode {
 // on macOS HFS+, takes for ".git", a name with a slash, or on Windows a
 // backslash, a name that is both a folder and a file, entries out of
 // order), a link below a folder git takes for ".gitmodules", or folders
-// deeper than maxTreeDepth. Written as it stands, such a tree could put
-// files outside the worktree or in .git; it is the commit's fault, not
-// the working copy's, so it is no reason to clone afresh.
+// deeper than maxTreeDepth; and, where the worktree's file system folds
+// names, a folder with two names it takes for one (foldedNamesError,
+// which git checks out with a warning). Written as it stands, such a
+// tree could put files outside the worktree or in .git, or one file's
+// bytes under another's path; it is the commit's fault, not the working
+// copy's, so it is no reason to clone afresh.
 var errBadTree = errors.New("git refuses to check out such a tree; revert or rewrite the commit that brought it on the remote branch")
 
 // checkEntryName refuses a tree entry name git refuses to check out:
