@@ -74,12 +74,20 @@ func (r *Repo) namesFold() bool {
 // nameFoldKey is what a file system that folds names takes name for, or
 // more: decomposed (NFD, as APFS stores names), fully case-folded (as
 // Linux's casefold does: "ß" is "ss"), upper- then lower-cased (as
-// NTFS's upcase table would, one rune for one), and decomposed again.
-// Folding more than a file system does only refuses more trees. The
-// caser is cases.Fold(), one per folder: a Caser is not shared.
+// NTFS's upcase table would, one rune for one), and decomposed again,
+// without the code points HFS+ ignores in names (hfsIgnored: "a\u200cb"
+// is "ab" there). Folding more than a file system does only refuses more
+// trees. The caser is cases.Fold(), one per folder: a Caser is not
+// shared.
 func nameFoldKey(c cases.Caser, name string) string {
 	s := c.String(norm.NFD.String(name))
-	return norm.NFD.String(strings.ToLower(strings.ToUpper(s)))
+	s = norm.NFD.String(strings.ToLower(strings.ToUpper(s)))
+	return strings.Map(func(r rune) rune {
+		if hfsIgnored(r) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // foldedPair returns two names of a folder's entries (as name gives

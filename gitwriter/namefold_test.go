@@ -43,6 +43,10 @@ func TestNameFoldKey(t *testing.T) {
 		{"\u0390", "\u03aa\u0301", true},
 		{"stra\u00dfe", "STRASSE", true},
 		{"\ufb01le", "file", true},
+		{"a\u200cpp.yaml", "app.yaml", true}, // HFS+ ignores U+200C
+		{"app.yaml\ufeff", "APP.yaml", true},
+		{"a\u202ep.yaml", "A\u206fP.YAML", true},
+		{"a\u200bp.yaml", "ap.yaml", false}, // U+200B is not ignored
 		{"a.yaml", "b.yaml", false},
 		{"app.yaml", "app.yml", false},
 	} {

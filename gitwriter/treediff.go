@@ -459,13 +459,18 @@ func hfsNext(b []byte) (rune, []byte) {
 			return 0, nil
 		}
 		b = b[n:]
-		switch {
-		case r >= 0x200c && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x206a && r <= 0x206f, r == 0xfeff:
+		if hfsIgnored(r) {
 			continue
 		}
 		return r, b
 	}
 	return 0, nil
+}
+
+// hfsIgnored reports whether HFS+ ignores r in names (git's list, see
+// hfsNext).
+func hfsIgnored(r rune) bool {
+	return r >= 0x200c && r <= 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x206a && r <= 0x206f || r == 0xfeff
 }
 
 // ntfsAny reports whether is holds for name or for what follows any
