@@ -238,7 +238,7 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 			// Someone else wrote in the working copy: check it whole,
 			// reset it, and do the edit again.
 			logger.Warn("files in the working copy are not what the commit holds; resetting it", "files", rep.Stale)
-			if err := repo.Clean(); err != nil {
+			if err := repo.Clean(rep.Stale...); err != nil {
 				return nil, "", err
 			}
 			selection = rep.Policies

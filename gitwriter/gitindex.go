@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 )
 
 // Git's index file (.git/index) lists every tracked file with its blob
@@ -143,6 +144,28 @@ func statFields(fi fs.FileInfo) [40]byte {
 		binary.BigEndian.PutUint32(b[36:], uint32(fi.Size()))
 	}
 	return b
+}
+
+// statSame reports whether fi's lstat data are those index entry e
+// records, by the fields git compares by default (core.checkStat,
+// core.trustctime): ctime, mtime, inode, owner and size, not the device.
+// A file rewritten in place within one mtime tick, or replaced by
+// another with its size and mtime (sed -i; touch -d), changes its ctime
+// or inode. Where fi has no Unix fields, mtime and size.
+func statSame(e *index.Entry, fi fs.FileInfo) bool {
+	now := statFields(fi)
+	var was [40]byte
+	put := binary.BigEndian.PutUint32
+	put(was[0:], uint32(e.CreatedAt.Unix()))
+	put(was[4:], uint32(e.CreatedAt.Nanosecond()))
+	put(was[8:], uint32(e.ModifiedAt.Unix()))
+	put(was[12:], uint32(e.ModifiedAt.Nanosecond()))
+	put(was[20:], e.Inode)
+	put(was[28:], e.UID)
+	put(was[32:], e.GID)
+	put(was[36:], e.Size)
+	copy(now[16:20], was[16:20]) // the device, zero in both
+	return was == now
 }
 
 // patch applies changes to the index and returns its new bytes; of two

@@ -122,6 +122,12 @@ type Repo struct {
 	// foldsNames is whether the worktree's file system takes two names
 	// for one, once probed (namesFold).
 	foldsNames *bool
+	// execBits is whether it keeps files' executable bits, once probed
+	// (keepsExecBits).
+	execBits *bool
+	// suspect names the files Clean was told hold what the commit does
+	// not, while it runs.
+	suspect map[string]bool
 	// verified is set while every file of the worktree is known to be as
 	// the index says: after a clone, a reset or a check of every file.
 	verified bool
@@ -422,7 +428,8 @@ func (r *Repo) open(ctx context.Context) error {
 	}
 	switch state {
 	case dirForeign:
-		return fmt.Errorf("workdir %s is not empty and holds no git repository; refusing to delete its files", r.dir)
+		return fmt.Errorf("workdir %s is not empty and holds no git repository; refusing to delete its files: "+
+			"point the workdir at an empty or new folder, or, if imagebump made this one (an older imagebump stopped while it emptied it can leave it so), delete it", r.dir)
 	case dirRepo:
 		reason, err := r.reuse(ctx)
 		if err == nil {
@@ -503,17 +510,33 @@ func inspectDir(dir string) (dirState, error) {
 // point.
 func emptyDir(dir string) error { return emptyDirBut(dir, "") }
 
-// emptyDirBut deletes everything in dir but the entry named keep.
+// removeAll is os.RemoveAll; tests stop it part way.
+var removeAll = os.RemoveAll
+
+// emptyDirBut deletes everything in dir but the entry named keep, .git
+// last: a process stopped half way leaves a folder that still holds a
+// git repository, which the next Open repairs or clones afresh, not a
+// folder of files it must refuse to delete (dirForeign).
 func emptyDirBut(dir, keep string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("emptying workdir: %w", err)
 	}
+	gitDir := false
 	for _, e := range entries {
-		if e.Name() == keep {
+		switch e.Name() {
+		case keep:
+			continue
+		case ".git":
+			gitDir = true
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+		if err := removeAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("emptying workdir: %w", err)
+		}
+	}
+	if gitDir {
+		if err := removeAll(filepath.Join(dir, ".git")); err != nil {
 			return fmt.Errorf("emptying workdir: %w", err)
 		}
 	}

@@ -217,6 +217,7 @@ func checkCommit(repo *git.Repository, objects string, h plumbing.Hash) (plumbin
 }
 
 // fileEdit is the new state of one path: a blob with a mode, or gone.
+// buildTree settles the mode of a file the base holds (keptMode).
 type fileEdit struct {
 	hash    plumbing.Hash
 	mode    filemode.FileMode
@@ -229,8 +230,8 @@ type fileEdit struct {
 // returns their new state, keyed by the cleaned path. Whether each
 // differs from the base tree is for buildTree to find, which reads the
 // base's trees along the paths once.
-func (r *Repo) readEdits(changed []string) (map[string]fileEdit, error) {
-	edits := map[string]fileEdit{}
+func (r *Repo) readEdits(changed []string) (map[string]*fileEdit, error) {
+	edits := map[string]*fileEdit{}
 	folders := map[string]bool{} // folders known to be no symbolic link
 	for _, p := range changed {
 		clean, err := checkPath(p)
@@ -249,7 +250,7 @@ func (r *Repo) readEdits(changed []string) (map[string]fileEdit, error) {
 		fi, err := os.Lstat(full)
 		if gone(err) {
 			// Gone, or under what is now a file.
-			edits[clean] = fileEdit{remove: true}
+			edits[clean] = &fileEdit{remove: true}
 			continue
 		}
 		if err != nil {
@@ -275,7 +276,7 @@ func (r *Repo) readEdits(changed []string) (map[string]fileEdit, error) {
 		} else if content, err = os.ReadFile(full); err != nil {
 			return nil, fmt.Errorf("reading changed file: %w", err)
 		}
-		edits[clean] = fileEdit{hash: plumbing.ComputeHash(plumbing.BlobObject, content), mode: mode, content: content, fi: fi}
+		edits[clean] = &fileEdit{hash: plumbing.ComputeHash(plumbing.BlobObject, content), mode: mode, content: content, fi: fi}
 	}
 	return edits, nil
 }
@@ -422,6 +423,25 @@ type treeChanges struct {
 	gone []string
 }
 
+// keptMode is the mode a file of mode was, now mode now in the worktree,
+// takes in a commit: an edit changes a file's content, not whether it is
+// executable, so a regular file keeps the base's bit. The worktree's may
+// differ without anyone changing it: a file system that keeps no
+// executable bits (CIFS, Azure Files, FAT) shows every file as one or
+// the other, as git's core.fileMode=false allows for. A file that became
+// a link, or a link that became a file, takes the worktree's.
+func keptMode(was, now filemode.FileMode) filemode.FileMode {
+	if regularFile(was) && regularFile(now) {
+		return was
+	}
+	return now
+}
+
+// regularFile reports whether m is a file's mode, executable or not.
+func regularFile(m filemode.FileMode) bool {
+	return m == filemode.Regular || m == filemode.Executable || m == filemode.Deprecated
+}
+
 // buildTree returns the hash of tree (nil: an empty one) with edits
 // applied, keyed by paths relative to it; empty is set when nothing is
 // left in it. Only the subtrees that edits reach are read, and only those
@@ -429,7 +449,7 @@ type treeChanges struct {
 // ("" or a folder path ending in "/"). An edit that leaves its path as the
 // tree has it changes nothing, and neither does removing a path the tree
 // lacks; removing a folder's path removes the folder, as git add -A does.
-func (r *Repo) buildTree(tree *object.Tree, edits map[string]fileEdit, prefix string, changes *treeChanges) (h plumbing.Hash, empty bool, err error) {
+func (r *Repo) buildTree(tree *object.Tree, edits map[string]*fileEdit, prefix string, changes *treeChanges) (h plumbing.Hash, empty bool, err error) {
 	var entries []object.TreeEntry
 	if tree != nil {
 		entries = slices.Clone(tree.Entries)
@@ -438,12 +458,12 @@ func (r *Repo) buildTree(tree *object.Tree, edits map[string]fileEdit, prefix st
 		return slices.IndexFunc(entries, func(e object.TreeEntry) bool { return e.Name == name })
 	}
 	touched := false
-	sub := map[string]map[string]fileEdit{}
+	sub := map[string]map[string]*fileEdit{}
 	for p, e := range edits {
 		name, rest, nested := strings.Cut(p, "/")
 		if nested {
 			if sub[name] == nil {
-				sub[name] = map[string]fileEdit{}
+				sub[name] = map[string]*fileEdit{}
 			}
 			sub[name][rest] = e
 			continue
@@ -461,6 +481,9 @@ func (r *Repo) buildTree(tree *object.Tree, edits map[string]fileEdit, prefix st
 				continue
 			}
 			i = -1
+		}
+		if i >= 0 && !e.remove {
+			e.mode = keptMode(entries[i].Mode, e.mode)
 		}
 		switch {
 		case e.remove && i < 0:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -596,5 +597,41 @@ func TestOpenReclonesAfterManyPacks(t *testing.T) {
 	}
 	if r.Head() != mainSHA(t, bare) {
 		t.Errorf("Head() = %s, want %s", r.Head(), mainSHA(t, bare))
+	}
+}
+
+// TestRecloneStoppedPartWay: a re-clone stopped while it empties the
+// working copy (a kill, a full disk) leaves .git, removed last, so the
+// next Open clones afresh instead of refusing a folder of files it did
+// not make.
+func TestRecloneStoppedPartWay(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	workdir := t.TempDir()
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: workdir}
+	mustOpen(t, opts).Close()
+	testgit.Git(t, workdir, "remote", "set-url", "origin", "file:///elsewhere.git")
+
+	var removed []string
+	defer func(was func(string) error) { removeAll = was }(removeAll)
+	removeAll = func(p string) error {
+		removed = append(removed, filepath.Base(p))
+		if len(removed) == 2 {
+			return errors.New("stopped")
+		}
+		return os.RemoveAll(p)
+	}
+	if _, err := Open(t.Context(), opts); err == nil || !strings.Contains(err.Error(), "stopped") {
+		t.Fatalf("Open() error = %v, want the stop", err)
+	}
+	if slices.Contains(removed, ".git") {
+		t.Fatalf("removed %q before the other entries", removed)
+	}
+	removeAll = os.RemoveAll
+	r := mustOpen(t, opts)
+	if got, want := r.Head(), mainSHA(t, bare); got != want {
+		t.Errorf("Head() = %s after the stopped re-clone, want %s", got, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(workdir, "clusters/prod/app.yaml")); err != nil || string(b) != seed["clusters/prod/app.yaml"] {
+		t.Errorf("clusters/prod/app.yaml = %q, %v", b, err)
 	}
 }

@@ -1,6 +1,7 @@
 package gitwriter
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"slices"
@@ -159,5 +160,98 @@ func TestResetSyncsBeforeIndex(t *testing.T) {
 	}
 	if indexThen != old {
 		t.Errorf("the index was rewritten before the files written were synced")
+	}
+}
+
+// TestHandEditSameSizeAndTime: a file edited by hand to the same size,
+// its modification time put back (sed -i; touch -d), is found changed by
+// its inode and ctime, as git finds it, and reset: by Open when it checks
+// the worktree, and by Clean when Open trusted it.
+func TestHandEditSameSizeAndTime(t *testing.T) {
+	for _, trust := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Open", true: "Clean"}[trust], func(t *testing.T) {
+			bare := testgit.NewBare(t, seed)
+			opts := Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir(), TrustWorktree: trust}
+			mustOpen(t, opts).Close()
+			p := filepath.Join(opts.Workdir, "clusters/prod/app.yaml")
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond) // a new ctime
+			edited := strings.Replace(seed["clusters/prod/app.yaml"], "1.0.0", "6.6.6", 1)
+			tmp := p + ".tmp"
+			write(t, tmp, edited)
+			if err := os.Rename(tmp, p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+			r := mustOpen(t, opts)
+			if trust {
+				if err := r.Clean(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if b, err := os.ReadFile(p); err != nil || string(b) != seed["clusters/prod/app.yaml"] {
+				t.Errorf("the edited file = %q, %v; want it reset to %q", b, err, seed["clusters/prod/app.yaml"])
+			}
+		})
+	}
+}
+
+// TestCleanStale: Clean rewrites the files a caller names as not holding
+// what the commit does, though the worktree was verified and their lstat
+// data are what the index records (an edit within one clock tick, or on
+// a file system whose ctime follows its mtime, leaves them so); without
+// names, it trusts them, as git does.
+func TestCleanStale(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
+	const rel = "clusters/prod/app.yaml"
+	p := filepath.Join(r.Dir(), rel)
+	edited := strings.Replace(seed[rel], "1.0.0", "6.6.6", 1)
+	write(t, p, edited)
+
+	// The index takes the edited file's lstat data, with the old blob.
+	idx, err := r.repo.Storer.Index()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := idx.Entry(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := statFields(fi)
+	put := binary.BigEndian.Uint32
+	e.CreatedAt = time.Unix(int64(put(raw[0:])), int64(put(raw[4:])))
+	e.ModifiedAt = time.Unix(int64(put(raw[8:])), int64(put(raw[12:])))
+	e.Dev, e.Inode, e.UID, e.GID, e.Size = put(raw[16:]), put(raw[20:]), put(raw[28:]), put(raw[32:]), put(raw[36:])
+	time.Sleep(10 * time.Millisecond) // the index is written after the file: not racy
+	if err := r.repo.Storer.SetIndex(idx); err != nil {
+		t.Fatal(err)
+	}
+	r.recordState()
+	r.verified = false
+
+	if err := r.Clean(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != edited {
+		t.Fatalf("Clean() wrote %s again: %q; the test's index no longer fools the lstat check", rel, b)
+	}
+	if err := r.Clean(rel); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(p); err != nil || string(b) != seed[rel] {
+		t.Errorf("after Clean(%q): %q, %v; want %q", rel, b, err, seed[rel])
+	}
+	if st := testgit.Git(t, r.Dir(), "status", "--porcelain"); st != "" {
+		t.Errorf("git status = %q, want clean", st)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -576,4 +577,49 @@ func TestUpdateStoresManyObjectsAsPack(t *testing.T) {
 		t.Errorf("the next commit lost apps/app042: %q", got)
 	}
 	checkWorkdir(t, workdir, bare, mainSHA(t, bare))
+}
+
+// TestUpdateKeepsFileMode: an edit changes a file's content, not whether
+// it is executable: the commit keeps the base's bit whatever the
+// worktree file's is (a chmod by hand; a file system that keeps no such
+// bits shows every file one way), as git's core.fileMode=false does. A
+// link that becomes a file takes the file's mode.
+func TestUpdateKeepsFileMode(t *testing.T) {
+	bare := testgit.NewBare(t, map[string]string{"app.yaml": "image: app:1.0.0\n", "run.sh": "image: app:1.0.0\n", "plain.yaml": "x\n"})
+	work := filepath.Join(t.TempDir(), "src")
+	testgit.Git(t, "", "clone", "-q", bare, work)
+	testgit.Git(t, work, "update-index", "--chmod=+x", "run.sh")
+	if err := os.Symlink("plain.yaml", filepath.Join(work, "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	testgit.Git(t, work, "add", "link.yaml")
+	testgit.Git(t, work, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "modes")
+	testgit.Git(t, work, "push", "-q", "origin", "main")
+
+	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
+	for p, mode := range map[string]os.FileMode{"app.yaml": 0o755, "run.sh": 0o644} {
+		if err := os.Chmod(filepath.Join(r.Dir(), p), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(filepath.Join(r.Dir(), "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{"app.yaml": "image: app:2.0.0\n", "run.sh": "image: app:2.0.0\n", "link.yaml": "image: app:2.0.0\n"}
+	if _, err := r.Update(t.Context(), Update{Commit: author}, setFiles(files, "Bump", nil)); err != nil {
+		t.Fatal(err)
+	}
+	got := testgit.Git(t, bare, "ls-tree", "main", "app.yaml", "run.sh", "link.yaml")
+	for p, mode := range map[string]string{"app.yaml": "100644", "run.sh": "100755", "link.yaml": "100644"} {
+		if !regexp.MustCompile(`(?m)^` + mode + ` blob \w+\t` + regexp.QuoteMeta(p) + `$`).MatchString(got) {
+			t.Errorf("%s in the commit: want mode %s; ls-tree says\n%s", p, mode, got)
+		}
+	}
+	// The next Open finds the worktree clean: the bit is not content.
+	head := r.Head()
+	r.Close()
+	r = mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: r.Dir()})
+	if r.Head() != head {
+		t.Errorf("Head() = %s, want %s", r.Head(), head)
+	}
 }

@@ -83,10 +83,11 @@ func (r *Repo) resetWorktree() error {
 			}
 		}
 	}
+	check := r.fileCheck(old)
 	var kept []indexChange
 	fc := r.newFileCreator(true, nil, ps)
 	for _, f := range files {
-		if stat, ok := keepFile(r.dir, old, oldEntries[f.path], f.to); ok {
+		if stat, ok := check.keepFile(oldEntries[f.path], f.to); ok {
 			kept = append(kept, indexChange{name: f.path, hash: f.to.Hash, mode: f.to.Mode, stat: stat})
 			continue
 		}
@@ -116,14 +117,31 @@ func (r *Repo) resetWorktree() error {
 	return r.moveTo(r.head, nil)
 }
 
+// fileCheck tells whether worktree files hold what entries of an index
+// say.
+type fileCheck struct {
+	root string
+	idx  *index.Index // the entries'; nil when none could be read
+	// execBits reports whether the file system keeps executable bits
+	// (Repo.keepsExecBits); it is asked only when a bit differs.
+	execBits func() bool
+	// rehash names files whose lstat data are not trusted: a caller
+	// found them not to hold what the commit does (Clean).
+	rehash map[string]bool
+}
+
+func (r *Repo) fileCheck(idx *index.Index) *fileCheck {
+	return &fileCheck{root: r.dir, idx: idx, execBits: r.keepsExecBits, rehash: r.suspect}
+}
+
 // keepFile reports whether the worktree's file at e's path, as the old
-// index (idx) records it in e, holds the tree entry want, and returns
-// its stat fields for the new index.
-func keepFile(root string, idx *index.Index, e *index.Entry, want object.TreeEntry) ([40]byte, bool) {
+// index records it in e, holds the tree entry want, and returns its stat
+// fields for the new index.
+func (c *fileCheck) keepFile(e *index.Entry, want object.TreeEntry) ([40]byte, bool) {
 	if e == nil || e.Hash != want.Hash || e.Mode != want.Mode {
 		return [40]byte{}, false
 	}
-	full := filepath.Join(root, filepath.FromSlash(e.Name))
+	full := filepath.Join(c.root, filepath.FromSlash(e.Name))
 	fi, err := os.Lstat(full)
 	if err != nil {
 		return [40]byte{}, false
@@ -135,7 +153,7 @@ func keepFile(root string, idx *index.Index, e *index.Entry, want object.TreeEnt
 	if !plainEntry(e) {
 		return [40]byte{}, false
 	}
-	if ok, err := fileClean(full, fi, idx, e); err != nil || !ok {
+	if ok, err := c.fileClean(full, fi, e); err != nil || !ok {
 		return [40]byte{}, false
 	}
 	return statFields(fi), true
@@ -151,17 +169,26 @@ func (r *Repo) resetIfNeeded() error {
 
 // Clean checks every file of the worktree against the index, deletes
 // untracked files, and hard-resets the worktree to the head when a file
-// differs, as Open does without Options.TrustWorktree. A caller that
-// trusts the worktree calls it when a file it read was not what the
-// commit holds.
-func (r *Repo) Clean() error {
+// differs, as Open does without Options.TrustWorktree. A caller calls it
+// when a file it read was not what the commit holds, and names such
+// files in stale: their content is hashed, not judged by lstat data that
+// may be the index's though the bytes are not (a file edited within one
+// clock tick, or on a file system whose ctime follows its mtime).
+func (r *Repo) Clean(stale ...string) error {
 	if r.repo == nil {
 		return errors.New("cleaning: the working copy is not open")
 	}
-	if r.verified && !r.dirty {
+	if r.verified && !r.dirty && len(stale) == 0 {
 		return nil
 	}
+	r.suspect = map[string]bool{}
+	for _, p := range stale {
+		if clean, err := checkPath(p); err == nil {
+			r.suspect[clean] = true
+		}
+	}
 	err := r.sync(true)
+	r.suspect = nil
 	if r.editing {
 		// Called from an edit, which writes next: until the edit says
 		// what it changed, the worktree again holds no known commit.
@@ -284,8 +311,9 @@ func (r *Repo) worktreeDiffers() string {
 	if err != nil {
 		return "the index cannot be read"
 	}
+	check := r.fileCheck(idx)
 	for _, e := range idx.Entries {
-		if ok, err := entryClean(r.dir, idx, e); err != nil || !ok {
+		if ok, err := check.entryClean(e); err != nil || !ok {
 			return "tracked file " + e.Name + " differs"
 		}
 	}
@@ -296,22 +324,20 @@ func (r *Repo) worktreeDiffers() string {
 }
 
 // entryClean reports whether a worktree file has the content and mode of
-// its index entry. As Git does, it trusts a matching size and mtime, except
-// for files modified no earlier than the index was written ("racy" ones),
-// whose content is hashed.
-func entryClean(root string, idx *index.Index, e *index.Entry) (bool, error) {
+// its index entry (fileClean).
+func (c *fileCheck) entryClean(e *index.Entry) (bool, error) {
 	if !plainEntry(e) {
 		return false, nil
 	}
 	if e.Mode == filemode.Submodule {
 		return true, nil // gitwriter never touches submodules
 	}
-	full := filepath.Join(root, filepath.FromSlash(e.Name))
+	full := filepath.Join(c.root, filepath.FromSlash(e.Name))
 	fi, err := os.Lstat(full)
 	if err != nil {
 		return false, nil
 	}
-	return fileClean(full, fi, idx, e)
+	return c.fileClean(full, fi, e)
 }
 
 // plainEntry reports whether index entry e stands for a file in the
@@ -322,13 +348,19 @@ func plainEntry(e *index.Entry) bool {
 }
 
 // fileClean is entryClean for the file at full, whose lstat data is fi.
-func fileClean(full string, fi fs.FileInfo, idx *index.Index, e *index.Entry) (bool, error) {
+// As git does, it trusts lstat data that are those the index records
+// (statSame), unless the entry is racy (the file was modified no earlier
+// than the index was written); otherwise it hashes the content. A file
+// whose executable bit differs from the entry's differs, unless the file
+// system keeps no such bits (execBits, asked then), where git's
+// core.fileMode=false leaves the bit alone too. The content of a file in
+// c.rehash is hashed whatever its lstat data.
+func (c *fileCheck) fileClean(full string, fi fs.FileInfo, e *index.Entry) (bool, error) {
 	mode, err := filemode.NewFromOSFileMode(fi.Mode())
-	if err != nil || mode != e.Mode {
+	if err != nil || mode != e.Mode && !(regularFile(mode) && regularFile(e.Mode) && !c.execBits()) {
 		return false, nil
 	}
-	if int64(e.Size) == fi.Size() && e.ModifiedAt.Equal(fi.ModTime()) &&
-		!idx.ModTime.IsZero() && e.ModifiedAt.Before(idx.ModTime) {
+	if !c.rehash[e.Name] && statSame(e, fi) && c.idx != nil && !c.idx.ModTime.IsZero() && e.ModifiedAt.Before(c.idx.ModTime) {
 		return true, nil
 	}
 	if mode == filemode.Symlink {

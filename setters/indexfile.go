@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"math/rand/v2"
@@ -127,22 +126,16 @@ func ReloadIndex(prev *Index, path string, kind IndexKind, opts Options) (ix *In
 var loadIndexFile = readIndexFile
 
 // readIndexFile reads the file at path and returns, with its bytes, the
-// stat key of the file read.
+// stat key of the file read. It reads as Apply reads a YAML file
+// (readFileKey): a link, a FIFO or a device at path is not followed,
+// waited on or read without end, but refused, and the index rebuilt.
 func readIndexFile(path string) ([]byte, statKey, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	var buf bytes.Buffer
+	var key statKey
+	if err := readFileKey(path, &buf, 0, &key); err != nil {
 		return nil, statKey{}, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, statKey{}, err
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, statKey{}, err
-	}
-	return data, keyOf(fi), nil
+	return buf.Bytes(), key, nil
 }
 
 // errOtherBuild reports an index written by another build.
