@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 )
 
@@ -57,7 +58,9 @@ func Referenced(ctx context.Context, opts Options) (References, error) {
 			mu.Unlock()
 		})
 	}
-	w := &walker{ctx: ctx, root: root, jobs: jobs, log: log, run: r}
+	// The walk's warnings (a broken link, say) are the Apply's that
+	// follows to give, once: this walk says nothing.
+	w := &walker{ctx: ctx, root: root, jobs: jobs, log: slog.New(slog.DiscardHandler), run: r}
 	w.walk(opts.Paths)
 	close(jobs)
 	wg.Wait()

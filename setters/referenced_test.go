@@ -1,9 +1,12 @@
 package setters
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -118,5 +121,32 @@ func TestOnReference(t *testing.T) {
 		if diff := cmp.Diff(want, ix.References()); diff != "" {
 			t.Errorf("Index.References after %s (-want +got):\n%s", scan, diff)
 		}
+	}
+}
+
+// TestReferencedQuiet: the walk of Referenced logs nothing; the Apply that
+// follows it gives the walk's warnings (a broken link), once.
+func TestReferencedQuiet(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "a.yaml"), []byte("image: a:1 # {\"$imagepolicy\": \"ns:a\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("nowhere.yaml", filepath.Join(root, "b.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	opts := Options{Root: root, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	if refs, err := Referenced(t.Context(), opts); err != nil || refs["ns:a"] != 1 {
+		t.Fatalf("Referenced = %v, %v", refs, err)
+	}
+	if logs.Len() != 0 {
+		t.Errorf("Referenced logged:\n%s", logs.String())
+	}
+	opts.Known = func(string) bool { return true }
+	if _, err := Apply(t.Context(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(logs.String(), "broken symlink"); n != 1 {
+		t.Errorf("Apply logged the broken link %d times, want once:\n%s", n, logs.String())
 	}
 }
