@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
+	"github.com/imagebump/imagebump/registry"
 	"github.com/imagebump/imagebump/setters"
 )
 
@@ -406,4 +408,72 @@ func TestFullScanResetsTheWorkingCopy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// racingRegistry is a fakeRegistry whose first listing runs race: a push
+// to the remote that lands between the cycle's fetch and its push.
+type racingRegistry struct {
+	*fakeRegistry
+	once sync.Once
+	race func()
+}
+
+func (r *racingRegistry) Scan(ctx context.Context, repos []string, n int) []registry.Result {
+	r.once.Do(r.race)
+	return r.fakeRegistry.Scan(ctx, repos, n)
+}
+
+// TestRedoneReadsCounted: the files an attempt read before it was done
+// again count in RedoneReads, which the report of the last attempt does
+// not hold: after a push race, and after files someone else wrote in the
+// working copy.
+func TestRedoneReadsCounted(t *testing.T) {
+	web := "image: reg.example/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\n"
+	api := "image: reg.example/api:1.0.0 # {\"$imagepolicy\": \"apps:api\"}\n"
+	files := map[string]string{"web.yaml": web, "api.yaml": api, "plain.yaml": "kind: ConfigMap\n"}
+	ctx := context.Background()
+
+	t.Run("push race", func(t *testing.T) {
+		bare := testgit.NewBare(t, files)
+		cfg, target := incrementalTarget(t, bare, "")
+		reg := &racingRegistry{
+			fakeRegistry: &fakeRegistry{tags: map[string][]string{"reg.example/web": {"1.0.0", "1.1.0"}, "reg.example/api": {"1.0.0"}}},
+			race: func() {
+				testgit.Commit(t, bare, "main", map[string]string{"new.yaml": "kind: Secret\n"}, nil, "meanwhile")
+			},
+		}
+		res, err := RunTarget(ctx, TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first attempt, on a new working copy, read every file.
+		if !res.Pushed || res.Attempts != 2 || res.RedoneReads != len(files) {
+			t.Errorf("pushed %v after %d attempts, redone reads %d; want a push after 2, and %d", res.Pushed, res.Attempts, res.RedoneReads, len(files))
+		}
+	})
+
+	t.Run("written in the working copy", func(t *testing.T) {
+		bare := testgit.NewBare(t, files)
+		cfg, target := incrementalTarget(t, bare, "")
+		reg := &fakeRegistry{tags: map[string][]string{"reg.example/web": {"1.0.0"}, "reg.example/api": {"1.0.0"}}}
+		workdir := t.TempDir()
+		if _, err := RunTarget(ctx, TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: workdir}); err != nil {
+			t.Fatal(err)
+		}
+		local := filepath.Join(WorkdirFor(workdir, target.Name), "web.yaml")
+		if err := os.WriteFile(local, []byte("local: change\n"+web), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		reg.tags["reg.example/web"] = []string{"1.0.0", "1.1.0"}
+		res, err := RunTarget(ctx, TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: workdir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := testgit.ReadFile(t, bare, "main", "web.yaml"); got != strings.Replace(web, "1.0.0", "1.1.0", 1) {
+			t.Errorf("web.yaml pushed: %q, want the remote's bytes bumped", got)
+		}
+		if res.RedoneReads != 1 || res.Report.FilesRead != 1 {
+			t.Errorf("redone reads %d, last attempt's %d; want 1 and 1 (web.yaml, read twice)", res.RedoneReads, res.Report.FilesRead)
+		}
+	})
 }

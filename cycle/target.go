@@ -94,6 +94,11 @@ type TargetResult struct {
 	// Report is the scan of the last attempt, or nil when the cycle failed
 	// before it.
 	Report *Report
+	// RedoneReads counts the YAML files read by the attempts done again (a
+	// push race; files someone else wrote in the working copy), which
+	// Report does not count: with Report.FilesRead, every file the cycle
+	// read.
+	RedoneReads int
 	// PullRequest is what happened to the target's pull request, when it
 	// has push.pullRequest and there was something to decide.
 	PullRequest *pullrequest.Result
@@ -235,6 +240,7 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 			if len(rep.Stale) == 0 || try > 0 {
 				break
 			}
+			res.RedoneReads += rep.FilesRead
 			// Someone else wrote in the working copy: check it whole,
 			// reset it, and do the edit again.
 			logger.Warn("files in the working copy are not what the commit holds; resetting it", "files", rep.Stale)
@@ -245,6 +251,9 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		}
 		// A retry after a push race redoes the edit on the new head with
 		// the same picks: the registries are not asked again.
+		if res.Report != nil {
+			res.RedoneReads += res.Report.FilesRead
+		}
 		selection, res.Report = rep.Policies, rep
 		res.Held = false
 		if len(rep.Changes) == 0 {

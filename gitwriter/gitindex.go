@@ -151,9 +151,13 @@ func statFields(fi fs.FileInfo) [40]byte {
 // core.trustctime): ctime, mtime, inode, owner and size, not the device.
 // A file rewritten in place within one mtime tick, or replaced by
 // another with its size and mtime (sed -i; touch -d), changes its ctime
-// or inode. Where fi has no Unix fields, mtime and size.
+// or inode. Where fillStat gives no such fields (other than Linux and
+// macOS), mtime and size.
 func statSame(e *index.Entry, fi fs.FileInfo) bool {
-	now := statFields(fi)
+	var now [40]byte
+	if !fillStat(now[:], fi) {
+		return e.ModifiedAt.Equal(fi.ModTime()) && e.Size == uint32(fi.Size())
+	}
 	var was [40]byte
 	put := binary.BigEndian.PutUint32
 	put(was[0:], uint32(e.CreatedAt.Unix()))

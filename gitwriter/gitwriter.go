@@ -514,15 +514,22 @@ func emptyDir(dir string) error { return emptyDirBut(dir, "") }
 var removeAll = os.RemoveAll
 
 // emptyDirBut deletes everything in dir but the entry named keep, .git
-// last: a process stopped half way leaves a folder that still holds a
-// git repository, which the next Open repairs or clones afresh, not a
-// folder of files it must refuse to delete (dirForeign).
+// last, its record of the worktree's commit first: a process stopped
+// half way leaves a folder that still holds a git repository, which the
+// next Open checks whole and resets or clones afresh, not a folder of
+// files it must refuse to delete (dirForeign).
 func emptyDirBut(dir, keep string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("emptying workdir: %w", err)
 	}
 	gitDir := false
+	if keep != ".git" {
+		// Without the record of the commit the worktree holds, a
+		// worktree half emptied is checked whole and reset, not
+		// trusted.
+		_ = os.Remove(filepath.Join(dir, ".git", resetStateFile))
+	}
 	for _, e := range entries {
 		switch e.Name() {
 		case keep:

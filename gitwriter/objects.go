@@ -1134,8 +1134,10 @@ func (r *Repo) patchIndexSlowly(changes []indexChange) error {
 		}
 		e := idx.Add(c.name)
 		e.Hash, e.Mode = c.hash, c.mode
-		e.ModifiedAt = time.Unix(int64(binary.BigEndian.Uint32(c.stat[8:])), int64(binary.BigEndian.Uint32(c.stat[12:])))
-		e.Size = binary.BigEndian.Uint32(c.stat[36:])
+		u := func(at int) uint32 { return binary.BigEndian.Uint32(c.stat[at:]) }
+		e.CreatedAt = time.Unix(int64(u(0)), int64(u(4)))
+		e.ModifiedAt = time.Unix(int64(u(8)), int64(u(12)))
+		e.Dev, e.Inode, e.UID, e.GID, e.Size = u(16), u(20), u(28), u(32), u(36)
 	}
 	idx.Cache = nil
 	if err := r.repo.Storer.SetIndex(idx); err != nil {

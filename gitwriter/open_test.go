@@ -635,3 +635,36 @@ func TestRecloneStoppedPartWay(t *testing.T) {
 		t.Errorf("clusters/prod/app.yaml = %q, %v", b, err)
 	}
 }
+
+// TestDiscardStoppedPartWay: Close empties a working copy it must
+// discard; stopped after some worktree files went, the record of the
+// commit the worktree held is already gone, so the next Open, though it
+// trusts the worktree, checks it whole and writes the missing files.
+func TestDiscardStoppedPartWay(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir(), TrustWorktree: true}
+	mustOpen(t, opts).Close()
+	r := mustOpen(t, opts)
+	r.discard = "an object in it does not hash to its name"
+	n := 0
+	defer func(was func(string) error) { removeAll = was }(removeAll)
+	removeAll = func(p string) error {
+		if n++; n == 2 {
+			return errors.New("stopped")
+		}
+		return os.RemoveAll(p)
+	}
+	if err := r.Close(); err == nil {
+		t.Fatal("Close: no error from the stopped removal")
+	}
+	removeAll = os.RemoveAll
+	r = mustOpen(t, opts)
+	for p, want := range seed {
+		if b, err := os.ReadFile(filepath.Join(opts.Workdir, filepath.FromSlash(p))); err != nil || string(b) != want {
+			t.Errorf("%s after the next Open: %q, %v; want %q", p, b, err, want)
+		}
+	}
+	if st := testgit.Git(t, opts.Workdir, "status", "--porcelain"); st != "" {
+		t.Errorf("git status = %q, want clean", st)
+	}
+}

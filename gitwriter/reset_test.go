@@ -166,13 +166,21 @@ func TestResetSyncsBeforeIndex(t *testing.T) {
 // TestHandEditSameSizeAndTime: a file edited by hand to the same size,
 // its modification time put back (sed -i; touch -d), is found changed by
 // its inode and ctime, as git finds it, and reset: by Open when it checks
-// the worktree, and by Clean when Open trusted it.
+// the worktree, and by Clean when Open trusted it. The index is written
+// well after the file (an Update of another file), so that the entry is
+// not racy and only the lstat compare can tell.
 func TestHandEditSameSizeAndTime(t *testing.T) {
 	for _, trust := range []bool{false, true} {
 		t.Run(map[bool]string{false: "Open", true: "Clean"}[trust], func(t *testing.T) {
 			bare := testgit.NewBare(t, seed)
 			opts := Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir(), TrustWorktree: trust}
 			mustOpen(t, opts).Close()
+			time.Sleep(20 * time.Millisecond)
+			r := mustOpen(t, opts)
+			if _, err := r.Update(t.Context(), Update{Commit: author}, setFiles(map[string]string{"clusters/prod/web.yaml": "image: web:2.0.0\n"}, "Bump", nil)); err != nil {
+				t.Fatal(err)
+			}
+			r.Close()
 			p := filepath.Join(opts.Workdir, "clusters/prod/app.yaml")
 			fi, err := os.Stat(p)
 			if err != nil {
@@ -188,7 +196,7 @@ func TestHandEditSameSizeAndTime(t *testing.T) {
 			if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
 				t.Fatal(err)
 			}
-			r := mustOpen(t, opts)
+			r = mustOpen(t, opts)
 			if trust {
 				if err := r.Clean(); err != nil {
 					t.Fatal(err)
@@ -198,6 +206,45 @@ func TestHandEditSameSizeAndTime(t *testing.T) {
 				t.Errorf("the edited file = %q, %v; want it reset to %q", b, err, seed["clusters/prod/app.yaml"])
 			}
 		})
+	}
+}
+
+// TestIndexRefreshed: files whose lstat data changed but not their
+// content (a chmod that changes nothing moves the ctime, as a copy of the
+// folder or a chown would) are hashed once by a check of the whole
+// worktree, which then writes their new lstat data into the index and
+// records the state, so that the next check trusts them.
+func TestIndexRefreshed(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()}
+	mustOpen(t, opts).Close()
+	time.Sleep(10 * time.Millisecond)
+	for p := range seed {
+		if err := os.Chmod(filepath.Join(opts.Workdir, filepath.FromSlash(p)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(10 * time.Millisecond) // the refreshed index is written after the files' ctimes
+	r := mustOpen(t, opts)
+	idx, err := r.repo.Storer.Index()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range seed {
+		e, err := idx.Entry(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Lstat(filepath.Join(opts.Workdir, filepath.FromSlash(p)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !statSame(e, fi) {
+			t.Errorf("%s: the index does not hold its new lstat data", p)
+		}
+	}
+	if at, why := r.recordedState(); why != "" || at.String() != r.Head() {
+		t.Errorf("recordedState() = %s, %q; want the head recorded for the refreshed index", at, why)
 	}
 }
 

@@ -153,7 +153,7 @@ func (c *fileCheck) keepFile(e *index.Entry, want object.TreeEntry) ([40]byte, b
 	if !plainEntry(e) {
 		return [40]byte{}, false
 	}
-	if ok, err := c.fileClean(full, fi, e); err != nil || !ok {
+	if ok, _, err := c.fileClean(full, fi, e); err != nil || !ok {
 		return [40]byte{}, false
 	}
 	return statFields(fi), true
@@ -201,11 +201,15 @@ func (r *Repo) Clean(stale ...string) error {
 // sync is resetIfNeeded, checking every file when verify is set.
 func (r *Repo) sync(verify bool) error {
 	at, why := r.recordedState()
+	var refresh []indexChange
 	if why == "" && verify {
-		why = r.worktreeDiffers()
+		why, refresh = r.worktreeDiffers()
 	}
 	if why == "" {
 		r.at = at
+		if len(refresh) > 0 {
+			r.refreshIndex(refresh)
+		}
 		if err := r.checkout(at, r.head); err != nil {
 			// A tree refused (errBadTree) may be the old commit's, which
 			// an older imagebump accepted: the reset reads the head's
@@ -305,39 +309,64 @@ func (r *Repo) recordedState() (at plumbing.Hash, why string) {
 }
 
 // worktreeDiffers checks every tracked file against the index and deletes
-// untracked files; it returns what differs, or "".
-func (r *Repo) worktreeDiffers() string {
+// untracked files; it returns what differs, or "". With nothing
+// differing, refresh lists the files whose content was hashed and found
+// clean, with their lstat data for the index (refreshIndex), as git
+// status refreshes it: a copy of the working copy (cp -a), a chown or a
+// clone's files written in the index's own clock tick (racy) would
+// otherwise be hashed at every check.
+func (r *Repo) worktreeDiffers() (why string, refresh []indexChange) {
 	idx, err := r.repo.Storer.Index()
 	if err != nil {
-		return "the index cannot be read"
+		return "the index cannot be read", nil
 	}
 	check := r.fileCheck(idx)
 	for _, e := range idx.Entries {
-		if ok, err := check.entryClean(e); err != nil || !ok {
-			return "tracked file " + e.Name + " differs"
+		ok, hashed, fi, err := check.entryClean(e)
+		if err != nil || !ok {
+			return "tracked file " + e.Name + " differs", nil
+		}
+		if hashed {
+			refresh = append(refresh, indexChange{name: e.Name, hash: e.Hash, mode: e.Mode, stat: statFields(fi)})
 		}
 	}
 	if err := cleanUntracked(r.dir, idx); err != nil {
-		return "deleting untracked files failed"
+		return "deleting untracked files failed", nil
 	}
-	return ""
+	return "", refresh
+}
+
+// refreshIndex writes the lstat data of files found clean into the index,
+// and records the state for the new index; failing, the files are only
+// hashed again at the next check.
+func (r *Repo) refreshIndex(refresh []indexChange) {
+	err := patchIndexFile(r.indexPath(), refresh)
+	if errors.Is(err, errIndexFormat) {
+		err = r.patchIndexSlowly(refresh)
+	}
+	if err != nil {
+		r.log.Debug("could not refresh the index", "error", err)
+	}
+	r.recordState()
+	r.log.Debug("refreshed the index", "files", len(refresh))
 }
 
 // entryClean reports whether a worktree file has the content and mode of
-// its index entry (fileClean).
-func (c *fileCheck) entryClean(e *index.Entry) (bool, error) {
+// its index entry, and whether its content was hashed to tell
+// (fileClean), with the file's lstat data.
+func (c *fileCheck) entryClean(e *index.Entry) (clean, hashed bool, fi fs.FileInfo, err error) {
 	if !plainEntry(e) {
-		return false, nil
+		return false, false, nil, nil
 	}
 	if e.Mode == filemode.Submodule {
-		return true, nil // gitwriter never touches submodules
+		return true, false, nil, nil // gitwriter never touches submodules
 	}
 	full := filepath.Join(c.root, filepath.FromSlash(e.Name))
-	fi, err := os.Lstat(full)
-	if err != nil {
-		return false, nil
+	if fi, err = os.Lstat(full); err != nil {
+		return false, false, nil, nil
 	}
-	return c.fileClean(full, fi, e)
+	clean, hashed, err = c.fileClean(full, fi, e)
+	return clean, hashed, fi, err
 }
 
 // plainEntry reports whether index entry e stands for a file in the
@@ -355,31 +384,31 @@ func plainEntry(e *index.Entry) bool {
 // system keeps no such bits (execBits, asked then), where git's
 // core.fileMode=false leaves the bit alone too. The content of a file in
 // c.rehash is hashed whatever its lstat data.
-func (c *fileCheck) fileClean(full string, fi fs.FileInfo, e *index.Entry) (bool, error) {
+func (c *fileCheck) fileClean(full string, fi fs.FileInfo, e *index.Entry) (clean, hashed bool, err error) {
 	mode, err := filemode.NewFromOSFileMode(fi.Mode())
 	if err != nil || mode != e.Mode && !(regularFile(mode) && regularFile(e.Mode) && !c.execBits()) {
-		return false, nil
+		return false, false, nil
 	}
 	if !c.rehash[e.Name] && statSame(e, fi) && c.idx != nil && !c.idx.ModTime.IsZero() && e.ModifiedAt.Before(c.idx.ModTime) {
-		return true, nil
+		return true, false, nil
 	}
 	if mode == filemode.Symlink {
 		target, err := os.Readlink(full)
 		if err != nil {
-			return false, err
+			return false, true, err
 		}
-		return plumbing.ComputeHash(plumbing.BlobObject, []byte(target)) == e.Hash, nil
+		return plumbing.ComputeHash(plumbing.BlobObject, []byte(target)) == e.Hash, true, nil
 	}
 	f, err := os.Open(full)
 	if err != nil {
-		return false, err
+		return false, true, err
 	}
 	defer f.Close()
 	h := plumbing.NewHasher(plumbing.BlobObject, fi.Size())
 	if _, err := io.Copy(h, f); err != nil {
-		return false, err
+		return false, true, err
 	}
-	return h.Sum() == e.Hash, nil
+	return h.Sum() == e.Hash, true, nil
 }
 
 // cleanUntracked removes from the worktree every entry that is neither a

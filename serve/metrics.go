@@ -129,7 +129,7 @@ func (m *metrics) cycle(target string, o outcome, res *cycle.TargetResult, end t
 		m.lastSuccess.WithLabelValues(target).Set(float64(end.UnixNano()) / 1e9)
 	}
 	if rep := res.Report; rep != nil {
-		m.files.WithLabelValues(target, "read").Add(float64(rep.FilesRead))
+		m.files.WithLabelValues(target, "read").Add(float64(rep.FilesRead + res.RedoneReads))
 		m.files.WithLabelValues(target, "index").Add(float64(rep.FilesCached))
 		for _, p := range rep.Policies {
 			if p.Err == nil || p.Selection.Seen > 0 {

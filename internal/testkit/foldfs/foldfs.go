@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package foldfs mounts a file system that takes two names for one, as
 // macOS's and Windows' default file systems do, for tests of code that
 // must notice it. Linux's own file systems fold names only with casefold,
