@@ -24,19 +24,21 @@ func (s *Server) newRegistry(cfg *config.Config) (*registry.Client, error) {
 
 // registryOptions are the config's registry options with serve's hooks,
 // which count requests by host and status code and rate-limit waits, and a
-// base transport that keeps connections between cycles.
+// base transport that keeps connections between cycles and reloads.
 func (s *Server) registryOptions(cfg *config.Config) registry.Options {
 	opts := cycle.RegistryOptions(cfg, s.log.With("component", "registry"))
-	base := s.opts.RegistryTransport
-	if base == nil {
-		base = http.DefaultTransport.(*http.Transport)
-	}
-	base = base.Clone()
-	// A scan keeps several requests in flight per host, cycle after
-	// cycle: keep their connections instead of dialling (and shaking
-	// hands) anew each time.
-	base.MaxIdleConnsPerHost = 16
-	opts.Transport = base
+	s.transportOnce.Do(func() {
+		base := s.opts.RegistryTransport
+		if base == nil {
+			base = http.DefaultTransport.(*http.Transport)
+		}
+		s.transport = base.Clone()
+		// A scan keeps several requests in flight per host, cycle after
+		// cycle: keep their connections instead of dialling (and shaking
+		// hands) anew each time.
+		s.transport.MaxIdleConnsPerHost = 16
+	})
+	opts.Transport = s.transport
 	opts.OnRequest = s.metrics.request
 	opts.OnWait = s.metrics.rateLimitWait
 	return opts

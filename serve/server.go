@@ -142,6 +142,13 @@ type Server struct {
 
 	hooks hookStats // per webhook: what came in
 
+	// transport is the registries' base transport, made once and shared
+	// by the registry client of every config loaded, so that a reload
+	// keeps the connections to the registries instead of opening new
+	// ones beside the old (registryOptions).
+	transport     *http.Transport
+	transportOnce sync.Once
+
 	mu         sync.Mutex
 	cfg        *config.Config
 	loaded     time.Time
