@@ -17,6 +17,8 @@
 #     headless browser, driven with chromedp, and screenshotted.
 #   - GoReleaser v2.15.1, built once with `go install` into the tool cache,
 #     for `goreleaser check` of .goreleaser.yaml.
+# Nothing is installed for FUSE: the tests that mount a file system need
+# root and /dev/fuse, which CI's machines have.
 # The tool cache lives outside the clone so later runs reuse it:
 #   ${IMAGEBUMP_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/imagebump-tools}
 set -euo pipefail
@@ -79,6 +81,10 @@ if ! go mod tidy -diff; then
 	echo "go.mod and go.sum are not tidy: run go mod tidy" >&2
 	exit 1
 fi
+
+# The folded-names tests mount a FUSE file system (internal/testkit/foldfs):
+# load the module where the kernel has it as one.
+[ -e /dev/fuse ] || modprobe fuse 2>/dev/null || true
 
 # Test artefacts (such as the status page's screenshot) are kept under
 # $out/_artifacts, one folder per test.
