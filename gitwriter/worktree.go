@@ -1,6 +1,7 @@
 package gitwriter
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -321,13 +323,21 @@ func (r *Repo) worktreeDiffers() (why string, refresh []indexChange) {
 		return "the index cannot be read", nil
 	}
 	check := r.fileCheck(idx)
+	// A file changed in the last moments may change again within the
+	// clock tick its lstat data show, unseen: it is left to be hashed
+	// again, as git leaves racily clean entries.
+	settled := time.Now().Add(-refreshAfter)
 	for _, e := range idx.Entries {
 		ok, hashed, fi, err := check.entryClean(e)
 		if err != nil || !ok {
 			return "tracked file " + e.Name + " differs", nil
 		}
-		if hashed {
-			refresh = append(refresh, indexChange{name: e.Name, hash: e.Hash, mode: e.Mode, stat: statFields(fi)})
+		if !hashed {
+			continue
+		}
+		stat := statFields(fi)
+		if changedAt(stat).Before(settled) {
+			refresh = append(refresh, indexChange{name: e.Name, hash: e.Hash, mode: e.Mode, stat: stat})
 		}
 	}
 	if err := cleanUntracked(r.dir, idx); err != nil {
@@ -336,16 +346,29 @@ func (r *Repo) worktreeDiffers() (why string, refresh []indexChange) {
 	return "", refresh
 }
 
+// refreshAfter is how long ago a file must have last changed for a check
+// to write its lstat data into the index (refreshIndex).
+var refreshAfter = 2 * time.Second
+
+// changedAt is the later of the change and modification times in stat
+// fields (statFields), to the second.
+func changedAt(stat [40]byte) time.Time {
+	return time.Unix(int64(max(binary.BigEndian.Uint32(stat[0:]), binary.BigEndian.Uint32(stat[8:]))), 0)
+}
+
 // refreshIndex writes the lstat data of files found clean into the index,
-// and records the state for the new index; failing, the files are only
-// hashed again at the next check.
+// and records the state for the new index. Failing, the state is not
+// recorded (the index may be torn), and the next Open resets the
+// worktree.
 func (r *Repo) refreshIndex(refresh []indexChange) {
 	err := patchIndexFile(r.indexPath(), refresh)
 	if errors.Is(err, errIndexFormat) {
 		err = r.patchIndexSlowly(refresh)
 	}
 	if err != nil {
+		_ = os.Remove(r.statePath())
 		r.log.Debug("could not refresh the index", "error", err)
+		return
 	}
 	r.recordState()
 	r.log.Debug("refreshed the index", "files", len(refresh))

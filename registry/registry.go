@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -414,8 +415,24 @@ func (c *Client) newHost(key string, hc Host) (*host, error) {
 	return h, nil
 }
 
+// caTransports holds the transports withCAFile made, by base and the CA
+// file's bytes: the clients made from one base (serve's, a config after
+// another) share a host's transport, and with it its connections, while
+// the file's certificates stay the same. It grows by one entry per base
+// and certificate set: a process that makes clients from new bases
+// (Options.Transport nil) makes one client, as run and plan do.
+var caTransports = struct {
+	sync.Mutex
+	m map[caKey]*http.Transport
+}{m: map[caKey]*http.Transport{}}
+
+type caKey struct {
+	base *http.Transport
+	pem  [sha256.Size]byte
+}
+
 // withCAFile returns a clone of base that also trusts the certificates in
-// the PEM file at path.
+// the PEM file at path; the same one for the same base and certificates.
 func withCAFile(base http.RoundTripper, path string) (http.RoundTripper, error) {
 	t, ok := base.(*http.Transport)
 	if !ok {
@@ -424,6 +441,12 @@ func withCAFile(base http.RoundTripper, path string) (http.RoundTripper, error) 
 	pem, err := secretfile.ReadFile(path, secretfile.MaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading caFile: %w", err)
+	}
+	key := caKey{base: t, pem: sha256.Sum256(pem)}
+	caTransports.Lock()
+	defer caTransports.Unlock()
+	if ct, ok := caTransports.m[key]; ok {
+		return ct, nil
 	}
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {
@@ -437,6 +460,7 @@ func withCAFile(base http.RoundTripper, path string) (http.RoundTripper, error) 
 		t.TLSClientConfig = &tls.Config{}
 	}
 	t.TLSClientConfig.RootCAs = pool
+	caTransports.m[key] = t
 	return t, nil
 }
 
