@@ -44,13 +44,5 @@ func probeExecBits(dir string) (bool, error) {
 // fails counts as keeping them: a file whose bit differs is then written
 // again, as before the probe.
 func (r *Repo) keepsExecBits() bool {
-	if r.execBits == nil {
-		kept, err := execBitsIn(filepath.Join(r.dir, ".git"))
-		if err != nil {
-			r.log.Debug("could not tell whether the file system keeps executable bits; taking it that it does", "error", err)
-			kept = true
-		}
-		r.execBits = &kept
-	}
-	return *r.execBits
+	return r.probed(&r.execBits, execBitsIn, true, "whether the file system keeps executable bits")
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -158,18 +159,33 @@ func statSame(e *index.Entry, fi fs.FileInfo) bool {
 	if !fillStat(now[:], fi) {
 		return e.ModifiedAt.Equal(fi.ModTime()) && e.Size == uint32(fi.Size())
 	}
-	var was [40]byte
-	put := binary.BigEndian.PutUint32
-	put(was[0:], uint32(e.CreatedAt.Unix()))
-	put(was[4:], uint32(e.CreatedAt.Nanosecond()))
-	put(was[8:], uint32(e.ModifiedAt.Unix()))
-	put(was[12:], uint32(e.ModifiedAt.Nanosecond()))
-	put(was[20:], e.Inode)
-	put(was[28:], e.UID)
-	put(was[32:], e.GID)
-	put(was[36:], e.Size)
-	copy(now[16:20], was[16:20]) // the device, zero in both
+	was := entryStat(e)
+	copy(now[16:20], was[16:20]) // not the device
 	return was == now
+}
+
+// entryStat returns the stat fields of go-git's index entry e, as
+// statFields gives them; setEntryStat sets them.
+func entryStat(e *index.Entry) [40]byte {
+	var b [40]byte
+	put := binary.BigEndian.PutUint32
+	put(b[0:], uint32(e.CreatedAt.Unix()))
+	put(b[4:], uint32(e.CreatedAt.Nanosecond()))
+	put(b[8:], uint32(e.ModifiedAt.Unix()))
+	put(b[12:], uint32(e.ModifiedAt.Nanosecond()))
+	put(b[16:], e.Dev)
+	put(b[20:], e.Inode)
+	put(b[28:], e.UID)
+	put(b[32:], e.GID)
+	put(b[36:], e.Size)
+	return b
+}
+
+func setEntryStat(e *index.Entry, b [40]byte) {
+	u := func(at int) uint32 { return binary.BigEndian.Uint32(b[at:]) }
+	e.CreatedAt = time.Unix(int64(u(0)), int64(u(4)))
+	e.ModifiedAt = time.Unix(int64(u(8)), int64(u(12)))
+	e.Dev, e.Inode, e.UID, e.GID, e.Size = u(16), u(20), u(28), u(32), u(36)
 }
 
 // patch applies changes to the index and returns its new bytes; of two

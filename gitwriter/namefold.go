@@ -60,15 +60,22 @@ func (r *Repo) namesFold() bool {
 	if r.dir == "" {
 		return false
 	}
-	if r.foldsNames == nil {
-		folds, err := namesFoldIn(filepath.Join(r.dir, ".git"))
+	return r.probed(&r.foldsNames, namesFoldIn, true, "whether the file system folds names")
+}
+
+// probed returns *answer, asking probe of the worktree's .git folder on
+// first use; a probe that fails answers failed, which errs on the safe
+// side, and says so in the debug log.
+func (r *Repo) probed(answer **bool, probe func(dir string) (bool, error), failed bool, what string) bool {
+	if *answer == nil {
+		yes, err := probe(filepath.Join(r.dir, ".git"))
 		if err != nil {
-			r.log.Debug("could not tell whether the file system folds names; taking it that it does", "error", err)
-			folds = true
+			r.log.Debug("could not tell "+what+"; taking the safe answer", "answer", failed, "error", err)
+			yes = failed
 		}
-		r.foldsNames = &folds
+		*answer = &yes
 	}
-	return *r.foldsNames
+	return **answer
 }
 
 // nameFoldKey is what a file system that folds names takes name for, or

@@ -3,7 +3,6 @@ package gitwriter
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -1134,10 +1133,7 @@ func (r *Repo) patchIndexSlowly(changes []indexChange) error {
 		}
 		e := idx.Add(c.name)
 		e.Hash, e.Mode = c.hash, c.mode
-		u := func(at int) uint32 { return binary.BigEndian.Uint32(c.stat[at:]) }
-		e.CreatedAt = time.Unix(int64(u(0)), int64(u(4)))
-		e.ModifiedAt = time.Unix(int64(u(8)), int64(u(12)))
-		e.Dev, e.Inode, e.UID, e.GID, e.Size = u(16), u(20), u(28), u(32), u(36)
+		setEntryStat(e, c.stat)
 	}
 	idx.Cache = nil
 	if err := r.repo.Storer.SetIndex(idx); err != nil {

@@ -1,7 +1,6 @@
 package gitwriter
 
 import (
-	"encoding/binary"
 	"os"
 	"path/filepath"
 	"slices"
@@ -289,11 +288,7 @@ func TestCleanStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := statFields(fi)
-	put := binary.BigEndian.Uint32
-	e.CreatedAt = time.Unix(int64(put(raw[0:])), int64(put(raw[4:])))
-	e.ModifiedAt = time.Unix(int64(put(raw[8:])), int64(put(raw[12:])))
-	e.Dev, e.Inode, e.UID, e.GID, e.Size = put(raw[16:]), put(raw[20:]), put(raw[28:]), put(raw[32:]), put(raw[36:])
+	setEntryStat(e, statFields(fi))
 	time.Sleep(10 * time.Millisecond) // the index is written after the file: not racy
 	if err := r.repo.Storer.SetIndex(idx); err != nil {
 		t.Fatal(err)

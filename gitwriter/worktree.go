@@ -119,22 +119,16 @@ func (r *Repo) resetWorktree() error {
 	return r.moveTo(r.head, nil)
 }
 
-// fileCheck tells whether worktree files hold what entries of an index
-// say.
+// fileCheck tells whether the worktree files of r hold what entries of
+// an index say. The files named in r.suspect are hashed whatever their
+// lstat data (Clean), and whether the file system keeps executable bits
+// is asked only when a bit differs (keepsExecBits).
 type fileCheck struct {
-	root string
-	idx  *index.Index // the entries'; nil when none could be read
-	// execBits reports whether the file system keeps executable bits
-	// (Repo.keepsExecBits); it is asked only when a bit differs.
-	execBits func() bool
-	// rehash names files whose lstat data are not trusted: a caller
-	// found them not to hold what the commit does (Clean).
-	rehash map[string]bool
+	r   *Repo
+	idx *index.Index // the entries'; nil when none could be read
 }
 
-func (r *Repo) fileCheck(idx *index.Index) *fileCheck {
-	return &fileCheck{root: r.dir, idx: idx, execBits: r.keepsExecBits, rehash: r.suspect}
-}
+func (r *Repo) fileCheck(idx *index.Index) *fileCheck { return &fileCheck{r: r, idx: idx} }
 
 // keepFile reports whether the worktree's file at e's path, as the old
 // index records it in e, holds the tree entry want, and returns its stat
@@ -143,7 +137,7 @@ func (c *fileCheck) keepFile(e *index.Entry, want object.TreeEntry) ([40]byte, b
 	if e == nil || e.Hash != want.Hash || e.Mode != want.Mode {
 		return [40]byte{}, false
 	}
-	full := filepath.Join(c.root, filepath.FromSlash(e.Name))
+	full := filepath.Join(c.r.dir, filepath.FromSlash(e.Name))
 	fi, err := os.Lstat(full)
 	if err != nil {
 		return [40]byte{}, false
@@ -384,7 +378,7 @@ func (c *fileCheck) entryClean(e *index.Entry) (clean, hashed bool, fi fs.FileIn
 	if e.Mode == filemode.Submodule {
 		return true, false, nil, nil // gitwriter never touches submodules
 	}
-	full := filepath.Join(c.root, filepath.FromSlash(e.Name))
+	full := filepath.Join(c.r.dir, filepath.FromSlash(e.Name))
 	if fi, err = os.Lstat(full); err != nil {
 		return false, false, nil, nil
 	}
@@ -404,15 +398,15 @@ func plainEntry(e *index.Entry) bool {
 // (statSame), unless the entry is racy (the file was modified no earlier
 // than the index was written); otherwise it hashes the content. A file
 // whose executable bit differs from the entry's differs, unless the file
-// system keeps no such bits (execBits, asked then), where git's
+// system keeps no such bits (keepsExecBits, asked then), where git's
 // core.fileMode=false leaves the bit alone too. The content of a file in
-// c.rehash is hashed whatever its lstat data.
+// r.suspect is hashed whatever its lstat data.
 func (c *fileCheck) fileClean(full string, fi fs.FileInfo, e *index.Entry) (clean, hashed bool, err error) {
 	mode, err := filemode.NewFromOSFileMode(fi.Mode())
-	if err != nil || mode != e.Mode && !(regularFile(mode) && regularFile(e.Mode) && !c.execBits()) {
+	if err != nil || mode != e.Mode && !(regularFile(mode) && regularFile(e.Mode) && !c.r.keepsExecBits()) {
 		return false, false, nil
 	}
-	if !c.rehash[e.Name] && statSame(e, fi) && c.idx != nil && !c.idx.ModTime.IsZero() && e.ModifiedAt.Before(c.idx.ModTime) {
+	if !c.r.suspect[e.Name] && statSame(e, fi) && c.idx != nil && !c.idx.ModTime.IsZero() && e.ModifiedAt.Before(c.idx.ModTime) {
 		return true, false, nil
 	}
 	if mode == filemode.Symlink {

@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package gitwriter
 
 import (
@@ -14,10 +16,11 @@ func fillStat(b []byte, fi fs.FileInfo) bool {
 	if !ok {
 		return false
 	}
-	binary.BigEndian.PutUint32(b[0:], uint32(st.Ctim.Sec))
-	binary.BigEndian.PutUint32(b[4:], uint32(st.Ctim.Nsec))
-	binary.BigEndian.PutUint32(b[8:], uint32(st.Mtim.Sec))
-	binary.BigEndian.PutUint32(b[12:], uint32(st.Mtim.Nsec))
+	ctime, mtime := statTimes(st)
+	binary.BigEndian.PutUint32(b[0:], uint32(ctime.Sec))
+	binary.BigEndian.PutUint32(b[4:], uint32(ctime.Nsec))
+	binary.BigEndian.PutUint32(b[8:], uint32(mtime.Sec))
+	binary.BigEndian.PutUint32(b[12:], uint32(mtime.Nsec))
 	binary.BigEndian.PutUint32(b[16:], uint32(st.Dev))
 	binary.BigEndian.PutUint32(b[20:], uint32(st.Ino))
 	binary.BigEndian.PutUint32(b[28:], st.Uid)
