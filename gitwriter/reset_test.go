@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
 )
 
@@ -310,5 +314,123 @@ func TestCleanStale(t *testing.T) {
 	}
 	if st := testgit.Git(t, r.Dir(), "status", "--porcelain"); st != "" {
 		t.Errorf("git status = %q, want clean", st)
+	}
+}
+
+// TestIndexVersion4: an index of version 4 (prefix-compressed paths,
+// which `git update-index --index-version 4` or feature.manyFiles give)
+// is patched through go-git (patchIndexSlowly), by a commit and by the
+// refresh of a whole check. Each entry must then hold every lstat field
+// of its file, the device too, and the index keep its version; git reads
+// it and finds nothing changed.
+func TestIndexVersion4(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()}
+	mustOpen(t, opts).Close()
+	// Made version 4 while the working copy is open: the reset of an
+	// Open would write a new index of version 2.
+	r := mustOpen(t, opts)
+	testgit.Git(t, opts.Workdir, "update-index", "--index-version", "4")
+	if v, stale := readIndexStat(t, opts.Workdir); v != 4 || len(stale) > 0 {
+		t.Fatalf("after git update-index --index-version 4: version %d, stale %q", v, stale)
+	}
+	if _, err := r.Update(t.Context(), Update{Commit: author}, setFiles(map[string]string{"clusters/prod/web.yaml": "image: web:2.0.0\n"}, "Bump", nil)); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if v, stale := readIndexStat(t, opts.Workdir); v != 4 || len(stale) > 0 {
+		t.Errorf("after a commit: version %d, want 4 kept; stale lstat data for %q", v, stale)
+	}
+
+	// A chmod that changes nothing moves every file's ctime; a check of
+	// the whole worktree hashes them and refreshes the index.
+	defer func(was time.Duration) { refreshAfter = was }(refreshAfter)
+	refreshAfter = 0
+	time.Sleep(10 * time.Millisecond)
+	for p := range seed {
+		if err := os.Chmod(filepath.Join(opts.Workdir, filepath.FromSlash(p)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, stale := readIndexStat(t, opts.Workdir); len(stale) != len(seed) {
+		t.Fatalf("stale lstat data for %q after the chmod, want every file", stale)
+	}
+	time.Sleep(10 * time.Millisecond)
+	mustOpen(t, opts).Close()
+	if v, stale := readIndexStat(t, opts.Workdir); v != 4 || len(stale) > 0 {
+		t.Errorf("after the refresh: version %d, want 4 kept; stale lstat data for %q", v, stale)
+	}
+	if at, err := indexChecksum(filepath.Join(opts.Workdir, ".git", "index")); err != nil || !strings.Contains(readState(t, opts.Workdir), at) {
+		t.Errorf("the state recorded is not for the refreshed index (%v)", err)
+	}
+	checkWorkdir(t, opts.Workdir, bare, mainSHA(t, bare))
+}
+
+// readIndexStat reads the working copy's index with go-git and returns
+// its version and the files whose entries do not hold every one of their
+// lstat fields.
+func readIndexStat(t *testing.T, workdir string) (version uint32, stale []string) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(workdir, ".git", "index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var idx index.Index
+	if err := index.NewDecoder(f).Decode(&idx); err != nil {
+		t.Fatalf("reading the index: %v", err)
+	}
+	for _, e := range idx.Entries {
+		fi, err := os.Lstat(filepath.Join(workdir, filepath.FromSlash(e.Name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if entryStat(e) != statFields(fi) {
+			stale = append(stale, e.Name)
+		}
+	}
+	return idx.Version, stale
+}
+
+// readState returns the working copy's state file.
+func readState(t *testing.T, workdir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(workdir, ".git", resetStateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestRefreshIndexFails: a refresh whose index write fails (here a lock
+// another git command holds) records no state, so that the next Open
+// checks the worktree whole rather than trusting an index that may be
+// torn (go-git, on the slow path, writes it in place).
+func TestRefreshIndexFails(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()}
+	r := mustOpen(t, opts)
+	if _, why := r.recordedState(); why != "" {
+		t.Fatalf("no state recorded after Open: %s", why)
+	}
+	lock := filepath.Join(opts.Workdir, ".git", "index.lock")
+	write(t, lock, "")
+	fi, err := os.Lstat(filepath.Join(opts.Workdir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.refreshIndex([]indexChange{{name: "README.md", hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(seed["README.md"])), mode: filemode.Regular, stat: statFields(fi)}})
+	if _, why := r.recordedState(); why != "no recorded reset" {
+		t.Errorf("recordedState after a failed refresh: %q, want none recorded", why)
+	}
+	r.Close()
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	logger, logs := newLogger()
+	opts.Logger = logger
+	mustOpen(t, opts).Close()
+	if !strings.Contains(logs.String(), "no recorded reset") {
+		t.Errorf("the next Open trusted the worktree:\n%s", logs)
 	}
 }
