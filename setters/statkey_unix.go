@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin
 
 package setters
 
@@ -9,12 +9,13 @@ import (
 
 // keyOfStat returns the stat key of a file from its stat(2) result.
 func keyOfStat(st *syscall.Stat_t) statKey {
+	mtime, ctime := statTimes(st)
 	return statKey{
 		dev:   uint64(st.Dev), // Dev is not a uint64 on every platform.
 		ino:   uint64(st.Ino),
 		size:  int64(st.Size),
-		mtime: timespecNano(st.Mtim),
-		ctime: timespecNano(st.Ctim),
+		mtime: timespecNano(mtime),
+		ctime: timespecNano(ctime),
 		mode:  uint32(st.Mode),
 	}
 }
