@@ -15,6 +15,8 @@
 #   - systemd (systemd-analyze rates and verifies the units in deploy/vm).
 #   - chromium and fonts-dejavu-core: serve's status page is checked in a
 #     headless browser, driven with chromedp, and screenshotted.
+#   - strace: a test holds the files run and plan report read to the files
+#     the kernel saw them open.
 #   - GoReleaser v2.15.1, built once with `go install` into the tool cache,
 #     for `goreleaser check` of .goreleaser.yaml.
 # Nothing is installed for FUSE: the tests that mount a file system need
@@ -40,6 +42,7 @@ command -v gcc >/dev/null 2>&1 || pkgs+=(gcc libc6-dev)
 command -v systemd-analyze >/dev/null 2>&1 || pkgs+=(systemd)
 command -v chromium >/dev/null 2>&1 || pkgs+=(chromium)
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || pkgs+=(fonts-dejavu-core)
+[ -x /usr/bin/strace ] || pkgs+=(strace)
 if [ "${#pkgs[@]}" -gt 0 ]; then
 	sudo=""
 	[ "$(id -u)" = 0 ] || sudo=sudo
