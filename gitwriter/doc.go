@@ -12,10 +12,16 @@
 // Open clones the tracked branch, shallow (depth 1) and single-branch by
 // default, or reuses the clone in Options.Workdir: it fetches the branch,
 // hard-resets the worktree to the remote head and deletes every untracked
-// file, ignored ones included. A working copy that cannot be opened, whose
-// HEAD, index or objects are unreadable, that is a clone of another URL, or
-// that has collected too many pack files is deleted and cloned afresh. A
-// non-empty Workdir without a .git is refused, never emptied.
+// file, ignored ones included; with Options.TrustWorktree, it moves the
+// worktree by the files the commits changed and leaves the others (and
+// untracked files) alone, and Clean checks everything on demand. The
+// Workdir is imagebump's: a working copy that cannot be opened, whose
+// HEAD, index or objects are unreadable, that is a clone of another URL
+// (say, after the config's URL changed), or that has collected too many
+// pack files is deleted and cloned afresh, and a clone of the same URL
+// made by hand is reset as above, its checked-out branch moved to the
+// tracked one. A non-empty Workdir without a .git is refused, never
+// emptied.
 //
 // A reused worktree that holds a known commit is moved to the new head by
 // the files that differ: the two trees are walked side by side, skipping
@@ -49,7 +55,10 @@
 // malformed that the remote's git cannot send it, such as one with a bad
 // mode, fails the clone on the server: each Open asks again, and nothing
 // is downloaded.) A working copy whose own commit is refused now (an
-// older imagebump accepted it) is hard-reset to a sound head. A tree more than
+// older imagebump accepted it) is hard-reset to a sound head. On a file
+// system that takes two names for one (by case or Unicode normalization
+// form, as macOS's and Windows' defaults do), a folder holding two such
+// names is refused the same way (namefold.go). A tree more than
 // 2,048 folders deep is refused the same way, as git's core.maxTreeDepth
 // refuses it. Written as it stands, such a tree could put files outside
 // the worktree or in .git. Every path written is checked again, as are an

@@ -100,6 +100,8 @@ func runDemo(ctx context.Context, o *DemoOptions, stdout io.Writer) error {
 		}
 	}
 	repo := filepath.Join(dir, "repo")
+	// plan's marker index goes with the sample, not to the user's cache.
+	cache := filepath.Join(dir, "cache")
 	cfgPath := filepath.Join(dir, "imagebump.yaml")
 	if err := writeDemoFiles(dir, host); err != nil {
 		return failure(err)
@@ -140,12 +142,12 @@ func runDemo(ctx context.Context, o *DemoOptions, stdout io.Writer) error {
 	}
 
 	step("imagebump plan --repo %s    # what would move, where", repo)
-	if err := runPlan(ctx, &PlanOptions{global: g, Repo: repo, Output: "text"}, stdout); err != nil {
+	if err := runPlan(ctx, &PlanOptions{global: g, Repo: repo, cacheDir: cache, Output: "text"}, stdout); err != nil {
 		return err
 	}
 
 	step("imagebump apply --repo %s   # rewrite the marked fields, nothing else", repo)
-	if err := runPlan(ctx, &PlanOptions{global: g, Repo: repo, Output: "text", Write: true}, stdout); err != nil {
+	if err := runPlan(ctx, &PlanOptions{global: g, Repo: repo, cacheDir: cache, Output: "text", Write: true}, stdout); err != nil {
 		return err
 	}
 
@@ -155,7 +157,7 @@ func runDemo(ctx context.Context, o *DemoOptions, stdout io.Writer) error {
 	}
 
 	step("imagebump plan --repo %s    # again: already current", repo)
-	if err := runPlan(ctx, &PlanOptions{global: g, Repo: repo, Output: "text"}, stdout); err != nil {
+	if err := runPlan(ctx, &PlanOptions{global: g, Repo: repo, cacheDir: cache, Output: "text"}, stdout); err != nil {
 		return err
 	}
 

@@ -45,6 +45,9 @@ type PlanOptions struct {
 	// user's cache folder.
 	NoCache bool
 
+	// cacheDir replaces the user's cache folder as the home of the
+	// marker index: the demo keeps its own in its temporary folder.
+	cacheDir string
 	// registry replaces the registry client in tests.
 	registry cycle.Registry
 	// pullRequests replaces the forge client in tests.
@@ -123,15 +126,20 @@ func addNoCacheFlag(cmd *cobra.Command, p *bool) {
 	cmd.Flags().BoolVar(p, "no-cache", false, "read every file: do not use or update the marker index (see docs/cli.md)")
 }
 
-// indexFile returns where the marker index of the checkout repo is kept:
-// in the user's cache folder ($XDG_CACHE_HOME/imagebump/markers, that is
-// ~/.cache/imagebump/markers), one file per checkout named by the hash of
-// its real path, never inside the checkout. "" when there is no cache
-// folder.
-func indexFile(repo string) string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return ""
+// indexFile returns where the marker index of the checkout repo, scanned
+// under paths, is kept: in cacheDir, or the user's cache folder
+// ($XDG_CACHE_HOME/imagebump/markers, that is ~/.cache/imagebump/markers),
+// one file per checkout and paths named by the hash of the checkout's
+// real path and the paths, never inside the checkout. Two targets with
+// other paths thus keep an index each, where one would rebuild the
+// other's. "" when there is no cache folder.
+func indexFile(cacheDir, repo string, paths []string) string {
+	if cacheDir == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		cacheDir = dir
 	}
 	abs, err := filepath.Abs(repo)
 	if err != nil {
@@ -140,8 +148,13 @@ func indexFile(repo string) string {
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = real
 	}
-	sum := sha256.Sum256([]byte(abs))
-	return filepath.Join(dir, "imagebump", "markers", hex.EncodeToString(sum[:16]))
+	h := sha256.New()
+	h.Write([]byte(abs))
+	for _, p := range paths {
+		h.Write([]byte{0})
+		h.Write([]byte(p))
+	}
+	return filepath.Join(cacheDir, "imagebump", "markers", hex.EncodeToString(h.Sum(nil)[:16]))
 }
 
 func addPlanFlags(cmd *cobra.Command, o *PlanOptions) {
@@ -197,7 +210,11 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 	}
 	idxFile := ""
 	if o.Repo != "" && !o.NoCache {
-		idxFile = indexFile(o.Repo)
+		var paths []string
+		if t != nil {
+			paths = t.Git.Paths
+		}
+		idxFile = indexFile(o.cacheDir, o.Repo, paths)
 	}
 	plan, err := cycle.Plan(ctx, cycle.PlanOptions{
 		IndexFile:    idxFile,

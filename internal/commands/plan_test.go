@@ -280,9 +280,15 @@ func TestValidate(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
 	var out bytes.Buffer
 	if err := runDemo(context.Background(), &DemoOptions{}, &out); err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	// plan's marker index went with the sample, not to the user's cache.
+	if got, _ := filepath.Glob(filepath.Join(cache, "imagebump", "*")); len(got) > 0 {
+		t.Errorf("the demo left %v in the user's cache folder", got)
 	}
 	for _, want := range []string{
 		"picked RELEASE.2024-03-01T08-30-00Z",
@@ -458,5 +464,62 @@ func TestPlanCache(t *testing.T) {
 	}
 	if again := plan("plan"); again.Files.Read != 0 || len(again.Changes) != 0 {
 		t.Errorf("plan again: files %v, %d changes; want nothing read", files(again), len(again.Changes))
+	}
+}
+
+// TestPlanCachePerPaths: plans of two targets with other paths on one
+// checkout keep an index file each, so that neither rebuilds the
+// other's: the second plan of a target reads only the files whose picks
+// move.
+func TestPlanCachePerPaths(t *testing.T) {
+	host := startMemRegistry(t)
+	cfg, repo := demoSetup(t, host)
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString("targets:\n" +
+		"  - {name: clusters, git: {url: https://git.example/fleet.git, branch: main, paths: [clusters]}}\n" +
+		"  - {name: charts, git: {url: https://git.example/fleet.git, branch: main, paths: [charts]}}\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A file in each target's paths that no pick changes: only those are
+	// served from the index.
+	for _, p := range []string{"clusters/prod/settings.yaml", "charts/api/settings.yaml"} {
+		if err := os.WriteFile(filepath.Join(repo, filepath.FromSlash(p)), []byte("kind: ConfigMap\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	time.Sleep(2100 * time.Millisecond) // out of the racy window
+	plan := func(target string) report.Plan {
+		t.Helper()
+		out, stderr, code := runMain(t, "-c", cfg, "plan", "--repo", repo, "--target", target, "-o", "json")
+		if code != 0 {
+			t.Fatalf("plan --target %s: exit %d\n%s\n%s", target, code, out, stderr)
+		}
+		var rep report.Plan
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	for _, target := range []string{"clusters", "charts"} {
+		if rep := plan(target); rep.Files.Read != rep.Files.Scanned || rep.Files.Scanned == 0 {
+			t.Fatalf("first plan of %s: files %+v, want every file read", target, rep.Files)
+		}
+	}
+	if got, _ := filepath.Glob(filepath.Join(cache, "imagebump", "markers", "*")); len(got) != 2 {
+		t.Errorf("index files in the cache folder: %v, want one per target", got)
+	}
+	for _, target := range []string{"clusters", "charts"} {
+		if rep := plan(target); rep.Files.Read != len(rep.Files.Changed) || rep.Files.Cached == 0 {
+			t.Errorf("second plan of %s: files %+v, want only the %d files that change read", target, rep.Files, len(rep.Files.Changed))
+		}
 	}
 }

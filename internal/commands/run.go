@@ -42,9 +42,17 @@ func NewCmdRun(g *globalOptions, stdout io.Writer, runF func(context.Context, *R
 		Use:   "run",
 		Short: "One full cycle: clone or fetch, scan, rewrite, commit, push; then exit",
 		Long: `Run one cycle for every target of the config (or the one --target names):
-clone the repository (or fetch and reset the working copy in --workdir), scan
-the registries, rewrite the marked fields, commit, and push to git.branch or
-to push.branch. A cycle with nothing new makes no commit and no push.
+clone the repository (or, with --workdir, fetch and move the working copy
+kept there to the new head), scan the registries, rewrite the marked fields,
+commit, and push to git.branch or to push.branch. A cycle with nothing new
+makes no commit and no push.
+
+DIR/<target> belongs to imagebump: a clone of another URL there is deleted
+and cloned afresh, a clone of the same URL is taken over (reset, untracked
+files deleted); only a non-empty folder holding no Git repository is refused.
+With the marker index (the default), a local edit or untracked file stays
+until a file the cycle reads differs from the commit; --no-cache checks every
+file and resets any difference.
 
 Exit 0 when every target succeeded, 1 when any policy, file or target failed
 (the others still ran), 64 for an invalid config.`,
@@ -64,7 +72,7 @@ Exit 0 when every target succeeded, 1 when any policy, file or target failed
 	cmd.Flags().StringVar(&o.Workdir, "workdir", "", "folder that keeps a working copy per target between runs (default: fresh temporary clones)")
 	cmd.Flags().StringVar(&o.Target, "target", "", "run only this target")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
-	addNoCacheFlag(cmd, &o.NoCache)
+	cmd.Flags().BoolVar(&o.NoCache, "no-cache", false, "read every file without the marker index, and check the whole working copy: reset what differs from the commit and delete untracked files (see docs/cli.md)")
 	return cmd
 }
 
