@@ -40,8 +40,9 @@ type TargetOptions struct {
 	Gates *Gates
 	// Now is the clock of holds and minimum ages; nil means time.Now.
 	Now func() time.Time
-	// Previous is this target's last successful cycle, when the caller
-	// keeps one (serve does). Its policies are asked for at once, while
+	// Previous is this target's last cycle that did not fail as a whole
+	// (its policies or files may have), when the caller keeps one (serve
+	// does). Its policies are asked for at once, while
 	// the working copy is fetched; the marker index it saved is taken
 	// from memory while the file on disk is still that one
 	// (setters.ReloadIndex); and when the tracked branch has not moved and
@@ -157,7 +158,7 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 	workdir := WorkdirFor(opts.Workdir, t.Name)
 	if workdir != "" {
 		if err := os.MkdirAll(opts.Workdir, 0o755); err != nil {
-			return fail(fmt.Errorf("creating the working copy folder: %w", err))
+			return fail(fmt.Errorf("creating the working copy folder: %w: --workdir must be a folder this user can create and write", err))
 		}
 		// Two processes sharing a working copy would reset it under each
 		// other: the second waits for the first.
@@ -477,7 +478,7 @@ func openIndex(repo *gitwriter.Repo, t config.Target, sopts setters.Options, kep
 		ti.file = IndexFile(repo.Dir())
 		ti.base = kept
 		if keptWhy != "" {
-			logger.Info("rebuilding the marker index", "reason", keptWhy)
+			logger.Info("building the marker index from a full scan", "reason", keptWhy)
 		}
 	} else {
 		ti.base = setters.NewIndex(setters.ByBlob, sopts)
@@ -485,7 +486,7 @@ func openIndex(repo *gitwriter.Repo, t config.Target, sopts setters.Options, kep
 	if ti.base.Built() {
 		changes, err := repo.Changes(ti.base.Head())
 		if err != nil {
-			logger.Info("rebuilding the marker index", "reason", err.Error())
+			logger.Info("building the marker index from a full scan", "reason", err.Error())
 			ti.base.Reset()
 		} else {
 			// forHead starts from these when the head has not moved since.
@@ -520,7 +521,7 @@ func (ti *targetIndex) forHead(repo *gitwriter.Repo, logger *slog.Logger) (*sett
 		// A commit that vanished since the index was opened costs a full
 		// scan, which takes the worktree's bytes for the commit's: the
 		// worktree is checked whole first.
-		logger.Info("rebuilding the marker index", "reason", err.Error())
+		logger.Info("building the marker index from a full scan", "reason", err.Error())
 		if err := repo.Clean(); err != nil {
 			return nil, err
 		}
@@ -564,7 +565,7 @@ func (ti *targetIndex) save(repo *gitwriter.Repo, work *setters.Index, up *gitwr
 		}
 	}
 	if err := work.Save(ti.file); err != nil {
-		logger.Warn("could not save the marker index; the next cycle rebuilds it", "error", err)
+		logger.Warn("could not save the marker index; the next cycle reads the files changed since the index saved before, or every file if there is none: check that the working copy's .git folder is writable and its disk not full", "file", ti.file, "error", err)
 		return false
 	}
 	return true

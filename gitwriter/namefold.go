@@ -124,7 +124,7 @@ type foldedNamesError struct{ a, b string }
 func (e *foldedNamesError) Error() string {
 	return fmt.Sprintf("%q and %q would be one file in the working copy: its file system takes names that differ only in case or in Unicode normalization form for one, "+
 		"so the bytes of one would be read, edited and committed as the other's. Rename one of them on the remote branch, "+
-		"or put --workdir on a file system that tells them apart (on macOS, a case-sensitive APFS volume for case)", e.a, e.b)
+		"or put the working copy on a file system that tells them apart (--workdir for run and serve; TMPDIR for plan, and for run without --workdir; on macOS, a case-sensitive APFS volume for case)", e.a, e.b)
 }
 
 func (e *foldedNamesError) Is(target error) bool { return target == errBadTree }

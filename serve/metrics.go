@@ -74,7 +74,7 @@ func newMetrics() *metrics {
 		tagsSeen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "tags_seen",
 			Help: "Tags a repository listed at its last scan."}, []string{"repository"}),
 		files: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "files_scanned_total",
-			Help: "YAML files the cycles looked at, by target and source: read (their bytes were read) or index (served from the marker index)."}, []string{"target", "source"}),
+			Help: "YAML files the cycles looked at, by target and source: read (their bytes were read, by every attempt of a cycle) or index (served from the marker index)."}, []string{"target", "source"}),
 		bumps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "bumps_total",
 			Help: "Marked fields rewritten in pushed commits, by policy."}, []string{"policy"}),
 		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "pushes_total",

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -76,5 +77,38 @@ func TestOneShotTreeCommands(t *testing.T) {
 		if enabled != tc.want || restored != tc.want {
 			t.Errorf("%v: enabled %d and restored %d times, want %d (stderr: %s)", tc.args, enabled, restored, tc.want, stderr)
 		}
+	}
+}
+
+// TestErrorLines: an error that joins several (a config with three
+// mistakes) is written a line each, "error: " and the mistake's
+// file:line first; what a line holds is still made inert (an escape
+// from the config's text does not reach the terminal), and a flood of
+// lines is cut with a count.
+func TestErrorLines(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "imagebump.yaml")
+	body := "images:\n" +
+		"  - {name: a, repository: BAD/x, policy: {semver: \">=1\"}}\n" +
+		"  - {name: \"b\\e[31m\", repository: BAD/y, policy: {semver: \">=1\"}}\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runMain(t, "validate", "-c", cfg)
+	if code != ExitUsage {
+		t.Fatalf("exit %d, want %d\n%s", code, ExitUsage, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	// Three: the second policy's name is bad too.
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "error: "+cfg+":2:") || !strings.HasPrefix(lines[1], "error: "+cfg+":3:") || !strings.HasPrefix(lines[2], "error: "+cfg+":3:") {
+		t.Errorf("stderr = %q, want one line per mistake, each with its file:line", stderr)
+	}
+	if strings.Contains(stderr, "\x1b") {
+		t.Errorf("stderr carries an escape from the config: %q", stderr)
+	}
+
+	var b strings.Builder
+	writeError(&b, strings.Repeat("x\n", maxErrorLines+5))
+	if got := strings.Count(b.String(), "\n"); got != maxErrorLines+1 || !strings.HasSuffix(b.String(), "error: …(5 more lines)\n") {
+		t.Errorf("%d lines given: wrote %d lines, ending %q", maxErrorLines+5, got, b.String()[max(0, b.Len()-40):])
 	}
 }

@@ -215,6 +215,9 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 			paths = t.Git.Paths
 		}
 		idxFile = indexFile(o.cacheDir, o.Repo, paths)
+		if idxFile == "" {
+			o.global.logger.Info("no cache folder to keep the marker index in, so every file is read: set XDG_CACHE_HOME (or HOME) to a writable folder, or pass --no-cache to say so")
+		}
 	}
 	plan, err := cycle.Plan(ctx, cycle.PlanOptions{
 		IndexFile:    idxFile,

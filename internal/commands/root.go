@@ -84,9 +84,28 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	code := exitCode(err)
 	var silent silentExit
 	if err != nil && !errors.As(err, &silent) {
-		fmt.Fprintf(stderr, "error: %s\n", printable.String(describe(ctx, err)))
+		writeError(stderr, describe(ctx, err))
 	}
 	return code
+}
+
+// maxErrorLines bounds the lines writeError writes.
+const maxErrorLines = 100
+
+// writeError writes an error's text to w, each of its lines as a line of
+// its own ("error: " first), made inert by printable.String: an error
+// that joins several (a config with many mistakes, each with its
+// file:line) reads as a list, not as one line with \n in it, cut at
+// printable.MaxLen. Past maxErrorLines the rest is counted.
+func writeError(w io.Writer, text string) {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	for i, line := range lines {
+		if i == maxErrorLines {
+			fmt.Fprintf(w, "error: …(%d more lines)\n", len(lines)-i)
+			return
+		}
+		fmt.Fprintf(w, "error: %s\n", printable.String(line))
+	}
 }
 
 // exitCode maps a command's error to the process exit code.
