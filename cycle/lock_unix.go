@@ -18,7 +18,7 @@ import (
 func lockWorkdir(ctx context.Context, path string, logger *slog.Logger) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("locking the working copy: %w: --workdir must be a folder this user can write", err)
+		return nil, fmt.Errorf("locking the working copy (its folder must be writable by this user; see --workdir): %w", err)
 	}
 	logged := false
 	for {

@@ -124,7 +124,7 @@ func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
 	}
 	if idx != nil {
 		if err := idx.Save(opts.IndexFile); err != nil {
-			logger.Warn("could not save the marker index; the next run reads every file again: make the cache folder writable (or set XDG_CACHE_HOME to one), or pass --no-cache", "file", opts.IndexFile, "error", err)
+			logger.Warn("could not save the marker index; the next run reads the files changed since the index was last saved, or every file if none was: make the folder of the file named writable (or free space on its disk), or pass --no-cache", "file", opts.IndexFile, "error", err)
 		}
 		setters.PruneIndexes(filepath.Dir(opts.IndexFile), indexMaxAge)
 	}

@@ -77,8 +77,10 @@ type TargetResult struct {
 	Branch string
 	// PushBranch is imagebump's own branch, or "" when commits go to Branch.
 	PushBranch string
-	// Commit is the SHA of the commit made, or of the remote commit that
-	// already held the same edits.
+	// Commit is the SHA of the commit pushed or, when nothing was
+	// committed, of the remote head the working copy holds (which may
+	// already hold the edits); "" when the target failed before either
+	// was settled (a push that did not succeed, say).
 	Commit string
 	// Pushed is true when a commit was pushed.
 	Pushed bool
@@ -158,7 +160,7 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 	workdir := WorkdirFor(opts.Workdir, t.Name)
 	if workdir != "" {
 		if err := os.MkdirAll(opts.Workdir, 0o755); err != nil {
-			return fail(fmt.Errorf("creating the working copy folder: %w: --workdir must be a folder this user can create and write", err))
+			return fail(fmt.Errorf("creating the working copy folder (it must be one this user can create and write; see --workdir): %w", err))
 		}
 		// Two processes sharing a working copy would reset it under each
 		// other: the second waits for the first.

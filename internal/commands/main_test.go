@@ -2,6 +2,8 @@ package commands
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -10,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/internal/testkit/testgitea"
 )
 
@@ -82,9 +85,9 @@ func TestOneShotTreeCommands(t *testing.T) {
 
 // TestErrorLines: an error that joins several (a config with three
 // mistakes) is written a line each, "error: " and the mistake's
-// file:line first; what a line holds is still made inert (an escape
-// from the config's text does not reach the terminal), and a flood of
-// lines is cut with a count.
+// file:line first; anything else is one line, a newline or an escape in
+// it made inert (a git server's answer cannot forge a line); a flood of
+// errors, or of long ones, is cut with a count.
 func TestErrorLines(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "imagebump.yaml")
 	body := "images:\n" +
@@ -106,9 +109,60 @@ func TestErrorLines(t *testing.T) {
 		t.Errorf("stderr carries an escape from the config: %q", stderr)
 	}
 
-	var b strings.Builder
-	writeError(&b, strings.Repeat("x\n", maxErrorLines+5))
-	if got := strings.Count(b.String(), "\n"); got != maxErrorLines+1 || !strings.HasSuffix(b.String(), "error: …(5 more lines)\n") {
-		t.Errorf("%d lines given: wrote %d lines, ending %q", maxErrorLines+5, got, b.String()[max(0, b.Len()-40):])
+	for _, tt := range []struct {
+		name  string
+		err   error
+		lines []string // each line written, without "error: "
+	}{
+		{
+			name:  "a newline and an escape inside one error (a git server's answer)",
+			err:   failure(fmt.Errorf("cloning: repository not found: %s", "Not found\nerror: imagebump.yaml:1: forged\x1b[31m")),
+			lines: []string{`cloning: repository not found: Not found\nerror: imagebump.yaml:1: forged\x1b[31m`},
+		},
+		{
+			name:  "joined, behind a wrapper that adds nothing",
+			err:   usageError(errors.Join(errors.New("a.yaml:1: one"), errors.New("a.yaml:2: two\nthree"))),
+			lines: []string{"a.yaml:1: one", `a.yaml:2: two\nthree`},
+		},
+		{
+			name:  "joined, behind a wrapper that says more",
+			err:   fmt.Errorf("target x: %w", errors.Join(errors.New("one"), errors.New("two"))),
+			lines: []string{`target x: one\ntwo`},
+		},
+		{
+			name:  "two %w, more than their texts",
+			err:   fmt.Errorf("%w, then %w", errors.New("one"), errors.New("two")),
+			lines: []string{"one, then two"},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			writeError(t.Context(), &b, tt.err)
+			var want strings.Builder
+			for _, l := range tt.lines {
+				want.WriteString("error: " + l + "\n")
+			}
+			if b.String() != want.String() {
+				t.Errorf("wrote %q, want %q", b.String(), want.String())
+			}
+		})
+	}
+
+	// A flood: many errors, or few long ones, are cut with a count.
+	many := make([]error, maxErrorLines+5)
+	long := make([]error, 100)
+	for i := range many {
+		many[i] = errors.New("x")
+	}
+	for i := range long {
+		long[i] = errors.New(strings.Repeat("\x01", 1000))
+	}
+	for _, errs := range [][]error{many, long} {
+		var b strings.Builder
+		writeError(t.Context(), &b, errors.Join(errs...))
+		lines := strings.Count(b.String(), "\n")
+		if lines > maxErrorLines+1 || b.Len() > maxErrorBytes+4*printable.MaxLen+100 || !strings.Contains(b.String(), fmt.Sprintf("more errors)\n")) {
+			t.Errorf("%d errors of %d bytes: wrote %d lines, %d bytes, ending %q", len(errs), len(errs[0].Error()), lines, b.Len(), b.String()[max(0, b.Len()-40):])
+		}
 	}
 }

@@ -132,18 +132,18 @@ func addNoCacheFlag(cmd *cobra.Command, p *bool) {
 // one file per checkout and paths named by the hash of the checkout's
 // real path and the paths, never inside the checkout. Two targets with
 // other paths thus keep an index each, where one would rebuild the
-// other's. "" when there is no cache folder.
-func indexFile(cacheDir, repo string, paths []string) string {
+// other's. It fails when there is no cache folder.
+func indexFile(cacheDir, repo string, paths []string) (string, error) {
 	if cacheDir == "" {
 		dir, err := os.UserCacheDir()
 		if err != nil {
-			return ""
+			return "", err
 		}
 		cacheDir = dir
 	}
 	abs, err := filepath.Abs(repo)
 	if err != nil {
-		return ""
+		return "", err
 	}
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = real
@@ -154,7 +154,7 @@ func indexFile(cacheDir, repo string, paths []string) string {
 		h.Write([]byte{0})
 		h.Write([]byte(p))
 	}
-	return filepath.Join(cacheDir, "imagebump", "markers", hex.EncodeToString(h.Sum(nil)[:16]))
+	return filepath.Join(cacheDir, "imagebump", "markers", hex.EncodeToString(h.Sum(nil)[:16])), nil
 }
 
 func addPlanFlags(cmd *cobra.Command, o *PlanOptions) {
@@ -214,9 +214,9 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 		if t != nil {
 			paths = t.Git.Paths
 		}
-		idxFile = indexFile(o.cacheDir, o.Repo, paths)
-		if idxFile == "" {
-			o.global.logger.Info("no cache folder to keep the marker index in, so every file is read: set XDG_CACHE_HOME (or HOME) to a writable folder, or pass --no-cache to say so")
+		var err error
+		if idxFile, err = indexFile(o.cacheDir, o.Repo, paths); err != nil {
+			o.global.logger.Info("no marker index, so every file is read: set HOME (or, on Linux, XDG_CACHE_HOME to an absolute path) to have one, or pass --no-cache to say so", "error", err)
 		}
 	}
 	plan, err := cycle.Plan(ctx, cycle.PlanOptions{

@@ -84,28 +84,63 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	code := exitCode(err)
 	var silent silentExit
 	if err != nil && !errors.As(err, &silent) {
-		writeError(stderr, describe(ctx, err))
+		writeError(ctx, stderr, err)
 	}
 	return code
 }
 
-// maxErrorLines bounds the lines writeError writes.
-const maxErrorLines = 100
+// maxErrorLines and maxErrorBytes bound what writeError writes.
+const (
+	maxErrorLines = 100
+	maxErrorBytes = 16 << 10
+)
 
-// writeError writes an error's text to w, each of its lines as a line of
-// its own ("error: " first), made inert by printable.String: an error
-// that joins several (a config with many mistakes, each with its
-// file:line) reads as a list, not as one line with \n in it, cut at
-// printable.MaxLen. Past maxErrorLines the rest is counted.
-func writeError(w io.Writer, text string) {
-	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
-	for i, line := range lines {
-		if i == maxErrorLines {
-			fmt.Fprintf(w, "error: …(%d more lines)\n", len(lines)-i)
+// writeError writes a command's error to w, "error: " first. An error
+// that joins several (errors.Join: a config with many mistakes, each with
+// its file:line) is written one line per error it joins, so that it
+// reads as a list; anything else is one line. Each line is made inert by
+// printable.String, so a newline inside one error (from a git server's
+// answer, say) cannot start a line of its own, and is cut at
+// printable.MaxLen; past maxErrorLines or maxErrorBytes the rest is
+// counted. ctx says whether a signal cancelled the command (describe).
+func writeError(ctx context.Context, w io.Writer, err error) {
+	var lines []string
+	var walk func(error)
+	walk = func(err error) {
+		if joined, ok := err.(interface{ Unwrap() []error }); ok && joinedText(joined.Unwrap()) == err.Error() {
+			for _, e := range joined.Unwrap() {
+				walk(e)
+			}
 			return
 		}
-		fmt.Fprintf(w, "error: %s\n", printable.String(line))
+		// A wrapper that adds nothing to the message (exitError) is
+		// looked through; one that does is a line, whatever it wraps.
+		if inner := errors.Unwrap(err); inner != nil && inner.Error() == err.Error() {
+			walk(inner)
+			return
+		}
+		lines = append(lines, describe(ctx, err))
 	}
+	walk(err)
+	written := 0
+	for i, line := range lines {
+		if i == maxErrorLines || written > maxErrorBytes {
+			fmt.Fprintf(w, "error: …(%d more errors)\n", len(lines)-i)
+			return
+		}
+		n, _ := fmt.Fprintf(w, "error: %s\n", printable.String(line))
+		written += n
+	}
+}
+
+// joinedText is the message errors.Join gives errs: an error that wraps
+// several but says more than them (fmt.Errorf with two %w) is one line.
+func joinedText(errs []error) string {
+	texts := make([]string, len(errs))
+	for i, e := range errs {
+		texts[i] = e.Error()
+	}
+	return strings.Join(texts, "\n")
 }
 
 // exitCode maps a command's error to the process exit code.

@@ -103,7 +103,7 @@ docs/serve.md has the details.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Listen, "listen", ":8080", "HTTP address of the status page, /healthz, /readyz, /metrics, /api/v1/status and /hook/NAME")
-	f.StringVar(&o.Workdir, "workdir", "", "folder that keeps a working copy per target between cycles (default: $XDG_CACHE_HOME/imagebump/serve, that is ~/.cache/imagebump/serve)")
+	f.StringVar(&o.Workdir, "workdir", "", "folder that keeps a working copy per target between cycles (default: imagebump/serve in the user's cache folder: $XDG_CACHE_HOME or ~/.cache on Linux, ~/Library/Caches on macOS)")
 	f.DurationVar(&o.Grace, "grace", serve.DefaultGrace, "on SIGTERM or SIGINT, how long running cycles may take to finish before they are cancelled")
 	f.DurationVar(&o.UnreadyAfter, "unready-after", serve.DefaultUnreadyAfter, "/readyz fails once a target has failed for longer than this (0: never)")
 	f.IntVar(&o.Concurrency, "concurrency", serve.DefaultConcurrency, "cycles (of different targets) running at once")
