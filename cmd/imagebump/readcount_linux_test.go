@@ -6,26 +6,34 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/imagebump/imagebump/cycle"
 	"github.com/imagebump/imagebump/internal/testkit/ci"
 	"github.com/imagebump/imagebump/internal/testkit/releasebin"
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
 	"github.com/imagebump/imagebump/internal/testkit/testregistry"
 	"github.com/imagebump/imagebump/report"
+	"github.com/imagebump/imagebump/serve"
 )
 
 // TestFilesReadMatchTheKernel holds what run and plan report of the files
@@ -397,19 +405,26 @@ func traceOpens(t *testing.T, env []string, root, bin string, args ...string) ([
 	}
 	opened := map[string]int{}
 	for _, file := range traces {
-		for _, p := range readOpens(t, file) {
-			rel, err := filepath.Rel(root, p)
-			if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") || rel == ".git" || strings.HasPrefix(rel, ".git/") {
-				continue
-			}
-			// A folder opened without O_DIRECTORY, as for a sync.
-			if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
-				continue
-			}
-			opened[filepath.ToSlash(rel)]++
-		}
+		countTreeOpens(opened, root, readOpens(t, file))
 	}
 	return stdout.Bytes(), opened
+}
+
+// countTreeOpens counts in opened each of paths (as strace -y prints
+// them) that is a file under root, but for root/.git, by its
+// slash-separated path relative to root.
+func countTreeOpens(opened map[string]int, root string, paths []string) {
+	for _, p := range paths {
+		rel, err := filepath.Rel(root, p)
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") || rel == ".git" || strings.HasPrefix(rel, ".git/") {
+			continue
+		}
+		// A folder opened without O_DIRECTORY, as for a sync.
+		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+			continue
+		}
+		opened[filepath.ToSlash(rel)]++
+	}
 }
 
 // openCall matches a successful open, openat or openat2 as strace -y
@@ -428,6 +443,16 @@ func readOpens(t *testing.T, file string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	out, err := parseOpens(data)
+	if err != nil {
+		t.Fatalf("reading %s: %v", file, err)
+	}
+	return out
+}
+
+// parseOpens returns the paths the lines of a trace file show opened for
+// reading, as readOpens says.
+func parseOpens(data []byte) ([]string, error) {
 	var out []string
 	var cut string // the first half of a call cut by another thread's
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -457,8 +482,485 @@ func readOpens(t *testing.T, file string) []string {
 			out = append(out, m[2])
 		}
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("reading %s: %v", file, err)
+	return out, sc.Err()
+}
+
+// TestServeReadsMatchTheKernel holds serve, the third user of the marker
+// index, to what TestFilesReadMatchTheKernel holds run and plan to: serve
+// keeps its working copy and the index between cycles, so its first cycle
+// (a clone) opens every YAML file of the tree, a cycle with nothing new
+// opens none, a tag that moves a pick makes one cycle open the files that
+// pick's markers are in, and the cycle after that commit opens none again.
+// The status's filesRead and filesFromIndex and the metric
+// imagebump_files_scanned_total{source="read"} must say as much. serve
+// runs under strace from start to SIGTERM, on a 1s schedule; the trace
+// files grow as it runs, so each step reads only what they gained since
+// the last step's mark, taken while no cycle ran.
+func TestServeReadsMatchTheKernel(t *testing.T) {
+	requireStrace(t)
+	reg := testregistry.Start(t, testregistry.Options{InMemory: true})
+	f := newReadFixture(t, reg, "serve", false)
+	// The fixture's config ends with its one target: give it the shortest
+	// interval, whose first cycle runs at start.
+	cfg, err := os.ReadFile(f.config)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if err := os.WriteFile(f.config, append(cfg, "    schedule: 1s\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f.bin, err = releasebin.Build(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	s := startTracedServe(t, f, "fleet")
+	all := f.yamlFiles()
+
+	// The first cycle clones and reads every YAML file; every tag is
+	// current, so it commits nothing.
+	first := s.waitMark(t, "the first cycle", time.Minute, func(ts serve.TargetStatus) bool { return ts.CyclesRun >= 1 })
+	seg := s.between(t, traceMark{}, first)
+	checkServeReads(t, "up to the first cycle", seg, all, len(all))
+	if c := seg.cycles[0]; c.Reason != serve.ReasonStart || c.FilesRead != len(all) || c.FilesFromIndex != 0 || c.Pushed {
+		t.Errorf("the first cycle: reason %s, %d files read, %d from the index, pushed %v; want %s, %d, 0, false",
+			c.Reason, c.FilesRead, c.FilesFromIndex, c.Pushed, serve.ReasonStart, len(all))
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// Cycles with nothing new take every file from the index kept in
+	// memory and open none.
+	steady := s.waitMark(t, "3 cycles with nothing new", 30*time.Second, func(ts serve.TargetStatus) bool {
+		return ts.CyclesRun >= first.target.CyclesRun+3
+	})
+	seg = s.between(t, first, steady)
+	checkServeReads(t, "cycles with nothing new", seg, nil, len(all))
+	checkNothingNew(t, "cycles with nothing new", seg, len(all))
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// A tag moves apps:web: the cycle that commits it opens the files its
+	// markers are in, and no other.
+	f.reg.Push(t, f.repo("web"), "1.1.0")
+	want := f.marked("apps:web")
+	bumped := s.waitMark(t, "the cycle that commits apps:web 1.1.0", 30*time.Second, func(ts serve.TargetStatus) bool {
+		return slices.ContainsFunc(cyclesSince(steady.target, ts), func(c serve.CycleStatus) bool { return c.Pushed })
+	})
+	seg = s.between(t, steady, bumped)
+	checkServeReads(t, "the tag", seg, want, len(all))
+	pushed := 0
+	for _, c := range seg.cycles {
+		if !c.Pushed {
+			if c.FilesRead != 0 {
+				t.Errorf("the tag: a cycle that pushed nothing (%s) reports %d files read; want 0", c.Started.Format(time.StampMilli), c.FilesRead)
+			}
+			continue
+		}
+		pushed++
+		changed := map[string]bool{}
+		for _, ch := range c.Changes {
+			changed[ch.File] = true
+		}
+		if diff := cmp.Diff(want, slices.Sorted(maps.Keys(changed))); diff != "" {
+			t.Errorf("the tag: files the pushed cycle changed (-want +got):\n%s", diff)
+		}
+		if c.FilesRead != len(want) {
+			t.Errorf("the tag: the pushed cycle reports %d files read; apps:web's markers are in %d: %v", c.FilesRead, len(want), want)
+		}
+	}
+	if pushed != 1 {
+		t.Errorf("the tag: %d cycles pushed; want 1", pushed)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// The cycle after the commit takes the files it wrote from the index
+	// that commit saved: it opens none.
+	after := s.waitMark(t, "a cycle after the commit", 30*time.Second, func(ts serve.TargetStatus) bool {
+		return ts.CyclesRun >= bumped.target.CyclesRun+1
+	})
+	seg = s.between(t, bumped, after)
+	checkServeReads(t, "after the commit", seg, nil, len(all))
+	checkNothingNew(t, "after the commit", seg, len(all))
+
+	// SIGTERM stops serve cleanly: exit 0 (which strace passes on), and
+	// no file of the tree opened on the way out either.
+	if code := s.stop(t, 30*time.Second); code != 0 {
+		t.Errorf("serve exited %d after SIGTERM; want 0", code)
+	}
+	// A cycle that ran meanwhile is in no status: the end mark counts
+	// the cycles the last one did.
+	end := after
+	end.sizes = traceSizes(t, s.prefix)
+	seg = s.between(t, after, end)
+	if got := slices.Sorted(maps.Keys(seg.opened)); len(got) > 0 {
+		t.Errorf("from the last cycle checked to the exit: files of the tree opened for reading: %v; want none", seg.opened)
+	}
+}
+
+// checkServeReads checks a segment of serve's run: the files of the tree
+// the kernel saw opened for reading are want and no other; every cycle in
+// it succeeded and scanned the tree's yamlFiles YAML files, and between
+// them the cycles report as many read as the kernel saw opened, and so
+// does imagebump_files_scanned_total{source="read"}.
+func checkServeReads(t *testing.T, step string, seg serveSegment, want []string, yamlFiles int) {
+	t.Helper()
+	got := slices.Sorted(maps.Keys(seg.opened))
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("%s: files of the tree opened for reading (-want +got):\n%s", step, diff)
+	}
+	yaml := 0
+	for _, p := range got {
+		if isYAML(p) {
+			yaml++
+		}
+	}
+	read := 0
+	for _, c := range seg.cycles {
+		if c.Result != serve.ResultSuccess || c.ProblemsTotal > 0 {
+			t.Errorf("%s: cycle of %s: result %s, error %q, problems %q", step, c.Started.Format(time.StampMilli), c.Result, c.Error, c.Problems)
+		}
+		if c.FilesRead+c.FilesFromIndex != yamlFiles {
+			t.Errorf("%s: cycle of %s: reports %d files read and %d from the index; the tree has %d YAML files",
+				step, c.Started.Format(time.StampMilli), c.FilesRead, c.FilesFromIndex, yamlFiles)
+		}
+		read += c.FilesRead
+	}
+	if read != yaml {
+		t.Errorf("%s: the status's %d cycles report %d files read; the kernel saw %d distinct YAML files opened for reading (path: opens): %v",
+			step, len(seg.cycles), read, yaml, seg.opened)
+	}
+	if seg.readMetric != float64(yaml) {
+		t.Errorf("%s: imagebump_files_scanned_total{source=\"read\"} grew by %v; the kernel saw %d distinct YAML files opened for reading",
+			step, seg.readMetric, yaml)
+	}
+}
+
+// checkNothingNew checks that every cycle of a segment (at least one)
+// served all yamlFiles YAML files from the index and changed nothing, and
+// that none read the index file: serve keeps the index the last cycle
+// saved in memory, and only checks that the file is still that one
+// (setters.ReloadIndex).
+func checkNothingNew(t *testing.T, step string, seg serveSegment, yamlFiles int) {
+	t.Helper()
+	if len(seg.cycles) == 0 {
+		t.Errorf("%s: no cycle", step)
+	}
+	if seg.indexReads > 0 {
+		t.Errorf("%s: the marker index file was opened for reading %d times; want 0: serve keeps the index in memory", step, seg.indexReads)
+	}
+	for _, c := range seg.cycles {
+		if c.FilesRead != 0 || c.FilesFromIndex != yamlFiles || c.ChangesTotal != 0 || c.Pushed {
+			t.Errorf("%s: cycle of %s: %d files read, %d from the index, %d changes, pushed %v; want 0, %d, 0, false",
+				step, c.Started.Format(time.StampMilli), c.FilesRead, c.FilesFromIndex, c.ChangesTotal, c.Pushed, yamlFiles)
+		}
+	}
+}
+
+// tracedServe is `imagebump serve` running under strace.
+type tracedServe struct {
+	prefix string // strace's -o: it writes PREFIX.TID per thread
+	root   string // the target's working copy
+	target string
+	url    string
+	client *http.Client
+	strace *exec.Cmd
+	pid    int           // serve's: strace's child
+	done   chan struct{} // closed once strace exited
+	err    error         // strace's Wait error, once done
+
+	mu     sync.Mutex
+	stderr []string // serve's log (and strace's own messages)
+	last   serve.TargetStatus
+}
+
+// startTracedServe starts serve on f's config, --workdir and environment
+// under strace (with traceOpens' flags), listening on a loopback port it
+// picks and logs, and returns once it serves. The test's end stops it.
+func startTracedServe(t *testing.T, f *readFixture, target string) *tracedServe {
+	t.Helper()
+	s := &tracedServe{prefix: filepath.Join(t.TempDir(), "trace"), root: f.root, target: target,
+		client: &http.Client{Timeout: 10 * time.Second}, done: make(chan struct{})}
+	s.strace = exec.Command(stracePath, "-f", "-ff", "-y", "--seccomp-bpf", "-e", "trace=open,openat,openat2", "-o", s.prefix,
+		f.bin, "serve", "-c", f.config, "--workdir", f.workdir, "--listen", "127.0.0.1:0", "--log-format", "json")
+	s.strace.Env = f.env
+	stderr, err := s.strace.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.strace.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			s.mu.Lock()
+			s.stderr = append(s.stderr, sc.Text())
+			s.mu.Unlock()
+			var rec struct{ Msg, Address string }
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "serving" {
+				select {
+				case addr <- rec.Address:
+				default:
+				}
+			}
+		}
+		s.err = s.strace.Wait()
+		close(s.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-s.done:
+		default:
+			if s.pid > 0 {
+				_ = syscall.Kill(s.pid, syscall.SIGKILL)
+			}
+			_ = s.strace.Process.Kill()
+			<-s.done
+		}
+		if t.Failed() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			t.Logf("serve's last status: %+v", s.last)
+			for _, l := range s.stderr[max(0, len(s.stderr)-60):] {
+				t.Logf("serve: %s", l)
+			}
+		}
+	})
+	select {
+	case a := <-addr:
+		s.url = "http://" + a
+	case <-s.done:
+		t.Fatalf("serve exited before serving: %v", s.err)
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not start serving within a minute")
+	}
+	s.pid = childOf(t, s.strace.Process.Pid)
+	return s
+}
+
+// childOf returns the pid of the one child of process pid.
+func childOf(t *testing.T, pid int) int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var children []int
+	for _, file := range stats {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			continue // it exited
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(file)))
+			children = append(children, child)
+		}
+	}
+	if len(children) != 1 {
+		t.Fatalf("process %d has children %v; want one", pid, children)
+	}
+	return children[0]
+}
+
+// get returns the body of serve's path, which must answer 200.
+func (s *tracedServe) get(t *testing.T, path string) []byte {
+	t.Helper()
+	resp, err := s.client.Get(s.url + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s, %v\n%s", path, resp.Status, err, body)
+	}
+	return body
+}
+
+// status returns the target's part of /api/v1/status.
+func (s *tracedServe) status(t *testing.T) serve.TargetStatus {
+	t.Helper()
+	var st serve.Status
+	if err := json.Unmarshal(s.get(t, "/api/v1/status"), &st); err != nil {
+		t.Fatalf("/api/v1/status: %v", err)
+	}
+	for _, ts := range st.Targets {
+		if ts.Name == s.target {
+			s.mu.Lock()
+			s.last = ts
+			s.mu.Unlock()
+			return ts
+		}
+	}
+	t.Fatalf("/api/v1/status has no target %s: %+v", s.target, st.Targets)
+	return serve.TargetStatus{}
+}
+
+// filesRead returns imagebump_files_scanned_total{source="read"} of the
+// target; 0 before a cycle counted any.
+func (s *tracedServe) filesRead(t *testing.T) float64 {
+	t.Helper()
+	for line := range strings.Lines(string(s.get(t, "/metrics"))) {
+		labels, ok := strings.CutPrefix(line, "imagebump_files_scanned_total{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(strings.TrimSpace(labels), "} ")
+		if ok && strings.Contains(labels, `source="read"`) && strings.Contains(labels, `target="`+s.target+`"`) {
+			v, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				t.Fatalf("/metrics: %q: %v", line, err)
+			}
+			return v
+		}
+	}
+	return 0
+}
+
+// traceMark is a moment of serve's run at which no cycle ran.
+type traceMark struct {
+	// sizes is how long each trace file was, up to its last whole line.
+	sizes map[string]int64
+	// target is the status then, and readMetric the target's
+	// imagebump_files_scanned_total{source="read"}.
+	target     serve.TargetStatus
+	readMetric float64
+}
+
+// mark takes a traceMark, or reports false when a cycle ran: a status
+// shows none running, then the traces and the metric are read, then a
+// second status shows none running and no more cycles done. A cycle
+// writes its last trace line before its status records it (strace writes
+// each call's line before the call returns to serve), and its first after
+// the status says it runs.
+func (s *tracedServe) mark(t *testing.T) (traceMark, bool) {
+	t.Helper()
+	before := s.status(t)
+	if before.RunningSince != nil {
+		return traceMark{}, false
+	}
+	m := traceMark{sizes: traceSizes(t, s.prefix), readMetric: s.filesRead(t)}
+	m.target = s.status(t)
+	return m, m.target.RunningSince == nil && m.target.CyclesRun == before.CyclesRun
+}
+
+// waitMark polls for a traceMark whose status satisfies cond, for at most
+// within.
+func (s *tracedServe) waitMark(t *testing.T, what string, within time.Duration, cond func(serve.TargetStatus) bool) traceMark {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		if m, ok := s.mark(t); ok && cond(m.target) {
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, within)
+		}
+		select {
+		case <-s.done:
+			t.Fatalf("%s: serve exited: %v", what, s.err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// stop sends serve SIGTERM and returns its exit code, which strace exits
+// with, waiting at most within.
+func (s *tracedServe) stop(t *testing.T, within time.Duration) int {
+	t.Helper()
+	if err := syscall.Kill(s.pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(within):
+		t.Fatalf("serve did not exit within %s of SIGTERM", within)
+	}
+	var ee *exec.ExitError
+	if errors.As(s.err, &ee) {
+		return ee.ExitCode()
+	}
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	return 0
+}
+
+// traceSizes returns how long each trace file of prefix is, up to its
+// last whole line: strace may be writing the next one.
+func traceSizes(t *testing.T, prefix string) map[string]int64 {
+	t.Helper()
+	files, err := filepath.Glob(prefix + ".*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]int64{}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes[file] = int64(bytes.LastIndexByte(data, '\n') + 1)
+	}
+	return sizes
+}
+
+// serveSegment is what serve did between two traceMarks.
+type serveSegment struct {
+	// opened counts the files of the tree opened for reading, as
+	// traceOpens does.
+	opened map[string]int
+	// cycles are the cycles that ended, oldest first.
+	cycles []serve.CycleStatus
+	// readMetric is how much imagebump_files_scanned_total{source="read"}
+	// grew.
+	readMetric float64
+	// indexReads counts the opens for reading of the working copy's
+	// marker index file (cycle.IndexFile).
+	indexReads int
+}
+
+// between returns what serve did from one mark to a later one: the trace
+// lines written between them, and the cycles the later one's status has
+// that the earlier one's has not. A mark with no sizes is the start.
+func (s *tracedServe) between(t *testing.T, from, to traceMark) serveSegment {
+	t.Helper()
+	seg := serveSegment{opened: map[string]int{}, cycles: cyclesSince(from.target, to.target), readMetric: to.readMetric - from.readMetric}
+	if n := to.target.CyclesRun - from.target.CyclesRun; len(seg.cycles) != n {
+		t.Fatalf("%d cycles ran between the marks; the status keeps %d", n, len(seg.cycles))
+	}
+	index := cycle.IndexFile(s.root)
+	for file, end := range to.sizes {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths, err := parseOpens(data[from.sizes[file]:end])
+		if err != nil {
+			t.Fatalf("reading %s: %v", file, err)
+		}
+		countTreeOpens(seg.opened, s.root, paths)
+		for _, p := range paths {
+			if p == index {
+				seg.indexReads++
+			}
+		}
+	}
+	return seg
+}
+
+// cyclesSince returns the cycles the status to lists that the status from
+// did not count, oldest first (as many as the status keeps).
+func cyclesSince(from, to serve.TargetStatus) []serve.CycleStatus {
+	n := min(max(to.CyclesRun-from.CyclesRun, 0), len(to.Cycles))
+	out := slices.Clone(to.Cycles[:n])
+	slices.Reverse(out)
 	return out
 }
