@@ -2,6 +2,7 @@ package flux
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -289,6 +290,70 @@ spec:
 			}
 			if tt.wantNote == "" && got != "" || !strings.Contains(got, tt.wantNote) {
 				t.Errorf("refspec note = %q, want %q", got, tt.wantNote)
+			}
+		})
+	}
+}
+
+// TestInsecureHostAnyOrder: an insecure ImageRepository makes its host
+// plain HTTP for every repository on it, and each secure one on that
+// host is warned about, whichever comes first in the files; a host set
+// by a cloud provider alone names its source in the export's comment.
+func TestInsecureHostAnyOrder(t *testing.T) {
+	repo := func(name string, insecure bool) string {
+		return fmt.Sprintf(`apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: %s, namespace: apps}
+spec: {image: registry.fleet.test/acme/%s, insecure: %t}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: %s, namespace: apps}
+spec: {imageRepositoryRef: {name: %s}, policy: {semver: {range: ">=1.0.0"}}}
+---
+`, name, name, insecure, name, name)
+	}
+	const cloud = `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: ecr, namespace: apps}
+spec: {image: 123456789012.dkr.ecr.eu-west-1.amazonaws.com/acme/app, provider: aws}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: ecr, namespace: apps}
+spec: {imageRepositoryRef: {name: ecr}, policy: {semver: {range: ">=1.0.0"}}}
+`
+	for _, tt := range []struct{ name, files string }{
+		{"insecure first", repo("a", true) + repo("b", false) + cloud},
+		{"insecure last", repo("b", false) + repo("a", true) + cloud},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "f.yaml", tt.files)
+			set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := set.Native(NativeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var warned []string
+			for _, note := range n.Report.Notes {
+				if note.Field == "spec.insecure" && strings.Contains(note.Msg, "allows plain HTTP") {
+					warned = append(warned, note.Object.Ref())
+				}
+			}
+			if !slices.Equal(warned, []string{"ImageRepository apps/b"}) {
+				t.Errorf("plain-HTTP warnings for %v, want the secure repository apps/b alone", warned)
+			}
+			for _, r := range n.Config.Registries {
+				if r.Host == "registry.fleet.test" && !r.Insecure {
+					t.Errorf("host %s is not insecure", r.Host)
+				}
+			}
+			if !strings.Contains(string(n.YAML), "# from ImageRepository apps/ecr") || strings.Contains(string(n.YAML), "# from \n") {
+				t.Errorf("the export does not name the cloud host's source:\n%s", n.YAML)
 			}
 		})
 	}

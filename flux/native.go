@@ -169,6 +169,9 @@ type hostSettings struct {
 	reg                            config.Registry
 	authFrom, insecureFrom, caFrom *ImageRepository
 	providerFrom                   *ImageRepository
+	// secure are the repositories read before any insecure one: each
+	// is warned about once one is, whatever the order of the objects.
+	secure []*ImageRepository
 }
 
 func (m *mapper) index() {
@@ -219,13 +222,15 @@ func (m *mapper) images() {
 		i := len(m.cfg.Registries)
 		m.cfg.Registries = append(m.cfg.Registries, m.hosts[h].reg)
 		var from []string
-		for _, r := range []*ImageRepository{m.hosts[h].authFrom, m.hosts[h].insecureFrom, m.hosts[h].caFrom} {
+		for _, r := range []*ImageRepository{m.hosts[h].authFrom, m.hosts[h].insecureFrom, m.hosts[h].caFrom, m.hosts[h].providerFrom} {
 			if r != nil && !contains(from, r.String()) {
 				from = append(from, r.String())
 			}
 		}
-		m.comments[fmt.Sprintf("registries[%d]", i)] = "from " + strings.Join(from, ", ")
-		for _, r := range []*ImageRepository{m.hosts[h].authFrom, m.hosts[h].insecureFrom, m.hosts[h].caFrom} {
+		if len(from) > 0 {
+			m.comments[fmt.Sprintf("registries[%d]", i)] = "from " + strings.Join(from, ", ")
+		}
+		for _, r := range []*ImageRepository{m.hosts[h].authFrom, m.hosts[h].insecureFrom, m.hosts[h].caFrom, m.hosts[h].providerFrom} {
 			if r != nil {
 				m.sources[fmt.Sprintf("registries[%d]", i)] = r.Object
 				break
@@ -388,14 +393,24 @@ func (m *mapper) registry(repo *ImageRepository, host string) {
 		m.p.note(Warning, repo.Object, "spec.provider", src.line("spec.provider"),
 			"provider %q is not one imagebump knows (aws, gcp, azure, generic): %s is read as generic", p, host)
 	}
-	if repo.Spec.Insecure {
+	plainToo := func(r *ImageRepository) {
+		m.p.note(Warning, r.Object, "spec.insecure", r.src.line("spec"),
+			"%s allows plain HTTP to %s: imagebump's settings are per host, so this repository is reached the same way", h.insecureFrom.Ref(), host)
+	}
+	switch {
+	case repo.Spec.Insecure:
 		if h.insecureFrom == nil {
 			h.insecureFrom = repo
+			for _, r := range h.secure {
+				plainToo(r)
+			}
+			h.secure = nil
 		}
 		h.reg.Insecure = true
-	} else if h.insecureFrom != nil {
-		m.p.note(Warning, repo.Object, "spec.insecure", src.line("spec"),
-			"%s allows plain HTTP to %s: imagebump's settings are per host, so this repository is reached the same way", h.insecureFrom.Ref(), host)
+	case h.insecureFrom != nil:
+		plainToo(repo)
+	default:
+		h.secure = append(h.secure, repo)
 	}
 	if ref := repo.Spec.SecretRef; ref != nil && cloud {
 		m.p.note(Warning, repo.Object, "spec.secretRef", src.line("spec.secretRef"),
