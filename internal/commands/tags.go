@@ -18,6 +18,7 @@ import (
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/cycle"
 	"github.com/imagebump/imagebump/internal/printable"
+	"github.com/imagebump/imagebump/internal/typo"
 	"github.com/imagebump/imagebump/policy"
 	"github.com/imagebump/imagebump/registry"
 	"github.com/imagebump/imagebump/report"
@@ -142,6 +143,11 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 			platform = img.Platform
 		}
 	} else {
+		if ns, _, ok := strings.Cut(o.Target, ":"); ok && cfg != nil && !strings.ContainsAny(o.Target, "/@") && hasNamespace(cfg, ns) {
+			// apps:nope would list the tags of docker.io/library/apps.
+			return usageError(fmt.Errorf("%q is no image policy in %s%s; to list a repository's tags, give it with its registry (for Docker Hub, docker.io/library/%s)",
+				o.Target, configName(o.global, cfg), didYouMean(cfg, o.Target), ns))
+		}
 		repo, dropped := splitReference(o.Target)
 		if _, err := name.NewRepository(repo); err != nil {
 			msg := fmt.Errorf("%q is neither a repository nor a policy in %s: %w", o.Target, configName(o.global, cfg), err)
@@ -367,6 +373,31 @@ func lookupImage(cfg *config.Config, name string) (*config.Image, bool) {
 		return nil, false
 	}
 	return cfg.Image(name)
+}
+
+// hasNamespace reports whether a policy of cfg is in namespace ns.
+func hasNamespace(cfg *config.Config, ns string) bool {
+	for _, im := range cfg.Images {
+		if n, _, ok := strings.Cut(im.Name, ":"); ok && n == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// didYouMean names the policy of cfg nearest to name, as ": did you mean
+// NAME?", or "" when none is near.
+func didYouMean(cfg *config.Config, name string) string {
+	best, bestD := "", 4
+	for _, im := range cfg.Images {
+		if d := typo.Distance(name, im.Name); d < bestD {
+			best, bestD = im.Name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + best + "?)"
 }
 
 func configName(g *globalOptions, cfg *config.Config) string {

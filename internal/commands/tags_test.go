@@ -269,3 +269,19 @@ func TestTagsExplainAgeGate(t *testing.T) {
 		t.Errorf("text output does not say why 3.1.0 was held back:\n%s", out)
 	}
 }
+
+// TestTagsMistypedPolicy: a name in a namespace of the config's policies
+// that names none of them is refused with the nearest policy, not read
+// as a Docker Hub repository (apps:wbe would list docker.io/library/apps).
+func TestTagsMistypedPolicy(t *testing.T) {
+	host := startMemRegistry(t)
+	cfg, _ := demoSetup(t, host)
+	_, stderr, code := runMain(t, "-c", cfg, "tags", "apps:wbe")
+	if code != ExitUsage || !strings.Contains(stderr, `"apps:wbe" is no image policy in `+cfg+" (did you mean apps:web?)") {
+		t.Errorf("exit %d, stderr %q; want a usage error naming apps:web", code, stderr)
+	}
+	// The policy itself is still found.
+	if out, stderr, code := runMain(t, "-c", cfg, "tags", "apps:web", "-o", "json"); code != 0 || !strings.Contains(out, `"policy": "apps:web"`) {
+		t.Errorf("tags apps:web: exit %d\n%s\n%s", code, out, stderr)
+	}
+}
