@@ -51,7 +51,13 @@ func ParseSchedule(s string) (cron.Schedule, error) {
 // needs; the library's own text stays at the end.
 func scheduleError(s string, err error) error {
 	fields := strings.Fields(s)
-	if strings.HasPrefix(fields[0], "CRON_TZ=") || strings.HasPrefix(fields[0], "TZ=") {
+	if tz, ok := strings.CutPrefix(fields[0], "CRON_TZ="); ok || strings.HasPrefix(fields[0], "TZ=") {
+		if !ok {
+			tz = strings.TrimPrefix(fields[0], "TZ=")
+		}
+		if _, lerr := time.LoadLocation(tz); lerr != nil {
+			return fmt.Errorf("unknown time zone %q: use an IANA name such as Europe/Berlin or UTC that this machine's zone database (/usr/share/zoneinfo) holds: %w", tz, err)
+		}
 		fields = fields[1:]
 	}
 	switch {

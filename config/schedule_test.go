@@ -42,7 +42,8 @@ func TestParseSchedule(t *testing.T) {
 		{"-5m", time.Time{}, "shorter than 1s"},
 		{"5 minutes", time.Time{}, "has 5 fields"},
 		{"soon", time.Time{}, "not a duration"},
-		{"CRON_TZ=Nowhere/Land 0 6 * * *", time.Time{}, "invalid cron expression"},
+		{"CRON_TZ=Nowhere/Land 0 6 * * *", time.Time{}, `unknown time zone "Nowhere/Land"`},
+		{"TZ=Nowhere/Land @daily", time.Time{}, `unknown time zone "Nowhere/Land"`},
 	} {
 		t.Run(tt.schedule, func(t *testing.T) {
 			sched, err := ParseSchedule(tt.schedule)

@@ -176,8 +176,9 @@ func TestGateFailureFailsThePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := rep.Policies[0]; p.Err == nil || !strings.Contains(p.Err.Error(), "records no creation time") {
-		t.Errorf("policy error = %v, want the gate's", p.Err)
+	if p := rep.Policies[0]; p.Err == nil || !strings.Contains(p.Err.Error(), "records no creation time") ||
+		!strings.Contains(p.Err.Error(), repo+"@sha256:") || !strings.Contains(p.Err.Error(), "or remove minAge from the policy") {
+		t.Errorf("policy error = %v, want the gate's, naming the image by digest and what to do", p.Err)
 	}
 	if len(rep.Changes) != 0 {
 		t.Errorf("changes = %v, want none", rep.Changes)

@@ -115,7 +115,11 @@ func (e *Error) Error() string {
 	b.WriteString(" for ")
 	b.WriteString(e.Repository)
 	if e.Tag != "" {
-		b.WriteString(":")
+		if strings.Contains(e.Tag, ":") {
+			b.WriteString("@") // a digest, not a tag
+		} else {
+			b.WriteString(":")
+		}
 		b.WriteString(e.Tag)
 	}
 	if e.Platform != "" {
@@ -235,6 +239,9 @@ func (e *Error) hint() string {
 	case KindNotFound:
 		var nf *notFoundError
 		if errors.As(e.Err, &nf) {
+			if e.Op == OpCreated {
+				return "give the image an " + createdAnnotation + " annotation or a created time in its config, or remove minAge from the policy"
+			}
 			return "" // the registry has the tag; its text says what is missing
 		}
 		if e.Op == OpResolveDigest {
