@@ -398,9 +398,11 @@ const staleReason = "imagebump closes this pull request: the base branch already
 // pull request for rep. When rep has no changes and every policy resolved,
 // the branch proposes nothing: an open pull request is closed (or, for
 // plan, would be). When a policy failed, nothing is decided: an empty
-// change list may only mean its registry was down.
+// change list may only mean its registry was down. Nor when a policy the
+// markers name is held: its bumps are only put off, and closing the pull
+// request would make its bumps "already proposed" once the hold ends.
 func pullRequestFor(ctx context.Context, opts TargetOptions, base string, rep *Report, repository string, write bool) (*pullrequest.Result, error) {
-	if len(rep.Changes) == 0 && rep.Failed() {
+	if len(rep.Changes) == 0 && (rep.Failed() || rep.holdsMarked()) {
 		return nil, nil
 	}
 	newProvider := opts.PullRequests
@@ -432,6 +434,25 @@ func pullRequestFor(ctx context.Context, opts TargetOptions, base string, rep *R
 		return pullrequest.Ensure(ctx, p, req)
 	}
 	return pullrequest.Plan(ctx, p, req)
+}
+
+// holdsMarked reports whether a policy some marker names is held.
+func (r *Report) holdsMarked() bool {
+	held := map[string]bool{}
+	for _, p := range r.Policies {
+		if p.Held != nil {
+			held[p.Name] = true
+		}
+	}
+	if len(held) == 0 {
+		return false
+	}
+	for _, m := range r.Markers {
+		if held[m.Policy] {
+			return true
+		}
+	}
+	return false
 }
 
 // pullRequestRequest describes the pull request a report's changes call

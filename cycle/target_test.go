@@ -2,6 +2,7 @@ package cycle
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -250,5 +251,58 @@ func TestRunTargetPullRequestHeldWhileAPolicyFails(t *testing.T) {
 	}
 	if forge.lists == lists {
 		t.Error("main moved, but the forge was not asked")
+	}
+}
+
+// TestRunTargetPullRequestKeptWhileHeld: when every bump a pull request
+// proposes belongs to held policies, the cycle has no changes, yet the
+// pull request is not closed as proposing nothing: closed, its bumps
+// would count as already proposed (and be skipped) once the hold ends.
+// After the release, the same pull request carries them again.
+func TestRunTargetPullRequestKeptWhileHeld(t *testing.T) {
+	bare := testgit.NewBare(t, targetFiles)
+	base := strings.Replace(targetConfig, "URL", "https://forge.invalid/acme/fleet.git", 1) +
+		"push:\n  branch: imagebump/main\n  pullRequest: {provider: gitea, tokenFile: /nonexistent}\n"
+	forge := &recordingForge{}
+	reg := &fakeRegistry{tags: map[string][]string{
+		"reg.example/web": {"1.2.0"},
+		"reg.example/api": {"1.1.0"},
+	}}
+	workdir := t.TempDir()
+	cycle := func(text string) *TargetResult {
+		t.Helper()
+		cfg, err := config.Parse([]byte(text), "imagebump.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := cfg.Targets()[0]
+		g := *target.Git
+		g.URL = "file://" + bare // the forge is faked; the remote is local
+		target.Git = &g
+		res, err := RunTarget(context.Background(), TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: workdir,
+			PullRequests: func(config.Target) (pullrequest.Provider, error) { return forge, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := cycle(base); res.PullRequest == nil || res.PullRequest.Outcome != pullrequest.Opened {
+		t.Fatalf("first cycle: pull request %+v", res.PullRequest)
+	}
+	held := base
+	for _, name := range []string{"web", "api"} {
+		was := fmt.Sprintf(`{name: apps:%s, repository: reg.example/%s, policy: {semver: ">=1.0.0"}}`, name, name)
+		if !strings.Contains(held, was) {
+			t.Fatalf("the test's config has no policy apps:%s", name)
+		}
+		held = strings.Replace(held, was, strings.TrimSuffix(was, "}")+", hold: {reason: freeze}}", 1)
+	}
+	writes := len(forge.writes)
+	if res := cycle(held); len(res.Report.Changes) != 0 || res.PullRequest != nil || slices.Contains(forge.writes[writes:], "close") {
+		t.Errorf("cycle while held: %d changes, pull request %+v, forge writes %v; want none and the pull request left open",
+			len(res.Report.Changes), res.PullRequest, forge.writes[writes:])
+	}
+	if res := cycle(base); res.PullRequest == nil || res.PullRequest.Outcome == pullrequest.Skipped || res.PullRequest.Number != 1 {
+		t.Errorf("cycle after the release: pull request %+v; want the same one, carrying the bumps", res.PullRequest)
 	}
 }
