@@ -157,7 +157,11 @@ func (p *PublicGood) fetch(ctx context.Context) (*root.TrustedRoot, error) {
 	}
 	if opts.CachePath != "" {
 		if err := os.MkdirAll(opts.CachePath, 0o700); err != nil {
-			return nil, fmt.Errorf("creating the TUF cache folder: %w", err)
+			// A read-only root (a hardened container, a sandboxed unit):
+			// the root is kept in memory, and fetched at each start.
+			p.opts.Logger.WarnContext(ctx, "cannot cache the Sigstore trusted root on disk, so each start fetches it: set XDG_CACHE_HOME to a writable folder, or give verify.trustedRoot",
+				"folder", opts.CachePath, "error", err)
+			opts.CachePath, opts.DisableLocalCache = "", true
 		}
 	}
 	client, err := tuf.New(opts)
@@ -190,8 +194,9 @@ var (
 )
 
 // defaultPublicGood is the PublicGood that verifiers share when none is
-// given, so that one process fetches the root once.
-func defaultPublicGood() *PublicGood {
-	publicGoodOnce.Do(func() { publicGood = NewPublicGood(PublicGoodOptions{}) })
+// given, so that one process fetches the root once. It logs to the logger
+// of the first verifier that asks (a process has one).
+func defaultPublicGood(logger *slog.Logger) *PublicGood {
+	publicGoodOnce.Do(func() { publicGood = NewPublicGood(PublicGoodOptions{Logger: logger}) })
 	return publicGood
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -245,5 +246,27 @@ func TestLoadTrustedRoot(t *testing.T) {
 	if len(tr.FulcioCertificateAuthorities()) != 1 || len(tr.RekorLogs()) != 1 || len(tr.CTLogs()) != 0 {
 		t.Errorf("loaded %d CAs, %d Rekor logs, %d CT logs: want 1, 1, 0",
 			len(tr.FulcioCertificateAuthorities()), len(tr.RekorLogs()), len(tr.CTLogs()))
+	}
+}
+
+// TestPublicGoodCacheUnwritable: where the cache folder cannot be made
+// (a read-only root), the trusted root is still fetched, kept in memory,
+// and the log says why and what to set.
+func TestPublicGoodCacheUnwritable(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	repo := startTUF(t, w.ca.TrustedRoot(t, signed.RootOptions{}))
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	pg := NewPublicGood(PublicGoodOptions{MirrorURL: repo.url, Root: repo.root, CacheDir: filepath.Join(file, "cache"),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if _, err := pg.TrustedMaterial(t.Context()); err != nil {
+		t.Fatalf("TrustedMaterial with a cache folder that cannot be made: %v", err)
+	}
+	if !strings.Contains(logs.String(), "cannot cache the Sigstore trusted root on disk") || !strings.Contains(logs.String(), "XDG_CACHE_HOME") {
+		t.Errorf("log = %q, want a warning saying what to set", logs.String())
 	}
 }

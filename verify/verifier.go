@@ -286,7 +286,7 @@ func (v *Verifier) verify(ctx context.Context, repository, digest string) (Resul
 func (v *Verifier) trustedMaterial(ctx context.Context) (root.TrustedMaterial, error) {
 	src := v.roots
 	if v.rootMissing {
-		src = defaultPublicGood()
+		src = defaultPublicGood(v.log)
 	}
 	return src.TrustedMaterial(ctx)
 }
