@@ -370,7 +370,7 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 	if len(problems) > 0 {
 		b.WriteString("\nProblems:\n")
 		for _, l := range problems {
-			b.WriteString("  " + printable.String(l) + "\n")
+			b.WriteString("  " + printable.Message(l) + "\n")
 		}
 	}
 

@@ -99,10 +99,10 @@ const (
 // that joins several (errors.Join: a config with many mistakes, each with
 // its file:line) is written one line per error it joins, so that it
 // reads as a list; anything else is one line. Each line is made inert by
-// printable.String, so a newline inside one error (from a git server's
-// answer, say) cannot start a line of its own, and is cut at
-// printable.MaxLen; past maxErrorLines or maxErrorBytes the rest is
-// counted. ctx says whether a signal cancelled the command (describe).
+// printable.Message, so a newline inside one error (from a git server's
+// answer, say) cannot start a line of its own, and a long one keeps its
+// start and its end (which often says what to do); past maxErrorLines or
+// maxErrorBytes the rest is counted. ctx says whether a signal cancelled the command (describe).
 func writeError(ctx context.Context, w io.Writer, err error) {
 	var lines []string
 	var walk func(error)
@@ -128,7 +128,7 @@ func writeError(ctx context.Context, w io.Writer, err error) {
 			fmt.Fprintf(w, "error: …(%d more errors)\n", len(lines)-i)
 			return
 		}
-		n, _ := fmt.Fprintf(w, "error: %s\n", printable.String(line))
+		n, _ := fmt.Fprintf(w, "error: %s\n", printable.Message(line))
 		written += n
 	}
 }

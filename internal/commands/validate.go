@@ -121,7 +121,7 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 		}
 		for _, p := range res.Problems {
 			out.Problems = append(out.Problems, report.Problem{File: p.File, Line: p.Line, Policy: p.Policy, Message: p.Error()})
-			fmt.Fprintf(&b, "error: %s\n", printable.String(p.Error()))
+			fmt.Fprintf(&b, "error: %s\n", printable.Message(p.Error()))
 		}
 	}
 	out.Valid = len(out.Problems) == 0

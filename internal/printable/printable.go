@@ -62,6 +62,23 @@ func String(s string) string {
 	return b.String()
 }
 
+// Message is String for an error message, whose end often says what to
+// do: a message longer than MaxLen bytes keeps its first and its last
+// MaxLen/2 bytes, with how much was left out between them.
+func Message(s string) string {
+	if len(s) <= MaxLen {
+		return String(s)
+	}
+	head, tail := MaxLen/2, len(s)-MaxLen/2
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return String(s[:head]) + fmt.Sprintf("…(%d bytes)…", tail-head) + String(s[tail:])
+}
+
 // clean reports whether s is valid UTF-8 without any character String
 // escapes.
 func clean(s string) bool {

@@ -36,6 +36,23 @@ func TestStringTruncates(t *testing.T) {
 	}
 }
 
+// TestMessageKeepsTheEnd: a long error message keeps its start and its
+// end (where it says what to do), cut at rune boundaries, escaped.
+func TestMessageKeepsTheEnd(t *testing.T) {
+	long := "listing tags: " + strings.Repeat("é\x1b", MaxLen) + " on EKS give the service account an IAM role"
+	got := Message(long)
+	if !strings.HasPrefix(got, "listing tags: é") || !strings.HasSuffix(got, "on EKS give the service account an IAM role") ||
+		!strings.Contains(got, " bytes)…") || !utf8.ValidString(got) {
+		t.Errorf("Message(%d bytes) = %q", len(long), got)
+	}
+	if strings.ContainsRune(got, 0x1b) {
+		t.Errorf("Message left an escape in: %q", got)
+	}
+	if short := "a\nb"; Message(short) != String(short) {
+		t.Errorf("Message(%q) = %q, want String's %q", short, Message(short), String(short))
+	}
+}
+
 // FuzzString checks that the output never holds a character a terminal
 // acts on, is valid UTF-8, and that clean input is returned as it is.
 func FuzzString(f *testing.F) {
