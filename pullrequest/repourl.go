@@ -85,12 +85,12 @@ func parseRepoURL(gitURL string) (host, ownerPath, scheme string, err error) {
 
 // OwnerRepo splits an ownerPath from ParseRepoURL into owner and repo, for
 // GitHub and Gitea, whose repositories are always owner/repo. A longer path
-// (a Gitea served under a sub-path, a GitLab subgroup) is an error: give
-// the API URL and the owner and repository explicitly.
+// (a Gitea served under a sub-path) is an error: the owner and repository
+// are taken from the URL's path alone, so such a forge is not supported.
 func OwnerRepo(ownerPath string) (owner, repo string, err error) {
 	owner, repo, ok := strings.Cut(ownerPath, "/")
 	if !ok || owner == "" || repo == "" || strings.Contains(repo, "/") {
-		return "", "", fmt.Errorf("repository path %q is not owner/repo", ownerPath)
+		return "", "", fmt.Errorf("repository path %q of git.url is not owner/repo: the pull request's owner and repository are taken from that path, so a forge served under a sub-path (https://example.com/git/owner/repo) is not supported; serve it at the root of a host name", ownerPath)
 	}
 	return owner, repo, nil
 }
