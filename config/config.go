@@ -641,7 +641,10 @@ func ParseByteSize(s string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n <= 0 || n > (1<<40)/unit {
+	if err == nil && n > 0 && n > (1<<40)/unit {
+		return 0, fmt.Errorf("%q is more than the largest size taken, 1024GiB", s)
+	}
+	if err != nil || n <= 0 {
 		return 0, fmt.Errorf("%q is not a size: write a whole number of bytes, or one with KiB, MiB or GiB, such as 4MiB", s)
 	}
 	return n * unit, nil

@@ -1177,6 +1177,8 @@ func TestMaxFileSize(t *testing.T) {
 		{"1GiB", 1 << 30, ""},
 		{"4MB", 0, `imagebump.yaml:1:14: maxFileSize: "4MB" is not a size`},
 		{`"0"`, 0, `maxFileSize: "0" is not a size`},
+		{"1024GiB", 1 << 40, ""},
+		{"2048GiB", 0, `maxFileSize: "2048GiB" is more than the largest size taken, 1024GiB`},
 		{"4194304", 0, "maxFileSize: expected a string, got an integer (quote it)"},
 	} {
 		t.Run(tt.value, func(t *testing.T) {
