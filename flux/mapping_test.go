@@ -358,3 +358,19 @@ spec: {imageRepositoryRef: {name: ecr}, policy: {semver: {range: ">=1.0.0"}}}
 		})
 	}
 }
+
+// TestObjectRef: a Flux object is named with its namespace, an entry of
+// imagebump's own config (which has none) without a stray slash.
+func TestObjectRef(t *testing.T) {
+	for _, tt := range []struct {
+		o    Object
+		want string
+	}{
+		{Object{Kind: "ImagePolicy", Namespace: "apps", Name: "web"}, "ImagePolicy apps/web"},
+		{Object{Kind: "target", Name: "default"}, "target default"},
+	} {
+		if got := tt.o.Ref(); got != tt.want {
+			t.Errorf("Ref() = %q, want %q", got, tt.want)
+		}
+	}
+}

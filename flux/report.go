@@ -33,8 +33,14 @@ type Object struct {
 	Kustomization string
 }
 
-// Ref is "Kind namespace/name".
-func (o Object) Ref() string { return o.Kind + " " + o.Namespace + "/" + o.Name }
+// Ref is "Kind namespace/name", or "Kind name" for an entry of
+// imagebump's own config, which has no namespace ("target default").
+func (o Object) Ref() string {
+	if o.Namespace == "" {
+		return o.Kind + " " + o.Name
+	}
+	return o.Kind + " " + o.Namespace + "/" + o.Name
+}
 
 // Pos is "file:line", with the kustomization that built the object.
 func (o Object) Pos() string { return pos(o, o.Line) }

@@ -126,7 +126,7 @@ func runFluxGenerate(cfg *config.Config, stderr, stdout io.Writer) error {
 	}
 	var b bytes.Buffer
 	if out.Secrets != nil && len(out.Secrets.Keys) > 0 {
-		b.WriteString("Secrets to create (kubectl create secret generic NAME -n NAMESPACE --from-file=KEY=FILE):\n")
+		b.WriteString("Secrets to create (kubectl create secret generic NAME -n NAMESPACE --from-file=KEY=FILE, or --from-literal=KEY=\"$VARIABLE\" for env:VARIABLE):\n")
 		names := make([]string, 0, len(out.Secrets.Keys))
 		for n := range out.Secrets.Keys {
 			names = append(names, n)
