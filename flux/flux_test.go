@@ -630,3 +630,42 @@ Objects:
 		t.Errorf("message (-got +want):\n%s", diff)
 	}
 }
+
+// TestProviderAndSecretOnOneHost: one ImageRepository reads a host with a
+// cloud provider, another with a Secret: imagebump has one source of
+// credentials per host, so the mapping fails, naming both objects and
+// the field to drop, in Flux's terms, whichever comes first.
+func TestProviderAndSecretOnOneHost(t *testing.T) {
+	repo := func(name, spec string) string {
+		return `---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: ` + name + `, namespace: apps}
+spec: {image: 123456789012.dkr.ecr.eu-west-1.amazonaws.com/acme/` + name + `, ` + spec + `}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: ` + name + `, namespace: apps}
+spec: {imageRepositoryRef: {name: ` + name + `}, policy: {alphabetical: {}}}
+`
+	}
+	cloud, secret := repo("cloud", "provider: aws"), repo("keyed", "secretRef: {name: pull}")
+	for _, tt := range []struct{ name, files, want string }{
+		{"provider first", cloud + secret, "ImageRepository apps/keyed: spec.secretRef: Secret apps/pull gives credentials for 123456789012.dkr.ecr.eu-west-1.amazonaws.com, which ImageRepository apps/cloud reads with provider aws"},
+		{"secret first", secret + cloud, "ImageRepository apps/cloud: spec.provider: provider aws gives credentials for 123456789012.dkr.ecr.eu-west-1.amazonaws.com, and the Secret of ImageRepository apps/keyed gives others"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "f.yaml", tt.files)
+			set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sec := &Secrets{Keys: map[string]map[string]string{"apps/pull": {".dockerconfigjson": "/pull.json"}}}
+			_, err = set.Native(NativeOptions{Secrets: sec})
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "native config made from it") {
+				t.Errorf("err = %v\nwant it to say %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -388,6 +388,10 @@ func (m *mapper) registry(repo *ImageRepository, host string) {
 			m.p.fail(repo.Object, "spec.provider", src.line("spec.provider"), nil,
 				"%s uses provider %q for %s: imagebump has one per registry host", h.providerFrom.Ref(), h.reg.Provider, host)
 		}
+		if h.authFrom != nil {
+			m.p.fail(repo.Object, "spec.provider", src.line("spec.provider"), nil,
+				"provider %s gives credentials for %s, and the Secret of %s gives others: imagebump has one source of credentials per registry host; drop that secretRef, or this provider", p, host, h.authFrom.Ref())
+		}
 		h.reg.Provider, h.providerFrom = p, repo
 	default:
 		m.p.note(Warning, repo.Object, "spec.provider", src.line("spec.provider"),
@@ -428,6 +432,9 @@ func (m *mapper) registry(repo *ImageRepository, host string) {
 		case secretfile.IsEnv(f):
 			m.p.fail(repo.Object, "spec.secretRef", src.line("spec.secretRef"), nil,
 				"Secret %s/%s: .dockerconfigjson must map to a file, not %s", repo.Namespace, ref.Name, f)
+		case h.providerFrom != nil:
+			m.p.fail(repo.Object, "spec.secretRef", src.line("spec.secretRef"), nil,
+				"Secret %s/%s gives credentials for %s, which %s reads with provider %s: imagebump has one source of credentials per registry host; drop this secretRef, or that provider", repo.Namespace, ref.Name, host, h.providerFrom.Ref(), h.reg.Provider)
 		case h.reg.Auth != nil && h.reg.Auth.DockerConfig != f:
 			m.p.fail(repo.Object, "spec.secretRef", src.line("spec.secretRef"), nil,
 				"%s holds other credentials for %s (%s): imagebump has one set per registry host; map both Secrets to one Docker config holding the auths both need", h.authFrom, host, h.reg.Auth.DockerConfig)
