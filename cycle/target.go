@@ -398,9 +398,9 @@ const staleReason = "imagebump closes this pull request: the base branch already
 // pull request for rep. When rep has no changes and every policy resolved,
 // the branch proposes nothing: an open pull request is closed (or, for
 // plan, would be). When a policy failed, nothing is decided: an empty
-// change list may only mean its registry was down. Nor when a policy the
-// markers name is held: its bumps are only put off, and closing the pull
-// request would make its bumps "already proposed" once the hold ends.
+// change list may only mean its registry was down. Nor when a hold keeps
+// a marker from moving: its bump is only put off, and closing the pull
+// request would make it "already proposed" once the hold ends.
 func pullRequestFor(ctx context.Context, opts TargetOptions, base string, rep *Report, repository string, write bool) (*pullrequest.Result, error) {
 	if len(rep.Changes) == 0 && (rep.Failed() || rep.holdsMarked()) {
 		return nil, nil
@@ -436,19 +436,24 @@ func pullRequestFor(ctx context.Context, opts TargetOptions, base string, rep *R
 	return pullrequest.Plan(ctx, p, req)
 }
 
-// holdsMarked reports whether a policy some marker names is held.
+// holdsMarked reports whether a hold keeps a marker from moving: a held
+// policy whose pick would give some marker naming it another value.
 func (r *Report) holdsMarked() bool {
-	held := map[string]bool{}
+	held := map[string]setters.Image{}
 	for _, p := range r.Policies {
-		if p.Held != nil {
-			held[p.Name] = true
+		if p.Held != nil && p.Err == nil {
+			held[p.Name] = setters.Image{Repository: p.Repository, Tag: p.Selection.Latest, Digest: p.Digest}
 		}
 	}
 	if len(held) == 0 {
 		return false
 	}
 	for _, m := range r.Markers {
-		if held[m.Policy] {
+		img, ok := held[m.Policy]
+		if !ok {
+			continue
+		}
+		if v, err := setters.ValueFor(img, m.Policy, m.Field); err == nil && v != m.Value {
 			return true
 		}
 	}

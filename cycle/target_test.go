@@ -258,7 +258,9 @@ func TestRunTargetPullRequestHeldWhileAPolicyFails(t *testing.T) {
 // proposes belongs to held policies, the cycle has no changes, yet the
 // pull request is not closed as proposing nothing: closed, its bumps
 // would count as already proposed (and be skipped) once the hold ends.
-// After the release, the same pull request carries them again.
+// After the release, the same pull request carries them again. A hold
+// that keeps no marker from moving does not keep a pull request that
+// proposes nothing open.
 func TestRunTargetPullRequestKeptWhileHeld(t *testing.T) {
 	bare := testgit.NewBare(t, targetFiles)
 	base := strings.Replace(targetConfig, "URL", "https://forge.invalid/acme/fleet.git", 1) +
@@ -304,5 +306,19 @@ func TestRunTargetPullRequestKeptWhileHeld(t *testing.T) {
 	}
 	if res := cycle(base); res.PullRequest == nil || res.PullRequest.Outcome == pullrequest.Skipped || res.PullRequest.Number != 1 {
 		t.Errorf("cycle after the release: pull request %+v; want the same one, carrying the bumps", res.PullRequest)
+	}
+
+	// The bumps land on main by hand, and a policy with nothing pending is
+	// held: that hold keeps no marker from moving, so the pull request,
+	// which proposes nothing any more, is closed.
+	testgit.Commit(t, bare, "main", map[string]string{
+		"web.yaml": strings.Replace(targetFiles["web.yaml"], "1.0.0", "1.2.0", 1),
+		"api.yaml": strings.Replace(targetFiles["api.yaml"], "1.0.0", "1.1.0", 1),
+	}, nil, "bumped by hand")
+	apiHeld := strings.Replace(base, `{name: apps:api, repository: reg.example/api, policy: {semver: ">=1.0.0"}}`,
+		`{name: apps:api, repository: reg.example/api, policy: {semver: ">=1.0.0"}, hold: {reason: freeze}}`, 1)
+	writes = len(forge.writes)
+	if res := cycle(apiHeld); res.PullRequest == nil || res.PullRequest.Outcome != pullrequest.Closed || !slices.Contains(forge.writes[writes:], "close") {
+		t.Errorf("cycle with nothing to propose and an idle hold: pull request %+v, forge writes %v; want it closed", res.PullRequest, forge.writes[writes:])
 	}
 }

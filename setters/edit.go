@@ -421,6 +421,12 @@ func (r *rewriter) marker(n *yaml.Node, policy string, field Field, fromHead, in
 	})
 }
 
+// ValueFor returns the value a marker of field, naming policy, would be
+// given from img: what Apply would write there, or why it would not.
+func ValueFor(img Image, policy string, field Field) (string, error) {
+	return newValue(img, policy, field)
+}
+
 // newValue returns the value a marker of the given field takes from img.
 func newValue(img Image, policy string, field Field) (string, error) {
 	var v string
