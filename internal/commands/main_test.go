@@ -125,8 +125,13 @@ func TestErrorLines(t *testing.T) {
 			lines: []string{"a.yaml:1: one", `a.yaml:2: two\nthree`},
 		},
 		{
-			name:  "joined, behind a wrapper that says more",
-			err:   fmt.Errorf("target x: %w", errors.Join(errors.New("one"), errors.New("two"))),
+			name:  "joined, behind a wrapper that puts a prefix before it",
+			err:   failure(fmt.Errorf("invalid registry options: %w", errors.Join(errors.New("a: one"), errors.New("b: two\nthree")))),
+			lines: []string{"invalid registry options", "a: one", `b: two\nthree`},
+		},
+		{
+			name:  "a prefix before an error that is no list",
+			err:   fmt.Errorf("target x: %w", errors.New("one\ntwo")),
 			lines: []string{`target x: one\ntwo`},
 		},
 		{

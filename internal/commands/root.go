@@ -98,7 +98,8 @@ const (
 // writeError writes a command's error to w, "error: " first. An error
 // that joins several (errors.Join: a config with many mistakes, each with
 // its file:line) is written one line per error it joins, so that it
-// reads as a list; anything else is one line. Each line is made inert by
+// reads as a list, after its prefix, if a wrapper put one before it;
+// anything else is one line. Each line is made inert by
 // printable.Message, so a newline inside one error (from a git server's
 // answer, say) cannot start a line of its own, and a long one keeps its
 // start and its end (which often says what to do); past maxErrorLines or
@@ -114,10 +115,22 @@ func writeError(ctx context.Context, w io.Writer, err error) {
 			return
 		}
 		// A wrapper that adds nothing to the message (exitError) is
-		// looked through; one that does is a line, whatever it wraps.
-		if inner := errors.Unwrap(err); inner != nil && inner.Error() == err.Error() {
-			walk(inner)
-			return
+		// looked through. One that puts a prefix before a joined list
+		// ("invalid registry options: " and the list) writes the prefix
+		// as a line of its own, then the list; any other is one line.
+		if inner := errors.Unwrap(err); inner != nil {
+			text, innerText := err.Error(), inner.Error()
+			if text == innerText {
+				walk(inner)
+				return
+			}
+			if prefix, ok := strings.CutSuffix(text, innerText); ok && joins(inner) {
+				if p := strings.TrimRight(prefix, ": \n"); p != "" {
+					lines = append(lines, describe(ctx, errors.New(p)))
+				}
+				walk(inner)
+				return
+			}
 		}
 		lines = append(lines, describe(ctx, err))
 	}
@@ -131,6 +144,23 @@ func writeError(ctx context.Context, w io.Writer, err error) {
 		n, _ := fmt.Fprintf(w, "error: %s\n", printable.Message(line))
 		written += n
 	}
+}
+
+// joins reports whether err is a list errors.Join made, or wraps one
+// behind wrappers that add nothing to its message.
+func joins(err error) bool {
+	for err != nil {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			// A list of one is written with its prefix, on one line.
+			return len(j.Unwrap()) > 1 && joinedText(j.Unwrap()) == err.Error()
+		}
+		inner := errors.Unwrap(err)
+		if inner == nil || inner.Error() != err.Error() {
+			return false
+		}
+		err = inner
+	}
+	return false
 }
 
 // joinedText is the message errors.Join gives errs: an error that wraps
