@@ -156,10 +156,10 @@ func (p *PublicGood) fetch(ctx context.Context) (*root.TrustedRoot, error) {
 		Fetcher:           f,
 	}
 	if opts.CachePath != "" {
-		if err := os.MkdirAll(opts.CachePath, 0o700); err != nil {
+		if err := writableDir(opts.CachePath); err != nil {
 			// A read-only root (a hardened container, a sandboxed unit):
 			// the root is kept in memory, and fetched at each start.
-			p.opts.Logger.WarnContext(ctx, "cannot cache the Sigstore trusted root on disk, so each start fetches it: set XDG_CACHE_HOME to a writable folder, or give verify.trustedRoot",
+			p.opts.Logger.WarnContext(ctx, "cannot cache the Sigstore trusted root on disk, so each start fetches it: set XDG_CACHE_HOME (on Linux) or HOME to a writable folder, or give verify.trustedRoot",
 				"folder", opts.CachePath, "error", err)
 			opts.CachePath, opts.DisableLocalCache = "", true
 		}
@@ -186,6 +186,21 @@ type ctxClient struct {
 
 func (c ctxClient) Do(req *http.Request) (*http.Response, error) {
 	return c.client.Do(req.WithContext(c.ctx))
+}
+
+// writableDir makes dir if needed and checks that a file can be made in
+// it: a folder that exists but is read-only (a read-only mount, another
+// user's) fails here, not inside the TUF client.
+func writableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".imagebump-probe-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 var (

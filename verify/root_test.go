@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -260,13 +261,23 @@ func TestPublicGoodCacheUnwritable(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var logs bytes.Buffer
-	pg := NewPublicGood(PublicGoodOptions{MirrorURL: repo.url, Root: repo.root, CacheDir: filepath.Join(file, "cache"),
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if _, err := pg.TrustedMaterial(t.Context()); err != nil {
-		t.Fatalf("TrustedMaterial with a cache folder that cannot be made: %v", err)
+	dirs := map[string]string{"a folder that cannot be made": filepath.Join(file, "cache")}
+	if runtime.GOOS == "linux" {
+		// It exists, and no file can be made in it, even by root (as in
+		// a read-only mount).
+		dirs["a folder no file can be made in"] = "/proc/self"
 	}
-	if !strings.Contains(logs.String(), "cannot cache the Sigstore trusted root on disk") || !strings.Contains(logs.String(), "XDG_CACHE_HOME") {
-		t.Errorf("log = %q, want a warning saying what to set", logs.String())
+	for name, dir := range dirs {
+		t.Run(name, func(t *testing.T) {
+			var logs bytes.Buffer
+			pg := NewPublicGood(PublicGoodOptions{MirrorURL: repo.url, Root: repo.root, CacheDir: dir,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if _, err := pg.TrustedMaterial(t.Context()); err != nil {
+				t.Fatalf("TrustedMaterial: %v", err)
+			}
+			if !strings.Contains(logs.String(), "cannot cache the Sigstore trusted root on disk") || !strings.Contains(logs.String(), "XDG_CACHE_HOME") {
+				t.Errorf("log = %q, want a warning saying what to set", logs.String())
+			}
+		})
 	}
 }
