@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -641,7 +642,7 @@ func ParseByteSize(s string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
-	if err == nil && n > 0 && n > (1<<40)/unit {
+	if err == nil && n > 0 && n > (1<<40)/unit || errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(num, "-") {
 		return 0, fmt.Errorf("%q is more than the largest size taken, 1024GiB", s)
 	}
 	if err != nil || n <= 0 {

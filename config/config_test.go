@@ -1179,6 +1179,7 @@ func TestMaxFileSize(t *testing.T) {
 		{`"0"`, 0, `maxFileSize: "0" is not a size`},
 		{"1024GiB", 1 << 40, ""},
 		{"2048GiB", 0, `maxFileSize: "2048GiB" is more than the largest size taken, 1024GiB`},
+		{`"99999999999999999999"`, 0, `maxFileSize: "99999999999999999999" is more than the largest size taken, 1024GiB`},
 		{"4194304", 0, "maxFileSize: expected a string, got an integer (quote it)"},
 	} {
 		t.Run(tt.value, func(t *testing.T) {

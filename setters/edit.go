@@ -57,7 +57,7 @@ type outcome struct {
 
 // Errors for markers that sit where they cannot apply.
 var (
-	errNoScalar = errors.New("the marker applies to no scalar value; put it after the value it owns, on the same line (a marker alone on the line above a value is read only when that value has no comment of its own)")
+	errNoScalar = errors.New("the marker applies to no scalar value; put it after the value it owns, on the same line (a marker alone on its line is read only above a list item, or above a value written on the line after its key, and only when that value has no comment of its own)")
 	errFlow     = errors.New("the marker follows a flow collection ({...} or [...]) and belongs to no scalar; mark a scalar value instead")
 	errInFlow   = errors.New("the marked scalar is inside a flow collection ({...} or [...]); only scalars in block collections are rewritten")
 	errBlock    = errors.New("the marked scalar is a block scalar (| or >); only single-line scalars are rewritten")

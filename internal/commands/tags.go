@@ -144,9 +144,12 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 		}
 	} else {
 		if ns, _, ok := strings.Cut(o.Target, ":"); ok && cfg != nil && !strings.ContainsAny(o.Target, "/@") && hasNamespace(cfg, ns) {
-			// apps:nope would list the tags of docker.io/library/apps.
-			return usageError(fmt.Errorf("%q is no image policy in %s%s; to list a repository's tags, give it with its registry (for Docker Hub, docker.io/library/%s)",
-				o.Target, configName(o.global, cfg), didYouMean(cfg, o.Target), ns))
+			// apps:wbe, a policy's name mistyped, would list the tags of
+			// docker.io/library/apps; redis:7.2 may mean that repository.
+			if near := didYouMean(cfg, o.Target); near != "" {
+				return usageError(fmt.Errorf("%q is no image policy in %s%s; to list a repository's tags, give it with its registry (for Docker Hub, docker.io/library/%s)",
+					o.Target, configName(o.global, cfg), near, ns))
+			}
 		}
 		repo, dropped := splitReference(o.Target)
 		if _, err := name.NewRepository(repo); err != nil {

@@ -15,6 +15,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/imagebump/imagebump/config"
 )
 
 // TestTagsFlags checks flag parsing alone: the run function is replaced.
@@ -283,5 +285,20 @@ func TestTagsMistypedPolicy(t *testing.T) {
 	// The policy itself is still found.
 	if out, stderr, code := runMain(t, "-c", cfg, "tags", "apps:web", "-o", "json"); code != 0 || !strings.Contains(out, `"policy": "apps:web"`) {
 		t.Errorf("tags apps:web: exit %d\n%s\n%s", code, out, stderr)
+	}
+}
+
+// TestDidYouMean: a policy name a typo away is suggested; a name far from
+// every policy (redis:7.2, a Docker Hub repository and tag, beside a
+// policy redis:cache) is not, so tags lists that repository.
+func TestDidYouMean(t *testing.T) {
+	cfg, err := config.Parse([]byte("images:\n  - {name: \"apps:web\", repository: r.example/web, policy: {semver: \">=1\"}}\n  - {name: \"redis:cache\", repository: r.example/redis, policy: {semver: \">=1\"}}\n"), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"apps:wbe": " (did you mean apps:web?)", "redis:7.2": ""} {
+		if got := didYouMean(cfg, name); got != want {
+			t.Errorf("didYouMean(%q) = %q, want %q", name, got, want)
+		}
 	}
 }
