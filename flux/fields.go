@@ -127,3 +127,13 @@ func itoa(i int) string {
 	}
 	return itoa(i/10) + digits[i%10:i%10+1]
 }
+
+// substituted says, for an error about value, that a ${...} variable in
+// it is left for a Flux Kustomization's postBuild substitution, which
+// imagebump does not do; "" for a value without one.
+func substituted(value string) string {
+	if !strings.Contains(value, "${") {
+		return ""
+	}
+	return " (it holds a ${...} variable, which a Flux Kustomization's postBuild substitution would fill in: imagebump reads the objects as written, so write the value out, or give imagebump the objects with the variables set)"
+}

@@ -285,7 +285,7 @@ func (m *mapper) image(pol *ImagePolicy) (config.Image, bool) {
 		m.p.fail(repo.Object, "spec.image", repo.src.line("spec"), nil, "missing")
 		return im, false
 	case err != nil || strings.Contains(repo.Spec.Image, "@") || strings.Contains(path.Base(repo.Spec.Image), ":"):
-		m.p.fail(repo.Object, "spec.image", repo.src.line("spec.image"), err, "%q is not an image repository without tag or digest", repo.Spec.Image)
+		m.p.fail(repo.Object, "spec.image", repo.src.line("spec.image"), err, "%q is not an image repository without tag or digest%s", repo.Spec.Image, substituted(repo.Spec.Image))
 		return im, false
 	}
 	m.registry(repo, r.RegistryStr())
@@ -295,7 +295,7 @@ func (m *mapper) image(pol *ImagePolicy) (config.Image, bool) {
 		kinds++
 		im.Rule.SemVer = p.Range
 		if _, err := semver.NewConstraint(p.Range); err != nil {
-			m.p.fail(pol.Object, "spec.policy.semver.range", src.line("spec.policy.semver.range"), err, "invalid semver range %q", p.Range)
+			m.p.fail(pol.Object, "spec.policy.semver.range", src.line("spec.policy.semver.range"), err, "invalid semver range %q%s", p.Range, substituted(p.Range))
 			ok = false
 		}
 	}
