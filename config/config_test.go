@@ -1155,12 +1155,12 @@ targets: [{name: flux-system-auto, git: {url: "https://git.example/fleet.git"}, 
 	if diff := cmp.Diff(names, []string{"default", "flux-system-auto"}); diff != "" {
 		t.Errorf("targets (-got +want):\n%s", diff)
 	}
-	if _, err := Merge(native, native); err == nil || !strings.Contains(err.Error(), "image policy default:web") && !strings.Contains(err.Error(), "apps:web is in both") {
-		t.Errorf("Merge of a config with itself = %v, want duplicate errors", err)
+	if _, err := Merge(native, native); err == nil || !strings.Contains(err.Error(), "image policy apps:web is in both imagebump.yaml:3 and imagebump.yaml") {
+		t.Errorf("Merge of a config with itself = %v, want duplicate errors naming the first's line", err)
 	}
-	conflict := parse("flux", "registries: [{host: ghcr.io, insecure: true}]\n")
-	if _, err := Merge(native, conflict); err == nil || !strings.Contains(err.Error(), "registry ghcr.io is set in imagebump.yaml and, differently, in flux") {
-		t.Errorf("Merge of conflicting registries = %v", err)
+	conflict := parse("flux", "registries: [{host: ghcr.io, insecure: true, concurrency: 2}]\n")
+	if _, err := Merge(native, conflict); err == nil || !strings.Contains(err.Error(), "registry ghcr.io is set in imagebump.yaml:2 and, differently (insecure, concurrency), in flux") {
+		t.Errorf("Merge of conflicting registries = %v, want the native line and the keys that differ", err)
 	}
 }
 

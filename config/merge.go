@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 )
 
 // Merge returns a config with the registries, images, targets and webhooks
@@ -26,7 +28,8 @@ func Merge(a, b *Config) (*Config, error) {
 		for _, r := range src.Registries {
 			if prev, ok := hosts[r.Host]; ok {
 				if !sameRegistry(prev, r) {
-					errs = append(errs, fmt.Errorf("registry %s is set in %s and, differently, in %s: keep one", r.Host, a.File, b.File))
+					errs = append(errs, fmt.Errorf("registry %s is set in %s and, differently (%s), in %s: keep one",
+						r.Host, at(a.File, prev.Line), strings.Join(registryDiff(prev, r), ", "), b.File))
 				}
 				continue
 			}
@@ -37,7 +40,7 @@ func Merge(a, b *Config) (*Config, error) {
 	for _, src := range []*Config{a, b} {
 		for _, im := range src.Images {
 			if _, dup := c.images[im.Name]; dup {
-				errs = append(errs, fmt.Errorf("image policy %s is in both %s and %s: keep one", im.Name, a.File, b.File))
+				errs = append(errs, fmt.Errorf("image policy %s is in both %s and %s: keep one", im.Name, at(a.File, c.Images[c.images[im.Name]].Line), b.File))
 				continue
 			}
 			c.images[im.Name] = len(c.Images)
@@ -70,6 +73,31 @@ func Merge(a, b *Config) (*Config, error) {
 		return nil, errors.Join(errs...)
 	}
 	return c, nil
+}
+
+// at is "file:line", or file where the line is not known.
+func at(file string, line int) string {
+	if line <= 0 {
+		return file
+	}
+	return fmt.Sprintf("%s:%d", file, line)
+}
+
+// registryDiff names the keys in which two entries for one host differ.
+func registryDiff(a, b Registry) []string {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	var keys []string
+	for i := range va.NumField() {
+		f := va.Type().Field(i)
+		key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if key == "" || key == "-" {
+			continue
+		}
+		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			keys = append(keys, key)
+		}
+	}
+	return keys
 }
 
 // sameRegistry reports whether two registry entries say the same.
