@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"io/fs"
 	"syscall"
+
+	"github.com/imagebump/imagebump/internal/stattime"
 )
 
 // fillStat writes the stat fields of an index entry (ctime, mtime, dev,
@@ -16,7 +18,7 @@ func fillStat(b []byte, fi fs.FileInfo) bool {
 	if !ok {
 		return false
 	}
-	ctime, mtime := statTimes(st)
+	ctime, mtime := stattime.Of(st)
 	binary.BigEndian.PutUint32(b[0:], uint32(ctime.Sec))
 	binary.BigEndian.PutUint32(b[4:], uint32(ctime.Nsec))
 	binary.BigEndian.PutUint32(b[8:], uint32(mtime.Sec))

@@ -5,11 +5,13 @@ package setters
 import (
 	"io/fs"
 	"syscall"
+
+	"github.com/imagebump/imagebump/internal/stattime"
 )
 
 // keyOfStat returns the stat key of a file from its stat(2) result.
 func keyOfStat(st *syscall.Stat_t) statKey {
-	mtime, ctime := statTimes(st)
+	ctime, mtime := stattime.Of(st)
 	return statKey{
 		dev:   uint64(st.Dev), // Dev is not a uint64 on every platform.
 		ino:   uint64(st.Ino),

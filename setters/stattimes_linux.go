@@ -1,6 +1,0 @@
-package setters
-
-import "syscall"
-
-// statTimes returns a stat(2) result's modification and change times.
-func statTimes(st *syscall.Stat_t) (mtime, ctime syscall.Timespec) { return st.Mtim, st.Ctim }
