@@ -17,8 +17,8 @@ import (
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/flux"
 	"github.com/imagebump/imagebump/internal/printable"
-	"github.com/imagebump/imagebump/internal/typo"
 	"github.com/imagebump/imagebump/policy"
 	"github.com/imagebump/imagebump/registry"
 	"github.com/imagebump/imagebump/report"
@@ -388,19 +388,18 @@ func hasNamespace(cfg *config.Config, ns string) bool {
 	return false
 }
 
-// didYouMean names the policy of cfg nearest to name, as ": did you mean
-// NAME?", or "" when none is near.
+// didYouMean names the policy of cfg nearest to name, as markers naming
+// no policy get it (flux.SuggestPolicy), in parentheses after a space;
+// "" when none is near.
 func didYouMean(cfg *config.Config, name string) string {
-	best, bestD := "", 4
-	for _, im := range cfg.Images {
-		if d := typo.Distance(name, im.Name); d < bestD {
-			best, bestD = im.Name, d
-		}
+	names := make([]string, len(cfg.Images))
+	for i, im := range cfg.Images {
+		names[i] = im.Name
 	}
-	if best == "" {
-		return ""
+	if hint := flux.SuggestPolicy(name, names); hint != "" {
+		return " (" + hint + ")"
 	}
-	return " (did you mean " + best + "?)"
+	return ""
 }
 
 func configName(g *globalOptions, cfg *config.Config) string {

@@ -279,7 +279,7 @@ func TestTagsMistypedPolicy(t *testing.T) {
 	host := startMemRegistry(t)
 	cfg, _ := demoSetup(t, host)
 	_, stderr, code := runMain(t, "-c", cfg, "tags", "apps:wbe")
-	if code != ExitUsage || !strings.Contains(stderr, `"apps:wbe" is no image policy in `+cfg+" (did you mean apps:web?)") {
+	if code != ExitUsage || !strings.Contains(stderr, `"apps:wbe" is no image policy in `+cfg+` (did you mean "apps:web"?)`) {
 		t.Errorf("exit %d, stderr %q; want a usage error naming apps:web", code, stderr)
 	}
 	// The policy itself is still found.
@@ -296,7 +296,7 @@ func TestDidYouMean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{"apps:wbe": " (did you mean apps:web?)", "redis:7.2": ""} {
+	for name, want := range map[string]string{"apps:wbe": ` (did you mean "apps:web"?)`, "redis:7.2": ""} {
 		if got := didYouMean(cfg, name); got != want {
 			t.Errorf("didYouMean(%q) = %q, want %q", name, got, want)
 		}
