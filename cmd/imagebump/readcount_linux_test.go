@@ -6,11 +6,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"net/http"
 	"os"
 	"os/exec"
 	"path"
@@ -30,6 +27,7 @@ import (
 	"github.com/imagebump/imagebump/cycle"
 	"github.com/imagebump/imagebump/internal/testkit/ci"
 	"github.com/imagebump/imagebump/internal/testkit/releasebin"
+	"github.com/imagebump/imagebump/internal/testkit/serveproc"
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
 	"github.com/imagebump/imagebump/internal/testkit/testregistry"
 	"github.com/imagebump/imagebump/report"
@@ -661,19 +659,14 @@ func checkNothingNew(t *testing.T, step string, seg serveSegment, yamlFiles int)
 
 // tracedServe is `imagebump serve` running under strace.
 type tracedServe struct {
+	*serveproc.Process
 	prefix string // strace's -o: it writes PREFIX.TID per thread
 	root   string // the target's working copy
 	target string
-	url    string
-	client *http.Client
-	strace *exec.Cmd
-	pid    int           // serve's: strace's child
-	done   chan struct{} // closed once strace exited
-	err    error         // strace's Wait error, once done
+	pid    int // serve's: strace's child
 
-	mu     sync.Mutex
-	stderr []string // serve's log (and strace's own messages)
-	last   serve.TargetStatus
+	mu   sync.Mutex
+	last serve.TargetStatus
 }
 
 // startTracedServe starts serve on f's config, --workdir and environment
@@ -681,65 +674,23 @@ type tracedServe struct {
 // picks and logs, and returns once it serves. The test's end stops it.
 func startTracedServe(t *testing.T, f *readFixture, target string) *tracedServe {
 	t.Helper()
-	s := &tracedServe{prefix: filepath.Join(t.TempDir(), "trace"), root: f.root, target: target,
-		client: &http.Client{Timeout: 10 * time.Second}, done: make(chan struct{})}
-	s.strace = exec.Command(stracePath, "-f", "-ff", "-y", "--seccomp-bpf", "-e", "trace=open,openat,openat2", "-o", s.prefix,
+	s := &tracedServe{prefix: filepath.Join(t.TempDir(), "trace"), root: f.root, target: target}
+	cmd := exec.Command(stracePath, "-f", "-ff", "-y", "--seccomp-bpf", "-e", "trace=open,openat,openat2", "-o", s.prefix,
 		f.bin, "serve", "-c", f.config, "--workdir", f.workdir, "--listen", "127.0.0.1:0", "--log-format", "json")
-	s.strace.Env = f.env
-	stderr, err := s.strace.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
+	cmd.Env = f.env
+	s.Process = serveproc.Start(t, cmd)
+	s.pid = childOf(t, cmd.Process.Pid)
+	s.Kill = func() {
+		_ = syscall.Kill(s.pid, syscall.SIGKILL)
+		_ = cmd.Process.Kill()
 	}
-	if err := s.strace.Start(); err != nil {
-		t.Fatal(err)
-	}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			s.mu.Lock()
-			s.stderr = append(s.stderr, sc.Text())
-			s.mu.Unlock()
-			var rec struct{ Msg, Address string }
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "serving" {
-				select {
-				case addr <- rec.Address:
-				default:
-				}
-			}
-		}
-		s.err = s.strace.Wait()
-		close(s.done)
-	}()
 	t.Cleanup(func() {
-		select {
-		case <-s.done:
-		default:
-			if s.pid > 0 {
-				_ = syscall.Kill(s.pid, syscall.SIGKILL)
-			}
-			_ = s.strace.Process.Kill()
-			<-s.done
-		}
 		if t.Failed() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			t.Logf("serve's last status: %+v", s.last)
-			for _, l := range s.stderr[max(0, len(s.stderr)-60):] {
-				t.Logf("serve: %s", l)
-			}
 		}
 	})
-	select {
-	case a := <-addr:
-		s.url = "http://" + a
-	case <-s.done:
-		t.Fatalf("serve exited before serving: %v", s.err)
-	case <-time.After(time.Minute):
-		t.Fatal("serve did not start serving within a minute")
-	}
-	s.pid = childOf(t, s.strace.Process.Pid)
 	return s
 }
 
@@ -769,28 +720,10 @@ func childOf(t *testing.T, pid int) int {
 	return children[0]
 }
 
-// get returns the body of serve's path, which must answer 200.
-func (s *tracedServe) get(t *testing.T, path string) []byte {
-	t.Helper()
-	resp, err := s.client.Get(s.url + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s, %v\n%s", path, resp.Status, err, body)
-	}
-	return body
-}
-
 // status returns the target's part of /api/v1/status.
 func (s *tracedServe) status(t *testing.T) serve.TargetStatus {
 	t.Helper()
-	var st serve.Status
-	if err := json.Unmarshal(s.get(t, "/api/v1/status"), &st); err != nil {
-		t.Fatalf("/api/v1/status: %v", err)
-	}
+	st := s.Status(t)
 	for _, ts := range st.Targets {
 		if ts.Name == s.target {
 			s.mu.Lock()
@@ -807,21 +740,7 @@ func (s *tracedServe) status(t *testing.T) serve.TargetStatus {
 // target; 0 before a cycle counted any.
 func (s *tracedServe) filesRead(t *testing.T) float64 {
 	t.Helper()
-	for line := range strings.Lines(string(s.get(t, "/metrics"))) {
-		labels, ok := strings.CutPrefix(line, "imagebump_files_scanned_total{")
-		if !ok {
-			continue
-		}
-		labels, value, ok := strings.Cut(strings.TrimSpace(labels), "} ")
-		if ok && strings.Contains(labels, `source="read"`) && strings.Contains(labels, `target="`+s.target+`"`) {
-			v, err := strconv.ParseFloat(value, 64)
-			if err != nil {
-				t.Fatalf("/metrics: %q: %v", line, err)
-			}
-			return v
-		}
-	}
-	return 0
+	return s.Metric(t, "imagebump_files_scanned_total", "source", "read", "target", s.target)
 }
 
 // traceMark is a moment of serve's run at which no cycle ran.
@@ -864,8 +783,8 @@ func (s *tracedServe) waitMark(t *testing.T, what string, within time.Duration, 
 			t.Fatalf("%s: not within %s", what, within)
 		}
 		select {
-		case <-s.done:
-			t.Fatalf("%s: serve exited: %v", what, s.err)
+		case <-s.Done():
+			t.Fatalf("%s: serve exited: %v", what, s.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -878,19 +797,7 @@ func (s *tracedServe) stop(t *testing.T, within time.Duration) int {
 	if err := syscall.Kill(s.pid, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-s.done:
-	case <-time.After(within):
-		t.Fatalf("serve did not exit within %s of SIGTERM", within)
-	}
-	var ee *exec.ExitError
-	if errors.As(s.err, &ee) {
-		return ee.ExitCode()
-	}
-	if s.err != nil {
-		t.Fatal(s.err)
-	}
-	return 0
+	return s.Exit(t, within)
 }
 
 // traceSizes returns how long each trace file of prefix is, up to its

@@ -1,43 +1,29 @@
 package commands
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/spf13/cobra"
 
+	"github.com/imagebump/imagebump/internal/testkit/serveproc"
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
 	"github.com/imagebump/imagebump/serve"
 )
 
 // serveProcess is `imagebump serve` running as a process of its own (the
 // test binary under asBinaryEnv), so that it gets real signals.
-type serveProcess struct {
-	cmd  *exec.Cmd
-	url  string
-	done chan struct{} // closed when the process exited
-	err  error         // its Wait error, once done
-
-	mu    sync.Mutex
-	lines []map[string]any // stderr, one JSON record per line
-	bad   []string         // stderr lines that are not JSON
-}
+type serveProcess struct{ *serveproc.Process }
 
 func startServe(t *testing.T, args ...string) *serveProcess {
 	t.Helper()
@@ -49,63 +35,12 @@ func startServeEnv(t *testing.T, env []string, args ...string) *serveProcess {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(append(os.Environ(), asBinaryEnv+"=1"), env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &serveProcess{cmd: cmd, done: make(chan struct{})}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var rec map[string]any
-			p.mu.Lock()
-			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-				p.bad = append(p.bad, sc.Text())
-			} else {
-				p.lines = append(p.lines, rec)
-				if rec["msg"] == "serving" {
-					addr <- rec["address"].(string)
-				}
-			}
-			p.mu.Unlock()
-		}
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if t.Failed() {
-			for _, l := range p.lines {
-				t.Logf("serve: %v", l)
-			}
-		}
-	})
-	select {
-	case a := <-addr:
-		p.url = "http://" + a
-	case <-p.done:
-		t.Fatalf("serve exited before serving: %v; stderr: %q", p.err, p.bad)
-	case <-time.After(60 * time.Second):
-		t.Fatal("serve did not start serving within 60s")
-	}
-	return p
+	return &serveProcess{serveproc.Start(t, cmd)}
 }
 
 func (p *serveProcess) signal(t *testing.T, sig os.Signal) {
 	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
+	if err := p.Cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -113,64 +48,33 @@ func (p *serveProcess) signal(t *testing.T, sig os.Signal) {
 // exit waits up to d for the process to exit and returns its exit code.
 func (p *serveProcess) exit(t *testing.T, d time.Duration) int {
 	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(d):
-		t.Fatalf("serve did not exit within %s", d)
-	}
-	var ee *exec.ExitError
-	if errors.As(p.err, &ee) {
-		return ee.ExitCode()
-	}
-	if p.err != nil {
-		t.Fatal(p.err)
-	}
-	return 0
+	return p.Exit(t, d)
 }
 
 func (p *serveProcess) status(t *testing.T) serve.Status {
 	t.Helper()
-	resp, err := http.Get(p.url + "/api/v1/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var st serve.Status
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return p.Status(t)
 }
 
-// metric scrapes /metrics, parses it, and returns the value of the
-// counter or gauge name whose labels include labels (name, value pairs).
+// metric returns the value of the counter or gauge name whose labels
+// include labels (name, value pairs).
 func (p *serveProcess) metric(t *testing.T, name string, labels ...string) float64 {
 	t.Helper()
-	resp, err := http.Get(p.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, m := range fams[name].GetMetric() {
-		match := true
-		for i := 0; i+1 < len(labels); i += 2 {
-			ok := false
-			for _, l := range m.GetLabel() {
-				ok = ok || l.GetName() == labels[i] && l.GetValue() == labels[i+1]
-			}
-			match = match && ok
+	return p.Metric(t, name, labels...)
+}
+
+// records returns its log records, one JSON object per line of standard
+// error, and the lines that are not JSON.
+func (p *serveProcess) records() (records []map[string]any, bad []string) {
+	for _, l := range p.Lines() {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			bad = append(bad, l)
+			continue
 		}
-		if match {
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
+		records = append(records, rec)
 	}
-	return sum
+	return records, bad
 }
 
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
@@ -223,13 +127,12 @@ func TestServeProcessSignals(t *testing.T) {
 	if code := p.exit(t, 30*time.Second); code != 0 {
 		t.Errorf("exit code %d after SIGTERM, want 0", code)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.bad) > 0 {
-		t.Errorf("stderr lines that are not JSON: %q", p.bad)
+	records, bad := p.records()
+	if len(bad) > 0 {
+		t.Errorf("stderr lines that are not JSON: %q", bad)
 	}
 	var msgs []string
-	for _, l := range p.lines {
+	for _, l := range records {
 		if m := l["msg"].(string); m == "config reload refused; the running config stays" || m == "stopping" || m == "stopped" {
 			msgs = append(msgs, m)
 		}
@@ -281,7 +184,7 @@ schedule: 10s
 	p.signal(t, syscall.SIGTERM)
 	waitUntil(t, 10*time.Second, "the stop", func() bool { return p.status(t).Stopping })
 	select {
-	case <-p.done:
+	case <-p.Done():
 		t.Fatal("serve exited on the first signal while a cycle runs and the grace period is a minute")
 	case <-time.After(300 * time.Millisecond):
 	}
