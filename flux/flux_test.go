@@ -171,6 +171,18 @@ func writeFile(t *testing.T, dir, name, text string) string {
 	return p
 }
 
+// loadText loads Flux objects from one file holding text.
+func loadText(t *testing.T, text string) *Set {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, dir, "f.yaml", text)
+	set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
 const repoYAML = `apiVersion: image.toolkit.fluxcd.io/v1
 kind: ImageRepository
 metadata:
@@ -659,14 +671,9 @@ spec: {imageRepositoryRef: {name: ` + name + `}, policy: {alphabetical: {}}}
 		{"secret first", secret + cloud, "ImageRepository apps/cloud: spec.provider: provider aws gives credentials for 123456789012.dkr.ecr.eu-west-1.amazonaws.com, and the Secret of ImageRepository apps/keyed gives others"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			writeFile(t, dir, "f.yaml", tt.files)
-			set, err := Load(context.Background(), []string{dir}, LoadOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			set := loadText(t, tt.files)
 			sec := &Secrets{Keys: map[string]map[string]string{"apps/pull": {".dockerconfigjson": "/pull.json"}}}
-			_, err = set.Native(NativeOptions{Secrets: sec})
+			_, err := set.Native(NativeOptions{Secrets: sec})
 			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "native config made from it") {
 				t.Errorf("err = %v\nwant it to say %q", err, tt.want)
 			}

@@ -328,13 +328,7 @@ spec: {imageRepositoryRef: {name: ecr}, policy: {semver: {range: ">=1.0.0"}}}
 		{"insecure last", repo("b", false) + repo("a", true) + cloud},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			writeFile(t, dir, "f.yaml", tt.files)
-			set, err := Load(context.Background(), []string{dir}, LoadOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			n, err := set.Native(NativeOptions{})
+			n, err := loadText(t, tt.files).Native(NativeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
