@@ -338,6 +338,15 @@ images:
     repository: nginx
     policy: {semver: ">=2"}
 `, "imagebump.yaml:6:11: images[1].name:", `duplicate image "default:app" (first at line 3)`},
+		// A repeated entry is placed at the alias, not at the entry it repeats.
+		{"image duplicate by alias", `
+images:
+  - &app
+    name: app
+    repository: nginx
+    policy: {semver: ">=1"}
+  - *app
+`, "imagebump.yaml:7:5: images[1].name:", `duplicate image "default:app" (first at line 4)`},
 		{"repository missing", `
 images:
   - name: app
@@ -469,6 +478,11 @@ registries:
   - host: index.docker.io
   - host: docker.io
 `, "imagebump.yaml:4:11: registries[1].host:", `duplicate registry "docker.io" (first at line 3)`},
+		{"host duplicate by alias of the value", `
+registries:
+  - host: &h ghcr.io
+  - host: *h
+`, "imagebump.yaml:4:11: registries[1].host:", `duplicate registry "ghcr.io" (first at line 3)`},
 		{"username without password", `
 registries:
   - host: ghcr.io

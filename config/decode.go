@@ -30,6 +30,7 @@ type decoder struct {
 	values  map[string]pos  // position of the value of each path
 	bad     map[string]bool // paths whose value failed to decode
 	unknown map[string]bool // paths of mappings with an unknown key
+	aliases map[string]pos  // position of each alias, at the path it is used
 	nodes   int
 	tooBig  bool
 }
@@ -41,6 +42,7 @@ func newDecoder(file string) *decoder {
 		values:    map[string]pos{},
 		bad:       map[string]bool{},
 		unknown:   map[string]bool{},
+		aliases:   map[string]pos{},
 	}
 }
 
@@ -194,7 +196,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			d.fail(n, path, "unknown alias")
 			return
 		}
-		// Positions of aliased values are those of the anchored text.
+		// Positions of aliased values are those of the anchored text;
+		// the alias's own is kept for errors about this use of it.
+		d.aliases[path] = nodePos(n)
 		d.decode(n.Alias, v, path)
 		return
 	}

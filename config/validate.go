@@ -64,6 +64,23 @@ func (v *validator) at(path string) pos {
 	}
 }
 
+// useAt returns the position of the value at path, or, when path or one
+// of its parents is an alias, of the nearest alias: where this use of the
+// value is written. Duplicates are reported there, since an aliased entry
+// would otherwise be placed at the entry it repeats.
+func (v *validator) useAt(path string) pos {
+	for p := path; ; {
+		if a, ok := v.aliases[p]; ok {
+			return a
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			return v.at(path)
+		}
+		p = p[:i]
+	}
+}
+
 // keyAt returns the position of the key at path, or of its value.
 func (v *validator) keyAt(path string) pos {
 	if p, ok := v.keys[path]; ok {
@@ -113,9 +130,9 @@ func (v *validator) registries() {
 				if err != nil {
 					v.wrap(v.at(p+".host"), p+".host", err, "invalid host")
 				} else if line, dup := first[reg.RegistryStr()]; dup {
-					v.add(v.at(p+".host"), p+".host", "duplicate registry %q (first at line %d)", r.Host, line)
+					v.add(v.useAt(p+".host"), p+".host", "duplicate registry %q (first at line %d)", r.Host, line)
 				} else {
-					first[reg.RegistryStr()] = v.at(p + ".host").line
+					first[reg.RegistryStr()] = v.useAt(p + ".host").line
 				}
 			}
 		}
@@ -288,9 +305,9 @@ func (v *validator) images() {
 			} else {
 				im.Name = NormalizeName(im.Name)
 				if line, dup := first[im.Name]; dup {
-					v.add(v.at(p+".name"), p+".name", "duplicate image %q (first at line %d)", im.Name, line)
+					v.add(v.useAt(p+".name"), p+".name", "duplicate image %q (first at line %d)", im.Name, line)
 				} else {
-					first[im.Name] = v.at(p + ".name").line
+					first[im.Name] = v.useAt(p + ".name").line
 					v.c.images[im.Name] = i
 				}
 			}
@@ -454,9 +471,9 @@ func (v *validator) uniqueLabel(p, name, kind, why string, first map[string]int)
 	case len(name) > 63 || !dnsLabelRE.MatchString(name):
 		v.add(v.at(p+".name"), p+".name", "%q must be a lowercase RFC 1123 label (a-z, 0-9, '-', at most 63 characters, starting and ending alphanumeric)%s", name, why)
 	case dup:
-		v.add(v.at(p+".name"), p+".name", "duplicate %s %q (first at line %d)", kind, name, line)
+		v.add(v.useAt(p+".name"), p+".name", "duplicate %s %q (first at line %d)", kind, name, line)
 	default:
-		first[name] = v.at(p + ".name").line
+		first[name] = v.useAt(p + ".name").line
 	}
 }
 
