@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -83,8 +84,13 @@ type exporter struct {
 	labels map[string][]string
 }
 
+// note records a setting Flux cannot express, once: a target's notes come
+// from each automation written for it (one per namespace and path).
 func (e *exporter) note(level Level, kind, name string, line int, format string, args ...any) {
-	e.out.Notes = append(e.out.Notes, Note{Level: level, Object: Object{Kind: kind, Name: name, File: e.c.File, Line: line}, Line: line, Msg: fmt.Sprintf(format, args...)})
+	n := Note{Level: level, Object: Object{Kind: kind, Name: name, File: e.c.File, Line: line}, Line: line, Msg: fmt.Sprintf(format, args...)}
+	if !slices.Contains(e.out.Notes, n) {
+		e.out.Notes = append(e.out.Notes, n)
+	}
 }
 
 func (e *exporter) secret(ns, name, key, file string) {

@@ -517,6 +517,49 @@ func TestRoundTripNative(t *testing.T) {
 	}
 }
 
+// TestExportNotesOnce: a target written as several automations (one per
+// namespace and path) has each of its notes said once, not per automation.
+func TestExportNotesOnce(t *testing.T) {
+	c, err := config.Parse([]byte(`
+targets:
+  - name: main
+    schedule: "0 * * * *"
+    git:
+      url: https://example.com/fleet.git
+      paths: [a, b]
+    commit:
+      messageTemplate: "bump {{ len .Changes }}"
+images:
+  - name: apps:web
+    repository: ghcr.io/acme/web
+    policy: {semver: ">=1"}
+  - name: tools:cli
+    repository: ghcr.io/acme/cli
+    policy: {semver: ">=1"}
+`), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Export(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, n := range e.Notes {
+		notes = append(notes, n.Level.String()+": "+n.Object.Kind+" "+n.Object.Name+": "+n.Msg)
+	}
+	if diff := cmp.Diff(notes, []string{
+		"info: target main: applies policies of namespaces apps, tools: a Flux automation applies its own namespace's, so each gets one",
+		`warning: target main: schedule "0 * * * *" is a cron expression, which Flux does not take: the automation runs every 5m`,
+		"warning: target main: commit.messageTemplate is written for imagebump's data, which Flux does not give: the automation keeps Flux's default message",
+	}); diff != "" {
+		t.Errorf("notes (-got +want):\n%s", diff)
+	}
+	if n := bytes.Count(e.YAML, []byte("kind: ImageUpdateAutomation")); n != 4 {
+		t.Errorf("%d automations, want 4 (2 namespaces x 2 paths)", n)
+	}
+}
+
 var ignoreUnexported = cmpopts.IgnoreUnexported(config.Config{}, config.Image{})
 
 func roundTrip(t *testing.T, c *config.Config) *config.Config {
