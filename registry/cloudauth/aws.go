@@ -35,6 +35,7 @@ type awsSource struct {
 	info      cloudhost.Host
 	transport http.RoundTripper
 	cfg       *aws.Config // loaded on first use, then kept: it caches credentials
+	remember  func(name, value string)
 }
 
 func (s *awsSource) fetch(ctx context.Context) (*token, error) {
@@ -53,11 +54,19 @@ func (s *awsSource) fetch(ctx context.Context) (*token, error) {
 		}
 		s.cfg = &cfg
 	}
+	// What the SDK sends (see sent.go): the web identity or Pod Identity
+	// token to get keys, then the session token with every ECR call.
+	rememberEnv(s.remember, "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN")
+	rememberFileEnv(s.remember, "AWS_WEB_IDENTITY_TOKEN_FILE")
+	rememberFileEnv(s.remember, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE")
 	// Ask for the credentials first, so that a missing or broken source is
 	// reported as such and not as a failed ECR call.
-	if _, err := s.cfg.Credentials.Retrieve(ctx); err != nil {
+	creds, err := s.cfg.Credentials.Retrieve(ctx)
+	if err != nil {
 		return nil, awsCredentialsError(s.host, err)
 	}
+	s.remember("aws secret access key", creds.SecretAccessKey)
+	s.remember("aws session token", creds.SessionToken)
 	if s.info.Public {
 		return s.public(ctx)
 	}

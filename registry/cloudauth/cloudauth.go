@@ -160,14 +160,14 @@ func New(opts Options) (*Authenticator, error) {
 		if info.Provider != cloudhost.AWS {
 			return nil, fmt.Errorf("provider aws needs an ECR host name (ACCOUNT.dkr.ecr.REGION.amazonaws.com or public.ecr.aws), which gives the account and region; %s is not one", opts.Host)
 		}
-		a.src = &awsSource{host: opts.Host, info: info, transport: rt}
+		a.src = &awsSource{host: opts.Host, info: info, transport: rt, remember: a.remember}
 	case cloudhost.GCP:
-		a.src = &gcpSource{host: opts.Host, transport: rt}
+		a.src = &gcpSource{host: opts.Host, transport: &recordingTransport{next: rt, remember: a.remember}}
 	case cloudhost.Azure:
 		if info.Cloud == "" {
 			info.Cloud = "public"
 		}
-		a.src = &azureSource{host: opts.Host, info: info, insecure: opts.Insecure, transport: rt, registryRT: regRT, secrets: func(v string) { a.remember("entra id token", v) }}
+		a.src = &azureSource{host: opts.Host, info: info, insecure: opts.Insecure, transport: &recordingTransport{next: rt, remember: a.remember}, registryRT: regRT, secrets: func(v string) { a.remember("entra id token", v) }}
 	case cloudhost.Generic:
 		return nil, fmt.Errorf("provider auto: %s is not an ECR, Artifact Registry, Container Registry or ACR host name; name the provider (aws, gcp, azure) or use generic", opts.Host)
 	default:
@@ -249,6 +249,10 @@ func (a *Authenticator) settle(ctx context.Context, now time.Time, valid bool, t
 		err = &Error{Provider: a.provider, Host: a.host, Step: "fetching a token", Err: errors.New("the cloud gave empty credentials")}
 	}
 	if err != nil {
+		var ce *Error
+		if errors.As(err, &ce) {
+			ce.secrets = a.secrets
+		}
 		err = a.secrets.Error(err)
 		if ctx.Err() != nil {
 			// The caller gave up: that says nothing of the cloud.
@@ -308,9 +312,12 @@ func (a *Authenticator) refreshTime(now, expiry time.Time) time.Time {
 }
 
 // remember adds a secret value to the Secrets under a name of its own, so
-// that a rotated token replaces the one before it.
+// that a rotated token replaces the one before it. An empty value is
+// ignored.
 func (a *Authenticator) remember(name, value string) {
-	a.secrets.Set("cloud "+a.host+" "+name, value)
+	if value != "" {
+		a.secrets.Set("cloud "+a.host+" "+name, value)
+	}
 }
 
 // Error is a failure to get a registry's credentials from its cloud. Its
@@ -323,6 +330,10 @@ type Error struct {
 	Step     string // what failed, such as "no credentials: tried ..."
 	Hint     string // what to do, or ""
 	Err      error
+
+	// secrets clean the cause before it is cut to maxCause, so that no
+	// cut leaves part of a secret the whole of which would be replaced.
+	secrets *redact.Secrets
 }
 
 // maxCause bounds how much of the SDK's text an Error repeats: some quote
@@ -333,7 +344,7 @@ func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s credentials for %s: %s", e.Provider, e.Host, e.Step)
 	if e.Err != nil {
-		cause := strings.Join(strings.Fields(e.Err.Error()), " ")
+		cause := strings.Join(strings.Fields(e.secrets.Text(e.Err.Error())), " ")
 		if len(cause) > maxCause {
 			cause = strings.ToValidUTF8(cause[:maxCause], "") + "..."
 		}

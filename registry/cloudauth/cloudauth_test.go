@@ -358,6 +358,92 @@ func TestAzureErrors(t *testing.T) {
 	}
 }
 
+// TestEchoedCredentials: a cloud endpoint that refuses what it was sent
+// and repeats it in its error, as a careless or hostile one may, gets none
+// of it into the error: what each SDK sends (a session token, a projected
+// service-account token, a client secret, a refresh token, a signed
+// assertion) is a secret as much as what it gets back.
+func TestEchoedCredentials(t *testing.T) {
+	const secret = "SEKRIT-sent-0123456789"
+	for _, tc := range []struct {
+		name string
+		// setup starts the fake, in its echoing mode, and returns the
+		// host, provider and transport to ask it with.
+		setup func(t *testing.T) (host, provider string, tr http.RoundTripper)
+		// sent are further values the SDK sends that the test cannot
+		// know in advance: prefixes that must not appear.
+		sent []string
+	}{
+		{"aws session token", func(t *testing.T) (string, string, http.RoundTripper) {
+			fake := fakecloud.NewAWS(t)
+			fake.Env(t)
+			fake.Echo.Store(true)
+			t.Setenv("AWS_ACCESS_KEY_ID", "AKIASTATICENV00009")
+			t.Setenv("AWS_SECRET_ACCESS_KEY", "static-secret-9")
+			t.Setenv("AWS_SESSION_TOKEN", secret)
+			return ecrHost, "aws", nil
+		}, nil},
+		{"aws web identity token", func(t *testing.T) (string, string, http.RoundTripper) {
+			fake := fakecloud.NewAWS(t)
+			fake.Env(t)
+			fake.Echo.Store(true)
+			t.Setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/imagebump")
+			t.Setenv("AWS_WEB_IDENTITY_TOKEN_FILE", writeFile(t, secret+"\n"))
+			return ecrHost, "aws", nil
+		}, nil},
+		{"azure federated token", func(t *testing.T) (string, string, http.RoundTripper) {
+			fake, reg, tr := azureSetup(t)
+			fake.Echo.Store(true)
+			if err := os.WriteFile(os.Getenv("AZURE_FEDERATED_TOKEN_FILE"), []byte(secret), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return strings.TrimPrefix(reg.URL, "http://"), "azure", tr
+		}, nil},
+		{"azure client secret", func(t *testing.T) (string, string, http.RoundTripper) {
+			fake, reg, tr := azureSetup(t)
+			fake.Echo.Store(true)
+			t.Setenv("AZURE_FEDERATED_TOKEN_FILE", "")
+			t.Setenv("AZURE_CLIENT_SECRET", secret)
+			return strings.TrimPrefix(reg.URL, "http://"), "azure", tr
+		}, nil},
+		{"gcp service account assertion", func(t *testing.T) (string, string, http.RoundTripper) {
+			fake := fakecloud.NewGCP(t)
+			fake.Env(t)
+			fake.Echo.Store(true)
+			t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", fake.KeyFile(t))
+			return "gcr.io", "gcp", nil
+		}, []string{"eyJ"}}, // the assertion is a JWT the library signs
+		{"gcp user client secret and refresh token", func(t *testing.T) (string, string, http.RoundTripper) {
+			fake := fakecloud.NewGCP(t)
+			fake.Env(t)
+			fake.Echo.Store(true)
+			t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", writeFile(t, `{"type": "authorized_user", "client_id": "cid.apps.googleusercontent.com", `+
+				`"client_secret": "`+secret+`", "refresh_token": "1//refresh-`+secret+`", "token_uri": "`+fake.URL+`/token"}`))
+			return "gcr.io", "gcp", nil
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			host, provider, tr := tc.setup(t)
+			a, err := cloudauth.New(cloudauth.Options{Host: host, Provider: provider, Transport: tr, Insecure: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = authorize(t, a)
+			if err == nil {
+				t.Fatal("no error from an endpoint that refuses everything")
+			}
+			if !strings.Contains(err.Error(), provider+" credentials for "+host) || !strings.Contains(err.Error(), redact.Placeholder) {
+				t.Errorf("error %q: want it to name the host and show the echo redacted", err)
+			}
+			for _, form := range append(redact.Encodings(secret), tc.sent...) {
+				if strings.Contains(err.Error(), form) {
+					t.Errorf("error %q holds %q", err, form)
+				}
+			}
+		})
+	}
+}
+
 // clock is a fake clock for the cache.
 type clock struct {
 	mu  sync.Mutex

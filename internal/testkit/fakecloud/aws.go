@@ -37,6 +37,11 @@ type AWS struct {
 	// FailECR makes GetAuthorizationToken answer AccessDeniedException.
 	FailECR atomic.Bool
 
+	// Echo makes GetAuthorizationToken and STS refuse every request with
+	// an error that repeats the session token or web identity token they
+	// were sent, as a careless or hostile endpoint might.
+	Echo atomic.Bool
+
 	mu       sync.Mutex
 	keyIDs   []string // access key ids of signed ECR calls, in order
 	registry []string // registryIds asked for
@@ -143,6 +148,10 @@ func (a *AWS) ecr(w http.ResponseWriter, r *http.Request) {
 	a.keyIDs = append(a.keyIDs, m[1])
 	a.registry = append(a.registry, in.RegistryIDs...)
 	a.mu.Unlock()
+	if a.Echo.Load() {
+		writeJSON(w, 400, ct, map[string]string{"__type": "UnrecognizedClientException", "message": "bad session token " + r.Header.Get("X-Amz-Security-Token")})
+		return
+	}
 	if a.FailECR.Load() {
 		writeJSON(w, 400, ct, map[string]string{"__type": "AccessDeniedException", "message": "User: arn:aws:sts::123456789012:assumed-role/test is not authorized to perform: ecr:GetAuthorizationToken"})
 		return
@@ -163,6 +172,12 @@ func (a *AWS) ecr(w http.ResponseWriter, r *http.Request) {
 func (a *AWS) sts(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil || r.PostForm.Get("Action") != "AssumeRoleWithWebIdentity" {
 		http.Error(w, "not faked", http.StatusBadRequest)
+		return
+	}
+	if a.Echo.Load() {
+		w.Header().Set("Content-Type", "text/xml")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `<ErrorResponse><Error><Type>Sender</Type><Code>InvalidIdentityToken</Code><Message>bad web identity token %s</Message></Error><RequestId>1</RequestId></ErrorResponse>`, r.PostForm.Get("WebIdentityToken"))
 		return
 	}
 	if a.WebIdentityToken == "" || r.PostForm.Get("WebIdentityToken") != a.WebIdentityToken || r.PostForm.Get("RoleArn") == "" {

@@ -32,6 +32,11 @@ type Azure struct {
 
 	// FailExchange makes /oauth2/exchange answer 401.
 	FailExchange atomic.Bool
+
+	// Echo makes the token endpoint refuse every request with an error
+	// that repeats the client secret and assertion it was sent, as a
+	// careless or hostile endpoint might.
+	Echo atomic.Bool
 }
 
 // NewAzure starts the fake; it stops when the test ends.
@@ -93,6 +98,10 @@ func (a *Azure) entra(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f := r.PostForm
+		if a.Echo.Load() {
+			writeJSON(w, 401, "", map[string]string{"error": "invalid_client", "error_description": f.Get("client_secret") + f.Get("client_assertion") + " is refused"})
+			return
+		}
 		switch {
 		case f.Get("grant_type") != "client_credentials", f.Get("client_id") != a.ClientID:
 			writeJSON(w, 400, "", map[string]string{"error": "invalid_client", "error_description": "unknown client " + f.Get("client_id")})

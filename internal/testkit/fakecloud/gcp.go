@@ -35,6 +35,11 @@ type GCP struct {
 	// FailMetadata makes the metadata server's token endpoint answer 500.
 	FailMetadata atomic.Bool
 
+	// Echo makes the token endpoint refuse every request with an error
+	// that repeats the form it was sent (assertion, client secret,
+	// refresh token), as a careless or hostile endpoint might.
+	Echo atomic.Bool
+
 	key *rsa.PrivateKey
 }
 
@@ -106,7 +111,11 @@ func (g *GCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/computeMetadata/v1/project/project-id":
 		w.Write([]byte("test-project"))
 	case "/token":
-		if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" {
+		if err := r.ParseForm(); err == nil && g.Echo.Load() {
+			writeJSON(w, 400, "", map[string]string{"error": "invalid_grant", "error_description": "refused " + r.PostForm.Encode()})
+			return
+		}
+		if r.PostForm.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" {
 			writeJSON(w, 400, "", map[string]string{"error": "unsupported_grant_type"})
 			return
 		}
