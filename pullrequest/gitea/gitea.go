@@ -152,7 +152,7 @@ func (p *Provider) list(c *sdk.Client, state sdk.StateType, head, base string, f
 			if !ours(pr, head, base) {
 				continue
 			}
-			out = append(out, convert(pr))
+			out = append(out, p.convert(pr))
 			if firstOnly {
 				return out, nil
 			}
@@ -187,7 +187,7 @@ func (p *Provider) Create(ctx context.Context, head, base, title, body string) (
 	if err != nil {
 		return nil, p.fail("creating a pull request", needsWrite, resp, err)
 	}
-	out := convert(pr)
+	out := p.convert(pr)
 	return &out, nil
 }
 
@@ -204,7 +204,7 @@ func (p *Provider) Update(ctx context.Context, number int, title, body string) (
 	if err != nil {
 		return nil, p.fail(fmt.Sprintf("updating pull request #%d", number), needsWrite, resp, err)
 	}
-	out := convert(pr)
+	out := p.convert(pr)
 	return &out, nil
 }
 
@@ -301,10 +301,12 @@ func (p *Provider) Close(ctx context.Context, number int) error {
 	return nil
 }
 
-func convert(pr *sdk.PullRequest) pullrequest.PR {
+// convert reads the forge's pull request; its address, which is shown, is
+// cleaned of the token as the forge's errors are.
+func (p *Provider) convert(pr *sdk.PullRequest) pullrequest.PR {
 	out := pullrequest.PR{
 		Number: int(pr.Index),
-		URL:    pr.HTMLURL,
+		URL:    pullrequest.Scrub(pr.HTMLURL, p.token),
 		Title:  pr.Title,
 		Body:   pr.Body,
 		State:  pullrequest.StateOpen,

@@ -123,7 +123,7 @@ func (p *Provider) List(ctx context.Context, head, base string) ([]pullrequest.P
 			// The head filter already names this owner; a fork of the same
 			// owner's account cannot exist, so every result is ours.
 			if pr.GetHead().GetRef() == head && pr.GetBase().GetRef() == base {
-				out = append(out, convert(pr))
+				out = append(out, p.convert(pr))
 			}
 		}
 		if resp.NextPage == 0 {
@@ -145,7 +145,7 @@ func (p *Provider) Create(ctx context.Context, head, base, title, body string) (
 	if err != nil {
 		return nil, p.fail("creating a pull request", needsWrite, resp, err)
 	}
-	c := convert(pr)
+	c := p.convert(pr)
 	return &c, nil
 }
 
@@ -155,7 +155,7 @@ func (p *Provider) Update(ctx context.Context, number int, title, body string) (
 	if err != nil {
 		return nil, p.fail(fmt.Sprintf("updating pull request #%d", number), needsWrite, resp, err)
 	}
-	c := convert(pr)
+	c := p.convert(pr)
 	return &c, nil
 }
 
@@ -189,10 +189,12 @@ func (p *Provider) Close(ctx context.Context, number int) error {
 	return nil
 }
 
-func convert(pr *gh.PullRequest) pullrequest.PR {
+// convert reads the forge's pull request; its address, which is shown, is
+// cleaned of the token as the forge's errors are.
+func (p *Provider) convert(pr *gh.PullRequest) pullrequest.PR {
 	out := pullrequest.PR{
 		Number: pr.GetNumber(),
-		URL:    pr.GetHTMLURL(),
+		URL:    pullrequest.Scrub(pr.GetHTMLURL(), p.token),
 		Title:  pr.GetTitle(),
 		Body:   pr.GetBody(),
 		Head:   pr.GetHead().GetRef(),

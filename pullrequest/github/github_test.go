@@ -129,6 +129,26 @@ func TestListRequest(t *testing.T) {
 	}
 }
 
+// TestURLScrubbed: the address the forge gives a pull request is shown
+// (run, plan, serve's page), so a forge that puts the token in it, as a
+// careless or hostile one may, gets it shown redacted.
+func TestURLScrubbed(t *testing.T) {
+	rec := &recorder{status: 200, body: `[{"number": 1, "state": "open", "html_url": "https://forge.invalid/` + token + `/acme/fleet/pull/1", "head": {"ref": "imagebump/main"}, "base": {"ref": "main"}}]`}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	p, err := github.New(github.Options{APIURL: srv.URL, Token: token, Owner: "acme", Repo: "fleet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prs, err := p.List(context.Background(), "imagebump/main", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prs) != 1 || prs[0].URL != "https://forge.invalid/REDACTED/acme/fleet/pull/1" {
+		t.Errorf("pull requests %+v: want one, its URL with the token redacted", prs)
+	}
+}
+
 // TestList checks states, the head and base filter, forks, and paging.
 func TestList(t *testing.T) {
 	fake, p := newFake(t)

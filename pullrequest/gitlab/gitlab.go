@@ -122,7 +122,7 @@ func (p *Provider) List(ctx context.Context, head, base string) ([]pullrequest.P
 			if mr.SourceProjectID != 0 && mr.TargetProjectID != 0 && mr.SourceProjectID != mr.TargetProjectID {
 				continue // from a fork
 			}
-			out = append(out, convert(mr))
+			out = append(out, p.convert(mr))
 		}
 		if resp.NextPage == 0 {
 			break
@@ -143,7 +143,7 @@ func (p *Provider) Create(ctx context.Context, head, base, title, body string) (
 	if err != nil {
 		return nil, p.fail("creating a merge request", needsWrite, resp, err)
 	}
-	c := convert(&mr.BasicMergeRequest)
+	c := p.convert(&mr.BasicMergeRequest)
 	return &c, nil
 }
 
@@ -156,7 +156,7 @@ func (p *Provider) Update(ctx context.Context, number int, title, body string) (
 	if err != nil {
 		return nil, p.fail(fmt.Sprintf("updating merge request !%d", number), needsWrite, resp, err)
 	}
-	c := convert(&mr.BasicMergeRequest)
+	c := p.convert(&mr.BasicMergeRequest)
 	return &c, nil
 }
 
@@ -197,10 +197,12 @@ func (p *Provider) Close(ctx context.Context, number int) error {
 	return nil
 }
 
-func convert(mr *gl.BasicMergeRequest) pullrequest.PR {
+// convert reads the forge's pull request; its address, which is shown, is
+// cleaned of the token as the forge's errors are.
+func (p *Provider) convert(mr *gl.BasicMergeRequest) pullrequest.PR {
 	out := pullrequest.PR{
 		Number: int(mr.IID),
-		URL:    mr.WebURL,
+		URL:    pullrequest.Scrub(mr.WebURL, p.token),
 		Title:  mr.Title,
 		Body:   mr.Description,
 		Head:   mr.SourceBranch,

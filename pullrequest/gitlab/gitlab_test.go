@@ -126,6 +126,26 @@ func TestRequests(t *testing.T) {
 	}
 }
 
+// TestURLScrubbed: the address the forge gives a merge request is shown
+// (run, plan, serve's page), so a forge that puts the token in it, as a
+// careless or hostile one may, gets it shown redacted.
+func TestURLScrubbed(t *testing.T) {
+	rec := &recorder{status: 200, body: `[{"iid": 4, "state": "opened", "web_url": "https://forge.invalid/` + token + `/-/merge_requests/4", "source_branch": "imagebump/main", "target_branch": "main"}]`}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	p, err := gitlab.New(gitlab.Options{APIURL: srv.URL + "/", Token: token, Project: project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prs, err := p.List(context.Background(), "imagebump/main", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prs) != 1 || prs[0].URL != "https://forge.invalid/REDACTED/-/merge_requests/4" {
+		t.Errorf("merge requests %+v: want one, its URL with the token redacted", prs)
+	}
+}
+
 func TestList(t *testing.T) {
 	fake, p := newFake(t)
 	closed := fake.Add(fakeforge.PR{Title: "closed", Head: "imagebump/main", Base: "main"})
