@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/imagebump/imagebump/internal/redact"
 	"github.com/imagebump/imagebump/internal/testkit/hostile"
 )
 
@@ -357,6 +358,33 @@ func TestErrorBodiesAreCleaned(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLoggedURLsAreCleaned has the registry send a pagination link whose
+// path holds the Authorization header and the password it was sent: the
+// debug log, which shows every request's URL, must show it redacted.
+func TestLoggedURLsAreCleaned(t *testing.T) {
+	s := hostile.Start(t, hostile.Options{Auth: hostile.AuthBasic})
+	var logs logBuffer
+	c := newClient(t, Options{Logger: newLogger(&logs), Hosts: []Host{{
+		Host: s.Host, Insecure: true,
+		UsernameFile: writeSecret(t, "user", s.Username),
+		PasswordFile: writeSecret(t, "pass", s.Password),
+	}}})
+	_, _ = c.Tags(context.Background(), s.Repo(hostile.EchoLink, "app"))
+	if s.Requests(hostile.EchoLink) < 2 {
+		t.Fatalf("%d requests to the echoing repository, want the link followed", s.Requests(hostile.EchoLink))
+	}
+	if !strings.Contains(logs.String(), "REDACTED/list") {
+		t.Errorf("log does not show the link's URL redacted:\n%s", logs.String())
+	}
+	for _, secret := range s.Secrets() {
+		for _, form := range redact.Encodings(secret) {
+			if strings.Contains(logs.String(), form) {
+				t.Errorf("log holds the secret %q as %q:\n%s", secret, form, logs.String())
+			}
+		}
 	}
 }
 

@@ -139,6 +139,13 @@ type hostTransport struct {
 
 var _ http.RoundTripper = (*hostTransport)(nil)
 
+// logURL is req's URL as the debug log shows it: without URL credentials,
+// and without any secret the client holds or the request carries, which a
+// registry may have put in a pagination link or a redirect.
+func (t *hostTransport) logURL(req *http.Request) string {
+	return t.secrets.Text(redact.URL(req.URL), redact.AuthorizationSecrets(req.Header.Get("Authorization"))...)
+}
+
 // RoundTrip implements http.RoundTripper.
 func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// The inner transport closes the request body (ggcr's OAuth token
@@ -208,7 +215,7 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		timedOut := rctx.Err() != nil && ctx.Err() == nil
 		cancel()
 		<-t.sem
-		t.log.Debug("registry request failed", "method", req.Method, "url", redact.URL(req.URL), "duration", time.Since(start))
+		t.log.Debug("registry request failed", "method", req.Method, "url", t.logURL(req), "duration", time.Since(start))
 		if timedOut {
 			err = &timeoutError{err: err}
 		}
@@ -220,7 +227,7 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	breakerFrom(ctx).answered()
-	t.log.Debug("registry request", "method", req.Method, "url", redact.URL(req.URL), "status", resp.StatusCode, "duration", time.Since(start))
+	t.log.Debug("registry request", "method", req.Method, "url", t.logURL(req), "status", resp.StatusCode, "duration", time.Since(start))
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		if d, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			t.pause(min(d, t.maxPause))

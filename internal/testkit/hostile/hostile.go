@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,10 @@ const (
 	// BadDigest serves manifests whose digests are malformed; the tag
 	// says which (see the DigestTag constants).
 	BadDigest Mode = "bad-digest"
+	// EchoLink lists Options.Tags with a Link header whose next page's
+	// path holds the request's Authorization header and the password it
+	// carries; that page answers 404.
+	EchoLink Mode = "echo-link"
 )
 
 // Tags of BadDigest repositories, each a different malformed digest.
@@ -389,6 +394,18 @@ func (s *Server) tags(w http.ResponseWriter, r *http.Request, mode Mode, repo st
 				return
 			}
 		}
+	case EchoLink:
+		if r.URL.Query().Get("page") != "" {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"errors":[{"code":"NAME_UNKNOWN","message":"no such page"}]}`)
+			return
+		}
+		echo := r.Header.Get("Authorization")
+		if _, pass, ok := r.BasicAuth(); ok {
+			echo += " " + pass
+		}
+		w.Header().Set("Link", fmt.Sprintf(`</v2/%s/tags/%s/list?page=2>; rel="next"`, repo, url.PathEscape(echo)))
+		writeTags(w, repo, s.opts.Tags)
 	case HugeErrorBody:
 		s.hugeError(w, r)
 	default:
