@@ -742,6 +742,16 @@ targets:
 		{"merged unknown key", `
 x: &common {url: "https://example.com/fleet.git"}
 `, "imagebump.yaml:2:1:", `unknown key "x"`},
+		// The https:// and the scp-like URL name one repository.
+		{"two targets pushing one branch", `
+targets:
+  - name: apps
+    git: {url: "https://example.com/acme/fleet.git", paths: [apps]}
+    push: {branch: imagebump/main}
+  - name: web
+    git: {url: "git@example.com:acme/fleet", paths: [web], auth: {insecureIgnoreHostKey: true}}
+    push: {branch: imagebump/main}
+`, "imagebump.yaml:8:20: targets[1].push.branch:", `push.branch "imagebump/main" of this repository is also pushed by target "apps" (line 5)`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.yaml), "imagebump.yaml")
@@ -1215,5 +1225,27 @@ func TestMaxFileSize(t *testing.T) {
 				t.Errorf("FileSizeLimit() = %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestRepositoryKey: the URLs of one repository share a key; those of
+// others do not.
+func TestRepositoryKey(t *testing.T) {
+	same := []string{
+		"https://example.com/acme/fleet.git",
+		"https://token@Example.com/acme/fleet/",
+		"ssh://git@example.com:2222/acme/fleet.git",
+		"git@example.com:acme/fleet.git",
+		"example.com:/acme/fleet",
+	}
+	for _, u := range same {
+		if got, want := repositoryKey(u), "example.com/acme/fleet"; got != want {
+			t.Errorf("repositoryKey(%q) = %q, want %q", u, got, want)
+		}
+	}
+	for _, u := range []string{"https://example.com/acme/other.git", "https://example.org/acme/fleet.git", "file:///srv/acme/fleet.git", "/srv/acme/fleet"} {
+		if repositoryKey(u) == "example.com/acme/fleet" {
+			t.Errorf("repositoryKey(%q) is the fleet's", u)
+		}
 	}
 }

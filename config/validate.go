@@ -458,6 +458,48 @@ func (v *validator) targets() {
 			}
 		}
 	}
+	v.sharedPushBranches()
+}
+
+// sharedPushBranches refuses two targets that push one branch of one
+// repository: each cycle rebuilds the branch on git.branch with its own
+// target's bumps only, so each would drop the other's.
+func (v *validator) sharedPushBranches() {
+	first := map[string]int{}
+	for i := range v.c.TargetList {
+		t := &v.c.TargetList[i]
+		if t.Git == nil || t.Push == nil || t.Push.Branch == "" || t.Git.URL == "" {
+			continue
+		}
+		k := repositoryKey(t.Git.URL) + "\x00" + t.Push.Branch
+		j, dup := first[k]
+		if !dup {
+			first[k] = i
+			continue
+		}
+		p := fmt.Sprintf("targets[%d].push.branch", i)
+		other := v.c.TargetList[j]
+		v.add(v.useAt(p), p, "push.branch %q of this repository is also pushed by target %q (line %d): each cycle rebuilds the branch with its own target's bumps only, so each target would drop the other's; give each target its own push.branch, or make them one target",
+			t.Push.Branch, other.Name, v.useAt(fmt.Sprintf("targets[%d].push.branch", j)).line)
+	}
+}
+
+// repositoryKey is what two Git URLs of one repository share: the host
+// name and the path, without scheme, user, port, trailing slash or .git,
+// so that the https:// and the ssh:// (or scp-like) URL of a repository
+// are the same.
+func repositoryKey(raw string) string {
+	s := raw
+	if u, err := url.Parse(raw); err == nil && u.Host != "" {
+		s = strings.ToLower(u.Hostname()) + "/" + strings.TrimPrefix(u.Path, "/")
+	} else if host, p, ok := strings.Cut(raw, ":"); ok && !strings.Contains(host, "/") && !strings.HasPrefix(p, "//") {
+		// scp-like: [user@]host:path
+		if _, h, ok := strings.Cut(host, "@"); ok {
+			host = h
+		}
+		s = strings.ToLower(host) + "/" + strings.TrimPrefix(p, "/")
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(s, "/"), ".git")
 }
 
 // uniqueLabel checks the required name of the entry at p: a lowercase RFC
