@@ -19,6 +19,33 @@ var ErrBranchNotFound = errors.New("branch not found")
 // moving while Update tried to push, and Update.MaxAttempts ran out.
 var ErrConflict = errors.New("remote branch kept moving")
 
+// ForeignCommitError is returned by Update when the push branch on the
+// remote ends in a commit imagebump did not make: someone pushed to it
+// (a reviewer's fix, a forge's "update branch"), or a branch of that name
+// existed before imagebump. imagebump rebuilds its push branch on the
+// tracked branch at every bump, which would drop that commit, so the
+// branch is left as it is and nothing is pushed.
+type ForeignCommitError struct {
+	// Remote is the remote URL with any credential removed.
+	Remote string
+	// Branch is the push branch; Commit its tip, abbreviated.
+	Branch, Commit string
+	// Why says how the commit is not imagebump's: "committed by NAME
+	// <EMAIL>", "a merge commit, by ...".
+	Why string
+	// Subject is the first line of the commit's message.
+	Subject string
+}
+
+// Error names the commit and says what to do.
+func (e *ForeignCommitError) Error() string {
+	return fmt.Sprintf("not pushed: %s branch %q ends in commit %s (%q), which imagebump did not make (%s); "+
+		"imagebump rebuilds its push branch on every bump, which would drop that commit, so it leaves the branch as it is. "+
+		"Merge or close the branch's pull request and delete the branch (the next cycle makes it again), "+
+		"or give push.branch a name that only imagebump pushes to",
+		e.Remote, e.Branch, e.Commit, e.Subject, e.Why)
+}
+
 // AuthError reports that the remote refused the credentials, or that none
 // were given where the remote requires them.
 type AuthError struct {

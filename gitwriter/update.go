@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/imagebump/imagebump/internal/retry"
 )
@@ -251,7 +252,7 @@ func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit 
 		race, err = r.pushTracked(ctx, base, commit)
 		res.Pushed = err == nil
 	} else {
-		race, err = r.pushOwn(ctx, base, commit, u.PushBranch, res)
+		race, err = r.pushOwn(ctx, base, commit, u.PushBranch, invalidSignatureChars.Replace(u.Commit.AuthorEmail), res)
 	}
 	if err == nil && res.Pushed && u.Refspec != "" {
 		if err = r.pushRefspec(ctx, commit, u.Refspec, target); err != nil {
@@ -343,8 +344,11 @@ func (r *Repo) pushTracked(ctx context.Context, base, commit plumbing.Hash) (rac
 }
 
 // pushOwn pushes commit to imagebump's own branch, unless the remote
-// branch already holds a commit with the same tree on the same base.
-func (r *Repo) pushOwn(ctx context.Context, base, commit plumbing.Hash, branch string, res *Result) (race bool, err error) {
+// branch already holds a commit with the same tree on the same base. The
+// branch is forced only over a commit imagebump made, one whose author and
+// committer are email (see ownCommit): over anyone else's it is left as
+// it is, with a *ForeignCommitError.
+func (r *Repo) pushOwn(ctx context.Context, base, commit plumbing.Hash, branch, email string, res *Result) (race bool, err error) {
 	ref := plumbing.NewBranchReferenceName(branch)
 	// The commit is read from the store below, and a fetch may read
 	// every commit a local ref names.
@@ -379,8 +383,13 @@ func (r *Repo) pushOwn(ctx context.Context, base, commit plumbing.Hash, branch s
 			res.Pushed = false
 			return false, nil
 		}
+		if why := ownCommit(old, email); why != "" {
+			return false, &ForeignCommitError{Remote: r.remote, Branch: branch, Commit: shortHash(existing), Why: why, Subject: subject(old.Message)}
+		}
 		// Force only over the commit just seen, so that a concurrent
-		// writer of the branch is noticed rather than overwritten.
+		// writer of the branch is noticed rather than overwritten: the
+		// next attempt looks at what it wrote, and forces over it only
+		// if it is imagebump's too (another replica's, say).
 		if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.trackingRef(branch), existing)); err != nil {
 			return false, err
 		}
@@ -499,4 +508,36 @@ func (r *Repo) mayBeRace(ctx context.Context, err error) bool {
 	var ae *AuthError
 	var hk *HostKeyError
 	return !errors.As(err, &ae) && !errors.As(err, &hk)
+}
+
+// ownCommit says why c is not a commit imagebump makes on its push
+// branch, or "" when it is one: a single commit on a base, authored and
+// committed by email. A person's commit, a rebase by a person or a forge
+// (its committer), a merge of the base into the branch (a forge's "update
+// branch") are not, and forcing the branch would drop them.
+func ownCommit(c *object.Commit, email string) string {
+	switch {
+	case len(c.ParentHashes) > 1:
+		return "a merge commit, by " + signature(c.Committer)
+	case len(c.ParentHashes) == 0:
+		return "a commit with no parent, by " + signature(c.Committer)
+	case !strings.EqualFold(c.Committer.Email, email):
+		return "committed by " + signature(c.Committer)
+	case !strings.EqualFold(c.Author.Email, email):
+		return "authored by " + signature(c.Author)
+	}
+	return ""
+}
+
+func signature(s object.Signature) string {
+	return s.Name + " <" + s.Email + ">"
+}
+
+// subject is the first line of a commit message, cut to 72 bytes.
+func subject(message string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(message), "\n")
+	if len(line) > 72 {
+		line = strings.ToValidUTF8(line[:72], "") + "..."
+	}
+	return line
 }

@@ -325,34 +325,131 @@ func TestUpdatePushBranch(t *testing.T) {
 }
 
 func TestUpdatePushBranchLease(t *testing.T) {
-	bare := testgit.NewBare(t, seed)
-	const pushBranch = "imagebump/main"
-	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
-	testgit.Commit(t, bare, pushBranch, map[string]string{"x.txt": "x\n"}, nil, "stale push branch")
-	var once sync.Once
-	var intruder string
-	// Someone writes the push branch between our look at it and our push:
-	// the lease makes the push fail, and the retry overwrites the intruder.
-	edit := func(ctx context.Context, dir string) ([]string, string, error) {
-		return setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)(ctx, dir)
-	}
-	r.beforePush = func() {
-		once.Do(func() {
-			intruder = testgit.Commit(t, bare, pushBranch, map[string]string{"y.txt": "y\n"}, nil, "intruder")
+	for _, tc := range []struct {
+		name string
+		// intruder is who writes the push branch between Update's look
+		// at it and its push: another imagebump (a second replica) or a
+		// person.
+		intruderName, intruderEmail string
+		wantForced                  bool
+	}{
+		{"another imagebump", author.AuthorName, author.AuthorEmail, true},
+		{"a person", "Jane Reviewer", "jane@example.invalid", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bare := testgit.NewBare(t, seed)
+			const pushBranch = "imagebump/main"
+			r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
+			testgit.CommitAs(t, bare, pushBranch, author.AuthorName, author.AuthorEmail, map[string]string{"x.txt": "x\n"}, nil, "stale push branch")
+			var once sync.Once
+			var intruder string
+			edit := setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)
+			r.beforePush = func() {
+				once.Do(func() {
+					intruder = testgit.CommitAs(t, bare, pushBranch, tc.intruderName, tc.intruderEmail, map[string]string{"y.txt": "y\n"}, nil, "intruder")
+				})
+			}
+			// The lease makes the first push fail; the retry looks at
+			// what the intruder wrote.
+			got, err := r.Update(t.Context(), Update{Commit: author, PushBranch: pushBranch}, edit)
+			if intruder == "" {
+				t.Fatal("the intruding commit was never made")
+			}
+			if !tc.wantForced {
+				var fe *ForeignCommitError
+				if !errors.As(err, &fe) || fe.Commit != intruder[:12] || !strings.Contains(err.Error(), "committed by Jane Reviewer <jane@example.invalid>") {
+					t.Fatalf("Update() = %+v, %v; want a *ForeignCommitError naming the intruder %s", got, err, intruder)
+				}
+				if tip := testgit.Refs(t, bare)["refs/heads/"+pushBranch]; tip != intruder {
+					t.Errorf("push branch = %s, want the person's commit %s kept", tip, intruder)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Attempts != 2 || !got.Forced {
+				t.Errorf("Update() = %+v, want a forced push on the second attempt", got)
+			}
+			if diff := cmp.Diff(testgit.Log(t, bare, pushBranch), []string{"Bump app", "initial commit"}); diff != "" {
+				t.Errorf("push branch log mismatch (-got +want):\n%s", diff)
+			}
 		})
 	}
-	got, err := r.Update(t.Context(), Update{Commit: author, PushBranch: pushBranch}, edit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if intruder == "" {
-		t.Fatal("the intruding commit was never made")
-	}
-	if got.Attempts != 2 || !got.Forced {
-		t.Errorf("Update() = %+v, want a forced push on the second attempt", got)
-	}
-	if diff := cmp.Diff(testgit.Log(t, bare, pushBranch), []string{"Bump app", "initial commit"}); diff != "" {
-		t.Errorf("push branch log mismatch (-got +want):\n%s", diff)
+}
+
+// TestUpdatePushBranchForeign: a push branch that ends in a commit
+// imagebump did not make is left as it is, with an error that names the
+// commit and says what to do; once the branch is deleted, Update makes it
+// again.
+func TestUpdatePushBranchForeign(t *testing.T) {
+	const pushBranch = "imagebump/main"
+	edit := setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)
+	u := Update{Commit: author, PushBranch: pushBranch}
+	for _, tc := range []struct {
+		name string
+		// setup leaves the push branch in the state under test.
+		setup func(t *testing.T, bare string, r *Repo)
+		why   string
+	}{
+		{"a branch of that name made by a person", func(t *testing.T, bare string, r *Repo) {
+			testgit.CommitAs(t, bare, pushBranch, "Jane", "jane@example.invalid", map[string]string{"work.txt": "mine\n"}, nil, "human work")
+		}, "committed by Jane <jane@example.invalid>"},
+		{"a reviewer's fix on imagebump's branch", func(t *testing.T, bare string, r *Repo) {
+			if _, err := r.Update(t.Context(), u, edit); err != nil {
+				t.Fatal(err)
+			}
+			testgit.CommitAs(t, bare, pushBranch, "Jane", "jane@example.invalid", map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\npullPolicy: Always\n"}, nil, "review: set pullPolicy")
+		}, "committed by Jane <jane@example.invalid>"},
+		{"imagebump's commit rebased by a forge", func(t *testing.T, bare string, r *Repo) {
+			testgit.CommitAs(t, bare, pushBranch, author.AuthorName, author.AuthorEmail, map[string]string{"clusters/prod/app.yaml": "image: app:1.0.5\n"}, nil, "Bump app")
+			// Author kept, committer the forge: as a rebase writes it.
+			work := t.TempDir()
+			testgit.Git(t, work, "clone", "--quiet", "--branch", pushBranch, bare, ".")
+			if _, err := testgit.GitErr(t, work, []string{"GIT_COMMITTER_NAME=GitHub", "GIT_COMMITTER_EMAIL=noreply@github.invalid"}, "commit", "--quiet", "--amend", "--no-edit"); err != nil {
+				t.Fatal(err)
+			}
+			testgit.Git(t, work, "push", "--quiet", "--force", "origin", "HEAD:refs/heads/"+pushBranch)
+		}, "committed by GitHub <noreply@github.invalid>"},
+		{"the base merged into imagebump's branch", func(t *testing.T, bare string, r *Repo) {
+			if _, err := r.Update(t.Context(), u, edit); err != nil {
+				t.Fatal(err)
+			}
+			testgit.Commit(t, bare, "main", map[string]string{"clusters/prod/web.yaml": "image: web:2.0.0\n"}, nil, "bump web on main")
+			work := t.TempDir()
+			testgit.Git(t, work, "clone", "--quiet", "--branch", pushBranch, bare, ".")
+			env := []string{"GIT_AUTHOR_NAME=" + author.AuthorName, "GIT_AUTHOR_EMAIL=" + author.AuthorEmail, "GIT_COMMITTER_NAME=" + author.AuthorName, "GIT_COMMITTER_EMAIL=" + author.AuthorEmail}
+			if _, err := testgit.GitErr(t, work, env, "merge", "--quiet", "--no-edit", "origin/main"); err != nil {
+				t.Fatal(err)
+			}
+			testgit.Git(t, work, "push", "--quiet", "origin", "HEAD:refs/heads/"+pushBranch)
+		}, "a merge commit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bare := testgit.NewBare(t, seed)
+			r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
+			tc.setup(t, bare, r)
+			before := testgit.Refs(t, bare)
+			r = mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
+			got, err := r.Update(t.Context(), u, edit)
+			var fe *ForeignCommitError
+			if !errors.As(err, &fe) || fe.Commit != before["refs/heads/"+pushBranch][:12] || !strings.Contains(fe.Why, tc.why) {
+				t.Fatalf("Update() = %+v, %v; want a *ForeignCommitError for the branch's tip, %s", got, err, tc.why)
+			}
+			for _, w := range []string{`branch "imagebump/main" ends in commit ` + fe.Commit, "which imagebump did not make", "delete the branch"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if diff := cmp.Diff(testgit.Refs(t, bare), before); diff != "" {
+				t.Errorf("remote refs changed (-got +want):\n%s", diff)
+			}
+			// The person deletes the branch: the next Update makes it.
+			testgit.Git(t, bare, "branch", "-D", pushBranch)
+			if got, err = r.Update(t.Context(), u, edit); err != nil || !got.Pushed || got.Forced {
+				t.Fatalf("Update() after the branch was deleted = %+v, %v; want it pushed, not forced", got, err)
+			}
+		})
 	}
 }
 

@@ -129,6 +129,19 @@ func NewBare(t testing.TB, files map[string]string) (dir string) {
 // commit's SHA.
 func Commit(t testing.TB, bareDir, branch string, files map[string]string, remove []string, message string) string {
 	t.Helper()
+	return commit(t, bareDir, branch, nil, files, remove, message)
+}
+
+// CommitAs is Commit with the commit authored and committed by name and
+// email instead of the package's identity.
+func CommitAs(t testing.TB, bareDir, branch, name, email string, files map[string]string, remove []string, message string) string {
+	t.Helper()
+	env := []string{"GIT_AUTHOR_NAME=" + name, "GIT_AUTHOR_EMAIL=" + email, "GIT_COMMITTER_NAME=" + name, "GIT_COMMITTER_EMAIL=" + email}
+	return commit(t, bareDir, branch, env, files, remove, message)
+}
+
+func commit(t testing.TB, bareDir, branch string, env []string, files map[string]string, remove []string, message string) string {
+	t.Helper()
 	work := t.TempDir()
 	Git(t, work, "init", "--quiet", "--initial-branch="+branch)
 	base := ""
@@ -159,7 +172,9 @@ func Commit(t testing.TB, bareDir, branch string, files map[string]string, remov
 		Git(t, work, "rm", "--quiet", "--", name)
 	}
 	Git(t, work, "add", "--all")
-	Git(t, work, "commit", "--quiet", "--allow-empty", "-m", message)
+	if _, err := GitErr(t, work, env, "commit", "--quiet", "--allow-empty", "-m", message); err != nil {
+		t.Fatalf("git commit in %s: %v", work, err)
+	}
 	Git(t, work, "push", "--quiet", bareDir, "HEAD:refs/heads/"+branch)
 	return Git(t, work, "rev-parse", "HEAD")
 }
