@@ -450,7 +450,7 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 			results[i].Err = fmt.Errorf("policy %s: %w", im.Name, scan.Err)
 			continue
 		}
-		sel, err := im.Policy().SelectContext(ctx, scan.Tags)
+		sel, err := im.Policy().Pick(ctx, scan.Tags)
 		if err != nil {
 			results[i].Err = fmt.Errorf("policy %s: selecting among %d tags of %s: %w", im.Name, len(scan.Tags), im.Repository, err)
 			continue

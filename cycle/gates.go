@@ -141,7 +141,7 @@ func (g *Gates) Pick(ctx context.Context, reg Registry, im *config.Image, sel po
 		}
 		held = append(held, *hb)
 		remaining = slices.DeleteFunc(slices.Clone(remaining), func(t string) bool { return t == cur.Latest })
-		next, err := im.Policy().SelectContext(ctx, remaining)
+		next, err := im.Policy().Pick(ctx, remaining)
 		if err != nil {
 			return sel, held, err
 		}

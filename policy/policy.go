@@ -163,6 +163,14 @@ type Result struct {
 	Latest string `json:"latest"`
 	// Warnings explain tags that were skipped with a warning.
 	Warnings []string `json:"warnings,omitempty"`
+	// Counts are the sizes of the lists above. Pick fills them and no
+	// list but Invalid.
+	Counts Counts `json:"-"`
+}
+
+// Counts are how many tags landed in each list of a Result.
+type Counts struct {
+	Invalid, Excluded, Filtered, Skipped, Candidates int
 }
 
 // Select is SelectContext without cancellation: it always runs to the end.
@@ -183,7 +191,31 @@ func (p *Policy) Select(tags []string) Result {
 // Result and context.Cause(ctx), so that a long tag list or a costly set of
 // patterns never outlives the cycle that asked.
 func (p *Policy) SelectContext(ctx context.Context, tags []string) (Result, error) {
-	res := Result{Seen: len(tags), Invalid: []string{}, Excluded: []string{}, Filtered: []string{}, Skipped: []string{}, Candidates: []string{}}
+	return p.selectTags(ctx, tags, true)
+}
+
+// Pick is SelectContext for a cycle, which shows how many tags landed in
+// each list, not which: Excluded, Filtered, Skipped and Candidates stay
+// nil, and Counts has their sizes. A cycle keeps the results of every
+// policy, each of which would otherwise hold a copy of most of its
+// repository's tags (a thousand policies on one repository of 10,000 tags
+// held 160 MB of lists).
+func (p *Policy) Pick(ctx context.Context, tags []string) (Result, error) {
+	return p.selectTags(ctx, tags, false)
+}
+
+// selectTags is SelectContext, keeping the lists when lists is set.
+func (p *Policy) selectTags(ctx context.Context, tags []string, lists bool) (Result, error) {
+	res := Result{Seen: len(tags), Invalid: []string{}}
+	if lists {
+		res.Excluded, res.Filtered, res.Skipped, res.Candidates = []string{}, []string{}, []string{}, []string{}
+	}
+	keep := func(list *[]string, n *int, tag string) {
+		*n++
+		if lists {
+			*list = append(*list, tag)
+		}
+	}
 	r := p.kind.newRanker()
 	var buf []byte
 	var notNumber, notFinite []string
@@ -198,30 +230,31 @@ func (p *Policy) SelectContext(ctx context.Context, tags []string) (Result, erro
 		}
 		if !ValidTag(tag) {
 			res.Invalid = append(res.Invalid, tag)
+			res.Counts.Invalid++
 			continue
 		}
 		if p.excludes(tag) {
-			res.Excluded = append(res.Excluded, tag)
+			keep(&res.Excluded, &res.Counts.Excluded, tag)
 			continue
 		}
 		value := tag
 		if p.filter != nil {
 			var ok bool
 			if value, ok = p.value(tag, &buf); !ok {
-				res.Filtered = append(res.Filtered, tag)
+				keep(&res.Filtered, &res.Counts.Filtered, tag)
 				continue
 			}
 		}
 		switch r.offer(tag, value) {
 		case skipNone:
-			res.Candidates = append(res.Candidates, tag)
+			keep(&res.Candidates, &res.Counts.Candidates, tag)
 			continue
 		case skipNotNumber:
 			notNumber = append(notNumber, tag)
 		case skipNotFinite:
 			notFinite = append(notFinite, tag)
 		}
-		res.Skipped = append(res.Skipped, tag)
+		keep(&res.Skipped, &res.Counts.Skipped, tag)
 	}
 	res.Latest, _ = r.latest()
 	if len(res.Invalid) > 0 {
@@ -317,16 +350,17 @@ func skipWarning(tags []string, why string) string {
 // "no tag matches: 12 tags seen, 3 excluded, 9 filtered, 0 skipped". When
 // some tags were invalid, ", N invalid" follows the skipped count.
 func (r Result) Summary() string {
+	c := r.Counts
 	invalid := ""
-	if len(r.Invalid) > 0 {
-		invalid = fmt.Sprintf(", %d invalid", len(r.Invalid))
+	if c.Invalid > 0 {
+		invalid = fmt.Sprintf(", %d invalid", c.Invalid)
 	}
 	if r.Latest == "" {
 		return fmt.Sprintf("%v: %s seen, %d excluded, %d filtered, %d skipped%s",
-			ErrNoMatch, count(r.Seen, "tag"), len(r.Excluded), len(r.Filtered), len(r.Skipped), invalid)
+			ErrNoMatch, count(r.Seen, "tag"), c.Excluded, c.Filtered, c.Skipped, invalid)
 	}
 	return fmt.Sprintf("picked %s from %s (%d excluded, %d filtered, %d skipped%s)",
-		r.Latest, count(r.Seen, "tag"), len(r.Excluded), len(r.Filtered), len(r.Skipped), invalid)
+		r.Latest, count(r.Seen, "tag"), c.Excluded, c.Filtered, c.Skipped, invalid)
 }
 
 // count writes n and noun, plural unless n is 1.

@@ -54,9 +54,20 @@ func runSelect(t *testing.T, tests []selectCase) {
 			if err != nil {
 				t.Fatalf("New(%+v): %v", tt.spec, err)
 			}
+			want := tt.want
+			want.Counts = policy.Counts{Invalid: len(want.Invalid), Excluded: len(want.Excluded), Filtered: len(want.Filtered), Skipped: len(want.Skipped), Candidates: len(want.Candidates)}
 			got := p.Select(tt.tags)
-			if diff := cmp.Diff(got, tt.want); diff != "" {
+			if diff := cmp.Diff(got, want); diff != "" {
 				t.Errorf("Select(%q) mismatch (-got +want):\n%s", tt.tags, diff)
+			}
+			// Pick gives the same, counted, without the lists.
+			want.Excluded, want.Filtered, want.Skipped, want.Candidates = nil, nil, nil, nil
+			picked, err := p.Pick(t.Context(), tt.tags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(picked, want); diff != "" {
+				t.Errorf("Pick(%q) mismatch (-got +want):\n%s", tt.tags, diff)
 			}
 		})
 	}

@@ -202,8 +202,8 @@ func scan(rep *cycle.Report) ([]Policy, []Change, []Problem) {
 	for _, p := range rep.Policies {
 		s := p.Selection
 		pj := Policy{Name: p.Name, Repository: p.Repository, Latest: p.Latest(), Digest: p.Digest,
-			Tags: s.Seen, Excluded: len(s.Excluded), Filtered: len(s.Filtered), Skipped: len(s.Skipped), Invalid: len(s.Invalid),
-			Candidates: len(s.Candidates), Warnings: s.Warnings}
+			Tags: s.Seen, Excluded: s.Counts.Excluded, Filtered: s.Counts.Filtered, Skipped: s.Counts.Skipped, Invalid: s.Counts.Invalid,
+			Candidates: s.Counts.Candidates, Warnings: s.Warnings}
 		if p.Err != nil {
 			pj.Error = p.Err.Error()
 			problems = append(problems, Problem{Policy: p.Name, Message: p.Err.Error()})

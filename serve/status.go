@@ -328,11 +328,11 @@ func policyStatuses(rep *cycle.Report, checked time.Time) []PolicyStatus {
 			Latest:     p.Latest(),
 			Digest:     p.Digest,
 			Seen:       p.Selection.Seen,
-			Excluded:   len(p.Selection.Excluded),
-			Filtered:   len(p.Selection.Filtered),
-			Skipped:    len(p.Selection.Skipped),
-			Candidates: len(p.Selection.Candidates),
-			Invalid:    len(p.Selection.Invalid),
+			Excluded:   p.Selection.Counts.Excluded,
+			Filtered:   p.Selection.Counts.Filtered,
+			Skipped:    p.Selection.Counts.Skipped,
+			Candidates: p.Selection.Counts.Candidates,
+			Invalid:    p.Selection.Counts.Invalid,
 			Checked:    checked,
 		}
 		if p.Held != nil {
