@@ -368,3 +368,117 @@ func TestObjectRef(t *testing.T) {
 		}
 	}
 }
+
+// TestUnmappedGitSecret checks what a GitRepository's Secret that is not
+// mapped does, by URL and by whether the command uses Git: with an ssh
+// URL it is an error only where Git is used (run, serve, plan without a
+// checkout); where it is not (validate, plan --repo, flux export), a
+// warning says what run and serve will need, and the config, which must
+// still load, names placeholder files for the keys. With https it is a
+// warning either way, and the config names no credentials.
+func TestUnmappedGitSecret(t *testing.T) {
+	objects := func(url string) string {
+		return `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: app, namespace: flux-system}
+spec: {image: ghcr.io/acme/app}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: app, namespace: flux-system}
+spec: {imageRepositoryRef: {name: app}, policy: {semver: {range: ">=1.0.0"}}}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: flux-system, namespace: flux-system}
+spec: {url: "` + url + `", interval: 1m, ref: {branch: main}, secretRef: {name: flux-system}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageUpdateAutomation
+metadata: {name: flux-system, namespace: flux-system}
+spec:
+  interval: 30m
+  sourceRef: {kind: GitRepository, name: flux-system}
+  git: {commit: {author: {email: bot@example.com}}}
+`
+	}
+	const (
+		ssh   = "ssh://git@github.com/acme/fleet"
+		https = "https://github.com/acme/fleet.git"
+	)
+	tests := []struct {
+		name, url string
+		noGit     bool
+		// wantErr is the start of the error, when there is one; else
+		// wantNote starts the warning and wantKey, wantHosts are the
+		// config's sshKeyFile and knownHostsFile, relative to its folder.
+		wantErr, wantNote, wantKey, wantHosts string
+	}{
+		{name: "ssh, Git used", url: ssh,
+			wantErr: "f.yaml:14: GitRepository flux-system/flux-system: spec.secretRef: Secret flux-system/flux-system is not mapped, and an ssh URL needs its identity and known_hosts"},
+		{name: "ssh, no Git", url: ssh, noGit: true,
+			wantNote: "Secret flux-system/flux-system is not mapped: not needed here, as Git is not used, but run and serve need its identity and known_hosts",
+			wantKey:  "unmapped-secret/flux-system/flux-system/identity", wantHosts: "unmapped-secret/flux-system/flux-system/known_hosts"},
+		{name: "https, Git used", url: https,
+			wantNote: "Secret flux-system/flux-system is not mapped: Git is used without credentials"},
+		{name: "https, no Git", url: https, noGit: true,
+			wantNote: "Secret flux-system/flux-system is not mapped: not needed here, as Git is not used, but run and serve would use Git without credentials"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "f.yaml", objects(tt.url))
+			set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(dir, "imagebump.yaml")
+			n, err := set.Native(NativeOptions{File: file, NoGit: tt.noGit})
+			if tt.wantErr != "" {
+				if err == nil {
+					t.Fatal("Native succeeded")
+				}
+				if got := strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""); !strings.HasPrefix(got, tt.wantErr) {
+					t.Errorf("error:\n got %s\nwant %s", got, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var notes []string
+			for _, note := range n.Report.Notes {
+				if note.Field == "spec.secretRef" {
+					notes = append(notes, fmt.Sprintf("%s %s", note.Level, note.Msg))
+				}
+			}
+			if len(notes) != 1 || !strings.HasPrefix(notes[0], "warning "+tt.wantNote) {
+				t.Errorf("secretRef notes: %q, want one warning %q", notes, tt.wantNote)
+			}
+			targets := n.Config.Targets()
+			if len(targets) != 1 {
+				t.Fatalf("%d targets, want 1", len(targets))
+			}
+			var gotKey, gotHosts string
+			if a := targets[0].Git.Auth; a != nil {
+				gotKey, gotHosts = a.SSHKeyFile, a.KnownHostsFile
+			}
+			rel := func(p string) string {
+				if p == "" {
+					return ""
+				}
+				r, err := filepath.Rel(dir, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return filepath.ToSlash(r)
+			}
+			if rel(gotKey) != tt.wantKey || rel(gotHosts) != tt.wantHosts {
+				t.Errorf("sshKeyFile, knownHostsFile = %q, %q; want %q, %q", rel(gotKey), rel(gotHosts), tt.wantKey, tt.wantHosts)
+			}
+			if tt.wantKey != "" && !strings.Contains(string(n.YAML), "sshKeyFile: "+tt.wantKey+"\n") {
+				t.Errorf("the YAML does not name %s:\n%s", tt.wantKey, n.YAML)
+			}
+		})
+	}
+}

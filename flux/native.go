@@ -34,7 +34,21 @@ type NativeOptions struct {
 	// base of relative file paths. Empty means "imagebump.flux.yaml" in
 	// the working directory.
 	File string
+	// NoGit says the config is for a command that neither clones nor
+	// pushes (validate, plan and apply on a local checkout, flux export).
+	// A GitRepository's Secret that is not mapped is then a warning that
+	// says what run and serve will need, where an ssh URL makes it an
+	// error otherwise; for an ssh URL the config names placeholder files
+	// (UnmappedSecretDir/NAMESPACE/NAME/KEY) for the identity and
+	// known_hosts, so that it still loads.
+	NoGit bool
 }
+
+// UnmappedSecretDir is the folder, relative to the native config's, under
+// which a config made with NoGit names the keys of a GitRepository's ssh
+// Secret that is not mapped: placeholders, to replace by mapping the
+// Secret (a file there is never created).
+const UnmappedSecretDir = "unmapped-secret"
 
 // Native is the imagebump config equivalent to a Set of Flux objects.
 type Native struct {
@@ -674,11 +688,23 @@ func (m *mapper) gitAuth(g *GitRepository, scheme string, out *config.Git) bool 
 		assume = []string{"identity", "known_hosts"}
 	}
 	keys, assumed := m.opts.Secrets.secretKeys(g.Namespace, name, assume)
-	if keys == nil {
-		if scheme == "ssh" {
-			m.p.fail(g.Object, "spec.secretRef", line, nil, "Secret %s/%s is not mapped, and an ssh URL needs its identity and known_hosts: map them (see docs/flux.md)", g.Namespace, name)
-			return false
-		}
+	switch {
+	case keys == nil && scheme == "ssh" && m.opts.NoGit:
+		// Nothing here clones or pushes, so the keys are not needed
+		// yet; the placeholders keep the config loadable (an ssh URL
+		// needs a knownHostsFile), and run fails on them, not on a
+		// missing host key check.
+		dir := path.Join(UnmappedSecretDir, g.Namespace, name)
+		out.Auth = &config.GitAuth{SSHKeyFile: path.Join(dir, "identity"), KnownHostsFile: path.Join(dir, "known_hosts")}
+		m.p.note(Warning, g.Object, "spec.secretRef", line, "Secret %s/%s is not mapped: not needed here, as Git is not used, but run and serve need its identity and known_hosts (the config names %s/ in their place): map them with --flux-secrets (see docs/flux.md)", g.Namespace, name, dir)
+		return true
+	case keys == nil && scheme == "ssh":
+		m.p.fail(g.Object, "spec.secretRef", line, nil, "Secret %s/%s is not mapped, and an ssh URL needs its identity and known_hosts: map them (see docs/flux.md)", g.Namespace, name)
+		return false
+	case keys == nil && m.opts.NoGit:
+		m.p.note(Warning, g.Object, "spec.secretRef", line, "Secret %s/%s is not mapped: not needed here, as Git is not used, but run and serve would use Git without credentials; map its keys with --flux-secrets (see docs/flux.md)", g.Namespace, name)
+		return true
+	case keys == nil:
 		m.p.note(Warning, g.Object, "spec.secretRef", line, "Secret %s/%s is not mapped: Git is used without credentials; map its keys (see docs/flux.md)", g.Namespace, name)
 		return true
 	}

@@ -27,12 +27,30 @@ func loadConfigIfAny(g *globalOptions) (*config.Config, error) {
 	return cfg, nil
 }
 
-// loadConfig loads the config: imagebump.yaml (-c, ./imagebump.yaml by
+// gitUse says whether a command clones or pushes the targets'
+// repositories with the config it loads. A Flux GitRepository's Secret
+// that is not mapped is an error for an ssh URL when Git is used, and a
+// warning saying what run and serve will need when it is not.
+type gitUse bool
+
+const (
+	usesGit gitUse = true  // run, serve, plan without --repo
+	noGit   gitUse = false // validate, plan and apply with --repo, flux export
+)
+
+// loadConfig loads the config for a command that uses Git: see
+// loadConfigFor.
+func loadConfig(g *globalOptions) (*config.Config, error) {
+	return loadConfigFor(g, usesGit)
+}
+
+// loadConfigFor loads the config: imagebump.yaml (-c, ./imagebump.yaml by
 // default), Flux objects (-c naming a folder or a file of Flux objects,
 // --flux, or the config's flux.paths), or both, merged. A missing default
 // file gets an error that says how to name another. The Flux objects read
-// and what imagebump does differently with them are written to stderr.
-func loadConfig(g *globalOptions) (*config.Config, error) {
+// and what imagebump does differently with them are written to stderr;
+// use says whether the command uses Git.
+func loadConfigFor(g *globalOptions, use gitUse) (*config.Config, error) {
 	fluxPaths := append([]string(nil), g.Flux...)
 	secrets := g.FluxSecrets
 	var native *config.Config
@@ -59,7 +77,7 @@ func loadConfig(g *globalOptions) (*config.Config, error) {
 	if len(fluxPaths) == 0 {
 		return native, nil
 	}
-	fromFlux, err := loadFlux(context.Background(), g, fluxPaths, secrets)
+	fromFlux, err := loadFlux(context.Background(), g, fluxPaths, secrets, use)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +89,7 @@ func loadConfig(g *globalOptions) (*config.Config, error) {
 
 // loadFlux reads Flux objects and returns them as a native config, writing
 // the report of what was read to stderr.
-func loadFlux(ctx context.Context, g *globalOptions, paths []string, secretsPath string) (*config.Config, error) {
+func loadFlux(ctx context.Context, g *globalOptions, paths []string, secretsPath string, use gitUse) (*config.Config, error) {
 	set, err := flux.Load(ctx, paths, flux.LoadOptions{Logger: g.logger})
 	if err != nil {
 		return nil, err
@@ -84,7 +102,7 @@ func loadFlux(ctx context.Context, g *globalOptions, paths []string, secretsPath
 			return nil, err
 		}
 	}
-	native, err := set.Native(flux.NativeOptions{Secrets: secrets, File: paths[0]})
+	native, err := set.Native(flux.NativeOptions{Secrets: secrets, File: paths[0], NoGit: use == noGit})
 	if err != nil {
 		return nil, err
 	}

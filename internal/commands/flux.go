@@ -86,7 +86,9 @@ func runFluxExport(ctx context.Context, o *FluxExportOptions, stdout io.Writer) 
 			return usageError(err)
 		}
 	}
-	native, err := set.Native(flux.NativeOptions{Secrets: secrets, File: "imagebump.yaml"})
+	// Exporting uses no Git: a Git Secret that is not mapped is a
+	// warning, and the config names placeholders for an ssh key.
+	native, err := set.Native(flux.NativeOptions{Secrets: secrets, File: "imagebump.yaml", NoGit: true})
 	if err != nil {
 		return usageError(err)
 	}

@@ -945,3 +945,59 @@ func TestFluxValidatePointsAtObjects(t *testing.T) {
 		t.Errorf("validate's text lacks %q:\n%s", want, out)
 	}
 }
+
+// TestFluxUnmappedSSHSecret runs the commands on a fleet bootstrapped as
+// `flux bootstrap` does it over ssh (a GitRepository with secretRef
+// flux-system) and no secrets mapping: the commands that use no Git
+// (validate, plan and apply with --repo, flux export) go on with a warning
+// saying what run and serve will need, and the config flux export writes
+// loads; run and plan without --repo, which clone, refuse it (exit 64).
+func TestFluxUnmappedSSHSecret(t *testing.T) {
+	dir := copyFleet(t)
+	sync := filepath.Join(dir, "clusters/prod/flux-system/gotk-sync.yaml")
+	data, err := os.ReadFile(sync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "clusters/prod/flux-system/gotk-sync.yaml", strings.Replace(string(data), fleetGitURL, "ssh://git@github.com/acme/fleet", 1))
+	clusters := filepath.Join(dir, "clusters/prod")
+	checkout := t.TempDir() // no markers: plan asks no registry
+	const (
+		warning = "Secret flux-system/flux-system is not mapped: not needed here, as Git is not used, but run and serve need its identity and known_hosts"
+		refusal = "Secret flux-system/flux-system is not mapped, and an ssh URL needs its identity and known_hosts"
+	)
+	for _, tt := range []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{"validate --repo", []string{"validate", "-c", clusters, "--repo", checkout}, 0, warning},
+		{"plan --repo", []string{"plan", "-c", clusters, "--repo", checkout}, 0, warning},
+		{"apply --repo", []string{"apply", "-c", clusters, "--repo", checkout}, 0, warning},
+		{"plan without --repo", []string{"plan", "-c", clusters, "--target", "flux-system"}, ExitUsage, refusal},
+		{"run", []string{"run", "-c", clusters}, ExitUsage, refusal},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, stderr, code := runMain(t, tt.args...)
+			if code != tt.wantCode || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, want %d with %q\n%s\n%s", code, tt.wantCode, tt.want, out, stderr)
+			}
+		})
+	}
+
+	t.Run("flux export", func(t *testing.T) {
+		t.Chdir(dir)
+		out, stderr, code := runMain(t, "flux", "export", "clusters/prod")
+		if code != 0 || !strings.Contains(stderr, warning) {
+			t.Fatalf("exit %d, want 0 with %q\n%s", code, warning, stderr)
+		}
+		if want := "sshKeyFile: unmapped-secret/flux-system/flux-system/identity\n"; !strings.Contains(out, want) {
+			t.Errorf("the config does not name %q:\n%s", want, out)
+		}
+		writeFile(t, dir, "imagebump.yaml", out)
+		if out, stderr, code := runMain(t, "validate", "-c", "imagebump.yaml"); code != 0 {
+			t.Errorf("validate of the exported config: exit %d\n%s\n%s", code, out, stderr)
+		}
+	})
+}

@@ -164,7 +164,8 @@ func addPlanFlags(cmd *cobra.Command, o *PlanOptions) {
 }
 
 func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
-	cfg, err := loadConfig(o.global)
+	// Only plan without --repo clones the target's repository.
+	cfg, err := loadConfigFor(o.global, gitUse(o.Repo == ""))
 	if err != nil {
 		return usageError(err)
 	}

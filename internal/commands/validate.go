@@ -76,7 +76,7 @@ type ValidateReport struct {
 
 func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) error {
 	out := ValidateReport{Version: 1, Config: o.global.ConfigFile, Valid: true, Warnings: []report.Problem{}, Problems: []report.Problem{}}
-	cfg, err := loadConfig(o.global)
+	cfg, err := loadConfigFor(o.global, noGit) // validate never clones
 	if err != nil {
 		if o.Output != "json" {
 			return usageError(err)
