@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"gopkg.in/yaml.v3"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -54,11 +55,48 @@ func documentedOverlays(t *testing.T, doc string) []documentedOverlay {
 	}
 }
 
+// section returns the text of doc's section under heading, up to the
+// next heading of that level or above.
+func section(t *testing.T, doc, heading string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, s, ok := strings.Cut(string(data), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("%s has no heading %q", doc, heading)
+	}
+	level := heading[:strings.Index(heading, " ")+1]
+	for _, h := range []string{"\n## ", "\n" + level} {
+		if i := strings.Index(s, h); i >= 0 {
+			s = s[:i]
+		}
+	}
+	return s
+}
+
+// yamlBlocks returns the ```yaml blocks of text.
+func yamlBlocks(text string) []string {
+	var out []string
+	for {
+		_, rest, ok := strings.Cut(text, "```yaml\n")
+		if !ok {
+			return out
+		}
+		block, after, _ := strings.Cut(rest, "```\n")
+		out = append(out, block)
+		text = after
+	}
+}
+
 // TestDocumentedOverlays builds the overlays that README.md and
 // docs/deploy.md tell users to write, with this checkout's folders in
 // place of the remote ones and made-up files for those the generators
 // read, and checks them as TestKustomizations checks ours; and that they
-// replace every placeholder Secret of the base.
+// replace every placeholder Secret of the base. The serve overlay is also
+// built with deploy.md's SSH section applied: its git section in the
+// config and its imagebump-git entry.
 func TestDocumentedOverlays(t *testing.T) {
 	overlays := append(documentedOverlays(t, "README.md"), documentedOverlays(t, "docs/deploy.md")...)
 	if len(overlays) != 3 {
@@ -73,7 +111,34 @@ func TestDocumentedOverlays(t *testing.T) {
 		"git-token":          []byte("documented-git-token"),
 		"docker-config.json": []byte(`{"auths": {"ghcr.io": {"auth": "ZG9jdW1lbnRlZDp0b2tlbg=="}}}`),
 		"webhook-secret":     []byte("documented-webhook-secret"),
+		"deploy-key":         []byte("documented-deploy-key"),
+		"known_hosts":        []byte("github.com ssh-ed25519 AAAA"),
 	}
+
+	// deploy.md's SSH section: its config's git section replaces the
+	// base config's, and its imagebump-git entry the serve overlay's.
+	ssh := yamlBlocks(section(t, "docs/deploy.md", "### Git over SSH with a deploy key"))
+	if len(ssh) != 2 {
+		t.Fatalf("deploy.md's SSH section has %d yaml blocks, want the git section and the imagebump-git entry", len(ssh))
+	}
+	var cfg, git map[string]any
+	if err := yaml.Unmarshal(baseConfig, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(ssh[0]), &git); err != nil || git["git"] == nil {
+		t.Fatalf("deploy.md's SSH section: %q is not a git section: %v", ssh[0], err)
+	}
+	cfg["git"] = git["git"]
+	sshConfig, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tokenEntry = "  - name: imagebump-git\n    behavior: replace\n    files: [token=git-token]\n"
+	serve := overlays[1]
+	if !strings.Contains(serve.text, tokenEntry) || !strings.Contains(ssh[1], "name: imagebump-git") {
+		t.Fatalf("%s has no %q to replace with the SSH section's %q", serve.name, tokenEntry, ssh[1])
+	}
+	overlays = append(overlays, documentedOverlay{name: "deploy.md#ssh", text: strings.Replace(serve.text, tokenEntry, ssh[1], 1)})
 
 	fsys, _ := kustomizeFS(t)
 	for i, o := range overlays {
@@ -91,6 +156,9 @@ func TestDocumentedOverlays(t *testing.T) {
 			write("kustomization.yaml", []byte(text))
 			for name, data := range files {
 				write(name, data)
+			}
+			if strings.HasSuffix(o.name, "#ssh") {
+				write("imagebump.yaml", sshConfig)
 			}
 			checkDocumentedBuild(t, fsys, dir)
 		})
