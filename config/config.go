@@ -497,6 +497,13 @@ func Parse(data []byte, filename string) (*Config, error) {
 	return parse(data, filename, filepath.Dir(filename))
 }
 
+// ParseDir is Parse with relative file paths resolved against baseDir:
+// for a config read from a pipe (-c /dev/stdin), whose folder means
+// nothing.
+func ParseDir(data []byte, filename, baseDir string) (*Config, error) {
+	return parse(data, filename, baseDir)
+}
+
 func parse(data []byte, filename, baseDir string) (*Config, error) {
 	c := &Config{File: filename}
 	d := newDecoder(filename)

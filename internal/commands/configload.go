@@ -54,7 +54,32 @@ func loadConfigFor(g *globalOptions, use gitUse) (*config.Config, error) {
 	fluxPaths := append([]string(nil), g.Flux...)
 	secrets := g.FluxSecrets
 	var native *config.Config
+	// A config that is not a file (-c /dev/stdin, -c <(...)) can be read
+	// once only: it is read here, and parsed from memory.
+	piped, err := readIfNotFile(g.ConfigFile)
+	if err != nil {
+		return nil, err
+	}
 	switch {
+	case piped != nil:
+		if hasFluxObjects(piped) {
+			return nil, fmt.Errorf("%s holds Kubernetes objects, and imagebump reads Flux objects from files or folders only: write them to a file and pass -c FILE (or --flux FILE)", g.ConfigFile)
+		}
+		cwd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := config.ParseDir(piped, g.ConfigFile, cwd)
+		if err != nil {
+			return nil, err
+		}
+		native = cfg
+		if cfg.Flux != nil {
+			fluxPaths = append(fluxPaths, cfg.Flux.Paths...)
+			if secrets == "" {
+				secrets = cfg.Flux.Secrets
+			}
+		}
 	case g.configSet && isFluxSource(g.ConfigFile):
 		fluxPaths = append([]string{g.ConfigFile}, fluxPaths...)
 	case !g.configSet && !fileExists(g.ConfigFile) && len(fluxPaths) > 0:
@@ -135,7 +160,34 @@ func isFluxSource(path string) bool {
 		return true
 	}
 	data, err := os.ReadFile(path)
-	if err != nil || !bytes.Contains(data, []byte("apiVersion")) {
+	return err == nil && hasFluxObjects(data)
+}
+
+// readIfNotFile reads path whole when it names something that is neither
+// a regular file nor a folder (a pipe, a terminal), which can be read only
+// once, and returns nil for anything else (a missing path included: the
+// loader says what is missing).
+func readIfNotFile(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().IsRegular() || st.IsDir() {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	if len(data) == 0 {
+		// Read already (serve's reload reads -c again), or empty: either
+		// way there is no config to take.
+		return nil, fmt.Errorf("reading config: %s gave nothing to read; a pipe can be read once, so a config that serve reloads must be a file", path)
+	}
+	return data, nil
+}
+
+// hasFluxObjects reports whether data has a document with an apiVersion
+// key (a Kubernetes object): a native config has none.
+func hasFluxObjects(data []byte) bool {
+	if !bytes.Contains(data, []byte("apiVersion")) {
 		return false
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
