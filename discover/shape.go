@@ -24,7 +24,8 @@ const (
 	// extracts the number, ordered numerically.
 	KindNumerical Kind = "numerical"
 	// KindMoving: a tag that moves (latest, stable, no tag at all, or a
-	// major line such as 16): pinning its digest is a choice to make.
+	// major line such as 16), or a lone number such as 16 when the
+	// registry's tags are unknown: pinning its digest is a choice to make.
 	KindMoving Kind = "moving"
 	// KindUnordered: tags that carry no order (commit hashes, names): no
 	// rule is proposed.
@@ -92,8 +93,9 @@ var (
 	digitsRE    = lazyRegexp(`[0-9]+`)
 )
 
-// classify reads the shape of one tag in use. lineTags are the registry's
-// tags, used to tell a major line (16, of 16.4.1) from a build number.
+// classify reads the shape of one tag in use. registryTags are the
+// registry's tags, used to tell a major line (16, of 16.4.1) from a build
+// number; without them a lone number below 1000 is a moving tag.
 func classify(tag string, registryTags []string) shape {
 	switch {
 	case tag == "":
@@ -149,6 +151,13 @@ func versionShape(tag string, m []string, registryTags []string) (shape, bool) {
 		// has versions in that line, else a build number.
 		if s.calver || len(m[2]) >= 4 {
 			return shape{}, false // 2024 or 1234: a timestamp or a build
+		}
+		if len(registryTags) == 0 && !hexSuffixRE().MatchString(suffix) {
+			// Only the registry's tags tell 16 (of 16.4.1) from build 16;
+			// without them a numerical rule would move postgres:16 to 17,
+			// a major, so it is a choice to make. A commit hash after the
+			// number (412-abc1234) says build.
+			return shape{kind: KindMoving, family: "moving:" + tag, why: fmt.Sprintf("%s may be the moving tag of the %s line or a build number, and without the registry's tags there is no telling which", tag, m[1]+m[2])}, true
 		}
 		line := m[1] + m[2] + "."
 		for _, t := range registryTags {

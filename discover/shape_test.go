@@ -30,6 +30,12 @@ func TestClassify(t *testing.T) {
 		{"16", []string{"16.4", "16.4.1"}, KindMoving, "moving:16"},
 		{"3-slim", []string{"3.12-slim"}, KindMoving, "moving:3-slim"},
 		{"16", []string{"17", "18"}, KindNumerical, "numerical:^(?P<build>[0-9]+)$"},
+		// Without the registry's tags a lone number may be a major line:
+		// a numerical rule would move it to the next major.
+		{"16", nil, KindMoving, "moving:16"},
+		{"16", []string{}, KindMoving, "moving:16"},
+		{"v16", nil, KindMoving, "moving:v16"},
+		{"16-alpine", nil, KindMoving, "moving:16-alpine"},
 		{"1234", nil, KindNumerical, "numerical:^(?P<build>[0-9]+)$"},
 		{"build-41", nil, KindNumerical, "numerical:^build-(?P<build>[0-9]+)$"},
 		{"r12", nil, KindNumerical, "numerical:^r(?P<build>[0-9]+)$"},
@@ -97,6 +103,9 @@ func TestProposeRules(t *testing.T) {
 		{"build numbers", []string{"build-9"}, []string{"build-10", "build-9"}, policy.Spec{Numerical: "asc", FilterPattern: "^build-(?P<build>[0-9]+)$", FilterExtract: "$build"}, false, 1, "build-10"},
 		{"latest is a choice", []string{"latest"}, []string{"latest"}, policy.Spec{Alphabetical: "asc", FilterPattern: "^latest$", Digest: policy.DigestAlways}, true, 1, "latest"},
 		{"no tag is a choice", []string{""}, nil, policy.Spec{Alphabetical: "asc", FilterPattern: "^latest$", Digest: policy.DigestAlways}, true, 1, ""},
+		{"lone number without the registry is a choice", []string{"16"}, nil, policy.Spec{Alphabetical: "asc", FilterPattern: "^16$", Digest: policy.DigestAlways}, true, 1, ""},
+		{"lone number with no registry tags is a choice", []string{"16"}, []string{}, policy.Spec{Alphabetical: "asc", FilterPattern: "^16$", Digest: policy.DigestAlways}, true, 1, ""},
+		{"lone number beside versions without the registry", []string{"16.4.1", "16.4.1", "16"}, nil, policy.Spec{SemVer: ">=16.4.1 <17.0.0"}, false, 2, ""},
 		{"majority rules", []string{"1.2.0", "1.3.0", "latest"}, nil, policy.Spec{SemVer: ">=1.2.0 <2.0.0"}, false, 2, ""},
 		{"hash", []string{"abc1234"}, []string{"abc1234"}, policy.Spec{}, true, 1, ""},
 	}
