@@ -238,13 +238,28 @@ func rootPath(p string) string {
 	return p
 }
 
-// compose reads the images of docker-compose services.
+// errComposeBuild is why the image of a compose service that builds it is
+// not tracked.
+var errComposeBuild = fmt.Errorf("the service has build:, so image: names the image compose builds here, not one pulled from a registry; bump the base image in its Dockerfile instead")
+
+// compose reads the images of docker-compose services. A service with
+// build: names the image it builds, so it is listed, not tracked (Renovate
+// skips those too).
 func (f *fileFinder) compose(m *kyaml.Node) {
 	keys, vals := pairs(field(m, "services"))
 	for i, k := range keys {
-		if img := field(vals[i], "image"); img != nil {
-			f.whole(img, site{source: "compose service " + k}, "services."+k+".image")
+		img := field(vals[i], "image")
+		if img == nil {
+			continue
 		}
+		s, p := site{source: "compose service " + k}, "services."+k+".image"
+		if b := resolve(field(vals[i], "build")); b != nil && b.Tag != "!!null" {
+			if sc := scalar(img); sc != nil && sc.Tag != "!!null" && sc.Value != "" {
+				f.untracked(sc.Line, s, p, sc.Value, errComposeBuild)
+			}
+			continue
+		}
+		f.whole(img, s, p)
 	}
 }
 
