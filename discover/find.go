@@ -136,19 +136,23 @@ func Find(ctx context.Context, opts FindOptions) (*Inventory, error) {
 		root = real
 	}
 	inv := &Inventory{src: map[string][]byte{}}
-	var overrides []override
+	var builds []*kbuild
 	problems, err := setters.Walk(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, Logger: log}, func(file string, src []byte) error {
 		inv.FilesScanned++
 		if chartTemplate(root, file) {
 			inv.ChartTemplates++
 			return nil
 		}
-		if !bytes.Contains(src, []byte("image")) && !bytes.Contains(src, []byte("Image")) {
+		// A file without the word image holds no image init finds; but
+		// a kustomization without images entries still builds what the
+		// others' entries apply to, so what it builds is read.
+		buildsOnly := !bytes.Contains(src, []byte("image")) && !bytes.Contains(src, []byte("Image"))
+		if buildsOnly && !slices.Contains(kustomizationNames, path.Base(file)) && !bytes.Contains(src, []byte("kustomize.toolkit.fluxcd.io")) {
 			return nil
 		}
-		f := &fileFinder{file: file, src: src, inv: inv, log: log, generated: generatedHeader(src)}
+		f := &fileFinder{file: file, src: src, inv: inv, log: log, generated: generatedHeader(src), buildsOnly: buildsOnly}
 		f.run()
-		overrides = append(overrides, f.overrides...)
+		builds = append(builds, f.builds...)
 		if f.used {
 			inv.src[file] = bytes.Clone(src)
 		}
@@ -158,51 +162,9 @@ func Find(ctx context.Context, opts FindOptions) (*Inventory, error) {
 		return nil, err
 	}
 	inv.Problems = append(inv.Problems, problems...)
-	inv.applyOverrides(overrides)
+	inv.applyOverrides(builds, log)
 	inv.sort()
 	return inv, nil
-}
-
-// override is a kustomization images entry: it sets the tag of the image
-// it names in the resources it builds.
-type override struct {
-	// name is the image the entry matches, where says where the entry is.
-	name, where string
-	// scopes are the files and folders, relative to the root, that the
-	// kustomization builds: its own folder and its resources.
-	scopes []string
-}
-
-// covers reports whether the override applies to file.
-func (o override) covers(file string) bool {
-	for _, s := range o.scopes {
-		if s == "." || file == s || strings.HasPrefix(file, s+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-// applyOverrides moves the workload references whose image a
-// kustomization images entry rewrites, in the resources that
-// kustomization builds, to Untracked: the entry is marked instead.
-func (inv *Inventory) applyOverrides(overrides []override) {
-	if len(overrides) == 0 {
-		return
-	}
-	kept := inv.Uses[:0]
-	for _, u := range inv.Uses {
-		i := slices.IndexFunc(overrides, func(o override) bool { return o.name == u.Repository && o.covers(u.File) })
-		if i < 0 || !strings.HasSuffix(u.Path, ".image") || strings.HasPrefix(u.Source, "kustomization") {
-			kept = append(kept, u)
-			continue
-		}
-		inv.Untracked = append(inv.Untracked, Untracked{
-			File: u.File, Line: u.Line, Source: u.Source, Path: u.Path, Value: u.Values[0].Value,
-			Reason: "a kustomization images entry (" + overrides[i].where + ") sets this image's tag, so the entry is marked instead",
-		})
-	}
-	inv.Uses = kept
 }
 
 // sort orders uses and untracked references by file and line, and
@@ -292,16 +254,20 @@ var yamlErrLine = lazyRegexp(`(?s)^line (\d+): (.*)$`)
 
 // fileFinder finds the references in one file.
 type fileFinder struct {
-	file      string
-	src       []byte
-	inv       *Inventory
-	overrides []override
-	log       *slog.Logger
-	used      bool
+	file   string
+	src    []byte
+	inv    *Inventory
+	builds []*kbuild
+	log    *slog.Logger
+	used   bool
 	// generated is the line of the header that says the file is
 	// generated, not to be edited; 0 when it says nothing of the kind.
 	// Its references are listed as not tracked.
 	generated int
+	// buildsOnly is set for a file without the word image: only what its
+	// kustomizations build is read, and a file that does not parse is
+	// skipped without a word.
+	buildsOnly bool
 	// odd is set when the file has line breaks that yaml.v3 counts and
 	// editors do not (a lone CR, NEL, LS, PS).
 	odd bool
@@ -351,6 +317,9 @@ func parseStream(src []byte) (docs []*kyaml.Node, err error) {
 
 func (f *fileFinder) run() {
 	docs, err := parseStream(f.src)
+	if err != nil && f.buildsOnly {
+		return
+	}
 	if err != nil {
 		line := 0
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")
@@ -418,9 +387,10 @@ func (f *fileFinder) document(m *kyaml.Node) {
 	kind, apiVersion := str(field(m, "kind")), str(field(m, "apiVersion"))
 	switch {
 	case slices.Contains(kustomizationNames, base) && (kind == "" || kind == "Kustomization" || kind == "Component"):
-		f.kustomization(m, "", "kustomization", namespaceOf(str(field(m, "namespace"))), f.builds(m))
+		f.kustomization(m, "", "kustomization", namespaceOf(str(field(m, "namespace"))), f.kustomizationFile(m))
 	case kind != "" && apiVersion != "":
 		f.object(m, "")
+	case f.buildsOnly:
 	case isMapping(field(m, "services")) && (composeName().MatchString(base) || composeLike(field(m, "services"))):
 		f.compose(m)
 	case valuesName().MatchString(base):

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -263,5 +264,135 @@ func TestGeneratedHeader(t *testing.T) {
 				t.Errorf("generatedHeader(%q) = %d, want %d", tt.src, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestFindOverrideEvery checks that a workload reference gives way to
+// kustomization images entries only when every kustomization that builds
+// it sets its image: one that builds it without an entry deploys its tag.
+func TestFindOverrideEvery(t *testing.T) {
+	deploy := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\nspec:\n  template:\n    spec:\n      containers:\n        - name: a\n          image: ghcr.io/acme/app:1.0.0\n"
+	sets := "images:\n  - name: ghcr.io/acme/app\n    newTag: 1.1.0\n"
+	base := map[string]string{
+		"base/kustomization.yaml": "resources: [deploy.yaml]\n",
+		"base/deploy.yaml":        deploy,
+	}
+	flux := func(p string) string {
+		return "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: x}\nspec:\n  path: " + p + "\n"
+	}
+	tests := []struct {
+		name  string
+		files map[string]string
+		// untracked is the reason's start for base/deploy.yaml, "" when
+		// it is tracked.
+		untracked string
+	}{
+		{"one overlay of two sets it", map[string]string{
+			"overlays/prod/kustomization.yaml":    "resources: [../../base]\n" + sets,
+			"overlays/staging/kustomization.yaml": "resources: [../../base]\n",
+		}, ""},
+		{"both overlays set it", map[string]string{
+			"overlays/prod/kustomization.yaml":    "resources: [../../base]\n" + sets,
+			"overlays/staging/kustomization.yaml": "resources: [../../base]\n" + sets,
+		}, "kustomization images entries (overlays/prod/kustomization.yaml:3, overlays/staging/kustomization.yaml:3)"},
+		{"the only overlay sets it", map[string]string{
+			"overlays/prod/kustomization.yaml": "resources: [../../base]\n" + sets,
+		}, "a kustomization images entry (overlays/prod/kustomization.yaml:3)"},
+		{"the base sets it", map[string]string{
+			"base/kustomization.yaml":             "resources: [deploy.yaml]\n" + sets,
+			"overlays/prod/kustomization.yaml":    "resources: [../../base]\n",
+			"overlays/staging/kustomization.yaml": "bases: [../../base]\n",
+		}, "a kustomization images entry (base/kustomization.yaml:3)"},
+		{"an overlay of an overlay", map[string]string{
+			"overlays/prod/kustomization.yaml":    "resources: [../../base]\n" + sets,
+			"overlays/prod-eu/kustomization.yaml": "resources: [../prod]\n",
+		}, "a kustomization images entry (overlays/prod/kustomization.yaml:3)"},
+		{"a Flux Kustomization builds the base", map[string]string{
+			"overlays/prod/kustomization.yaml": "resources: [../../base]\n" + sets,
+			"clusters/base.yaml":               flux("./base"),
+		}, ""},
+		{"a Flux Kustomization builds the overlay", map[string]string{
+			"overlays/prod/kustomization.yaml": "resources: [../../base]\n" + sets,
+			"clusters/prod.yaml":               flux("./overlays/prod"),
+		}, "a kustomization images entry (overlays/prod/kustomization.yaml:3)"},
+		{"a Flux Kustomization builds a folder without a kustomization", map[string]string{
+			"base/kustomization.yaml":          "",
+			"overlays/prod/kustomization.yaml": "resources: [../../base]\n" + sets,
+			"clusters/all.yaml":                flux("./"),
+		}, ""},
+		{"Flux builds the kustomization of a folder below its path", map[string]string{
+			"base/kustomization.yaml": "resources: [deploy.yaml]\n" + sets,
+			"clusters/all.yaml":       flux("./"),
+		}, "a kustomization images entry (base/kustomization.yaml:3)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			files := map[string]string{}
+			for name, content := range base {
+				files[name] = content
+			}
+			for name, content := range tt.files {
+				files[name] = content
+			}
+			for name, content := range files {
+				if content == "" {
+					continue
+				}
+				p := filepath.Join(root, filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			inv, err := Find(context.Background(), FindOptions{Root: root})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			for _, u := range inv.Untracked {
+				if u.File == "base/deploy.yaml" {
+					got = u.Reason
+				}
+			}
+			tracked := slices.ContainsFunc(inv.Uses, func(u Use) bool { return u.File == "base/deploy.yaml" })
+			switch {
+			case tt.untracked == "" && !tracked:
+				t.Errorf("base/deploy.yaml is not tracked: %s", got)
+			case tt.untracked != "" && (tracked || !strings.HasPrefix(got, tt.untracked)):
+				t.Errorf("base/deploy.yaml: tracked %v, reason %q; want untracked, reason %q…", tracked, got, tt.untracked)
+			}
+			if len(inv.Problems) > 0 {
+				t.Errorf("problems: %v", inv.Problems)
+			}
+		})
+	}
+}
+
+// TestFindBuildsOnly checks that a file without the word image, read only
+// for what its kustomizations build, yields no reference and no problem.
+func TestFindBuildsOnly(t *testing.T) {
+	root := t.TempDir()
+	for name, content := range map[string]string{
+		"broken/kustomization.yaml": "resources: [\n",
+		"clusters/apps.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps}\nspec: {path: ./apps}\n---\n" +
+			"apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: app}\nspec:\n  values:\n    app: {repository: ghcr.io/acme/app, tag: 1.0.0}\n",
+	} {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inv, err := Find(context.Background(), FindOptions{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inv.Uses) > 0 || len(inv.Untracked) > 0 || len(inv.Problems) > 0 || inv.FilesScanned != 2 {
+		t.Errorf("scanned %d, uses %v, untracked %v, problems %v; want 2 scanned and nothing found", inv.FilesScanned, inv.Uses, inv.Untracked, inv.Problems)
 	}
 }

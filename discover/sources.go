@@ -3,6 +3,7 @@ package discover
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
@@ -59,6 +60,11 @@ func (f *fileFinder) object(m *kyaml.Node, prefix string) {
 		group = ""
 	}
 	s := site{source: kind + " " + name, namespace: namespaceOf(ns)}
+	isFluxKustomization := kind == "Kustomization" && group == "kustomize.toolkit.fluxcd.io"
+	isKustomization := (kind == "Kustomization" || kind == "Component") && group == "kustomize.config.k8s.io"
+	if f.buildsOnly && kind != "List" && !isFluxKustomization && !isKustomization {
+		return
+	}
 	switch {
 	case kind == "List":
 		for i, it := range items(field(m, "items")) {
@@ -76,13 +82,15 @@ func (f *fileFinder) object(m *kyaml.Node, prefix string) {
 		f.helmValues(lookup(m, "spec", "values"), prefix+"spec.values", s, 0)
 	case kind == "Application" && group == "argoproj.io":
 		f.argoApplication(m, prefix, name, s)
-	case kind == "Kustomization" && group == "kustomize.toolkit.fluxcd.io":
+	case isFluxKustomization:
 		if t := namespaceOf(str(lookup(m, "spec", "targetNamespace"))); t != "" {
 			s.namespace = t
 		}
-		f.kustomization(lookup(m, "spec"), prefix+"spec.", "Kustomization "+name, s.namespace, []string{rootPath(str(lookup(m, "spec", "path")))})
-	case (kind == "Kustomization" || kind == "Component") && group == "kustomize.config.k8s.io":
-		f.kustomization(m, prefix, "kustomization", namespaceOf(str(field(m, "namespace"))), f.builds(m))
+		b := &kbuild{at: f.file + " (Kustomization " + name + ")", paths: []string{rootPath(str(lookup(m, "spec", "path")))}}
+		f.builds = append(f.builds, b)
+		f.kustomization(lookup(m, "spec"), prefix+"spec.", "Kustomization "+name, s.namespace, b)
+	case isKustomization:
+		f.kustomization(m, prefix, "kustomization", namespaceOf(str(field(m, "namespace"))), f.kustomizationFile(m))
 	case podSpecPaths[kind] != nil:
 		keys := podSpecPaths[kind]
 		f.podSpec(lookup(m, keys...), prefix+strings.Join(keys, "."), kind+" "+name, s.namespace)
@@ -152,8 +160,8 @@ func (f *fileFinder) containersAnywhere(n *kyaml.Node, p, owner, ns string, dept
 }
 
 // kustomization reads the images entries of a kustomization (or of a Flux
-// Kustomization's spec).
-func (f *fileFinder) kustomization(m *kyaml.Node, prefix, what, ns string, scopes []string) {
+// Kustomization's spec) b.
+func (f *fileFinder) kustomization(m *kyaml.Node, prefix, what, ns string, b *kbuild) {
 	for i, e := range items(field(m, "images")) {
 		p := fmt.Sprintf("%simages[%d]", prefix, i)
 		nameN := scalar(field(e, "name"))
@@ -190,7 +198,7 @@ func (f *fileFinder) kustomization(m *kyaml.Node, prefix, what, ns string, scope
 			f.untracked(newTag.Line, s, p+".newTag", newTag.Value, fmt.Errorf("not an image reference: %q is not a tag", newTag.Value))
 			continue
 		}
-		f.overrides = append(f.overrides, override{name: name, where: fmt.Sprintf("%s:%d", f.file, f.line(nameN.Line)), scopes: scopes})
+		b.entries = append(b.entries, imagesEntry{name: name, where: fmt.Sprintf("%s:%d", f.file, f.line(nameN.Line))})
 		u := Use{Line: newTag.Line, Source: s.source, Path: p + ".newTag", Namespace: ns, Repository: repo, Tag: newTag.Value,
 			Values: []Value{value(newTag, setters.FieldTag)}}
 		if newName != nil && newName.Value != "" {
@@ -208,11 +216,14 @@ func (f *fileFinder) kustomization(m *kyaml.Node, prefix, what, ns string, scope
 	}
 }
 
-// builds returns what the kustomization m in this file builds: its folder
+// kustomizationFile records the kustomization m of this file: its folder,
 // and the local resources, bases and components it names.
-func (f *fileFinder) builds(m *kyaml.Node) []string {
+func (f *fileFinder) kustomizationFile(m *kyaml.Node) *kbuild {
 	dir := path.Dir(f.file)
-	scopes := []string{dir}
+	b := &kbuild{at: f.file, dir: dir}
+	if slices.Contains(kustomizationNames, path.Base(f.file)) {
+		b.folder = dir
+	}
 	for _, key := range []string{"resources", "bases", "components"} {
 		for _, it := range items(field(m, key)) {
 			r := str(it)
@@ -221,11 +232,12 @@ func (f *fileFinder) builds(m *kyaml.Node) []string {
 			}
 			p := path.Clean(path.Join(dir, r))
 			if p != ".." && !strings.HasPrefix(p, "../") {
-				scopes = append(scopes, p)
+				b.paths = append(b.paths, p)
 			}
 		}
 	}
-	return scopes
+	f.builds = append(f.builds, b)
+	return b
 }
 
 // rootPath cleans a path relative to the repository root, as Flux's

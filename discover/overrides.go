@@ -1,0 +1,152 @@
+package discover
+
+import (
+	"log/slog"
+	"path"
+	"slices"
+	"strings"
+)
+
+// kbuild is a kustomization: a kustomization file, or a Flux
+// Kustomization's spec. It builds the files and folders it names, and its
+// images entries set the tag of the images they name in all of that.
+type kbuild struct {
+	// at names it in messages: its file, and a Flux Kustomization's name.
+	at string
+	// dir is the kustomization file's folder, whose files its entries are
+	// taken to cover; "" for a Flux Kustomization.
+	dir string
+	// folder is dir when the file is one kustomize reads in its folder
+	// (kustomization.yaml), so that another kustomization builds it by
+	// naming the folder; "" otherwise.
+	folder string
+	// paths are the files and folders it names, relative to the root:
+	// resources, bases and components, or a Flux Kustomization's
+	// spec.path.
+	paths []string
+	// entries are its images entries that set a tag.
+	entries []imagesEntry
+}
+
+// imagesEntry is a kustomization images entry that sets a tag: the image
+// it names, and where it is (file:line).
+type imagesEntry struct {
+	name, where string
+}
+
+// sets reports whether b has an images entry for the image name.
+func (b *kbuild) sets(name string) bool {
+	return slices.ContainsFunc(b.entries, func(e imagesEntry) bool { return e.name == name })
+}
+
+// covers reports whether b's entries apply to file: a file in b's folder or
+// below what it names.
+func (b *kbuild) covers(file string) bool {
+	return (b.dir != "" && under(file, b.dir)) || slices.ContainsFunc(b.paths, func(p string) bool { return under(file, p) })
+}
+
+// under reports whether file is dir, or lies below it.
+func under(file, dir string) bool {
+	return dir == "." || file == dir || strings.HasPrefix(file, dir+"/")
+}
+
+// asWritten reports whether b builds file with the tag of the image name
+// as file writes it: along some chain of the kustomizations b names, down
+// to file, none has an images entry for it. folders maps a folder to its
+// kustomization file.
+func (b *kbuild) asWritten(file, name string, folders map[string]*kbuild, seen map[*kbuild]bool) bool {
+	if seen[b] || b.sets(name) {
+		return false
+	}
+	seen[b] = true
+	for _, p := range b.paths {
+		c := folders[p]
+		if c == nil && under(file, p) {
+			c = nearest(folders, p, file)
+			if c == nil {
+				return true // a file named, or below a folder without a kustomization
+			}
+		}
+		if c != nil && c != b && c.asWritten(file, name, folders, seen) {
+			return true
+		}
+	}
+	return false
+}
+
+// nearest returns the kustomization file nearest to file in the folders
+// between file and top, below top; nil when there is none. Flux builds a
+// folder without a kustomization.yaml as one that names each such folder
+// below it.
+func nearest(folders map[string]*kbuild, top, file string) *kbuild {
+	for d := path.Dir(file); d != top && under(d, top) && d != "."; d = path.Dir(d) {
+		if k := folders[d]; k != nil {
+			return k
+		}
+	}
+	return nil
+}
+
+// applyOverrides moves to Untracked the workload references whose image a
+// kustomization images entry sets, in what that kustomization builds, when
+// every kustomization that builds them sets it: the entries are marked
+// instead. A reference that some kustomization builds with its tag as
+// written (an overlay without an entry for the image, beside one with) is
+// kept, since that tag is deployed. Only kustomizations that no other
+// kustomization names count on their own; one that another names is built
+// as a part of it.
+func (inv *Inventory) applyOverrides(builds []*kbuild, log *slog.Logger) {
+	if !slices.ContainsFunc(builds, func(b *kbuild) bool { return len(b.entries) > 0 }) {
+		return
+	}
+	folders := map[string]*kbuild{}
+	for _, b := range builds {
+		if _, dup := folders[b.folder]; b.folder != "" && !dup {
+			folders[b.folder] = b
+		}
+	}
+	named := map[*kbuild]bool{}
+	for _, b := range builds {
+		for _, p := range b.paths {
+			if c := folders[p]; c != nil && c != b {
+				named[c] = true
+			}
+		}
+	}
+	kept := inv.Uses[:0]
+	for _, u := range inv.Uses {
+		if !strings.HasSuffix(u.Path, ".image") || strings.HasPrefix(u.Source, "kustomization") {
+			kept = append(kept, u)
+			continue
+		}
+		var where []string
+		for _, b := range builds {
+			for _, e := range b.entries {
+				if e.name == u.Repository && b.covers(u.File) {
+					where = append(where, e.where)
+				}
+			}
+		}
+		if len(where) == 0 {
+			kept = append(kept, u)
+			continue
+		}
+		i := slices.IndexFunc(builds, func(b *kbuild) bool {
+			return !named[b] && b.asWritten(u.File, u.Repository, folders, map[*kbuild]bool{})
+		})
+		if i >= 0 {
+			log.Debug("marking a reference that an images entry sets, as a kustomization builds it without one",
+				"file", u.File, "line", u.Line, "entry", where[0], "kustomization", builds[i].at)
+			kept = append(kept, u)
+			continue
+		}
+		reason := "a kustomization images entry (" + where[0] + ") sets this image's tag wherever this file is built, so the entry is marked instead"
+		if len(where) > 1 {
+			reason = "kustomization images entries (" + strings.Join(where, ", ") + ") set this image's tag wherever this file is built, so the entries are marked instead"
+		}
+		inv.Untracked = append(inv.Untracked, Untracked{
+			File: u.File, Line: u.Line, Source: u.Source, Path: u.Path, Value: u.Values[0].Value, Reason: reason,
+		})
+	}
+	inv.Uses = kept
+}
