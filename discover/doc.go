@@ -26,7 +26,11 @@
 // aliases and merge keys (<<) are followed; a value reached through an
 // alias is marked at its anchor. References that cannot be tracked (a
 // digest with no tag, a variable, a Helm template, values inside a string)
-// are listed with the reason.
+// or are not this tool's to keep (in a file that says it is generated and
+// not to be edited, the image a compose service builds) are listed with the
+// reason. A workload reference whose image a kustomization images entry
+// sets, in every kustomization that builds it, is listed too: the entry is
+// marked instead.
 //
 // Propose groups the references by repository and proposes one policy per
 // repository from the tags in use and, when given, the registry's tags; see
