@@ -133,7 +133,12 @@ type Server struct {
 	// runCycle is cycle.RunTarget; scheduling tests replace it.
 	runCycle func(context.Context, cycle.TargetOptions) (*cycle.TargetResult, error)
 
-	slots        chan struct{} // one per running cycle, Concurrency in all
+	slots chan struct{} // one per running cycle, Concurrency in all
+	// failSlots are taken, before a slot, by a target whose last cycle
+	// failed: one fewer than the slots (at least one), so that targets
+	// that keep failing or hanging (a git server that never answers holds
+	// a slot until the git timeout) always leave a slot to the others.
+	failSlots    chan struct{}
 	stopping     chan struct{} // closed when a stop begins
 	stopOnce     sync.Once
 	cycleCtx     context.Context // every cycle's ctx; cancelled to abandon them
@@ -231,6 +236,7 @@ func New(opts Options) (*Server, error) {
 	s.opts.Debounce = orDefault(opts.Debounce, DefaultDebounce)
 	s.opts.History = orDefault(opts.History, DefaultHistory)
 	s.slots = make(chan struct{}, orDefault(opts.Concurrency, DefaultConcurrency))
+	s.failSlots = make(chan struct{}, max(1, cap(s.slots)-1))
 	s.cycleCtx, s.cancelCycles = context.WithCancel(context.Background())
 
 	specs, err := s.prepare(opts.Config)

@@ -165,23 +165,57 @@ func (w *worker) loop() {
 			timer.Stop()
 			return
 		}
-		select {
-		case s.slots <- struct{}{}:
-		case <-w.quit:
+		w.mu.Lock()
+		failing := !w.failingSince.IsZero()
+		w.mu.Unlock()
+		if !w.takeSlot(failing) {
 			return
-		case <-s.stopping:
-			return
-		}
-		select {
-		case <-s.stopping:
-			// The stop and the slot came together: the stop wins.
-			<-s.slots
-			return
-		default:
 		}
 		w.run(why)
 		<-s.slots
+		if failing {
+			<-s.failSlots
+		}
 	}
+}
+
+// takeSlot waits for a slot to run a cycle in, first for one of the
+// failing targets' when failing, and reports false when the target was
+// removed or the server stops first (holding nothing then).
+func (w *worker) takeSlot(failing bool) bool {
+	s := w.s
+	release := func() {
+		if failing {
+			<-s.failSlots
+		}
+	}
+	if failing {
+		select {
+		case s.failSlots <- struct{}{}:
+		case <-w.quit:
+			return false
+		case <-s.stopping:
+			return false
+		}
+	}
+	select {
+	case s.slots <- struct{}{}:
+	case <-w.quit:
+		release()
+		return false
+	case <-s.stopping:
+		release()
+		return false
+	}
+	select {
+	case <-s.stopping:
+		// The stop and the slot came together: the stop wins.
+		<-s.slots
+		release()
+		return false
+	default:
+	}
+	return true
 }
 
 // run runs one cycle and records it.
