@@ -248,6 +248,15 @@ func TestValidate(t *testing.T) {
     repository: ghcr.io/acme/web
     policy: {semvar: ">=1.0.0"}
 `)
+	globs := writeFile(t, dir, "globs.yaml", `images:
+  - name: apps:web
+    repository: ghcr.io/acme/web
+    policy: {semver: ">=1.0.0"}
+targets:
+  - name: prod
+    git: {url: "https://example.com/fleet.git"}
+    policies: ["app:*", "apps:*"]
+`)
 	repo := filepath.Join(dir, "repo")
 	writeFile(t, repo, "a.yaml", "image: ghcr.io/acme/web:1 # {\"$imagepolicy\": \"apps:web\"}\n")
 	badRepo := filepath.Join(dir, "badrepo")
@@ -262,6 +271,7 @@ func TestValidate(t *testing.T) {
 		{name: "config only", args: []string{"validate", "-c", good}, want: []string{"config is valid"}},
 		{name: "markers and an unused policy", args: []string{"validate", "-c", good, "--repo", repo}, want: []string{"1 marker", "warning", "apps:unused", "good.yaml:5"}},
 		{name: "unknown config key", args: []string{"validate", "-c", bad}, wantCode: ExitUsage, want: []string{"bad.yaml:4", "semvar"}},
+		{name: "a target glob matching no policy", args: []string{"validate", "-c", globs}, want: []string{"config is valid", `warning: ` + globs + `:6: target prod: policies entry "app:*" matches no image policy`, "such as apps:web"}},
 		{name: "marker naming an unknown policy", args: []string{"validate", "-c", good, "--repo", badRepo}, wantCode: ExitUsage, want: []string{"a.yaml:2", "apps:wbe"}},
 	}
 	for _, tt := range tests {

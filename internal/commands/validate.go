@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/imagebump/imagebump/config"
@@ -94,6 +95,19 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 	fmt.Fprintf(&b, "%s: config is valid (%d %s, %d %s)\n", cfg.File,
 		len(cfg.Images), plural(len(cfg.Images), "image policy", "image policies"),
 		len(cfg.Registries), plural(len(cfg.Registries), "registry", "registries"))
+	// A glob in a target's policies that matches no policy is most
+	// likely a typo: the target then applies none of what it meant to,
+	// and its plan says every marked field is current.
+	for _, t := range cfg.Targets() {
+		for _, g := range t.Policies {
+			if slices.ContainsFunc(cfg.Images, func(im config.Image) bool { return config.Target{Policies: []string{g}}.Selects(im.Name) }) {
+				continue
+			}
+			msg := fmt.Sprintf("target %s: policies entry %q matches no image policy, so the target applies none through it; names are NAMESPACE:NAME, such as %s", t.Name, g, exampleNames(cfg))
+			out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Line: t.Line, Message: msg})
+			fmt.Fprintf(&b, "warning: %s:%d: %s\n", cfg.File, t.Line, msg)
+		}
+	}
 	if o.Repo != "" {
 		t, err := pickTarget(cfg, o.Target)
 		if err != nil {
@@ -163,4 +177,17 @@ func configProblems(err error) []report.Problem {
 	}
 	walk(err)
 	return out
+}
+
+// exampleNames names up to three of the config's image policies, for a
+// message.
+func exampleNames(cfg *config.Config) string {
+	var names []string
+	for _, im := range cfg.Images[:min(3, len(cfg.Images))] {
+		names = append(names, im.Name)
+	}
+	if len(names) == 0 {
+		return "apps:web (the config has no image policy)"
+	}
+	return strings.Join(names, ", ")
 }
