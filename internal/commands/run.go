@@ -170,7 +170,7 @@ func writeRunText(w io.Writer, rep report.Run, results []*cycle.TargetResult) er
 		case t.Error != "" && t.Pushed:
 			fmt.Fprintf(&b, "  pushed %s to %s, then FAILED: %s\n", shortSHA(t.Commit), pushTarget(t), printable.Message(t.Error))
 		case t.Error != "" && len(t.Changes) > 0:
-			fmt.Fprintf(&b, "  FAILED, the edits above were made in the working copy but not pushed: %s\n", printable.Message(t.Error))
+			fmt.Fprintf(&b, "  FAILED, the edits above were not pushed (the next run makes them again): %s\n", printable.Message(t.Error))
 		case t.Error != "":
 			fmt.Fprintf(&b, "  FAILED: %s\n", printable.Message(t.Error))
 		case t.Pushed:

@@ -191,6 +191,41 @@ targets:
 	}
 }
 
+// TestRunForeignPushBranch: a push branch that ends in a person's commit
+// is left as it is; run says which commit, that the edits were not
+// pushed, and exits 1.
+func TestRunForeignPushBranch(t *testing.T) {
+	host := startMemRegistry(t)
+	bare := testgit.NewBare(t, demoRepoFiles(t, host))
+	human := testgit.CommitAs(t, bare, "imagebump/prod", "Jane", "jane@example.invalid", map[string]string{"notes.txt": "mine\n"}, nil, "human work")
+	dir := t.TempDir()
+	data, err := demoFiles.ReadFile("demo/imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeFile(t, dir, "imagebump.yaml", strings.ReplaceAll(string(data), "REGISTRY", host)+`
+targets:
+  - name: prod
+    git: {url: "file://`+bare+`", branch: main, paths: [clusters/prod]}
+    push: {branch: imagebump/prod}
+`)
+	out, stderr, code := runMain(t, "run", "-c", cfg)
+	if code != ExitFailure {
+		t.Fatalf("run exit %d, want 1\n%s\n%s", code, out, stderr)
+	}
+	for _, w := range []string{
+		"FAILED, the edits above were not pushed (the next run makes them again)",
+		`branch "imagebump/prod" ends in commit ` + human[:12] + ` ("human work"), which imagebump did not make (committed by Jane <jane@example.invalid>)`,
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("run output lacks %q:\n%s", w, out)
+		}
+	}
+	if now := strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/imagebump/prod")); now != human {
+		t.Errorf("imagebump/prod moved from the person's commit %s to %s", human, now)
+	}
+}
+
 // TestRunConcurrentSameWorkdir starts three runs that share one --workdir
 // at once: the working-copy lock makes them take turns, all succeed, and the
 // remote gets the bump exactly once.
