@@ -69,16 +69,8 @@ func loadConfigFor(g *globalOptions, use gitUse) (*config.Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg, err := config.ParseDir(piped, g.ConfigFile, cwd)
-		if err != nil {
+		if native, err = config.ParseDir(piped, g.ConfigFile, cwd); err != nil {
 			return nil, err
-		}
-		native = cfg
-		if cfg.Flux != nil {
-			fluxPaths = append(fluxPaths, cfg.Flux.Paths...)
-			if secrets == "" {
-				secrets = cfg.Flux.Secrets
-			}
 		}
 	case g.configSet && isFluxSource(g.ConfigFile):
 		fluxPaths = append([]string{g.ConfigFile}, fluxPaths...)
@@ -87,16 +79,14 @@ func loadConfigFor(g *globalOptions, use gitUse) (*config.Config, error) {
 	case !g.configSet && !fileExists(g.ConfigFile):
 		return nil, fmt.Errorf("no config: %s does not exist in the current directory; pass -c FILE (docs/config.md describes the file), or -c DIR / --flux DIR for Flux objects", g.ConfigFile)
 	default:
-		cfg, err := config.Load(g.ConfigFile)
-		if err != nil {
+		if native, err = config.Load(g.ConfigFile); err != nil {
 			return nil, err
 		}
-		native = cfg
-		if cfg.Flux != nil {
-			fluxPaths = append(fluxPaths, cfg.Flux.Paths...)
-			if secrets == "" {
-				secrets = cfg.Flux.Secrets
-			}
+	}
+	if native != nil && native.Flux != nil {
+		fluxPaths = append(fluxPaths, native.Flux.Paths...)
+		if secrets == "" {
+			secrets = native.Flux.Secrets
 		}
 	}
 	if len(fluxPaths) == 0 {

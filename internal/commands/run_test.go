@@ -124,17 +124,24 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 }
 
+// demoConfig writes, in dir, the demo's config for the registry at host
+// with targets (YAML) appended, and returns its path.
+func demoConfig(t *testing.T, dir, host, targets string) string {
+	t.Helper()
+	data, err := demoFiles.ReadFile("demo/imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, dir, "imagebump.yaml", strings.ReplaceAll(string(data), "REGISTRY", host)+targets)
+}
+
 // TestRunPushBranchAndFailingTarget checks the push.branch mode and that a
 // failing target does not stop the other one.
 func TestRunPushBranchAndFailingTarget(t *testing.T) {
 	host := startMemRegistry(t)
 	bare := testgit.NewBare(t, demoRepoFiles(t, host))
 	dir := t.TempDir()
-	data, err := demoFiles.ReadFile("demo/imagebump.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := writeFile(t, dir, "imagebump.yaml", strings.ReplaceAll(string(data), "REGISTRY", host)+`
+	cfg := demoConfig(t, dir, host, `
 targets:
   - name: broken
     git: {url: "file://`+filepath.Join(dir, "nope.git")+`", branch: main}
@@ -198,12 +205,7 @@ func TestRunForeignPushBranch(t *testing.T) {
 	host := startMemRegistry(t)
 	bare := testgit.NewBare(t, demoRepoFiles(t, host))
 	human := testgit.CommitAs(t, bare, "imagebump/prod", "Jane", "jane@example.invalid", map[string]string{"notes.txt": "mine\n"}, nil, "human work")
-	dir := t.TempDir()
-	data, err := demoFiles.ReadFile("demo/imagebump.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := writeFile(t, dir, "imagebump.yaml", strings.ReplaceAll(string(data), "REGISTRY", host)+`
+	cfg := demoConfig(t, t.TempDir(), host, `
 targets:
   - name: prod
     git: {url: "file://`+bare+`", branch: main, paths: [clusters/prod]}
