@@ -170,18 +170,7 @@ func TestDocumentedOverlays(t *testing.T) {
 func checkDocumentedBuild(t *testing.T, fsys filesys.FileSystem, dir string) {
 	t.Helper()
 	b := runKustomize(t, fsys, dir)
-	checkNamespace(t, b)
-	checkServiceAccounts(t, b)
-	tpls := b.podTemplates()
-	if len(tpls) != 1 {
-		t.Fatalf("%d workloads, want 1", len(tpls))
-	}
-	for _, pt := range tpls {
-		checkPodSecurity(t, pt)
-		checkPod(t, b, pt)
-	}
-	checkServices(t, b, tpls)
-	checkWorkloads(t, b)
+	checkBuild(t, b)
 	for _, s := range b.secrets {
 		for k, v := range s.Data {
 			if bytes.Contains(v, []byte("REPLACE")) || bytes.Contains(v, []byte("UkVQTEFDRS1NRTpSRVBMQUNFLU1F")) {

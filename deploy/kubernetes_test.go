@@ -225,18 +225,7 @@ func TestKustomizations(t *testing.T) {
 	for _, dir := range dirs {
 		t.Run(strings.TrimPrefix(dir, "/"), func(t *testing.T) {
 			b := runKustomize(t, fsys, dir)
-			checkNamespace(t, b)
-			checkServiceAccounts(t, b)
-			tpls := b.podTemplates()
-			if len(tpls) != 1 {
-				t.Fatalf("%d workloads, want 1", len(tpls))
-			}
-			for _, pt := range tpls {
-				checkPodSecurity(t, pt)
-				checkPod(t, b, pt)
-			}
-			checkServices(t, b, tpls)
-			checkWorkloads(t, b)
+			checkBuild(t, b)
 			for _, sm := range b.serviceMonitors {
 				if len(sm.Spec.Endpoints) == 0 || sm.Spec.Endpoints[0].Path != "/metrics" || !servicesMatch(b, sm.Spec.Selector.MatchLabels, sm.Spec.Endpoints[0].Port) {
 					t.Errorf("ServiceMonitor %s scrapes no imagebump Service's /metrics", sm.Name)
@@ -619,4 +608,22 @@ func TestKustomizeExampleSecrets(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkBuild checks a build of one imagebump workload: its namespace,
+// service accounts, pod security, pod, services and workload.
+func checkBuild(t *testing.T, b *build) {
+	t.Helper()
+	checkNamespace(t, b)
+	checkServiceAccounts(t, b)
+	tpls := b.podTemplates()
+	if len(tpls) != 1 {
+		t.Fatalf("%d workloads, want 1", len(tpls))
+	}
+	for _, pt := range tpls {
+		checkPodSecurity(t, pt)
+		checkPod(t, b, pt)
+	}
+	checkServices(t, b, tpls)
+	checkWorkloads(t, b)
 }

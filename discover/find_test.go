@@ -202,28 +202,15 @@ func FuzzFind(f *testing.F) {
 // TestFindOverrideScope checks that a kustomization images entry takes
 // over the workload references only in what the kustomization builds.
 func TestFindOverrideScope(t *testing.T) {
-	root := t.TempDir()
 	deploy := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\nspec:\n  template:\n    spec:\n      containers:\n        - name: a\n          image: ghcr.io/acme/app:1.0.0\n"
-	for name, content := range map[string]string{
+	inv := findTree(t, map[string]string{
 		"base/deploy.yaml":                 deploy,
 		"overlays/prod/kustomization.yaml": "resources: [../../base]\nimages:\n  - name: ghcr.io/acme/app\n    newTag: 1.1.0\n",
 		"other/deploy.yaml":                deploy,
 		"flux/ks.yaml":                     "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: x}\nspec:\n  path: ./fluxed\n  images:\n    - name: ghcr.io/acme/app\n      newTag: 1.2.0\n",
 		"fluxed/deploy.yaml":               deploy,
 		"overlays/prod/local/deploy.yaml":  deploy,
-	} {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	inv, err := Find(context.Background(), FindOptions{Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	var tracked, untracked []string
 	for _, u := range inv.Uses {
 		tracked = append(tracked, u.File)
@@ -327,7 +314,6 @@ func TestFindOverrideEvery(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := t.TempDir()
 			files := map[string]string{}
 			for name, content := range base {
 				files[name] = content
@@ -337,20 +323,10 @@ func TestFindOverrideEvery(t *testing.T) {
 			}
 			for name, content := range files {
 				if content == "" {
-					continue
-				}
-				p := filepath.Join(root, filepath.FromSlash(name))
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-					t.Fatal(err)
+					delete(files, name)
 				}
 			}
-			inv, err := Find(context.Background(), FindOptions{Root: root})
-			if err != nil {
-				t.Fatal(err)
-			}
+			inv := findTree(t, files)
 			got := ""
 			for _, u := range inv.Untracked {
 				if u.File == "base/deploy.yaml" {
@@ -374,12 +350,22 @@ func TestFindOverrideEvery(t *testing.T) {
 // TestFindBuildsOnly checks that a file without the word image, read only
 // for what its kustomizations build, yields no reference and no problem.
 func TestFindBuildsOnly(t *testing.T) {
-	root := t.TempDir()
-	for name, content := range map[string]string{
+	inv := findTree(t, map[string]string{
 		"broken/kustomization.yaml": "resources: [\n",
 		"clusters/apps.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps}\nspec: {path: ./apps}\n---\n" +
 			"apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: app}\nspec:\n  values:\n    app: {repository: ghcr.io/acme/app, tag: 1.0.0}\n",
-	} {
+	})
+	if len(inv.Uses) > 0 || len(inv.Untracked) > 0 || len(inv.Problems) > 0 || inv.FilesScanned != 2 {
+		t.Errorf("scanned %d, uses %v, untracked %v, problems %v; want 2 scanned and nothing found", inv.FilesScanned, inv.Uses, inv.Untracked, inv.Problems)
+	}
+}
+
+// findTree writes files (slash paths to contents) in a new folder and
+// returns what Find finds there.
+func findTree(t *testing.T, files map[string]string) *Inventory {
+	t.Helper()
+	root := t.TempDir()
+	for name, content := range files {
 		p := filepath.Join(root, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
@@ -392,7 +378,5 @@ func TestFindBuildsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(inv.Uses) > 0 || len(inv.Untracked) > 0 || len(inv.Problems) > 0 || inv.FilesScanned != 2 {
-		t.Errorf("scanned %d, uses %v, untracked %v, problems %v; want 2 scanned and nothing found", inv.FilesScanned, inv.Uses, inv.Untracked, inv.Problems)
-	}
+	return inv
 }
