@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -14,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+
+	"github.com/imagebump/imagebump/internal/redact"
 )
 
 // Pushes speak the receive-pack protocol through go-git's transports, but
@@ -83,12 +88,25 @@ func (r *Repo) push(ctx context.Context, branch string, dst plumbing.ReferenceNa
 			}
 		}
 		req.Commands = []*packp.Command{{Name: dst, Old: old, New: commit}}
+		// What the server says on the side band (a hook's reason for
+		// refusing the push, "protected branch") goes into the error.
+		var said remoteText
+		switch {
+		case ar.Capabilities.Supports(capability.Sideband64k):
+			_ = req.Capabilities.Set(capability.Sideband64k)
+		case ar.Capabilities.Supports(capability.Sideband):
+			_ = req.Capabilities.Set(capability.Sideband)
+		}
+		if ar.Capabilities.Supports(capability.Quiet) {
+			_ = req.Capabilities.Set(capability.Quiet)
+		}
+		req.Progress = &said
 		rs, err := r.sendPack(ctx, sess, req, objects)
 		if err != nil {
-			return err
+			return said.wrap(err)
 		}
 		if rs != nil {
-			return rs.Error()
+			return said.wrap(rs.Error())
 		}
 		return nil
 	})
@@ -157,4 +175,75 @@ func (r *Repo) isAncestor(anc, c plumbing.Hash) bool {
 		queue = append(queue, co.ParentHashes...)
 	}
 	return false
+}
+
+// maxRemoteText bounds what is kept of the server's side band.
+const maxRemoteText = 8 << 10
+
+// remoteText keeps what a server writes on the side band while a push
+// runs: git's progress, which the quiet capability turns off where it is
+// offered, and the output of its hooks, which explains a refusal.
+type remoteText struct{ b []byte }
+
+func (t *remoteText) Write(p []byte) (int, error) {
+	if room := maxRemoteText - len(t.b); room > 0 {
+		t.b = append(t.b, p[:min(len(p), room)]...)
+	}
+	return len(p), nil
+}
+
+// progressLine matches the progress lines git servers write.
+var progressLine = regexp.MustCompile(`^(Resolving deltas|Counting objects|Compressing objects|Writing objects|Enumerating objects|Total \d+|Processing changes|Checking connectivity|Unpacking objects)\b`)
+
+// tokenRun is a run of characters that credentials are made of, long
+// enough to be one, with a letter and a digit in it.
+var tokenRun = regexp.MustCompile(`[A-Za-z0-9+=_-]{16,}`)
+
+// redactTokens replaces each word of line that holds something shaped
+// like a credential (16 or more letters, digits, +, =, _ or -, with both
+// letters and digits) with redact.Placeholder. A hook is the server's
+// code: it may print any secret the server knows, the forge's token or a
+// registry's password among them, which this package does not hold to
+// remove by value. Words of prose, branch names and short hashes stay.
+func redactTokens(line string) string {
+	words := strings.Fields(line)
+	for i, w := range words {
+		for _, run := range tokenRun.FindAllString(w, -1) {
+			if strings.ContainsAny(run, "0123456789") && strings.IndexFunc(run, unicode.IsLetter) >= 0 {
+				words[i] = redact.Placeholder
+				break
+			}
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+// lines returns what the server said, without progress and blank lines,
+// and with every word shaped like a credential redacted: at most 10 lines
+// of at most 200 bytes.
+func (t *remoteText) lines() []string {
+	var out []string
+	for _, l := range strings.FieldsFunc(string(t.b), func(r rune) bool { return r == '\n' || r == '\r' }) {
+		l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "remote:"))
+		if l == "" || progressLine.MatchString(l) {
+			continue
+		}
+		l = redactTokens(l)
+		if len(l) > 200 {
+			l = strings.ToValidUTF8(l[:200], "") + "..."
+		}
+		if out = append(out, l); len(out) == 10 {
+			break
+		}
+	}
+	return out
+}
+
+// wrap adds what the server said to err, a failed push.
+func (t *remoteText) wrap(err error) error {
+	lines := t.lines()
+	if err == nil || len(lines) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; the server said: %s", err, strings.Join(lines, " / "))
 }

@@ -171,3 +171,59 @@ func TestUpdateRefspecNotFastForward(t *testing.T) {
 		})
 	}
 }
+
+// TestPushRefusalSaysWhy: a server hook that refuses a push explains why
+// (a protected branch, say); its words are in the error, over the real git
+// http-backend, with what looks like a credential redacted. A hook that
+// accepts may talk too: the push succeeds.
+func TestPushRefusalSaysWhy(t *testing.T) {
+	edit := setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)
+	for _, tt := range []struct {
+		name, hook string
+		wantErr    string
+	}{
+		{"refused", "#!/bin/sh\necho 'GL-HOOK-ERR: branch main is protected; open a merge request' >&2\necho 'your token ghp_0123456789abcdefABCDEF0123 is not allowed' >&2\nexit 1\n",
+			"pre-receive hook declined; the server said: GL-HOOK-ERR: branch main is protected; open a merge request / your token REDACTED is not allowed"},
+		{"accepted", "#!/bin/sh\necho 'thanks for the push' >&2\nexit 0\n", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bare, s, auth := httpRemote(t)
+			if err := os.WriteFile(filepath.Join(bare, "hooks", "pre-receive"), []byte(tt.hook), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			before := mainSHA(t, bare)
+			r := mustOpen(t, Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: t.TempDir()})
+			res, err := r.Update(t.Context(), Update{Commit: author}, edit)
+			if tt.wantErr == "" {
+				if err != nil || mainSHA(t, bare) != res.Commit {
+					t.Fatalf("Update() = %+v, %v; want the push accepted", res, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Update() error = %v; want it to hold %q", err, tt.wantErr)
+			}
+			if got := mainSHA(t, bare); got != before {
+				t.Errorf("main moved to %s after a refused push", got)
+			}
+		})
+	}
+}
+
+// TestRedactTokens: words shaped like credentials go, prose, paths,
+// branch names and short hashes stay.
+func TestRedactTokens(t *testing.T) {
+	for in, want := range map[string]string{
+		"Protected branch update failed for refs/heads/main.":           "Protected branch update failed for refs/heads/main.",
+		"commit 1a2b3c4d lacks a sign-off":                              "commit 1a2b3c4d lacks a sign-off",
+		"edit clusters/prod/app-v2.yaml by hand":                        "edit clusters/prod/app-v2.yaml by hand",
+		"denied: pw-580dc187b47dacad4368a24a":                           "denied: REDACTED",
+		"denied: dXNlcjpTRUtSSVQtcGFzc3dvcmQtMTIz":                      "denied: REDACTED",
+		`token="glpat-AbCdEf0123456789xyz" refused`:                     "REDACTED refused",
+		"commit 0123456789abcdef0123456789abcdef01234567 is not signed": "commit REDACTED is not signed",
+	} {
+		if got := redactTokens(in); got != want {
+			t.Errorf("redactTokens(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
