@@ -438,11 +438,17 @@ func (s *receiveSession) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 	rs.UnpackStatus = "ok"
 	if req.Packfile != nil {
 		r := ioutil.NewContextReadCloser(ctx, req.Packfile)
+		packs := s.packFiles()
 		err := packfile.UpdateObjectStorage(s.repo.Storer, r)
 		_ = r.Close()
 		if err != nil {
 			rs.UnpackStatus = err.Error()
 			return rs, fmt.Errorf("unpacking the pushed objects: %w", err)
+		}
+		for p := range s.packFiles() {
+			if !packs[p] {
+				shareFile(p, 0o444)
+			}
 		}
 	}
 	checkedOut := s.checkedOutBranches()
@@ -579,7 +585,53 @@ func (s *receiveSession) update(cmd *packp.Command, checkedOut map[plumbing.Refe
 	if cur != cmd.Old {
 		return storage.ErrReferenceHasChanged
 	}
-	return lock.commit(cmd.New)
+	if err := lock.commit(cmd.New); err != nil {
+		return err
+	}
+	p := filepath.Join(fs.Filesystem().Root(), filepath.FromSlash(cmd.Name.String()))
+	shareFile(p, 0o666)
+	return nil
+}
+
+// go-git writes a pushed pack at mode 0600 (and its index at 0644),
+// whatever the umask and core.sharedRepository say, so the repository's
+// other users (a git daemon, a web viewer, Flux reading it by path) could
+// not read the commit.
+// Git gives an object file read, and a ref read and write, to whoever its
+// folder gives them to: the usual umask gives 0444 and 0644, a folder
+// shared with its group (core.sharedRepository=group, 2775) 0444 and 0664.
+// imagebump does the same, from the folder's own permissions.
+
+// packFiles returns the paths of the repository's pack files.
+func (s *receiveSession) packFiles() map[string]bool {
+	out := map[string]bool{}
+	sto, ok := s.repo.Storer.(interface{ Filesystem() billy.Filesystem })
+	if !ok {
+		return out
+	}
+	dir := filepath.Join(sto.Filesystem().Root(), "objects", "pack")
+	list, _ := os.ReadDir(dir)
+	for _, e := range list {
+		if strings.HasPrefix(e.Name(), "pack-") {
+			out[filepath.Join(dir, e.Name())] = true
+		}
+	}
+	return out
+}
+
+// shareFile sets the file at p to the bits of base its folder grants:
+// read where the folder may be read, write where it may be written. A
+// failure (another user's file) leaves it as it is.
+func shareFile(p string, base os.FileMode) {
+	d, err := os.Stat(filepath.Dir(p))
+	if err != nil {
+		return
+	}
+	dir := d.Mode().Perm()
+	want := base & (dir&0o444 | dir&0o222)
+	if f, err := os.Stat(p); err == nil && f.Mode().Perm() != want {
+		_ = os.Chmod(p, want)
+	}
 }
 
 // nameFree refuses name when a ref exists at one of its parent paths or

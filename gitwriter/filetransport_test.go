@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -440,4 +441,52 @@ func TestFileTransportRefLock(t *testing.T) {
 		t.Errorf("lock files left: %v", m)
 	}
 	testgit.Git(t, bare, "fsck", "--strict")
+}
+
+// TestFilePushShares: a push over file:// leaves the pack and the ref as
+// readable as their folders are, as git does, where go-git wrote the pack
+// at 0600: with a folder shared with its group (core.sharedRepository=
+// group) the group may read the commit, and write the ref.
+func TestFilePushShares(t *testing.T) {
+	for _, tt := range []struct {
+		name              string
+		dirMode           os.FileMode
+		wantPack, wantRef os.FileMode
+	}{
+		{"usual umask", 0o755, 0o444, 0o644},
+		{"shared with the group", 0o2775, 0o444, 0o664},
+		{"private", 0o700, 0o400, 0o600},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bare := testgit.NewBare(t, seed)
+			for _, d := range []string{"objects/pack", "refs/heads"} {
+				if err := os.Chmod(filepath.Join(bare, d), tt.dirMode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, _ := filepath.Glob(filepath.Join(bare, "objects", "pack", "pack-*"))
+			r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
+			edit := setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)
+			if _, err := r.Update(t.Context(), Update{Commit: author}, edit); err != nil {
+				t.Fatal(err)
+			}
+			after, _ := filepath.Glob(filepath.Join(bare, "objects", "pack", "pack-*"))
+			var pushed int
+			for _, p := range after {
+				if slices.Contains(before, p) {
+					continue
+				}
+				pushed++
+				if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != tt.wantPack {
+					t.Errorf("%s: mode %v, want %v", filepath.Base(p), fi.Mode().Perm(), tt.wantPack)
+				}
+			}
+			if pushed == 0 {
+				t.Fatal("the push wrote no pack")
+			}
+			if fi, err := os.Stat(filepath.Join(bare, "refs", "heads", "main")); err != nil || fi.Mode().Perm() != tt.wantRef {
+				t.Errorf("refs/heads/main: mode %v (%v), want %v", fi.Mode().Perm(), err, tt.wantRef)
+			}
+		})
+	}
 }
