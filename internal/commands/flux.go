@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -94,6 +95,11 @@ func runFluxExport(ctx context.Context, o *FluxExportOptions, stdout io.Writer) 
 	}
 	if err := native.Report.WriteText(o.global.stderr); err != nil {
 		return err
+	}
+	if len(native.Config.Images) == 0 && len(native.Config.Targets()) == 0 {
+		// Nothing on stdout: `flux export DIR > imagebump.yaml` with the
+		// wrong DIR must not leave an empty config in place of one.
+		return usageError(fmt.Errorf("no ImagePolicy and no ImageUpdateAutomation found in %s: flux export reads Flux image automation objects (a native imagebump.yaml is already a config: pass it with -c)", strings.Join(o.Paths, ", ")))
 	}
 	_, err = stdout.Write(native.YAML)
 	return err

@@ -1001,3 +1001,20 @@ func TestFluxUnmappedSSHSecret(t *testing.T) {
 		}
 	})
 }
+
+// TestFluxExportNothing: a path with no Flux image automation objects (a
+// native config, a folder of plain manifests) is an error with nothing on
+// stdout, so that `flux export DIR > imagebump.yaml` with the wrong DIR
+// does not leave an empty config behind.
+func TestFluxExportNothing(t *testing.T) {
+	dir := t.TempDir()
+	native := writeFile(t, dir, "imagebump.yaml", "images:\n  - {name: apps:web, repository: ghcr.io/acme/web, policy: {semver: \">=1\"}}\n")
+	plain := filepath.Join(dir, "manifests")
+	writeFile(t, plain, "deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n")
+	for _, p := range []string{native, plain} {
+		stdout, stderr, code := runMain(t, "flux", "export", p)
+		if code != ExitUsage || stdout != "" || !strings.Contains(stderr, "no ImagePolicy and no ImageUpdateAutomation found in "+p) {
+			t.Errorf("flux export %s: exit %d, stdout %q, stderr %q; want exit 64, nothing on stdout and the error", p, code, stdout, stderr)
+		}
+	}
+}
