@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -681,4 +683,51 @@ targets:
 			}
 		})
 	}
+}
+
+// countingListener counts the connections it accepted.
+type countingListener struct {
+	net.Listener
+	accepted atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.accepted.Add(1)
+	}
+	return c, err
+}
+
+// TestServeBoundsConnections: clients that open connections and leave
+// them idle get at most MaxConnections accepted, so they cannot take
+// every file descriptor the cycles need.
+func TestServeBoundsConnections(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &countingListener{Listener: inner}
+	startFake(t, Options{Config: mustConfig(t, "1h"), MaxJitter: -1, Listener: ln})
+	var conns []net.Conn
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	for range MaxConnections + 100 {
+		c, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	waitFor(t, func() bool { return ln.accepted.Load() >= MaxConnections }, "the first connections accepted")
+	time.Sleep(200 * time.Millisecond)
+	if n := ln.accepted.Load(); n != MaxConnections {
+		t.Errorf("%d idle connections accepted, want at most %d", n, MaxConnections)
+	}
+	// One closes: one more is accepted.
+	conns[0].Close()
+	waitFor(t, func() bool { return ln.accepted.Load() == MaxConnections+1 }, "a connection accepted after one closed")
 }
