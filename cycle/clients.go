@@ -103,6 +103,34 @@ func WantsPullRequest(t config.Target) bool {
 	return t.Push != nil && t.Push.PullRequest != nil && t.Push.Branch != ""
 }
 
+// CheckPullRequest checks, without reading the token or asking the
+// forge, that a target's pull requests can be opened where its git.url
+// points: an owner and a repository in the URL, and an API URL (given,
+// or the provider's default for the host). A cycle checks it before it
+// pushes, and validate checks it, so that a target is not refused only
+// after its branch was pushed. A target without pull requests passes.
+func CheckPullRequest(t config.Target) error {
+	if !WantsPullRequest(t) {
+		return nil
+	}
+	_, _, err := pullRequestPlace(t)
+	return err
+}
+
+// pullRequestPlace returns the owner/repository path of the target's
+// git.url and the forge's API URL.
+func pullRequestPlace(t config.Target) (ownerPath, api string, err error) {
+	if _, ownerPath, err = pullrequest.ParseRepoURL(t.Git.URL); err != nil {
+		return "", "", fmt.Errorf("pull requests for target %s: %w", t.Name, err)
+	}
+	if api = t.Push.PullRequest.APIURL; api == "" {
+		if api, err = pullrequest.DefaultAPIURL(t.Push.PullRequest.Provider, t.Git.URL); err != nil {
+			return "", "", fmt.Errorf("pull requests for target %s: %w", t.Name, err)
+		}
+	}
+	return ownerPath, api, nil
+}
+
 // NewPullRequestProvider builds the forge adapter a target's
 // push.pullRequest names. The owner and repository come from git.url, the
 // API URL from apiURL or the provider's default for that host, the token
@@ -112,15 +140,9 @@ func NewPullRequestProvider(t config.Target) (pullrequest.Provider, error) {
 		return nil, fmt.Errorf("target %s opens no pull requests (it needs push.branch and push.pullRequest)", t.Name)
 	}
 	pr := t.Push.PullRequest
-	_, ownerPath, err := pullrequest.ParseRepoURL(t.Git.URL)
+	ownerPath, api, err := pullRequestPlace(t)
 	if err != nil {
-		return nil, fmt.Errorf("pull requests for target %s: %w", t.Name, err)
-	}
-	api := pr.APIURL
-	if api == "" {
-		if api, err = pullrequest.DefaultAPIURL(pr.Provider, t.Git.URL); err != nil {
-			return nil, fmt.Errorf("pull requests for target %s: %w", t.Name, err)
-		}
+		return nil, err
 	}
 	tokenFile := pr.TokenFile
 	if tokenFile == "" && t.Git.Auth != nil {

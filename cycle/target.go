@@ -156,6 +156,13 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 	fail := func(err error) (*TargetResult, error) {
 		return res, fmt.Errorf("target %s: %w", t.Name, err)
 	}
+	if opts.PullRequests == nil {
+		// Before the push: pull requests that cannot be opened would
+		// fail the target only after its branch was pushed.
+		if err := CheckPullRequest(t); err != nil {
+			return fail(err)
+		}
+	}
 
 	workdir := WorkdirFor(opts.Workdir, t.Name)
 	if workdir != "" {

@@ -106,6 +106,23 @@ func TestRunTargetPushedThenFailed(t *testing.T) {
 	}
 }
 
+// TestRunTargetPullRequestCheckedFirst: pull requests that cannot be
+// opened where git.url points (a URL with no owner) fail the target
+// before anything is fetched or pushed, not after its branch was pushed.
+func TestRunTargetPullRequestCheckedFirst(t *testing.T) {
+	text := strings.Replace(targetConfig, "URL", "http://127.0.0.1:1/fleet.git", 1) +
+		"push: {branch: auto, pullRequest: {provider: gitea, tokenFile: /nonexistent}}\n"
+	cfg, err := config.Parse([]byte(text), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := &fakeRegistry{}
+	_, err = RunTarget(context.Background(), TargetOptions{Config: cfg, Target: cfg.Targets()[0], Registry: reg, Workdir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "pull requests for target default: git URL http://127.0.0.1:1/fleet.git: the path needs an owner and a repository") {
+		t.Fatalf("RunTarget error = %v, want the pull request settings refused before the clone", err)
+	}
+}
+
 // TestRunTargetNoMarkers checks that a target whose files hold no marker
 // asks no registry at all.
 func TestRunTargetNoMarkers(t *testing.T) {

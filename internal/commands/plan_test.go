@@ -257,6 +257,15 @@ targets:
     git: {url: "https://example.com/fleet.git"}
     policies: ["app:*", "apps:*"]
 `)
+	noOwner := writeFile(t, dir, "noowner.yaml", `images:
+  - name: apps:web
+    repository: ghcr.io/acme/web
+    policy: {semver: ">=1.0.0"}
+targets:
+  - name: tp
+    git: {url: "http://git.example.com/fleet.git"}
+    push: {branch: imagebump/main, pullRequest: {provider: gitea, tokenFile: token}}
+`)
 	repo := filepath.Join(dir, "repo")
 	writeFile(t, repo, "a.yaml", "image: ghcr.io/acme/web:1 # {\"$imagepolicy\": \"apps:web\"}\n")
 	badRepo := filepath.Join(dir, "badrepo")
@@ -271,6 +280,7 @@ targets:
 		{name: "config only", args: []string{"validate", "-c", good}, want: []string{"config is valid"}},
 		{name: "markers and an unused policy", args: []string{"validate", "-c", good, "--repo", repo}, want: []string{"1 marker", "warning", "apps:unused", "good.yaml:5"}},
 		{name: "unknown config key", args: []string{"validate", "-c", bad}, wantCode: ExitUsage, want: []string{"bad.yaml:4", "semvar"}},
+		{name: "pull requests at a URL with no owner", args: []string{"validate", "-c", noOwner}, wantCode: ExitUsage, want: []string{"config read, with problems", "error: " + noOwner + ":6: pull requests for target tp: git URL http://git.example.com/fleet.git: the path needs an owner and a repository"}},
 		{name: "a target glob matching no policy", args: []string{"validate", "-c", globs}, want: []string{"config is valid", `warning: ` + globs + `:6: target prod: policies entry "app:*" matches no image policy`, "such as apps:web"}},
 		{name: "marker naming an unknown policy", args: []string{"validate", "-c", good, "--repo", badRepo}, wantCode: ExitUsage, want: []string{"a.yaml:2", "apps:wbe"}},
 	}

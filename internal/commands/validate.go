@@ -91,10 +91,24 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 	}
 	out.Config = cfg.File // the Flux path, with --flux and no imagebump.yaml
 	out.Images, out.Registries, out.Targets = len(cfg.Images), len(cfg.Registries), len(cfg.Targets())
+	// Pull requests that cannot be opened where git.url points would fail
+	// each cycle of the target (before its push, since that is checked).
+	for _, t := range cfg.Targets() {
+		if err := cycle.CheckPullRequest(t); err != nil {
+			out.Problems = append(out.Problems, report.Problem{File: cfg.File, Line: t.Line, Message: err.Error()})
+		}
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: config is valid (%d %s, %d %s)\n", cfg.File,
+	verdict := "config is valid"
+	if len(out.Problems) > 0 {
+		verdict = "config read, with problems"
+	}
+	fmt.Fprintf(&b, "%s: %s (%d %s, %d %s)\n", cfg.File, verdict,
 		len(cfg.Images), plural(len(cfg.Images), "image policy", "image policies"),
 		len(cfg.Registries), plural(len(cfg.Registries), "registry", "registries"))
+	for _, p := range out.Problems {
+		fmt.Fprintf(&b, "error: %s:%d: %s\n", p.File, p.Line, printable.Message(p.Message))
+	}
 	// A glob in a target's policies that matches no policy is most
 	// likely a typo: the target then applies none of what it meant to,
 	// and its plan says every marked field is current.
@@ -151,7 +165,10 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 		if o.Output == "json" {
 			return silentExit(ExitUsage)
 		}
-		return usageError(fmt.Errorf("%d %s in the markers of %s", len(out.Problems), plural(len(out.Problems), "problem", "problems"), o.Repo))
+		if o.Repo == "" {
+			return usageError(fmt.Errorf("%d %s in the config", len(out.Problems), plural(len(out.Problems), "problem", "problems")))
+		}
+		return usageError(fmt.Errorf("%d %s in the config and the markers of %s", len(out.Problems), plural(len(out.Problems), "problem", "problems"), o.Repo))
 	}
 	return nil
 }
