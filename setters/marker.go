@@ -2,9 +2,7 @@ package setters
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -168,11 +166,14 @@ func decodeMarker(text string) (ref, reason string, err error) {
 	if _, err := dec.Token(); err != nil {
 		return fail("invalid JSON", err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		if err == nil {
-			err = errors.New("unexpected data after the object")
+	if off := dec.InputOffset(); strings.TrimSpace(text[off:]) != "" {
+		// Words after the object ("# {...} keep at 1.x") would fail the
+		// decoder as a JSON literal it does not know: say what it is.
+		rest := strings.TrimSpace(text[off:])
+		if len(rest) > 40 {
+			rest = strings.ToValidUTF8(rest[:40], "") + "..."
 		}
-		return fail("invalid JSON", err)
+		return fail(fmt.Sprintf("text after the JSON object: %q; a marker comment holds the object alone, so put other words in a comment of their own, on the line above", rest), nil)
 	}
 	if !found {
 		return fail(fmt.Sprintf("no %q key", markerKey), nil)
