@@ -159,6 +159,18 @@ func TestKustomizePatch(t *testing.T) {
 	}
 }
 
+// TestKustomizeBuildFails: a kustomization that does not build is an
+// error at its file, saying what to do in words a user has (a flag, not
+// a Go option).
+func TestKustomizeBuildFails(t *testing.T) {
+	dir := t.TempDir()
+	kfile := writeFile(t, dir, "kustomization.yaml", "resources: [missing.yaml]\n")
+	_, err := Load(context.Background(), []string{dir}, LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), kfile+":1") || !strings.Contains(err.Error(), "kustomize build failed: fix the kustomization, or read the folder as written with flux export --no-kustomize") {
+		t.Errorf("Load error = %v; want the kustomization named, with what to do", err)
+	}
+}
+
 func writeFile(t *testing.T, dir, name, text string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)

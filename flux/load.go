@@ -255,7 +255,7 @@ func (l *loader) build(dir, kfile string) error {
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	rm, err := k.Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
-		l.p.fail(Object{File: kfile, Line: 1}, "", 1, err, "kustomize build failed (read the folder as written with LoadOptions.NoKustomize)")
+		l.p.fail(Object{File: kfile, Line: 1}, "", 1, err, "kustomize build failed: fix the kustomization, or read the folder as written with flux export --no-kustomize")
 		return nil
 	}
 	// Find where each object was written before the build, to point at it.
