@@ -305,6 +305,8 @@ images:
   - name: app
     repository: *repo
 `, "imagebump.yaml:4:", "invalid YAML: unknown anchor 'repo' referenced"},
+		// yaml.v3 says not where; the first byte that is not UTF-8 does.
+		{"not UTF-8", "\nimages:\n  - name: app\n    repository: caf\xe9\n", "imagebump.yaml:4:", "(byte 0xe9): the file must be UTF-8"},
 		{"two documents", `
 images: []
 ---

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/imagebump/imagebump/internal/fluxshape"
 	"github.com/imagebump/imagebump/internal/typo"
@@ -107,6 +108,19 @@ func (d *decoder) syntaxError(data []byte, err error) {
 			}
 		}
 		msg = strings.TrimPrefix(msg, "yaml: ")
+		if strings.Contains(msg, "UTF-8") {
+			// yaml.v3 does not say where: find the first byte that is
+			// not UTF-8.
+			for i := 0; i < len(data); {
+				r, size := utf8.DecodeRune(data[i:])
+				if r == utf8.RuneError && size == 1 {
+					line = 1 + bytes.Count(data[:i], []byte("\n"))
+					msg = fmt.Sprintf("%s (byte 0x%02x): the file must be UTF-8; save it as UTF-8", msg, data[i])
+					break
+				}
+				i += size
+			}
+		}
 	}
 	d.add(pos{line: line}, "", "invalid YAML: %s%s", msg, quoteHint(data, line))
 }
