@@ -652,7 +652,10 @@ func ParseByteSize(s string) (int64, error) {
 	if err == nil && n > 0 && n > (1<<40)/unit || errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(num, "-") {
 		return 0, fmt.Errorf("%q is more than the largest size taken, 1024GiB", s)
 	}
-	if err != nil || n <= 0 {
+	if err == nil && n <= 0 {
+		return 0, fmt.Errorf("%q is not a size a file can be read within: give a positive one, such as 4MiB", s)
+	}
+	if err != nil {
 		return 0, fmt.Errorf("%q is not a size: write a whole number of bytes, or one with KiB, MiB or GiB, such as 4MiB", s)
 	}
 	return n * unit, nil
