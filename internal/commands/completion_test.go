@@ -45,3 +45,24 @@ targets:
 		})
 	}
 }
+
+// TestGroupCommandsRefuseUnknown: a command that only groups others prints
+// its help without an argument, and refuses one that names none of them
+// (cobra printed the help and exited 0).
+func TestGroupCommandsRefuseUnknown(t *testing.T) {
+	for _, tt := range []struct {
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{[]string{"completion", "tcsh"}, ExitUsage, `unknown command "tcsh" for "imagebump completion"`},
+		{[]string{"flux", "exprot", "x"}, ExitUsage, `unknown command "exprot" for "imagebump flux"`},
+		{[]string{"flux"}, 0, "Available Commands:"},
+		{[]string{"completion", "bash"}, 0, "bash completion"},
+	} {
+		stdout, stderr, code := runMain(t, tt.args...)
+		if code != tt.wantCode || !strings.Contains(stdout+stderr, tt.want) {
+			t.Errorf("imagebump %v: exit %d, output %q; want exit %d and %q", tt.args, code, stdout+stderr, tt.wantCode, tt.want)
+		}
+	}
+}

@@ -288,6 +288,17 @@ bump as a commit or a pull request.`,
 		}
 	}
 	root.AddCommand(commands...)
+	// A command that only groups others (flux, completion) prints its help
+	// for no argument, but an argument that names none of them is an
+	// error: cobra would print the help and exit 0 for `completion tcsh`
+	// or `flux exprot`.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.HasSubCommands() && !c.Runnable() {
+			c.Args = cobra.NoArgs
+			c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
+		}
+	}
 	return root, g
 }
 
