@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 // stdIndent is what encoding/json's own indenting encoder writes for v.
@@ -108,4 +109,22 @@ func BenchmarkEncodeJSON(b *testing.B) {
 			stdIndent(b, v)
 		}
 	})
+}
+
+// TestJSONLogDurations: in JSON logs every duration is seconds, as the
+// cycle records' are, where slog wrote integer nanoseconds.
+func TestJSONLogDurations(t *testing.T) {
+	var b bytes.Buffer
+	log, err := newLogger(&b, "info", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("push accepted", "duration", 1500*time.Millisecond, "grace", 30*time.Second, "files", 3)
+	var rec map[string]any
+	if err := json.Unmarshal(b.Bytes(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec["duration"] != 1.5 || rec["grace"] != 30.0 || rec["files"] != 3.0 {
+		t.Errorf("record %v: want duration 1.5 and grace 30 (seconds), files 3", rec)
+	}
 }

@@ -314,6 +314,15 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
+		// slog writes a time.Duration as integer nanoseconds; the cycle
+		// records' durations are seconds. Every duration is seconds, so
+		// that one query reads them all.
+		opts.ReplaceAttr = func(_ []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				return slog.Float64(a.Key, a.Value.Duration().Seconds())
+			}
+			return a
+		}
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	default:
 		return nil, fmt.Errorf("--log-format %q: want text or json", format)
