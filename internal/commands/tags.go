@@ -194,6 +194,11 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 	}
 	tags, err := client.Tags(ctx, rep.Repository)
 	if err != nil {
+		if !fromConfig {
+			if hint := readAsRepository(cfg, o.Target, rep.Repository, configName(o.global, cfg)); hint != "" {
+				return failure(fmt.Errorf("%w (%s)", err, hint))
+			}
+		}
 		return failure(err)
 	}
 	sort.Strings(tags)
@@ -555,4 +560,33 @@ func formatTime(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// readAsRepository says, for an argument that names a namespace of the
+// config's policies but no policy (apps:nope, far from every name), that
+// it was read as a repository, and names that namespace's policies; "" for
+// any other argument. A listing that then fails is most likely a policy's
+// name mistyped.
+func readAsRepository(cfg *config.Config, arg, repo, cfgName string) string {
+	ns, _, ok := strings.Cut(arg, ":")
+	if !ok || cfg == nil || strings.ContainsAny(arg, "/@") || !hasNamespace(cfg, ns) {
+		return ""
+	}
+	return fmt.Sprintf("%q is no image policy in %s, so it was read as the repository %s; the policies of namespace %s: %s",
+		arg, cfgName, repo, ns, strings.Join(namespacePolicies(cfg, ns), ", "))
+}
+
+// namespacePolicies names the config's image policies in namespace ns,
+// at most 10.
+func namespacePolicies(cfg *config.Config, ns string) []string {
+	var out []string
+	for _, im := range cfg.Images {
+		if strings.HasPrefix(im.Name, ns+":") {
+			if len(out) == 10 {
+				return append(out, "...")
+			}
+			out = append(out, im.Name)
+		}
+	}
+	return out
 }

@@ -302,3 +302,25 @@ func TestDidYouMean(t *testing.T) {
 		}
 	}
 }
+
+// TestReadAsRepository: an argument in a namespace of the config's
+// policies that names none of them is said to have been read as a
+// repository, with the namespace's policies; others get nothing.
+func TestReadAsRepository(t *testing.T) {
+	cfg, err := config.Parse([]byte("images:\n  - {name: \"apps:web\", repository: r.example/web, policy: {semver: \">=1\"}}\n  - {name: \"apps:api\", repository: r.example/api, policy: {semver: \">=1\"}}\n"), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for arg, want := range map[string]string{
+		"apps:nope":             `"apps:nope" is no image policy in imagebump.yaml, so it was read as the repository apps; the policies of namespace apps: apps:web, apps:api`,
+		"redis:7.2":             "",
+		"ghcr.io/acme/apps:1.0": "",
+	} {
+		if got := readAsRepository(cfg, arg, "apps", "imagebump.yaml"); got != want {
+			t.Errorf("readAsRepository(%q) = %q, want %q", arg, got, want)
+		}
+	}
+	if got := readAsRepository(nil, "apps:nope", "apps", ""); got != "" {
+		t.Errorf("without a config: %q", got)
+	}
+}
