@@ -29,6 +29,7 @@ var (
 	pageTemplate = template.Must(template.New("status").Funcs(template.FuncMap{
 		"css":     func() template.CSS { return template.CSS(pageCSS) },
 		"when":    when,
+		"overdue": overdue,
 		"stamp":   stamp,
 		"seconds": seconds,
 		"short":   shortCommit,
@@ -96,6 +97,13 @@ func when(v any, now time.Time) string {
 		rel = roughDuration(-d) + " ago"
 	}
 	return t.UTC().Format(stampLayout) + " (" + rel + ")"
+}
+
+// overdue reports whether a planned time is a second or more past: a
+// cycle whose time has come that waits for a free slot.
+func overdue(v any, now time.Time) bool {
+	t, ok := timeOf(v)
+	return ok && now.Sub(t) >= time.Second
 }
 
 func timeOf(v any) (time.Time, bool) {

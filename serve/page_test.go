@@ -153,3 +153,27 @@ git: {url: "https://git.example/fleet.git"}
 	}
 	return s
 }
+
+// TestStatusPageOverdue: a cycle whose time has passed and that has not
+// started is shown waiting for a slot, not as planned in the past.
+func TestStatusPageOverdue(t *testing.T) {
+	st := hostileStatus()
+	late := st.Now.Add(-3 * time.Minute)
+	st.Targets[0].NextRun = &late
+	var buf bytes.Buffer
+	if err := renderPage(&buf, st); err != nil {
+		t.Fatal(err)
+	}
+	if want := "due since 2026-12-01 22:57:00 UTC (3m00s ago) (schedule): waiting for a free slot (--concurrency)"; !strings.Contains(buf.String(), want) {
+		t.Errorf("page lacks %q", want)
+	}
+	soon := st.Now.Add(4 * time.Minute)
+	st.Targets[0].NextRun = &soon
+	buf.Reset()
+	if err := renderPage(&buf, st); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "waiting for a free slot") {
+		t.Error("a cycle planned in 4 minutes is shown waiting for a slot")
+	}
+}
