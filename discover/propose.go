@@ -31,6 +31,12 @@ type ProposeOptions struct {
 	// Existing are the image policies of the config being extended: a
 	// repository one of them watches keeps it, and new names avoid theirs.
 	Existing []Existing
+	// Targets are the targets of the config being extended, nil when it
+	// has none (or there is no config). A new policy is named in a
+	// namespace that a target scanning its files applies, when the
+	// namespace of its objects is not one; a proposal that no target
+	// applies says so in Unapplied.
+	Targets []config.Target
 }
 
 // Proposal is the policy proposed for one image repository.
@@ -69,6 +75,11 @@ type Proposal struct {
 	Latest string
 	// RegistryErr is why the registry's tags are unknown.
 	RegistryErr error
+	// Unapplied says which uses no target of the config applies (none
+	// scans the file, or those that do leave the policy out of their
+	// policies) and what to add; "" when every use is applied, when the
+	// config has no targets, and for choices.
+	Unapplied string
 }
 
 // Writes reports whether the proposal adds a config entry: a new policy
@@ -83,7 +94,9 @@ func (p *Proposal) Marks() bool { return !p.Choice }
 // (its last path element), in the Kubernetes namespace of the objects that
 // use it when they agree on one and default otherwise, and never collide
 // with each other or with opts.Existing. A repository that a marker or an
-// existing policy already covers keeps that policy.
+// existing policy already covers keeps that policy. With opts.Targets, a
+// new name is put in a namespace the targets apply, and a proposal no
+// target applies says so in Unapplied.
 func Propose(inv *Inventory, opts ProposeOptions) []Proposal {
 	groups := map[string][]Use{}
 	for _, u := range inv.Uses {
@@ -103,7 +116,10 @@ func Propose(inv *Inventory, opts ProposeOptions) []Proposal {
 		p.ask(opts.Tags, opts.Errors)
 		out = append(out, p)
 	}
-	assignNames(out, opts.Existing)
+	assignNames(out, opts.Existing, opts.Targets)
+	for i := range out {
+		checkApplied(&out[i], opts.Targets)
+	}
 	return out
 }
 
@@ -465,8 +481,10 @@ func sanitize(s string) string {
 // assignNames names the proposals that have no name yet:
 // NAMESPACE:NAME from the repository's last path element, then its last
 // two, then a number, until no two proposals and no existing policy share
-// a name. The order of the proposals (by repository) makes it stable.
-func assignNames(props []Proposal, existing []Existing) {
+// a name. The order of the proposals (by repository) makes it stable. The
+// namespace is one the targets apply, when the objects' is not (see
+// fitNamespace).
+func assignNames(props []Proposal, existing []Existing, targets []config.Target) {
 	taken := map[string]string{} // name -> repository
 	for _, e := range existing {
 		taken[e.Name] = e.Repository
@@ -498,7 +516,14 @@ func assignNames(props []Proposal, existing []Existing) {
 		if long == "" {
 			long = short
 		}
-		wants = append(wants, want{i: i, ns: namespaceFor(&props[i]), short: short, long: long})
+		before := len(props[i].Notes)
+		ns := namespaceFor(&props[i])
+		if fit, note := fitNamespace(props[i].Uses, ns, short, targets); fit != ns {
+			// The note on where the objects' namespaces differ names
+			// the namespace given up.
+			ns, props[i].Notes = fit, append(props[i].Notes[:before], note)
+		}
+		wants = append(wants, want{i: i, ns: ns, short: short, long: long})
 	}
 	// Names several proposals want are qualified by the parent element.
 	count := map[string]int{}

@@ -2,10 +2,12 @@ package discover
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/policy"
 )
 
@@ -185,5 +187,51 @@ func TestNaturalCompare(t *testing.T) {
 	want := []string{"", "1.9.0", "1.10.0", "a", "build-9", "build-41", "v2", "v10"}
 	if diff := cmp.Diff(got, want); diff != "" {
 		t.Errorf("(-got +want):\n%s", diff)
+	}
+}
+
+// TestProposeTargets checks that a new policy is named in a namespace the
+// config's targets apply to its files, and that a proposal no target
+// applies says so, with what to add.
+func TestProposeTargets(t *testing.T) {
+	inv := &Inventory{Uses: []Use{{File: "apps/sidecar.yaml", Line: 9, Repository: "ghcr.io/acme/sidecar", Tag: "1.2.0", Namespace: "staging",
+		Values: []Value{{Line: 9, Column: 18, Value: "ghcr.io/acme/sidecar:1.2.0"}}}}}
+	target := func(policies []string, paths ...string) config.Target {
+		return config.Target{Name: "fleet", Git: &config.Git{URL: "https://example.com/deploy.git", Paths: paths}, Policies: policies}
+	}
+	for _, tc := range []struct {
+		name          string
+		targets       []config.Target
+		want          string
+		wantUnapplied string // a part of it
+	}{
+		{name: "no config", want: "staging:sidecar"},
+		{name: "no restriction", targets: []config.Target{target(nil)}, want: "staging:sidecar"},
+		{name: "its namespace", targets: []config.Target{target([]string{"staging:*"}, "apps")}, want: "staging:sidecar"},
+		{name: "flux-system only", targets: []config.Target{target([]string{"flux-system:*"})}, want: "flux-system:sidecar"},
+		{name: "second glob fits", targets: []config.Target{target([]string{"apps:web", "ops:side*"})}, want: "ops:sidecar"},
+		{name: "another target's paths", targets: []config.Target{target([]string{"staging:*"}, "clusters"), target([]string{"ops:*"}, "apps/sidecar.yaml")}, want: "ops:sidecar"},
+		{name: "no glob fits", targets: []config.Target{target([]string{"flux-system:web"})}, want: "staging:sidecar",
+			wantUnapplied: "target fleet scans apps/sidecar.yaml but its policies (flux-system:web) leave staging:sidecar out: add staging:sidecar to them"},
+		{name: "not scanned", targets: []config.Target{target([]string{"*:*"}, "clusters", "apps/web.yaml")}, want: "staging:sidecar",
+			wantUnapplied: "no target scans apps/sidecar.yaml: add it to the git.paths of a target that applies staging:sidecar"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			props := Propose(inv, ProposeOptions{Targets: tc.targets})
+			if len(props) != 1 {
+				t.Fatalf("%d proposals", len(props))
+			}
+			p := props[0]
+			if p.Policy != tc.want {
+				t.Errorf("named %s, want %s (notes %q)", p.Policy, tc.want, p.Notes)
+			}
+			if (p.Unapplied == "") != (tc.wantUnapplied == "") || !strings.Contains(p.Unapplied, tc.wantUnapplied) {
+				t.Errorf("Unapplied %q, want %q", p.Unapplied, tc.wantUnapplied)
+			}
+			renamed := slices.ContainsFunc(p.Notes, func(n string) bool { return strings.HasPrefix(n, "named in namespace ") })
+			if renamed != (tc.want != "staging:sidecar") {
+				t.Errorf("notes %q", p.Notes)
+			}
+		})
 	}
 }

@@ -126,12 +126,15 @@ type InitPolicy struct {
 	TagsInUse  []string `json:"tagsInUse"`
 	// RegistryTags and Latest are the registry's answer: how many tags it
 	// lists and what the rule picks today.
-	RegistryTags int       `json:"registryTags"`
-	Latest       string    `json:"latest"`
-	Error        string    `json:"error,omitempty"`
-	Notes        []string  `json:"notes"`
-	Uses         []InitRef `json:"uses"`
-	Unmarked     []InitRef `json:"unmarked"`
+	RegistryTags int    `json:"registryTags"`
+	Latest       string `json:"latest"`
+	Error        string `json:"error,omitempty"`
+	// NotApplied says which of its markers no target of the config
+	// applies, and what to add; omitted when every one is applied.
+	NotApplied string    `json:"notApplied,omitempty"`
+	Notes      []string  `json:"notes"`
+	Uses       []InitRef `json:"uses"`
+	Unmarked   []InitRef `json:"unmarked"`
 }
 
 // InitRule is a policy's rule, as the config writes it.
@@ -256,12 +259,14 @@ func runInit(ctx context.Context, o *InitOptions, stdout io.Writer) error {
 		return failure(err)
 	}
 	var existing []discover.Existing
+	var targets []config.Target
 	if r.cfg != nil {
 		for _, im := range r.cfg.Images {
 			existing = append(existing, discover.Existing{Name: im.Name, Repository: im.Repository, Spec: im.Spec()})
 		}
+		targets = r.cfg.Targets()
 	}
-	r.props = discover.Propose(r.inv, discover.ProposeOptions{Tags: tags, Errors: errs, Existing: existing})
+	r.props = discover.Propose(r.inv, discover.ProposeOptions{Tags: tags, Errors: errs, Existing: existing, Targets: targets})
 	r.marks = discover.Markers(r.inv, r.props)
 	r.planConfig()
 
@@ -561,6 +566,18 @@ func (r *initRun) writeText(w io.Writer, written bool) error {
 			}
 		}
 	}
+	var unapplied []discover.Proposal
+	for _, p := range policies {
+		if p.Unapplied != "" {
+			unapplied = append(unapplied, p)
+		}
+	}
+	if len(unapplied) > 0 {
+		b.WriteString("\nNot applied by any target of the config (plan and run would never move these markers):\n")
+		for _, p := range unapplied {
+			b.WriteString("  " + ps(p.Policy+": "+p.Unapplied) + "\n")
+		}
+	}
 	if len(choices) > 0 {
 		b.WriteString("\nChoices to make (nothing is written or marked for these):\n")
 		for _, p := range choices {
@@ -708,6 +725,7 @@ func (r *initRun) report(written bool) InitReport {
 		if p.RegistryErr != nil {
 			ip.Error = p.RegistryErr.Error()
 		}
+		ip.NotApplied = p.Unapplied
 		for _, u := range p.Uses {
 			ip.Uses = append(ip.Uses, InitRef{File: u.File, Line: u.Line, Source: u.Source, Path: u.Path, Value: u.Values[0].Value})
 		}

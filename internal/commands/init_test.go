@@ -462,3 +462,83 @@ func TestInitNothingFound(t *testing.T) {
 		t.Errorf("files written: %v", got)
 	}
 }
+
+// TestInitTargetsApply checks that init names a new policy in a namespace
+// that the config's targets apply (a native target's policies, a Flux
+// automation's own namespace), so that plan moves its marker, and warns
+// about a policy no target applies.
+func TestInitTargetsApply(t *testing.T) {
+	host := startMemRegistry(t)
+	deployment := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: proxy, namespace: staging}\nspec:\n  template:\n    spec:\n      containers:\n        - name: proxy\n          image: " + host + "/acme/proxy:1.0.0\n"
+	native := func(policies string) string {
+		return "targets:\n  - name: fleet\n    git: {url: https://example.com/acme/deploy.git, branch: main}\n    policies: " + policies + "\nregistries:\n  - host: " + host + "\n    insecure: true\nimages:\n  - name: flux-system:web\n    repository: " + host + "/acme/web\n    policy: {semver: '>=1.0.0 <2'}\n"
+	}
+	fluxObjects := `apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: fleet, namespace: flux-system}
+spec: {url: https://example.com/acme/deploy.git, interval: 5m, ref: {branch: main}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: web, namespace: flux-system}
+spec: {image: ` + host + `/acme/web, interval: 5m, insecure: true}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: web, namespace: flux-system}
+spec:
+  imageRepositoryRef: {name: web}
+  policy: {semver: {range: ">=1.0.0 <2"}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageUpdateAutomation
+metadata: {name: fleet, namespace: flux-system}
+spec:
+  interval: 5m
+  sourceRef: {kind: GitRepository, name: fleet}
+  git:
+    commit: {author: {name: bot, email: bot@example.com}}
+  update: {path: ./apps, strategy: Setters}
+`
+	for _, tc := range []struct {
+		name, config, flux string
+		want               string // the policy named
+		warn               string // in the output, "" for none
+	}{
+		{name: "native target", config: native("[flux-system:*]"), want: "flux-system:proxy"},
+		{name: "flux automation", flux: fluxObjects, want: "flux-system:proxy"},
+		{name: "no namespace fits", config: native("[flux-system:web]"), want: "staging:proxy",
+			warn: "staging:proxy: target fleet scans apps/proxy.yaml but its policies (flux-system:web) leave staging:proxy out: add staging:proxy to them"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := t.TempDir()
+			writeFile(t, repo, "apps/proxy.yaml", deployment)
+			args := []string{"init", "--repo", repo, "--paths", "apps", "--insecure-registry", host, "--write"}
+			planArgs := []string{"plan", "--repo", repo, "-c", filepath.Join(repo, "imagebump.yaml")}
+			if tc.config != "" {
+				writeFile(t, repo, "imagebump.yaml", tc.config)
+			}
+			if tc.flux != "" {
+				flux := writeFile(t, t.TempDir(), "flux.yaml", tc.flux)
+				args = append(args, "--flux", flux)
+				planArgs = append(planArgs, "--flux", flux)
+			}
+			out, stderr, code := runMain(t, args...)
+			if code != 0 {
+				t.Fatalf("init: exit %d\n%s\n%s", code, out, stderr)
+			}
+			got, _ := os.ReadFile(filepath.Join(repo, "apps/proxy.yaml"))
+			if !strings.Contains(string(got), `# {"$imagepolicy": "`+tc.want+`"}`) {
+				t.Errorf("marker is not for %s:\n%s\n%s", tc.want, got, out)
+			}
+			const heading = "Not applied by any target of the config"
+			if tc.warn == "" && strings.Contains(out, heading) || tc.warn != "" && !strings.Contains(out, heading+" (plan and run would never move these markers):\n  "+tc.warn+"\n") {
+				t.Errorf("warning: want %q in\n%s", tc.warn, out)
+			}
+			out, stderr, code = runMain(t, planArgs...)
+			if moves := strings.Contains(out, "1.0.1"); moves != (tc.warn == "") {
+				t.Errorf("plan moves the marker: %v (exit %d)\n%s\n%s", moves, code, out, stderr)
+			}
+		})
+	}
+}
