@@ -20,6 +20,9 @@
 //     helm.valuesObject and helm.parameters, and values*.yaml files: the
 //     image.repository + image.tag split, with image.registry and
 //     image.digest, and image strings;
+//   - Argo CD Application kustomize.images strings of the NAME:TAG form,
+//     and the source overrides of .argocd-source-APP.yaml files (Argo CD
+//     Image Updater's git write-back), read as an Application's source;
 //   - docker-compose services' image.
 //
 // Multi-document files, files whose root is a list (of objects), anchors,
@@ -28,9 +31,11 @@
 // digest with no tag, a variable, a Helm template, values inside a string)
 // or are not this tool's to keep (in a file that says it is generated and
 // not to be edited, the image a compose service builds) are listed with the
-// reason. A workload reference whose image a kustomization images entry
-// sets, in every kustomization that builds it, is listed too: the entry is
-// marked instead.
+// reason, as are the kustomize.images strings a marker would break by
+// rewriting them whole (NAME=NEWNAME:TAG, NAME:TAG@DIGEST). A workload
+// reference whose image a kustomization images entry sets, in every
+// kustomization that builds it, is listed too: the entry is marked
+// instead.
 //
 // Propose groups the references by repository and proposes one policy per
 // repository from the tags in use and, when given, the registry's tags; see

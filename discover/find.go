@@ -56,6 +56,11 @@ type Use struct {
 	Repository, Tag, Digest string
 	// Values are the scalars that hold the reference.
 	Values []Value
+	// NoDigest is set for a whole reference that must not get a digest
+	// (an Argo CD kustomize.images string, where kustomize would read
+	// NAME:TAG@DIGEST as an image named NAME:TAG): under a policy that pins
+	// digests it is left unmarked.
+	NoDigest bool
 }
 
 // ref writes the reference as one string: the scalar that holds it
@@ -391,6 +396,12 @@ func (f *fileFinder) document(m *kyaml.Node) {
 	case kind != "" && apiVersion != "":
 		f.object(m, "")
 	case f.buildsOnly:
+	case argoSourceName().MatchString(base):
+		what := "Argo CD source overrides, "
+		if app := argoSourceName().FindStringSubmatch(base)[1]; app != "" {
+			what = "Argo CD source overrides of Application " + app + ", "
+		}
+		f.argoSource(m, "", what, "")
 	case isMapping(field(m, "services")) && (composeName().MatchString(base) || composeLike(field(m, "services"))):
 		f.compose(m)
 	case valuesName().MatchString(base):

@@ -248,6 +248,9 @@ func (p *Proposal) cover(uses []Use, other func(i int) string) {
 	}
 	for i, u := range uses {
 		why := other(i)
+		if why == "" && u.NoDigest && (p.Spec.Digest == policy.DigestAlways || p.Spec.Digest == policy.DigestIfNotPresent) {
+			why = fmt.Sprintf("the policy pins digests (digest %s), and a marker would write NAME:TAG@DIGEST here, which kustomize edit set image reads as an image named NAME:TAG; left unmarked: give it a policy of its own without digest, and mark it by hand", p.Spec.Digest)
+		}
 		if why == "" && pol != nil && !p.Choice {
 			tag := u.Tag
 			if r := pol.Select([]string{tag}); tag == "" || r.Latest != tag {

@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -293,15 +294,68 @@ func (f *fileFinder) argoApplication(m *kyaml.Node, prefix, name string, s site)
 		order = append(order, p)
 	}
 	for _, p := range order {
-		helm := field(sources[p], "helm")
-		if helm == nil {
+		f.argoSource(sources[p], p+".", "Application "+name+" ", s.namespace)
+	}
+}
+
+// argoSource reads the Helm values and parameters and the kustomize images
+// of an Argo CD application source, at prefix p, or of the root of a
+// .argocd-source file; what names their holder in sources.
+func (f *fileFinder) argoSource(src *kyaml.Node, p, what, ns string) {
+	if helm := field(src, "helm"); helm != nil {
+		f.helmValues(field(helm, "valuesObject"), p+"helm.valuesObject", site{source: what + "helm valuesObject", namespace: ns}, 0)
+		f.argoParameters(field(helm, "parameters"), p+"helm.parameters", site{source: what + "helm parameters", namespace: ns})
+		if v := scalar(field(helm, "values")); v != nil && v.Value != "" {
+			f.valuesString(v, p+"helm.values", site{source: what + "helm values", namespace: ns})
+		}
+	}
+	f.kustomizeImages(lookup(src, "kustomize", "images"), p+"kustomize.images", site{source: what + "kustomize images", namespace: ns})
+}
+
+// argoSourceName matches the files in which Argo CD reads overrides of an
+// application's source: .argocd-source.yaml for every application of the
+// folder, and .argocd-source-APP.yaml for APP (Argo CD Image Updater's
+// git write-back writes the latter).
+var argoSourceName = lazyRegexp(`^\.argocd-source(?:-(.+))?\.yaml$`)
+
+// Why strings of Argo CD's kustomize.images are not tracked.
+var (
+	errKustomizeRename = errors.New("kustomize's NAME=NEWNAME form: a marker replaces the whole string, so it would drop NAME= and leave kustomize no image to match (no marker owns a part of a string); set the image in the kustomization's images: (name, newName, newTag), which init tracks, or write NEWNAME:TAG here if the manifests use NEWNAME")
+	errKustomizeDigest = errors.New("a tag with a digest: Argo CD hands the string to kustomize edit set image, which splits it at @ and takes NAME:TAG for the name, so kustomize would match no image; write NAME:TAG here, or set tag and digest in the kustomization's images: (newTag, digest), which init tracks")
+)
+
+// kustomizeImages reads Argo CD's kustomize.images: strings that Argo CD
+// hands to kustomize edit set image, NAME[=NEWNAME][:TAG|@DIGEST]. A marker
+// replaces a whole string, so only NAME:TAG is tracked, with a
+// whole-reference marker: it writes the policy's repository, the NAME the
+// string holds already, and the new tag.
+func (f *fileFinder) kustomizeImages(list *kyaml.Node, p string, s site) {
+	for i, it := range items(list) {
+		ip := fmt.Sprintf("%s[%d]", p, i)
+		sc := scalar(it)
+		if sc == nil || sc.Tag == "!!null" || sc.Value == "" {
 			continue
 		}
-		hs := site{source: "Application " + name + " helm valuesObject", namespace: s.namespace}
-		f.helmValues(field(helm, "valuesObject"), p+".helm.valuesObject", hs, 0)
-		f.argoParameters(field(helm, "parameters"), p+".helm.parameters", site{source: "Application " + name + " helm parameters", namespace: s.namespace})
-		if v := scalar(field(helm, "values")); v != nil && v.Value != "" {
-			f.valuesString(v, p+".helm.values", site{source: "Application " + name + " helm values", namespace: s.namespace})
+		v := sc.Value
+		if err := untrackable(v); err != nil {
+			f.untracked(sc.Line, s, ip, v, err)
+			continue
+		}
+		if strings.Contains(v, "=") {
+			f.untracked(sc.Line, s, ip, v, errKustomizeRename)
+			continue
+		}
+		repo, tag, digest, err := splitRef(v)
+		switch {
+		case err != nil:
+			f.untracked(sc.Line, s, ip, v, err)
+		case tag == "":
+			f.untracked(sc.Line, s, ip, v, errors.New("names no tag, so there is no tag to keep current (kustomize edit set image, which Argo CD runs with the string, wants NAME:TAG, NAME@DIGEST or NAME=NEWNAME[:TAG])"))
+		case digest != "":
+			f.untracked(sc.Line, s, ip, v, errKustomizeDigest)
+		default:
+			f.use(Use{Line: sc.Line, Source: s.source, Path: ip, Namespace: s.namespace, Repository: repo, Tag: tag,
+				Values: []Value{value(sc, setters.FieldImage)}, NoDigest: true})
 		}
 	}
 }
@@ -336,7 +390,9 @@ func (f *fileFinder) valuesString(v *kyaml.Node, p string, s site) {
 }
 
 // argoParameters reads helm.parameters entries named PREFIX.tag with a
-// PREFIX.repository beside them.
+// PREFIX.repository beside them, or a PREFIX.name (as Argo CD Image
+// Updater writes image.name and image.tag), read as a repository; a bare
+// name parameter beside a bare tag is too vague to be an image's.
 func (f *fileFinder) argoParameters(list *kyaml.Node, p string, s site) {
 	params := map[string]*kyaml.Node{}
 	index := map[string]int{}
@@ -356,9 +412,16 @@ func (f *fileFinder) argoParameters(list *kyaml.Node, p string, s site) {
 		if tagN == nil {
 			continue
 		}
+		if repoN == nil && base != "" {
+			repoN = params[base+"name"]
+		}
 		tp := fmt.Sprintf("%s[%d].value", p, i)
 		if repoN == nil {
-			f.untracked(tagN.Line, s, tp, tagN.Value, fmt.Errorf("parameter %s has no %srepository parameter beside it, so its image is unknown", name, base))
+			want := "repository"
+			if base != "" {
+				want = base + "repository (nor " + base + "name)"
+			}
+			f.untracked(tagN.Line, s, tp, tagN.Value, fmt.Errorf("parameter %s has no %s parameter beside it, so its image is unknown", name, want))
 			continue
 		}
 		f.split(s, tp, repoN, regN, tagN, nil)
