@@ -32,10 +32,10 @@
 // or are not this tool's to keep (in a file that says it is generated and
 // not to be edited, the image a compose service builds) are listed with the
 // reason, as are the kustomize.images strings a marker would break by
-// rewriting them whole (NAME=NEWNAME:TAG, NAME:TAG@DIGEST). A workload
-// reference whose image a kustomization images entry sets, in every
-// kustomization that builds it, is listed too: the entry is marked
-// instead.
+// rewriting them whole (NAME=NEWNAME:TAG, NAME:TAG@DIGEST) and Argo CD
+// Image Updater's image list. A workload reference whose image a
+// kustomization images entry sets, in every kustomization that builds it,
+// is listed too: the entry is marked instead.
 //
 // Propose groups the references by repository and proposes one policy per
 // repository from the tags in use and, when given, the registry's tags; see

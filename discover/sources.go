@@ -282,6 +282,9 @@ func (f *fileFinder) argoApplication(m *kyaml.Node, prefix, name string, s site)
 	if d := namespaceOf(str(lookup(m, "spec", "destination", "namespace"))); d != "" {
 		s.namespace = d
 	}
+	if v := scalar(lookup(m, "metadata", "annotations", imageUpdaterList)); v != nil && v.Value != "" {
+		f.untracked(v.Line, site{source: "Application " + name + " annotations", namespace: s.namespace}, prefix+"metadata.annotations."+imageUpdaterList, v.Value, errImageUpdater)
+	}
 	sources := map[string]*kyaml.Node{}
 	var order []string
 	if src := lookup(m, "spec", "source"); src != nil {
@@ -311,6 +314,13 @@ func (f *fileFinder) argoSource(src *kyaml.Node, p, what, ns string) {
 	}
 	f.kustomizeImages(lookup(src, "kustomize", "images"), p+"kustomize.images", site{source: what + "kustomize images", namespace: ns})
 }
+
+// imageUpdaterList is the annotation in which Argo CD Image Updater lists
+// the images it keeps current.
+const imageUpdaterList = "argocd-image-updater.argoproj.io/image-list"
+
+// errImageUpdater is why Argo CD Image Updater's image list is listed.
+var errImageUpdater = errors.New("Argo CD Image Updater's image list, which imagebump does not read: the policies proposed here come from the tags in use, not from its constraints and update strategies, so compare them; once imagebump keeps these images, remove Image Updater's annotations from the Application, or both tools write the same values (and Image Updater's git write-back rewrites .argocd-source-APP.yaml whole, dropping the markers)")
 
 // argoSourceName matches the files in which Argo CD reads overrides of an
 // application's source: .argocd-source.yaml for every application of the
