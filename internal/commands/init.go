@@ -51,7 +51,8 @@ func NewCmdInit(g *globalOptions, stdout io.Writer, runF func(context.Context, *
 		Short: "Find the image references, propose policies, and insert the markers (a dry run unless --write)",
 		Long: `Find every image reference in the checkout (Kubernetes workloads, kustomization
 images entries, Helm values in HelmRelease and Argo CD Application objects and
-values files, docker-compose services), group them by repository, and propose
+values files, Argo CD kustomize images and .argocd-source files, docker-compose
+services), group them by repository, and propose
 one image policy per repository from the tags in use and the registry's tags,
 showing what it would pick today. References that cannot be tracked are listed
 with the reason; moving tags such as latest are a choice left to you.
