@@ -383,6 +383,12 @@ spec:
 	}{
 		{"repository in another namespace", strings.Replace(repoYAML, "apps", "flux-system", 1) + policy(""),
 			`f.yaml:13: ImagePolicy apps/app: spec.imageRepositoryRef: ImageRepository apps/app is not among the objects read (did you mean "flux-system/app"? the namespace defaults to the referring object's)`},
+		{"policy without spec", repoYAML + strings.Replace(policy(""), "spec:\n  imageRepositoryRef: {name: app}\n  policy: {semver: {range: \">=1\"}}\n", "spec: null\n", 1),
+			`f.yaml:12: ImagePolicy apps/app: spec.imageRepositoryRef.name: missing: it names the ImageRepository`},
+		{"policy without imageRepositoryRef", repoYAML + strings.Replace(policy(""), "  imageRepositoryRef: {name: app}\n", "", 1),
+			`f.yaml:12: ImagePolicy apps/app: spec.imageRepositoryRef.name: missing: it names the ImageRepository`},
+		{"imageRepositoryRef without name", repoYAML + strings.Replace(policy(""), "{name: app}", "{namespace: apps}", 1),
+			`f.yaml:13: ImagePolicy apps/app: spec.imageRepositoryRef.name: missing: it names the ImageRepository`},
 		{"tag in image", strings.Replace(repoYAML, "acme/app", "acme/app:1.0", 1) + policy(""),
 			`f.yaml:7: ImageRepository apps/app: spec.image: "ghcr.io/acme/app:1.0" is not an image repository without tag or digest`},
 		{"a variable in the image", strings.Replace(repoYAML, "acme/app", "acme/${APP}", 1) + policy(""),
@@ -403,6 +409,8 @@ spec:
 			`f.yaml:30: ImageUpdateAutomation apps/auto: spec.git.commit.messageTemplate: invalid template: the template uses '.Updated', which Flux removed`},
 		{"missing source", repoYAML + policy("") + strings.Replace(auto(""), "name: fleet}\n  git", "name: flet}\n  git", 1),
 			`f.yaml:26: ImageUpdateAutomation apps/auto: spec.sourceRef: GitRepository apps/flet is not among the objects read (did you mean "apps/fleet"?)`},
+		{"automation without sourceRef", repoYAML + policy("") + strings.Replace(auto(""), "  sourceRef: {kind: GitRepository, name: fleet}\n", "", 1),
+			`f.yaml:24: ImageUpdateAutomation apps/auto: spec.sourceRef.name: missing: it names the GitRepository to update`},
 		{"ssh without secret", repoYAML + policy("") + strings.Replace(auto(""), "https://git.example.com", "ssh://git@git.example.com", 1),
 			`f.yaml:19: GitRepository apps/fleet: spec.url: an ssh URL needs a secretRef with identity and known_hosts`},
 	}

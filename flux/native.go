@@ -268,6 +268,14 @@ func (m *mapper) image(pol *ImagePolicy) (config.Image, bool) {
 	spec := pol.Spec
 	im := config.Image{Name: pol.Namespace + ":" + pol.Name}
 	ref := spec.ImageRepositoryRef
+	if ref.Name == "" {
+		at := "spec.imageRepositoryRef"
+		if !src.has(at) {
+			at = "spec"
+		}
+		m.p.fail(pol.Object, "spec.imageRepositoryRef.name", src.line(at), nil, "missing: it names the ImageRepository whose tags the policy chooses from")
+		return im, false
+	}
 	ns := ref.Namespace
 	if ns == "" {
 		ns = pol.Namespace
@@ -583,6 +591,14 @@ func (m *mapper) target(a *ImageUpdateAutomation) (config.Target, bool) {
 	}
 	if spec.SourceRef.Kind != "" && spec.SourceRef.Kind != KindGitRepository {
 		m.p.fail(a.Object, "spec.sourceRef.kind", src.line("spec.sourceRef.kind"), nil, "%q: only GitRepository sources are supported (as in Flux)", spec.SourceRef.Kind)
+		return t, false
+	}
+	if spec.SourceRef.Name == "" {
+		at := "spec.sourceRef"
+		if !src.has(at) {
+			at = "spec"
+		}
+		m.p.fail(a.Object, "spec.sourceRef.name", src.line(at), nil, "missing: it names the GitRepository to update")
 		return t, false
 	}
 	g := m.gits[sourceKey(a)]
