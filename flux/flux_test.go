@@ -171,6 +171,46 @@ func TestKustomizeBuildFails(t *testing.T) {
 	}
 }
 
+// TestUnbuildableNote: a kustomization imagebump does not build is a
+// warning at the line of what stops it, naming the file once and a nested
+// kustomization by its path, with no empty object name.
+func TestUnbuildableNote(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{"remote resource", map[string]string{"kustomization.yaml": "resources:\n- app.yaml\n- github.com/acme/fleet//base?ref=v1\n"},
+			[]string{`kustomization.yaml:3: warning: not built with kustomize (names the remote resource "github.com/acme/fleet//base?ref=v1", which is not fetched): its files are read as written, so patches are not applied`}},
+		{"helm chart", map[string]string{"kustomization.yaml": "resources: [app.yaml]\nhelmCharts:\n- name: app\n"},
+			[]string{`kustomization.yaml:2: warning: not built with kustomize (uses helmCharts, which needs helm): its files are read as written, so patches are not applied`}},
+		{"remote resource below", map[string]string{"kustomization.yaml": "resources: [base]\n", "base/kustomization.yaml": "resources: [https://example.com/app.yaml]\n"},
+			[]string{
+				// The folders below are read one by one, so base's own kustomization is noted too.
+				`base/kustomization.yaml:1: warning: not built with kustomize (names the remote resource "https://example.com/app.yaml", which is not fetched): its files are read as written, so patches are not applied`,
+				`kustomization.yaml:1: warning: not built with kustomize (base/kustomization.yaml names the remote resource "https://example.com/app.yaml", which is not fetched): its files are read as written, so patches are not applied`,
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, text := range tt.files {
+				writeFile(t, dir, name, text)
+			}
+			set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, n := range set.Report.Notes {
+				got = append(got, strings.ReplaceAll(n.String(), dir+string(filepath.Separator), ""))
+			}
+			if diff := cmp.Diff(got, tt.want); diff != "" {
+				t.Errorf("notes (-got +want):\n%s", diff)
+			}
+		})
+	}
+}
+
 func writeFile(t *testing.T, dir, name, text string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)

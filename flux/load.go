@@ -157,8 +157,14 @@ func (l *loader) dir(ctx context.Context, dir string) error {
 		return err
 	}
 	if k := kustomizationIn(dir); k != "" && !l.opts.NoKustomize {
-		if why := unbuildable(dir); why != "" {
-			l.p.note(Warning, Object{File: k, Line: 1}, "", 1, "not built with kustomize (%s): its files are read as written, so patches are not applied", why)
+		if file, line, why := unbuildable(dir); why != "" {
+			at := 1
+			if file == k {
+				at = line
+			} else {
+				why = file + " " + why
+			}
+			l.p.note(Warning, Object{File: k, Line: 1}, "", at, "not built with kustomize (%s): its files are read as written, so patches are not applied", why)
 		} else {
 			return l.build(dir, k)
 		}
@@ -298,10 +304,10 @@ func (l *loader) build(dir, kfile string) error {
 
 // unbuildable says why the kustomization of dir (or one below it) cannot
 // be built here: a remote resource, which kustomize would fetch by
-// running git, or a Helm chart, which needs helm. It returns "" when it
-// can be built.
-func unbuildable(dir string) string {
-	why := ""
+// running git, or a Helm chart, which needs helm: the kustomization file,
+// the line of the field or entry, and the reason. why is "" when it can be
+// built.
+func unbuildable(dir string) (file string, line int, why string) {
 	_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() || !isKustomization(e.Name()) || why != "" {
 			return nil
@@ -310,14 +316,15 @@ func unbuildable(dir string) string {
 		if err != nil {
 			return nil
 		}
-		nodes, err := readDoc(yamlstream.Doc{Text: string(data), Line: 1}, true)
+		doc := yamlstream.Doc{Text: string(data), Line: 1}
+		nodes, err := readDoc(doc, true)
 		if err != nil || len(nodes) != 1 {
 			return nil
 		}
-		k := &source{node: nodes[0]}
+		k := &source{node: nodes[0], doc: doc, obj: Object{Line: 1}}
 		for _, f := range []string{"helmCharts", "helmChartInflationGenerator"} {
 			if k.has(f) {
-				why = fmt.Sprintf("%s uses %s, which needs helm", p, f)
+				file, line, why = p, k.line(f), fmt.Sprintf("uses %s, which needs helm", f)
 				return nil
 			}
 		}
@@ -329,14 +336,14 @@ func unbuildable(dir string) string {
 			for _, it := range list.Content {
 				r := it.Value
 				if strings.Contains(r, "://") || strings.HasPrefix(r, "github.com/") || strings.HasPrefix(r, "git@") || strings.HasPrefix(r, "gitlab.com/") {
-					why = fmt.Sprintf("%s names the remote resource %q, which is not fetched", p, r)
+					file, line, why = p, doc.FileLine(it.Line), fmt.Sprintf("names the remote resource %q, which is not fetched", r)
 					return nil
 				}
 			}
 		}
 		return nil
 	})
-	return why
+	return file, line, why
 }
 
 // ignoredKinds says why imagebump has no use for other Flux kinds.

@@ -91,10 +91,14 @@ type Note struct {
 	Msg string
 }
 
-// String is "file:line: level: Kind ns/name: field: msg".
+// String is "file:line: level: Kind ns/name: field: msg", without the
+// object for a note on a file (a kustomization) and without an empty field.
 func (n Note) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s: %s", pos(n.Object, n.Line), n.Level, n.Object.Ref())
+	fmt.Fprintf(&b, "%s: %s", pos(n.Object, n.Line), n.Level)
+	if n.Object.Kind != "" {
+		b.WriteString(": " + n.Object.Ref())
+	}
 	if n.Field != "" {
 		b.WriteString(": " + n.Field)
 	}
