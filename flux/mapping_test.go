@@ -482,3 +482,49 @@ spec:
 		})
 	}
 }
+
+// TestLoadSecretsErrors checks that each problem of a secrets mapping is
+// one line, FILE:LINE: message, at the entry at fault.
+func TestLoadSecretsErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name, text string
+		want       []string
+	}{
+		{"a list for a file", "apps/pull:\n  .dockerconfigjson: /pull.json\n  username: [a, b]\n",
+			[]string{`secrets.yaml:3: apps/pull: key "username" maps to a list: give a file path or env:VARIABLE`}},
+		{"each problem", "apps/pull:\n  username: [a]\n  password:\napps:\n  ca.crt: /ca.crt\napps/git: [identity]\n",
+			[]string{
+				`secrets.yaml:2: apps/pull: key "username" maps to a list: give a file path or env:VARIABLE`,
+				`secrets.yaml:3: apps/pull: key "password" maps to nothing: give a file path or env:VARIABLE`,
+				`secrets.yaml:4: "apps": name a Secret NAMESPACE/NAME`,
+				`secrets.yaml:6: apps/git: its keys are a mapping {KEY: FILE or env:VARIABLE}, not a list`,
+			}},
+		{"a list at the top", "- apps/pull\n",
+			[]string{`secrets.yaml:1: a secrets mapping is NAMESPACE/NAME: {KEY: FILE or env:VARIABLE}, not a list`}},
+		{"empty", "# nothing\n",
+			[]string{`secrets.yaml:1: empty: a secrets mapping is NAMESPACE/NAME: {KEY: FILE or env:VARIABLE}`}},
+		{"bad env reference", "apps/git:\n  password: env:1BAD\n",
+			[]string{`secrets.yaml:2: apps/git: key "password": `}},
+		{"twice", "apps/git:\n  password: /a\napps/git:\n  password: /b\n",
+			[]string{`secrets.yaml:3: apps/git: mapped twice: keep one entry`}},
+		{"syntax", "apps/git:\n  password: /a\n   username: /b\n",
+			[]string{`secrets.yaml:3: invalid YAML: mapping values are not allowed in this context`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			_, err := LoadSecrets(writeFile(t, dir, "secrets.yaml", tt.text))
+			if err == nil {
+				t.Fatal("LoadSecrets succeeded")
+			}
+			got := strings.Split(strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""), "\n")
+			if len(got) != len(tt.want) {
+				t.Fatalf("errors:\n%s\nwant %d lines:\n%s", strings.Join(got, "\n"), len(tt.want), strings.Join(tt.want, "\n"))
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tt.want[i]) {
+					t.Errorf("error %d:\n got %s\nwant %s", i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}

@@ -1,11 +1,14 @@
 package flux
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -54,37 +57,123 @@ func LoadSecrets(path string) (*Secrets, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the secrets mapping: %w", err)
 	}
-	var m map[string]map[string]string
-	relative := map[string]bool{}
-	dec := yaml.NewDecoder(strings.NewReader(string(data)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%s: a secrets mapping is NAMESPACE/NAME: {KEY: FILE or env:VARIABLE}: %w", path, err)
-	}
 	dir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("reading the secrets mapping: %w", err)
 	}
-	for _, name := range sortedKeys(m) {
-		if ns, n, ok := strings.Cut(name, "/"); !ok || ns == "" || n == "" || strings.Contains(n, "/") {
-			return nil, fmt.Errorf("%s: %q: name a Secret NAMESPACE/NAME", path, name)
-		}
-		for _, key := range sortedKeys(m[name]) {
-			ref := m[name][key]
-			switch {
-			case ref == "":
-				return nil, fmt.Errorf("%s: %s: key %q maps to nothing", path, name, key)
-			case secretfile.IsEnv(ref):
-				if err := secretfile.CheckRef(ref); err != nil {
-					return nil, fmt.Errorf("%s: %s: key %q: %w", path, name, key, err)
-				}
-			case !filepath.IsAbs(ref):
+	m, errs := decodeSecrets(path, data)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	relative := map[string]bool{}
+	for name, keys := range m {
+		for key, ref := range keys {
+			if !secretfile.IsEnv(ref) && !filepath.IsAbs(ref) {
 				m[name][key] = filepath.Join(dir, ref)
 				relative[m[name][key]] = true
 			}
 		}
 	}
 	return &Secrets{Keys: m, relative: relative}, nil
+}
+
+// secretsShape is what a secrets mapping holds, said after each problem.
+const secretsShape = "a secrets mapping is NAMESPACE/NAME: {KEY: FILE or env:VARIABLE}"
+
+// decodeSecrets reads a secrets mapping from data, checking it by hand so
+// that each problem is one error at its line (FILE:LINE: message), where
+// the YAML decoder gives one multi-line error with lines only.
+func decodeSecrets(file string, data []byte) (m map[string]map[string]string, errs []error) {
+	bad := func(line int, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s:%d: %s", file, max(line, 1), fmt.Sprintf(format, args...)))
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		line, msg := 1, strings.TrimPrefix(err.Error(), "yaml: ")
+		if sub := yamlLine.FindStringSubmatch(err.Error()); sub != nil {
+			line, _ = strconv.Atoi(sub[1])
+			msg = sub[2]
+		}
+		bad(line, "invalid YAML: %s", msg)
+		return nil, errs
+	}
+	if len(doc.Content) == 0 {
+		bad(1, "empty: %s", secretsShape)
+		return nil, errs
+	}
+	root := resolve(doc.Content[0])
+	if root.Kind != yaml.MappingNode {
+		bad(root.Line, "%s, not %s", secretsShape, kindName(root))
+		return nil, errs
+	}
+	m = map[string]map[string]string{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := resolve(root.Content[i]), resolve(root.Content[i+1])
+		name := k.Value
+		if ns, n, ok := strings.Cut(name, "/"); k.Kind != yaml.ScalarNode || !ok || ns == "" || n == "" || strings.Contains(n, "/") {
+			bad(k.Line, "%q: name a Secret NAMESPACE/NAME", name)
+			continue
+		}
+		if _, dup := m[name]; dup {
+			bad(k.Line, "%s: mapped twice: keep one entry", name)
+			continue
+		}
+		if v.Kind != yaml.MappingNode {
+			bad(v.Line, "%s: its keys are a mapping {KEY: FILE or env:VARIABLE}, not %s", name, kindName(v))
+			continue
+		}
+		keys := map[string]string{}
+		m[name] = keys
+		for j := 0; j+1 < len(v.Content); j += 2 {
+			kk, kv := resolve(v.Content[j]), resolve(v.Content[j+1])
+			key := kk.Value
+			switch {
+			case kk.Kind != yaml.ScalarNode:
+				bad(kk.Line, "%s: a key is a name such as .dockerconfigjson or password, not %s", name, kindName(kk))
+				continue
+			case keys[key] != "":
+				bad(kk.Line, "%s: key %q is mapped twice: keep one", name, key)
+				continue
+			case kv.Kind != yaml.ScalarNode:
+				bad(kv.Line, "%s: key %q maps to %s: give a file path or env:VARIABLE", name, key, kindName(kv))
+				continue
+			case kv.Tag == "!!null" || kv.Value == "":
+				bad(kv.Line, "%s: key %q maps to nothing: give a file path or env:VARIABLE", name, key)
+				continue
+			case secretfile.IsEnv(kv.Value):
+				if err := secretfile.CheckRef(kv.Value); err != nil {
+					bad(kv.Line, "%s: key %q: %v", name, key, err)
+					continue
+				}
+			}
+			keys[key] = kv.Value
+		}
+	}
+	return m, errs
+}
+
+var yamlLine = regexp.MustCompile(`(?s)^yaml: line (\d+): (.*)$`)
+
+// resolve follows an alias to the node it names.
+func resolve(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+// kindName names what a node holds, for messages.
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	if n.Tag == "!!null" {
+		return "nothing"
+	}
+	return fmt.Sprintf("the value %q", n.Value)
 }
 
 // secretKeys returns the keys of Secret ns/name and where each is, or nil
