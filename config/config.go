@@ -308,7 +308,8 @@ type Git struct {
 	Branch string `yaml:"branch"`
 	// Paths are the directories or files, relative to the repository root,
 	// that are scanned for markers. Empty means the whole repository.
-	// Load stores them cleaned (no trailing slash, no "./").
+	// They are not globs: Load refuses *, ? and [...]. Load stores them
+	// cleaned (no trailing slash, no "./").
 	Paths []string `yaml:"paths"`
 	// Auth says where the Git credentials are. Nil means none.
 	Auth *GitAuth `yaml:"auth"`

@@ -577,6 +577,16 @@ git:
   url: https://example.com/fleet.git
   paths: [apps, ../other]
 `, "imagebump.yaml:4:17: git.paths[1]:", "stay inside it"},
+		{"git path glob", `
+git:
+  url: https://example.com/fleet.git
+  paths: [apps/*]
+`, "imagebump.yaml:4:11: git.paths[0]:", `"apps/*": globs are not expanded: each path is a folder or a file relative to the repository root`},
+		{"git path class", `
+git:
+  url: https://example.com/fleet.git
+  paths: [apps, "clusters/[ab]"]
+`, "imagebump.yaml:4:17: git.paths[1]:", "globs are not expanded"},
 		{"ssh key with https", `
 git:
   url: https://example.com/fleet.git

@@ -602,6 +602,10 @@ func gitScheme(s string) (string, error) {
 // has no '@', so that user:password@host:path is not taken for one.
 var scpLikeRE = regexp.MustCompile(`^(?:[A-Za-z0-9._~-]+@)?[A-Za-z0-9.-]+:[^@\s]+$`)
 
+// globRE matches the glob patterns a path may be written with by mistake:
+// *, ? and a [...] class. A lone '[' may be part of a folder's name.
+var globRE = regexp.MustCompile(`[*?]|\[[^/\]]+\]`)
+
 func (v *validator) git(g *Git, p string) {
 	scheme := ""
 	if v.require(p, "url") && g.URL != "" {
@@ -625,6 +629,10 @@ func (v *validator) git(g *Git, p string) {
 		clean := path.Clean(strings.ReplaceAll(gp, `\`, "/"))
 		if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || filepath.IsAbs(gp) {
 			v.add(v.at(pp), pp, "%q must be relative to the repository root and stay inside it", gp)
+			continue
+		}
+		if globRE.MatchString(gp) {
+			v.add(v.at(pp), pp, "%q: globs are not expanded: each path is a folder or a file relative to the repository root (apps, apps/web.yaml); list them, or give the folder that holds them", gp)
 			continue
 		}
 		g.Paths[i] = clean
