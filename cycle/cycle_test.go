@@ -287,6 +287,58 @@ images:
 	}
 }
 
+// TestPathThroughFile: a path that runs through a file is reported
+// relative to the repository, naming the file, where the error was the
+// operating system's, with the working copy's absolute path.
+func TestPathThroughFile(t *testing.T) {
+	cfg, root := setup(t, `
+images:
+  - {name: default:app, repository: reg.example/app, policy: {semver: ">=1.0.0"}}
+targets:
+  - name: fleet
+    git: {url: "https://example.com/fleet.git", paths: [apps/good.yaml/x, apps/good.yaml/x/y.yaml]}
+`, map[string]string{"apps/good.yaml": "image: reg.example/app:1.0.0 # {\"$imagepolicy\": \"default:app\"}\n"})
+	tgt := cfg.Targets()[0]
+	want := []string{
+		"apps/good.yaml/x: apps/good.yaml is a file, not a folder: give the file itself, or a folder",
+		"apps/good.yaml/x/y.yaml: apps/good.yaml is a file, not a folder: give the file itself, or a folder",
+	}
+	for name, run := range map[string]func() ([]setters.Problem, error){
+		"run": func() ([]setters.Problem, error) {
+			rep, err := Run(context.Background(), Options{Config: cfg, Registry: &fakeRegistry{}, Root: root, Paths: tgt.Git.Paths})
+			if err != nil {
+				return nil, err
+			}
+			return rep.Problems, nil
+		},
+		"run with an index": func() ([]setters.Problem, error) {
+			ix := setters.NewIndex(setters.ByStat, setters.Options{Paths: tgt.Git.Paths, MaxFileSize: cfg.FileSizeLimit()})
+			rep, err := Run(context.Background(), Options{Config: cfg, Registry: &fakeRegistry{}, Root: root, Paths: tgt.Git.Paths, Index: ix})
+			if err != nil {
+				return nil, err
+			}
+			return rep.Problems, nil
+		},
+		"validate": func() ([]setters.Problem, error) {
+			res, err := Validate(context.Background(), cfg, &tgt, root, nil)
+			if err != nil {
+				return nil, err
+			}
+			return res.Problems, nil
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			problems, err := run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(problemTexts(problems), want); diff != "" {
+				t.Errorf("problems (-got +want):\n%s", diff)
+			}
+		})
+	}
+}
+
 func problemTexts(ps []setters.Problem) []string {
 	var out []string
 	for _, p := range ps {
