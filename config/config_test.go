@@ -312,6 +312,13 @@ images: []
 ---
 git: {url: "https://example.com/x.git"}
 `, "imagebump.yaml:3:1:", "one YAML document"},
+		{"two documents with an empty one between", `
+images: []
+---
+# nothing
+---
+git: {url: "https://example.com/x.git"}
+`, "imagebump.yaml:5:1:", "one YAML document; found another: join the two, or put the second in a file of its own"},
 
 		// Images.
 		{"image name missing", `
@@ -1261,5 +1268,31 @@ func TestRepositoryKey(t *testing.T) {
 		if repositoryKey(u) == "example.com/acme/fleet" {
 			t.Errorf("repositoryKey(%q) is the fleet's", u)
 		}
+	}
+}
+
+// TestParseTrailingEmptyDocument: empty documents after the config, as a
+// trailing "---" opens (editors and kustomize write one), are no config
+// of their own.
+func TestParseTrailingEmptyDocument(t *testing.T) {
+	const cfg = "images:\n  - {name: app, repository: nginx, policy: {semver: \">=1\"}}\n"
+	for name, tail := range map[string]string{
+		"separator":              "---\n",
+		"separator, no newline":  "---",
+		"separator and comment":  "--- # end\n# more\n",
+		"two separators":         "---\n---\n",
+		"document end":           "...\n",
+		"separator and null":     "--- null\n",
+		"separator, blank lines": "---\n\n\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := Parse([]byte(cfg+tail), "imagebump.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(c.Images) != 1 {
+				t.Errorf("images = %d, want 1", len(c.Images))
+			}
+		})
 	}
 }

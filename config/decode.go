@@ -71,13 +71,29 @@ func (d *decoder) root(data []byte) (root *yaml.Node) {
 		d.syntaxError(data, err)
 		return nil
 	}
-	var next yaml.Node
-	switch err := dec.Decode(&next); {
-	case err == nil:
-		d.add(pos{line: next.Line, col: next.Column}, "", "a config holds one YAML document; found another")
-	case !errors.Is(err, io.EOF):
-		d.syntaxError(data, err)
+	// Empty documents after the config are skipped: a trailing "---" is a
+	// common habit of editors and of kustomize's output.
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			d.syntaxError(data, err)
+			break
+		}
+		if content(&next) != nil {
+			d.add(pos{line: next.Line, col: next.Column}, "", "a config holds one YAML document; found another: join the two, or put the second in a file of its own")
+			break
+		}
 	}
+	return content(&doc)
+}
+
+// content returns the node a document holds, or nil when it is empty
+// (nothing, comments only, or null).
+func content(doc *yaml.Node) *yaml.Node {
 	if len(doc.Content) == 0 {
 		return nil
 	}

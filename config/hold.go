@@ -221,17 +221,31 @@ func (e *holdEditor) nextKeyLine(key *yaml.Node) int {
 }
 
 // lastLine returns the entry's last line: before the next entry, skipping
-// blank lines and comment lines that separate entries.
+// blank lines and comment lines that separate entries, and the "---" or
+// "..." that end the document (Parse takes an empty document after it).
 func (e *holdEditor) lastLine() int {
 	last := e.nextLine() - 1
 	for last > e.item.Line {
-		text := strings.TrimSpace(string(e.data[e.lineStart(last):min(e.lineStart(last+1), len(e.data))]))
-		if text != "" && !strings.HasPrefix(text, "#") {
+		line := string(e.data[e.lineStart(last):min(e.lineStart(last+1), len(e.data))])
+		text := strings.TrimSpace(line)
+		if text != "" && !strings.HasPrefix(text, "#") && !docMarker(line) {
 			break
 		}
 		last--
 	}
 	return last
+}
+
+// docMarker reports whether line is a YAML document marker, "---" or
+// "...", alone or before a comment, at the start of the line.
+func docMarker(line string) bool {
+	for _, m := range []string{"---", "..."} {
+		if rest, ok := strings.CutPrefix(line, m); ok {
+			rest = strings.TrimSpace(rest)
+			return rest == "" || strings.HasPrefix(rest, "#")
+		}
+	}
+	return false
 }
 
 // blockEnd returns the offset just after the entry's last line.

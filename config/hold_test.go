@@ -28,6 +28,8 @@ func TestHoldGolden(t *testing.T) {
 		{"crlf-no-eol.yaml", "web", Hold{Reason: "crlf"}},
 		{"held.yaml", "apps:web", Hold{Reason: "new reason"}},
 		{"held.yaml", "apps:api", Hold{Reason: "replaced"}},
+		// The hold goes before the empty document a trailing --- opens.
+		{"trailing-separator.yaml", "apps:worker", Hold{Reason: "last"}},
 	} {
 		name := strings.TrimSuffix(tt.input, ".yaml") + "-" + strings.ReplaceAll(tt.policy, ":", "_")
 		t.Run(name, func(t *testing.T) {
