@@ -346,13 +346,40 @@ func typeFor(apiVersion, kind string) any {
 	return nil
 }
 
+// apiVersionRE splits a Kubernetes API version: v1, v1beta2, v2alpha1.
+var apiVersionRE = regexp.MustCompile(`^v([0-9]+)(?:(alpha|beta)([0-9]+))?$`)
+
+// unreadVersion says why imagebump does not read kind in apiVersion, which
+// typeFor does not know, and what to do: an older version is upgraded, and
+// a newer one is not known yet.
+func unreadVersion(kind, apiVersion string) string {
+	group := groupImage
+	if kind == KindGitRepository {
+		group = groupSource
+	}
+	reads := fmt.Sprintf("imagebump reads %s as %s/v1 and %s/v1beta2", kind, group, group)
+	// The loader passes only the kinds it reads, in their own group.
+	_, version, _ := strings.Cut(apiVersion, "/")
+	m := apiVersionRE.FindStringSubmatch(version)
+	if m == nil {
+		return fmt.Sprintf("%s, not %s, which is no Kubernetes API version", reads, apiVersion)
+	}
+	major, _ := strconv.Atoi(m[1])
+	minor, _ := strconv.Atoi(m[3])
+	// v1 and v1beta2 are read; what sorts below v1beta2 is older.
+	older := major == 0 || (major == 1 && (m[2] == "alpha" || (m[2] == "beta" && minor < 2)))
+	if older {
+		return fmt.Sprintf("%s, not the older %s: upgrade the manifest to v1", reads, apiVersion)
+	}
+	return fmt.Sprintf("%s, not %s, which is newer than this imagebump knows: use an imagebump release that reads it, or write the object as v1 while Flux still serves that version", reads, apiVersion)
+}
+
 // decode decodes s strictly into its API version's type and converts it
 // to the current version's. ok is false when s has problems (recorded).
 func decode(s *source, p *problems) (d decoded, ok bool) {
 	v := typeFor(s.obj.APIVersion, s.obj.Kind)
 	if v == nil {
-		p.fail(s.obj, "apiVersion", s.line("apiVersion"), nil,
-			"imagebump reads %s in its current version (v1) and the previous beta (v1beta2), not %s: upgrade the manifest", s.obj.Kind, s.obj.APIVersion)
+		p.fail(s.obj, "apiVersion", s.line("apiVersion"), nil, "%s", unreadVersion(s.obj.Kind, s.obj.APIVersion))
 		return d, false
 	}
 	if !decodeStrict(s, v, p) {
