@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/gitwriter"
@@ -115,6 +117,32 @@ func CheckPullRequest(t config.Target) error {
 	}
 	_, _, err := pullRequestPlace(t)
 	return err
+}
+
+// checkEnvRefs checks that each env:VARIABLE a target's credentials name
+// is set, so that a missing one is reported with the config key that
+// names it, before the cycle starts, rather than as "environment variable
+// X is not set" from deep in a clone or a pull request.
+func checkEnvRefs(t config.Target) error {
+	var refs [][2]string
+	if a := t.Git.Auth; a != nil {
+		refs = append(refs, [2]string{"git.auth.tokenFile", a.TokenFile}, [2]string{"git.auth.usernameFile", a.UsernameFile},
+			[2]string{"git.auth.passwordFile", a.PasswordFile}, [2]string{"git.auth.sshKeyFile", a.SSHKeyFile},
+			[2]string{"git.auth.sshKeyPassphraseFile", a.SSHKeyPassphraseFile})
+	}
+	if WantsPullRequest(t) {
+		refs = append(refs, [2]string{"push.pullRequest.tokenFile", t.Push.PullRequest.TokenFile})
+	}
+	for _, r := range refs {
+		if !secretfile.IsEnv(r[1]) {
+			continue
+		}
+		name := strings.TrimPrefix(r[1], secretfile.EnvPrefix)
+		if _, ok := os.LookupEnv(name); !ok {
+			return fmt.Errorf("%s is %s, and %s is not set in imagebump's environment: set it (in a container, from a Secret), or name a file", r[0], r[1], name)
+		}
+	}
+	return nil
 }
 
 // pullRequestPlace returns the owner/repository path of the target's

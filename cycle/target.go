@@ -163,6 +163,9 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 			return fail(err)
 		}
 	}
+	if err := checkEnvRefs(t); err != nil {
+		return fail(err)
+	}
 
 	workdir := WorkdirFor(opts.Workdir, t.Name)
 	if workdir != "" {

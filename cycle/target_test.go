@@ -123,6 +123,22 @@ func TestRunTargetPullRequestCheckedFirst(t *testing.T) {
 	}
 }
 
+// TestRunTargetEnvRefUnset: a credential named env:VARIABLE that is not
+// set fails the target before the clone, naming the config key.
+func TestRunTargetEnvRefUnset(t *testing.T) {
+	text := strings.Replace(targetConfig, "URL", "http://127.0.0.1:1/acme/fleet.git", 1)
+	text = strings.Replace(text, "  branch: main\n", "  branch: main\n  auth: {tokenFile: \"env:IMAGEBUMP_TEST_UNSET_TOKEN\"}\n", 1)
+	cfg, err := config.Parse([]byte(text), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = RunTarget(context.Background(), TargetOptions{Config: cfg, Target: cfg.Targets()[0], Registry: &fakeRegistry{}, Workdir: t.TempDir()})
+	want := "git.auth.tokenFile is env:IMAGEBUMP_TEST_UNSET_TOKEN, and IMAGEBUMP_TEST_UNSET_TOKEN is not set in imagebump's environment"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("RunTarget error = %v, want %q", err, want)
+	}
+}
+
 // TestRunTargetNoMarkers checks that a target whose files hold no marker
 // asks no registry at all.
 func TestRunTargetNoMarkers(t *testing.T) {
