@@ -165,8 +165,8 @@ type Server struct {
 	loaded     time.Time
 	lastReload *ReloadStatus
 	workers    map[string]*worker
-	leaving    map[string]<-chan struct{} // removed workers whose last cycle runs
-	watch      *watchIndex                // repositories to targets, of cfg; built by watchers
+	leaving    map[string]*worker // removed workers whose last cycle runs
+	watch      *watchIndex        // repositories to targets, of cfg; built by watchers
 	running    bool
 }
 
@@ -204,7 +204,7 @@ func New(opts Options) (*Server, error) {
 		runCycle: cycle.RunTarget,
 		stopping: make(chan struct{}),
 		workers:  map[string]*worker{},
-		leaving:  map[string]<-chan struct{}{},
+		leaving:  map[string]*worker{},
 	}
 	if s.log == nil {
 		s.log = logDiscard
@@ -318,7 +318,7 @@ func (s *Server) install(cfg *config.Config, specs map[string]*spec) {
 	for name, w := range s.workers {
 		if _, ok := specs[name]; !ok {
 			delete(s.workers, name)
-			s.leaving[name] = w.done
+			s.leaving[name] = w
 			w.remove()
 		}
 	}
@@ -352,7 +352,7 @@ func (s *Server) startWorker(w *worker) {
 		w.loop()
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.leaving[w.name] == w.done {
+		if s.leaving[w.name] == w {
 			delete(s.leaving, w.name)
 		}
 		if s.workers[w.name] == nil {

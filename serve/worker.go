@@ -20,10 +20,11 @@ const maxTriggers = 10
 type worker struct {
 	s    *Server
 	name string
-	// after, when set, is the done channel of a removed worker of the same
-	// name whose last cycle still runs: this one waits for it, so that two
-	// cycles of one target never overlap.
-	after <-chan struct{}
+	// prev, when set, is a removed worker of the same name whose last
+	// cycle still runs: this one waits for it, so that two cycles of one
+	// target never overlap, and takes its history, so that the status
+	// goes on where it left off.
+	prev *worker
 
 	wake chan struct{} // cap 1: the spec changed or a trigger came
 	quit chan struct{} // closed when the target is removed
@@ -59,16 +60,33 @@ type lastCycle struct {
 	res *cycle.TargetResult
 }
 
-func newWorker(s *Server, sp *spec, after <-chan struct{}) *worker {
-	return &worker{
-		s:     s,
-		name:  sp.target.Name,
-		after: after,
-		sp:    sp,
-		wake:  make(chan struct{}, 1),
-		quit:  make(chan struct{}),
-		done:  make(chan struct{}),
+func newWorker(s *Server, sp *spec, prev *worker) *worker {
+	w := &worker{
+		s:    s,
+		name: sp.target.Name,
+		prev: prev,
+		sp:   sp,
+		wake: make(chan struct{}, 1),
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
 	}
+	if prev != nil {
+		w.inherit(prev)
+	}
+	return w
+}
+
+// inherit takes prev's history: its cycles and what they found. It is
+// taken when w is made, and again once prev's last cycle has ended.
+func (w *worker) inherit(prev *worker) {
+	prev.mu.Lock()
+	cycles, total, lastSuccess, failingSince, failures := slices.Clone(prev.cycles), prev.total, prev.lastSuccess, prev.failingSince, prev.failures
+	policies, unreferenced, markers, branch := prev.policies, prev.unreferenced, prev.markers, prev.branch
+	prev.mu.Unlock()
+	w.mu.Lock()
+	w.cycles, w.total, w.lastSuccess, w.failingSince, w.failures = cycles, total, lastSuccess, failingSince, failures
+	w.policies, w.unreferenced, w.markers, w.branch = policies, unreferenced, markers, branch
+	w.mu.Unlock()
 }
 
 func (w *worker) poke() {
@@ -135,9 +153,10 @@ func (w *worker) plan() (time.Time, string) {
 func (w *worker) loop() {
 	defer close(w.done)
 	s := w.s
-	if w.after != nil {
+	if w.prev != nil {
 		select {
-		case <-w.after:
+		case <-w.prev.done:
+			w.inherit(w.prev)
 		case <-w.quit:
 			return
 		case <-s.stopping:
@@ -356,6 +375,15 @@ func (w *worker) status() TargetStatus {
 	} else if w.tt != nil {
 		at, why := w.plan()
 		st.NextRun, st.NextReason = timePtr(at), why
+	} else if w.prev != nil {
+		// The removed worker's last cycle still runs (w.mu, then
+		// prev.mu: prev never takes w.mu).
+		w.prev.mu.Lock()
+		since := w.prev.runSince
+		w.prev.mu.Unlock()
+		if !since.IsZero() {
+			st.RunningSince = timePtr(since)
+		}
 	}
 	if !w.lastSuccess.IsZero() {
 		st.LastSuccess = timePtr(w.lastSuccess)
