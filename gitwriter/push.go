@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -90,7 +91,7 @@ func (r *Repo) push(ctx context.Context, branch string, dst plumbing.ReferenceNa
 		req.Commands = []*packp.Command{{Name: dst, Old: old, New: commit}}
 		// What the server says on the side band (a hook's reason for
 		// refusing the push, "protected branch") goes into the error.
-		var said remoteText
+		said := remoteText{secrets: &r.secrets}
 		switch {
 		case ar.Capabilities.Supports(capability.Sideband64k):
 			_ = req.Capabilities.Set(capability.Sideband64k)
@@ -177,17 +178,24 @@ func (r *Repo) isAncestor(anc, c plumbing.Hash) bool {
 	return false
 }
 
-// maxRemoteText bounds what is kept of the server's side band.
+// maxRemoteText bounds what is kept of the server's side band: its end,
+// where a refusal's reason comes.
 const maxRemoteText = 8 << 10
 
 // remoteText keeps what a server writes on the side band while a push
 // runs: git's progress, which the quiet capability turns off where it is
 // offered, and the output of its hooks, which explains a refusal.
-type remoteText struct{ b []byte }
+type remoteText struct {
+	b   []byte
+	cut bool // the start was dropped
+	// secrets are removed by value before anything is cut.
+	secrets *redact.Secrets
+}
 
 func (t *remoteText) Write(p []byte) (int, error) {
-	if room := maxRemoteText - len(t.b); room > 0 {
-		t.b = append(t.b, p[:min(len(p), room)]...)
+	t.b = append(t.b, p...)
+	if over := len(t.b) - maxRemoteText; over > 0 {
+		t.b, t.cut = t.b[over:], true
 	}
 	return len(p), nil
 }
@@ -195,35 +203,55 @@ func (t *remoteText) Write(p []byte) (int, error) {
 // progressLine matches the progress lines git servers write.
 var progressLine = regexp.MustCompile(`^(Resolving deltas|Counting objects|Compressing objects|Writing objects|Enumerating objects|Total \d+|Processing changes|Checking connectivity|Unpacking objects)\b`)
 
-// tokenRun is a run of characters that credentials are made of, long
-// enough to be one, with a letter and a digit in it.
-var tokenRun = regexp.MustCompile(`[A-Za-z0-9+=_-]{16,}`)
-
-// redactTokens replaces each word of line that holds something shaped
-// like a credential (16 or more letters, digits, +, =, _ or -, with both
-// letters and digits) with redact.Placeholder. A hook is the server's
-// code: it may print any secret the server knows, the forge's token or a
-// registry's password among them, which this package does not hold to
-// remove by value. Words of prose, branch names and short hashes stay.
+// redactTokens replaces each word of line that looks like it may be a
+// credential with redact.Placeholder. A hook is the server's code: it may
+// print any secret the server knows, the forge's token or a registry's
+// password among them, which this package does not hold to remove by
+// value. A word of 12 or more characters (quotes and brackets aside) goes
+// when it has a digit, a character other than letters and - . / :, a
+// change of case inside it, or 24 characters and no slash. Words of prose,
+// branch names, paths without digits and short hashes stay; a credential
+// of letters alone, shorter than 24 and of one case, is not caught.
 func redactTokens(line string) string {
 	words := strings.Fields(line)
 	for i, w := range words {
-		for _, run := range tokenRun.FindAllString(w, -1) {
-			if strings.ContainsAny(run, "0123456789") && strings.IndexFunc(run, unicode.IsLetter) >= 0 {
-				words[i] = redact.Placeholder
-				break
-			}
+		if credentialShaped(strings.Trim(w, `"'()[]{}<>,;`)) {
+			words[i] = redact.Placeholder
 		}
 	}
 	return strings.Join(words, " ")
 }
 
+func credentialShaped(w string) bool {
+	if utf8.RuneCountInString(w) < 12 {
+		return false
+	}
+	mixed := false
+	for i, r := range w {
+		switch {
+		case unicode.IsDigit(r):
+			return true
+		case !unicode.IsLetter(r) && !strings.ContainsRune("-./:", r):
+			return true
+		case i > 0 && unicode.IsUpper(r) && unicode.IsLower(rune(w[i-1])):
+			mixed = true
+		}
+	}
+	return mixed || len(w) >= 24 && !strings.Contains(w, "/")
+}
+
 // lines returns what the server said, without progress and blank lines,
-// and with every word shaped like a credential redacted: at most 10 lines
-// of at most 200 bytes.
+// with the secrets removed by value and every word shaped like a
+// credential redacted: at most 10 lines of at most 200 bytes.
 func (t *remoteText) lines() []string {
+	text := string(t.b)
+	if t.cut {
+		// The first line lost its start, which may hold part of a secret.
+		_, text, _ = strings.Cut(text, "\n")
+	}
+	text = t.secrets.Text(text)
 	var out []string
-	for _, l := range strings.FieldsFunc(string(t.b), func(r rune) bool { return r == '\n' || r == '\r' }) {
+	for _, l := range strings.FieldsFunc(text, func(r rune) bool { return r == '\n' || r == '\r' }) {
 		l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "remote:"))
 		if l == "" || progressLine.MatchString(l) {
 			continue
@@ -232,18 +260,32 @@ func (t *remoteText) lines() []string {
 		if len(l) > 200 {
 			l = strings.ToValidUTF8(l[:200], "") + "..."
 		}
-		if out = append(out, l); len(out) == 10 {
-			break
-		}
+		out = append(out, l)
 	}
-	return out
+	// The end says why.
+	return out[max(0, len(out)-10):]
 }
 
-// wrap adds what the server said to err, a failed push.
+// wrap adds what the server said to err, a failed push. A server's error
+// on the side band's error channel, which go-git puts in err itself
+// ("unexpected error: ..."), gets its credential-shaped words redacted too.
 func (t *remoteText) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	if strings.Contains(err.Error(), "unexpected error: ") {
+		err = &serverError{err: err}
+	}
 	lines := t.lines()
-	if err == nil || len(lines) == 0 {
+	if len(lines) == 0 {
 		return err
 	}
 	return fmt.Errorf("%w; the server said: %s", err, strings.Join(lines, " / "))
 }
+
+// serverError is an error holding text a server wrote, shown with its
+// credential-shaped words redacted.
+type serverError struct{ err error }
+
+func (e *serverError) Error() string { return redactTokens(e.err.Error()) }
+func (e *serverError) Unwrap() error { return e.err }

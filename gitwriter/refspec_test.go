@@ -2,12 +2,14 @@ package gitwriter
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/imagebump/imagebump/internal/redact"
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
 )
 
@@ -210,20 +212,53 @@ func TestPushRefusalSaysWhy(t *testing.T) {
 	}
 }
 
-// TestRedactTokens: words shaped like credentials go, prose, paths,
-// branch names and short hashes stay.
+// TestRedactTokens: words shaped like credentials go (those a review
+// found kept by a first version among them), prose, paths, branch names
+// and short hashes stay.
 func TestRedactTokens(t *testing.T) {
 	for in, want := range map[string]string{
-		"Protected branch update failed for refs/heads/main.":           "Protected branch update failed for refs/heads/main.",
-		"commit 1a2b3c4d lacks a sign-off":                              "commit 1a2b3c4d lacks a sign-off",
-		"edit clusters/prod/app-v2.yaml by hand":                        "edit clusters/prod/app-v2.yaml by hand",
-		"denied: pw-580dc187b47dacad4368a24a":                           "denied: REDACTED",
-		"denied: dXNlcjpTRUtSSVQtcGFzc3dvcmQtMTIz":                      "denied: REDACTED",
-		`token="glpat-AbCdEf0123456789xyz" refused`:                     "REDACTED refused",
-		"commit 0123456789abcdef0123456789abcdef01234567 is not signed": "commit REDACTED is not signed",
+		"Protected branch update failed for refs/heads/main.":                            "Protected branch update failed for refs/heads/main.",
+		"commit 1a2b3c4d lacks a sign-off":                                               "commit 1a2b3c4d lacks a sign-off",
+		"edit clusters/prod/app.yaml by hand, see https://gitlab.example.com/acme/fleet": "edit clusters/prod/app.yaml by hand, see https://gitlab.example.com/acme/fleet",
+		"GitLab: You are not allowed to push code to protected branches":                 "GitLab: You are not allowed to push code to protected branches",
+		"denied: pw-580dc187b47dacad4368a24a":                                            "denied: REDACTED",
+		"denied: dXNlcjpTRUtSSVQtcGFzc3dvcmQtMTIz":                                       "denied: REDACTED",
+		`token="glpat-AbCdEf0123456789xyz" refused`:                                      "REDACTED refused",
+		"commit 0123456789abcdef0123456789abcdef01234567 is not signed":                  "commit REDACTED is not signed",
+		"key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY":                                   "key REDACTED",
+		"password P@ssw0rd!2024#secret":                                                  "password REDACTED",
+		"token=correcthorsebatterystaple":                                                "REDACTED",
+		"glpat-ABCDEFGHIJKLMNOPQRST refused":                                             "REDACTED refused",
+		"token AbCdEfGhIjKlMnO":                                                          "token REDACTED",
+		"see https://user:pw@git.example.com/x":                                          "see REDACTED",
 	} {
 		if got := redactTokens(in); got != want {
 			t.Errorf("redactTokens(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestRemoteTextCuts: what the server said is cleaned of the known
+// secrets before it is cut, a line cut at its start is dropped, and the
+// last lines (where a refusal's reason comes) are kept.
+func TestRemoteTextCuts(t *testing.T) {
+	var secrets redact.Secrets
+	// Not shaped like a credential: only its value can remove it.
+	const pass = "my-long-pass-words"
+	secrets.Set("git password", pass)
+	said := remoteText{secrets: &secrets}
+	fmt.Fprintf(&said, "remote: %sthe password is %s\n", strings.Repeat("aa ", 60), pass)
+	if got := strings.Join(said.lines(), "/"); strings.Contains(got, "my-l") || !strings.Contains(got, "the password is REDA") {
+		t.Errorf("a line cut at 200 bytes: %q; want the password removed whole before the cut", got)
+	}
+	said = remoteText{secrets: &secrets}
+	fmt.Fprintf(&said, "start of %s\n", pass)
+	for i := range 2000 {
+		fmt.Fprintf(&said, "remote: progress line %d\n", i)
+	}
+	fmt.Fprint(&said, "remote: denied: branch main is protected\n")
+	lines := said.lines()
+	if !said.cut || len(lines) != 10 || lines[9] != "denied: branch main is protected" {
+		t.Errorf("lines after a flood: cut %v, %d lines, last %q; want the last 10, ending with the refusal", said.cut, len(lines), lines[len(lines)-1])
 	}
 }
