@@ -676,6 +676,15 @@ func lockRef(fs billy.Filesystem, name plumbing.ReferenceName) (*refLock, error)
 		l.release()
 		return nil, fmt.Errorf("locking %s: %w", name, err)
 	}
+	// A folder made for the ref (refs/heads/imagebump/) gets its parent's
+	// permissions, as git gives it: in a repository shared with its group
+	// the group may then update and delete the branch.
+	for i := len(l.made) - 1; i >= 0; i-- {
+		dir := filepath.Join(fs.Root(), filepath.FromSlash(l.made[i]))
+		if parent, err := os.Stat(filepath.Dir(dir)); err == nil {
+			_ = os.Chmod(dir, parent.Mode()&(os.ModePerm|os.ModeSetgid))
+		}
+	}
 	f, err := fs.OpenFile(l.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
 		l.release()

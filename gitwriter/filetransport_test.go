@@ -470,6 +470,17 @@ func TestFilePushShares(t *testing.T) {
 			if _, err := r.Update(t.Context(), Update{Commit: author}, edit); err != nil {
 				t.Fatal(err)
 			}
+			// A push branch in a folder of its own: the folder is made
+			// as its parent is, and the ref as the folder gives.
+			if _, err := r.Update(t.Context(), Update{Commit: author, PushBranch: "imagebump/apps"}, setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.2.0\n"}, "Bump app", nil)); err != nil {
+				t.Fatal(err)
+			}
+			if fi, err := os.Stat(filepath.Join(bare, "refs", "heads", "imagebump")); err != nil || fi.Mode()&(os.ModePerm|os.ModeSetgid) != tt.dirMode&(os.ModePerm|os.ModeSetgid) {
+				t.Errorf("refs/heads/imagebump: mode %v (%v), want %v", fi.Mode(), err, tt.dirMode)
+			}
+			if fi, err := os.Stat(filepath.Join(bare, "refs", "heads", "imagebump", "apps")); err != nil || fi.Mode().Perm() != tt.wantRef {
+				t.Errorf("refs/heads/imagebump/apps: mode %v (%v), want %v", fi.Mode().Perm(), err, tt.wantRef)
+			}
 			after, _ := filepath.Glob(filepath.Join(bare, "objects", "pack", "pack-*"))
 			var pushed int
 			for _, p := range after {
