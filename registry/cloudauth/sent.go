@@ -61,20 +61,26 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 		return t.next.RoundTrip(req)
 	}
 	body, err := io.ReadAll(io.LimitReader(req.Body, maxFormBody+1))
-	req.Body.Close()
 	if err != nil {
+		req.Body.Close()
 		return nil, err
 	}
-	if len(body) <= maxFormBody {
-		if form, err := url.ParseQuery(string(body)); err == nil {
-			for _, f := range sentFields {
-				t.remember("sent "+f, form.Get(f))
-			}
+	// The transport must not change the caller's request: send a copy.
+	r := req.Clone(req.Context())
+	if len(body) > maxFormBody {
+		// Not a token request: send it whole, read no further.
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), req.Body), req.Body}
+		return t.next.RoundTrip(r)
+	}
+	req.Body.Close()
+	if form, err := url.ParseQuery(string(body)); err == nil {
+		for _, f := range sentFields {
+			t.remember("sent "+f, form.Get(f))
 		}
 	}
-	// The transport must not change the caller's request: send a copy
-	// whose body is what was read.
-	r := req.Clone(req.Context())
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	r.ContentLength = int64(len(body))
