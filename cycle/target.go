@@ -325,6 +325,14 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 			res.prDone = true
 			return res, nil
 		}
+		if len(res.Report.Changes) == 0 && !res.Report.Failed() && !res.Report.holdsMarked() {
+			// The pull request may be closed as proposing nothing, which
+			// would drop a person's commit on its branch as a push would.
+			c, _ := commitSettings(t)
+			if err := repo.CheckPushBranch(ctx, t.Push.Branch, c.AuthorEmail); err != nil {
+				return fail(err)
+			}
+		}
 		pr, err := pullRequestFor(ctx, opts, res.Branch, res.Report, res.Repository, true)
 		if err != nil {
 			return fail(err)

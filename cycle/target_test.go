@@ -2,6 +2,7 @@ package cycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/gitwriter"
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
 	"github.com/imagebump/imagebump/pullrequest"
 )
@@ -353,5 +355,44 @@ func TestRunTargetPullRequestKeptWhileHeld(t *testing.T) {
 	writes = len(forge.writes)
 	if res := cycle(apiHeld); res.PullRequest == nil || res.PullRequest.Outcome != pullrequest.Closed || !slices.Contains(forge.writes[writes:], "close") {
 		t.Errorf("cycle with nothing to propose and an idle hold: pull request %+v, forge writes %v; want it closed", res.PullRequest, forge.writes[writes:])
+	}
+}
+
+// TestRunTargetStaleCloseKeepsForeignBranch: when git.branch got the bumps
+// another way, the pull request proposes nothing and is closed; but not
+// when a person pushed to its branch: that target fails, naming the
+// commit, and the pull request stays open.
+func TestRunTargetStaleCloseKeepsForeignBranch(t *testing.T) {
+	bare := testgit.NewBare(t, targetFiles)
+	text := strings.Replace(targetConfig, "URL", "https://forge.invalid/acme/fleet.git", 1) +
+		"push:\n  branch: imagebump/main\n  pullRequest: {provider: gitea, tokenFile: /nonexistent}\n"
+	cfg, err := config.Parse([]byte(text), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := cfg.Targets()[0]
+	g := *target.Git
+	g.URL = "file://" + bare // the forge is faked; the remote is local
+	target.Git = &g
+	forge := &recordingForge{}
+	reg := &fakeRegistry{tags: map[string][]string{"reg.example/web": {"1.2.0"}, "reg.example/api": {"1.1.0"}}}
+	opts := TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: t.TempDir(),
+		PullRequests: func(config.Target) (pullrequest.Provider, error) { return forge, nil }}
+	if res, err := RunTarget(context.Background(), opts); err != nil || res.PullRequest == nil || res.PullRequest.Outcome != pullrequest.Opened {
+		t.Fatalf("first cycle: %+v, %v", res, err)
+	}
+	testgit.Commit(t, bare, "main", map[string]string{
+		"web.yaml": strings.Replace(targetFiles["web.yaml"], "1.0.0", "1.2.0", 1),
+		"api.yaml": strings.Replace(targetFiles["api.yaml"], "1.0.0", "1.1.0", 1),
+	}, nil, "bumped by hand")
+	fix := testgit.CommitAs(t, bare, "imagebump/main", "Jane", "jane@example.invalid", map[string]string{"notes.txt": "review\n"}, nil, "review: a note")
+	writes := len(forge.writes)
+	_, err = RunTarget(context.Background(), opts)
+	var fe *gitwriter.ForeignCommitError
+	if !errors.As(err, &fe) || fe.Commit != fix[:12] {
+		t.Fatalf("cycle with nothing to propose and a person's commit on the branch: %v; want a *ForeignCommitError for %s", err, fix)
+	}
+	if slices.Contains(forge.writes[writes:], "close") {
+		t.Errorf("the pull request was closed over a person's commit: forge writes %v", forge.writes[writes:])
 	}
 }

@@ -40,7 +40,7 @@ type ForeignCommitError struct {
 // Error names the commit and says what to do.
 func (e *ForeignCommitError) Error() string {
 	return fmt.Sprintf("not pushed: %s branch %q ends in commit %s (%q), which imagebump did not make (%s); "+
-		"imagebump rebuilds its push branch on every bump, which would drop that commit, so it leaves the branch as it is. "+
+		"imagebump rebuilds its push branch on every bump, which would drop that commit, so it leaves the branch and its pull request as they are. "+
 		"Merge or close the branch's pull request and delete the branch (the next cycle makes it again), "+
 		"or give push.branch a name that only imagebump pushes to",
 		e.Remote, e.Branch, e.Commit, e.Subject, e.Why)

@@ -510,6 +510,33 @@ func (r *Repo) mayBeRace(ctx context.Context, err error) bool {
 	return !errors.As(err, &ae) && !errors.As(err, &hk)
 }
 
+// CheckPushBranch returns a *ForeignCommitError when the remote's branch
+// ends in a commit imagebump did not make (see ownCommit; email is
+// commit.author's), and nil when it ends in one imagebump made or does not
+// exist. A caller about to act on that branch's pull request without
+// pushing (closing it as proposing nothing) asks first, as a push does.
+func (r *Repo) CheckPushBranch(ctx context.Context, branch, email string) error {
+	if r.repo == nil {
+		return errors.New("checking the push branch: the working copy is not open")
+	}
+	remote, err := r.repo.Remote(remoteName)
+	if err != nil {
+		return err
+	}
+	h, err := r.remoteBranch(ctx, remote, branch)
+	if err != nil || h.IsZero() {
+		return err
+	}
+	c, err := r.repo.CommitObject(h)
+	if err != nil {
+		return fmt.Errorf("reading the commit of %s branch %q: %w", r.remote, branch, err)
+	}
+	if why := ownCommit(c, invalidSignatureChars.Replace(email)); why != "" {
+		return &ForeignCommitError{Remote: r.remote, Branch: branch, Commit: shortHash(h), Why: why, Subject: subject(c.Message)}
+	}
+	return nil
+}
+
 // ownCommit says why c is not a commit imagebump makes on its push
 // branch, or "" when it is one: a single commit on a base, authored and
 // committed by email. A person's commit, a rebase by a person or a forge
