@@ -175,6 +175,9 @@ type mapper struct {
 	hosts     map[string]*hostSettings
 	// byNamespace lists the image names (NAMESPACE:NAME) of each namespace.
 	byNamespace map[string][]*ImagePolicy
+	// pushers holds, by GitRepository and push branch, the automation
+	// that pushes there.
+	pushers map[string]*ImageUpdateAutomation
 }
 
 // hostSettings are a registry's settings, and the repository that set
@@ -648,6 +651,19 @@ func (m *mapper) target(a *ImageUpdateAutomation) (config.Target, bool) {
 	}
 	t.Commit = commit
 	t.Push = m.push(a, t.Git.Branch)
+	if t.Push != nil && t.Push.Branch != "" {
+		k := sourceKey(a) + "\x00" + t.Push.Branch
+		if other, ok := m.pushers[k]; ok {
+			m.p.fail(a.Object, "spec.git.push.branch", src.line("spec.git.push.branch"), nil,
+				"%q is also the push branch of %s (%s) on GitRepository %s: imagebump rebuilds its push branch from the checkout branch at each bump with one automation's updates, so each would drop the other's (Flux adds commits on top instead); give each automation a push branch of its own",
+				t.Push.Branch, other.Object.Ref(), other.Object.Pos(), sourceKey(a))
+			return t, false
+		}
+		if m.pushers == nil {
+			m.pushers = map[string]*ImageUpdateAutomation{}
+		}
+		m.pushers[k] = a
+	}
 	return t, true
 }
 
