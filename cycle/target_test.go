@@ -212,11 +212,13 @@ func (f *recordingForge) Close(context.Context, int) error {
 	return nil
 }
 
-// TestRunTargetPullRequestHeldWhileAPolicyFails checks the push.branch
-// mode with a pull request: the first cycle opens it, a cycle with a failing
-// registry holds the branch and the pull request as they are, and a cycle
-// with nothing new makes no write call.
-func TestRunTargetPullRequestHeldWhileAPolicyFails(t *testing.T) {
+// pullRequestTarget returns the config of a target that opens pull
+// requests from imagebump/main, the target, and the bare repository it
+// clones. A file:// remote has no forge, so the config names an https
+// one; the cycle clones the local bare repository instead and the forge
+// is faked.
+func pullRequestTarget(t *testing.T) (*config.Config, config.Target, string) {
+	t.Helper()
 	bare := testgit.NewBare(t, targetFiles)
 	text := strings.Replace(targetConfig, "URL", "https://forge.invalid/acme/fleet.git", 1) +
 		"push:\n  branch: imagebump/main\n  pullRequest: {provider: gitea, tokenFile: /nonexistent}\n"
@@ -224,12 +226,19 @@ func TestRunTargetPullRequestHeldWhileAPolicyFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A file:// remote has no forge, so the config names an https one; the
-	// cycle clones the local bare repository instead and the forge is faked.
 	target := cfg.Targets()[0]
 	g := *target.Git
 	g.URL = "file://" + bare
 	target.Git = &g
+	return cfg, target, bare
+}
+
+// TestRunTargetPullRequestHeldWhileAPolicyFails checks the push.branch
+// mode with a pull request: the first cycle opens it, a cycle with a failing
+// registry holds the branch and the pull request as they are, and a cycle
+// with nothing new makes no write call.
+func TestRunTargetPullRequestHeldWhileAPolicyFails(t *testing.T) {
+	cfg, target, bare := pullRequestTarget(t)
 	forge := &recordingForge{}
 	reg := &fakeRegistry{tags: map[string][]string{
 		"reg.example/web": {"1.2.0"},
@@ -363,17 +372,7 @@ func TestRunTargetPullRequestKeptWhileHeld(t *testing.T) {
 // when a person pushed to its branch: that target fails, naming the
 // commit, and the pull request stays open.
 func TestRunTargetStaleCloseKeepsForeignBranch(t *testing.T) {
-	bare := testgit.NewBare(t, targetFiles)
-	text := strings.Replace(targetConfig, "URL", "https://forge.invalid/acme/fleet.git", 1) +
-		"push:\n  branch: imagebump/main\n  pullRequest: {provider: gitea, tokenFile: /nonexistent}\n"
-	cfg, err := config.Parse([]byte(text), "imagebump.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := cfg.Targets()[0]
-	g := *target.Git
-	g.URL = "file://" + bare // the forge is faked; the remote is local
-	target.Git = &g
+	cfg, target, bare := pullRequestTarget(t)
 	forge := &recordingForge{}
 	reg := &fakeRegistry{tags: map[string][]string{"reg.example/web": {"1.2.0"}, "reg.example/api": {"1.1.0"}}}
 	opts := TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: t.TempDir(),
@@ -387,7 +386,7 @@ func TestRunTargetStaleCloseKeepsForeignBranch(t *testing.T) {
 	}, nil, "bumped by hand")
 	fix := testgit.CommitAs(t, bare, "imagebump/main", "Jane", "jane@example.invalid", map[string]string{"notes.txt": "review\n"}, nil, "review: a note")
 	writes := len(forge.writes)
-	_, err = RunTarget(context.Background(), opts)
+	_, err := RunTarget(context.Background(), opts)
 	var fe *gitwriter.ForeignCommitError
 	if !errors.As(err, &fe) || fe.Commit != fix[:12] {
 		t.Fatalf("cycle with nothing to propose and a person's commit on the branch: %v; want a *ForeignCommitError for %s", err, fix)
