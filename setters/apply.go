@@ -608,6 +608,7 @@ func (w *walker) path(p string) {
 		if errors.Is(err, fs.ErrNotExist) {
 			err = errNotExist
 		}
+		err = withoutPath(err)
 		w.run.problem(Problem{File: display, Err: err})
 		return
 	}
@@ -814,4 +815,16 @@ func maxFileSize(opts Options) int64 {
 		return 0
 	}
 	return opts.MaxFileSize
+}
+
+// withoutPath returns the cause of a file system error on a Paths entry
+// without the absolute path it names ("lstat /WORKDIR/apps/x: permission
+// denied"): the problem names the entry, relative to the root, and the
+// working copy's folder is one the user never chose.
+func withoutPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

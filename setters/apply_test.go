@@ -196,7 +196,7 @@ func TestApplyPaths(t *testing.T) {
 	})
 	res, err := Apply(context.Background(), Options{
 		Root:   dir,
-		Paths:  []string{"prod", "prod/sub", "single.yaml", "notes.txt", "../outside", "/etc", "missing", ".git"},
+		Paths:  []string{"prod", "prod/sub", "single.yaml", "notes.txt", "../outside", "/etc", "missing", ".git", "single.yaml/x"},
 		Images: testImages,
 	})
 	if err != nil {
@@ -210,6 +210,8 @@ func TestApplyPaths(t *testing.T) {
 		".git: the path is inside .git; not scanned",
 		"/etc: the path leads outside the repository root; not scanned",
 		"missing: the path does not exist",
+		// The operating system's error, without the root's absolute path.
+		"single.yaml/x: not a directory",
 	}
 	if diff := cmp.Diff(problemLines(res.Problems), wantProblems); diff != "" {
 		t.Errorf("problems (-got +want):\n%s", diff)

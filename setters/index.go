@@ -782,6 +782,7 @@ func checkPaths(root string, paths []string) (unsupported string, problems []Pro
 			if errors.Is(err, fs.ErrNotExist) {
 				err = errNotExist
 			}
+			err = withoutPath(err)
 			problems = append(problems, Problem{File: display, Err: err})
 			continue
 		}
