@@ -313,7 +313,10 @@ func TestServeSlowTargetDoesNotDelayOthers(t *testing.T) {
 	f := newFake(t, Options{Config: mustConfig(t, "1m", "1m"), MaxJitter: -1})
 	release := f.holdTarget("a")
 	f.start()
-	// Without jitter both start at once; a is held.
+	// Without jitter both start at once; a is held. The clock moves only
+	// once a's cycle runs: a worker between its timer and its slot would
+	// start at the moved time.
+	waitFor(t, func() bool { return f.runner.isRunning("a") }, "a's first cycle")
 	for range 2 {
 		f.clock.WaitTimers(t, 1) // b waits
 		f.clock.AdvanceToNext(t)
