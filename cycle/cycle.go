@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/imagebump/imagebump/config"
@@ -303,7 +300,6 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	hintUnknown(opts.Config, res.Problems)
-	explainPaths(opts.Root, res.Problems)
 	if opts.Index != nil {
 		logger.Debug("scanned the markers", "files", res.FilesScanned, "read", res.FilesRead, "from_index", res.FilesCached)
 	}
@@ -540,29 +536,6 @@ func hintUnknown(cfg *config.Config, problems []setters.Problem) {
 			}
 		}
 		up.Hint = flux.SuggestPolicy(up.Policy, names)
-	}
-}
-
-// explainPaths rewrites the problem of a Paths entry that runs through a
-// file (apps/app.yaml/x): the setters report the operating system's
-// "lstat /ROOT/apps/app.yaml/x: not a directory", which names the working
-// copy, a folder the user never chose, and not the part at fault. The new
-// text names the file, relative to the repository root as the path is.
-func explainPaths(root string, problems []setters.Problem) {
-	for i := range problems {
-		p := &problems[i]
-		if p.Line != 0 || !errors.Is(p.Err, syscall.ENOTDIR) {
-			continue
-		}
-		p.Err = errors.New("a part of the path is a file, not a folder: a path is a folder or a file relative to the repository root")
-		parts := strings.Split(p.File, "/")
-		for j := 1; j < len(parts); j++ {
-			prefix := strings.Join(parts[:j], "/")
-			if fi, err := os.Stat(filepath.Join(root, filepath.FromSlash(prefix))); err == nil && !fi.IsDir() {
-				p.Err = fmt.Errorf("%s is a file, not a folder: give the file itself, or a folder", prefix)
-				break
-			}
-		}
 	}
 }
 

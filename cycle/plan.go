@@ -158,6 +158,5 @@ func Validate(ctx context.Context, cfg *config.Config, t *config.Target, root st
 		return nil, err
 	}
 	hintUnknown(cfg, res.Problems)
-	explainPaths(root, res.Problems)
 	return res, nil
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -605,11 +606,7 @@ func (w *walker) path(p string) {
 	abs := filepath.Join(w.root, clean)
 	fi, err := os.Lstat(abs)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			err = errNotExist
-		}
-		err = withoutPath(err)
-		w.run.problem(Problem{File: display, Err: err})
+		w.run.problem(Problem{File: display, Err: entryError(w.root, display, err)})
 		return
 	}
 	if abs != w.root {
@@ -817,14 +814,28 @@ func maxFileSize(opts Options) int64 {
 	return opts.MaxFileSize
 }
 
-// withoutPath returns the cause of a file system error on a Paths entry
-// without the absolute path it names ("lstat /WORKDIR/apps/x: permission
-// denied"): the problem names the entry, relative to the root, and the
-// working copy's folder is one the user never chose.
-func withoutPath(err error) error {
+// entryError says why a Paths entry (display, relative to root) cannot be
+// read, from the file system's error on it, without the absolute path that
+// error names ("lstat /WORKDIR/apps/x: ..."; see pathError): the working
+// copy's folder is one the user never chose. An entry that runs through a
+// file (apps/app.yaml/x) names that file.
+func entryError(root, display string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errNotExist
+	case errors.Is(err, syscall.ENOTDIR):
+		parts := strings.Split(display, "/")
+		for j := 1; j < len(parts); j++ {
+			prefix := strings.Join(parts[:j], "/")
+			if fi, err := os.Stat(filepath.Join(root, filepath.FromSlash(prefix))); err == nil && !fi.IsDir() {
+				return fmt.Errorf("%s is a file, not a folder: give the file itself, or a folder", prefix)
+			}
+		}
+		return errors.New("a part of the path is a file, not a folder: a path is a folder or a file relative to the repository root")
+	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		return pe.Err
+		return &pathError{op: pe.Op, err: pe.Err}
 	}
 	return err
 }

@@ -210,8 +210,8 @@ func TestApplyPaths(t *testing.T) {
 		".git: the path is inside .git; not scanned",
 		"/etc: the path leads outside the repository root; not scanned",
 		"missing: the path does not exist",
-		// The operating system's error, without the root's absolute path.
-		"single.yaml/x: not a directory",
+		// Named by the file on the way, without the root's absolute path.
+		"single.yaml/x: single.yaml is a file, not a folder: give the file itself, or a folder",
 	}
 	if diff := cmp.Diff(problemLines(res.Problems), wantProblems); diff != "" {
 		t.Errorf("problems (-got +want):\n%s", diff)

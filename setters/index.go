@@ -779,11 +779,7 @@ func checkPaths(root string, paths []string) (unsupported string, problems []Pro
 		abs := filepath.Join(root, clean)
 		fi, err := os.Lstat(abs)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				err = errNotExist
-			}
-			err = withoutPath(err)
-			problems = append(problems, Problem{File: display, Err: err})
+			problems = append(problems, Problem{File: display, Err: entryError(root, display, err)})
 			continue
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
