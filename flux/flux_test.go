@@ -408,16 +408,11 @@ spec:
   policy: {semver: {range: ">=1"}}
 ` + extra
 	}
-	auto := func(extra string) string {
+	automation := func(name, extra string) string {
 		return `---
-apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: fleet, namespace: apps}
-spec: {url: "https://git.example.com/fleet.git", interval: 1m, ref: {branch: main}}
----
 apiVersion: image.toolkit.fluxcd.io/v1
 kind: ImageUpdateAutomation
-metadata: {name: auto, namespace: apps}
+metadata: {name: ` + name + `, namespace: apps}
 spec:
   interval: 5m
   sourceRef: {kind: GitRepository, name: fleet}
@@ -425,6 +420,14 @@ spec:
     commit:
       author: {email: bot@example.com}
 ` + extra
+	}
+	auto := func(extra string) string {
+		return `---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: fleet, namespace: apps}
+spec: {url: "https://git.example.com/fleet.git", interval: 1m, ref: {branch: main}}
+` + automation("auto", extra)
 	}
 	tests := []struct {
 		name, text, want string
@@ -459,18 +462,7 @@ spec:
 			`f.yaml:26: ImageUpdateAutomation apps/auto: spec.sourceRef: GitRepository apps/flet is not among the objects read (did you mean "apps/fleet"?)`},
 		{"automation without sourceRef", repoYAML + policy("") + strings.Replace(auto(""), "  sourceRef: {kind: GitRepository, name: fleet}\n", "", 1),
 			`f.yaml:24: ImageUpdateAutomation apps/auto: spec.sourceRef.name: missing: it names the GitRepository to update`},
-		{"two automations pushing one branch", repoYAML + policy("") + auto("    push: {branch: auto}\n") + `---
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImageUpdateAutomation
-metadata: {name: auto2, namespace: apps}
-spec:
-  interval: 5m
-  sourceRef: {kind: GitRepository, name: fleet}
-  git:
-    commit:
-      author: {email: bot@example.com}
-    push: {branch: auto}
-`, `f.yaml:41: ImageUpdateAutomation apps/auto2: spec.git.push.branch: "auto" is also the push branch of ImageUpdateAutomation apps/auto (f.yaml:21) on GitRepository apps/fleet: imagebump rebuilds its push branch`},
+		{"two automations pushing one branch", repoYAML + policy("") + auto("    push: {branch: auto}\n") + automation("auto2", "    push: {branch: auto}\n"), `f.yaml:41: ImageUpdateAutomation apps/auto2: spec.git.push.branch: "auto" is also the push branch of ImageUpdateAutomation apps/auto (f.yaml:21) on GitRepository apps/fleet: imagebump rebuilds its push branch`},
 		{"ssh without secret", repoYAML + policy("") + strings.Replace(auto(""), "https://git.example.com", "ssh://git@git.example.com", 1),
 			`f.yaml:19: GitRepository apps/fleet: spec.url: an ssh URL needs a secretRef with identity and known_hosts`},
 	}
