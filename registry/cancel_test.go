@@ -80,7 +80,8 @@ func TestCancelStopsWaits(t *testing.T) {
 		{
 			name: "retry-after",
 			wrap: newFaults(&rule{name: "r", path: "/acme/", action: status(429, map[string]string{"Retry-After": "60"}, "")}).wrap,
-			opts: func(string) Options { return Options{MaxBackoff: time.Minute} },
+			// A timeout longer than the Retry-After: the cycle waits it.
+			opts: func(string) Options { return Options{MaxBackoff: time.Minute, Timeout: 2 * time.Minute} },
 		},
 		{
 			name: "rate limit",

@@ -206,6 +206,14 @@ func (c *Client) retry(ctx context.Context, h *host, b *breaker, what string, fn
 		if errors.As(err, &na) && !b.missed(sent, delay, last, err) {
 			return n, err
 		}
+		if v.kind == KindRateLimited || h.rt.pauseLeft() > 0 {
+			if ok, notWaited := b.limited(delay, last, err); !ok {
+				if notWaited != nil {
+					return n, notWaited
+				}
+				return n, err
+			}
+		}
 		if last {
 			return n, err
 		}

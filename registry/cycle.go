@@ -53,15 +53,25 @@ func (y *Cycle) breaker(h *host) *breaker {
 // has answered earlier in the cycle is not judged on one slow request: its
 // requests get all their retries, and it is held down only once one of
 // them has used them all. Errors that come with an answer (HTTP statuses,
-// bad bodies, TLS refusals) never hold a host down.
+// bad bodies, TLS refusals) never hold a host down, with one exception:
+// a host that asks to be left alone.
+//
+// A host that answers 429, or sends a Retry-After, is waited for as it
+// asks only within one timeout of its first such answer in the cycle. A
+// wait that would end later is not waited: the host is held down, its
+// remaining repositories fail at once, and the next cycle tries again.
+// So a registry that rate-limits costs the other registries' bumps about
+// one timeout, as one that is down does, where waiting out every
+// Retry-After of every repository would hold them back for minutes.
 type breaker struct {
 	host   string
 	budget time.Duration // the host's timeout
 
-	mu        sync.Mutex
-	alive     bool      // the host answered a request in this cycle
-	firstMiss time.Time // when the first unanswered request was sent; zero: none pending
-	down      error     // set: every request fails with it
+	mu         sync.Mutex
+	alive      bool      // the host answered a request in this cycle
+	firstMiss  time.Time // when the first unanswered request was sent; zero: none pending
+	firstLimit time.Time // when the host first asked to wait in this cycle; zero: never
+	down       error     // set: every request fails with it
 }
 
 // check returns the error requests to a host held down fail with, or nil.
@@ -109,18 +119,99 @@ func (b *breaker) missed(sent time.Time, delay time.Duration, last bool, err err
 	return false
 }
 
+// limited records that a request's failure, err, came with a request to
+// wait delay before the next, and reports whether the request may be
+// retried after delay; last says it has no retries left. When it may
+// not, the host is held down, and notWaited is the error to report
+// instead of err, or nil when err says enough (no retries were left, or
+// another request put the host down first).
+func (b *breaker) limited(delay time.Duration, last bool, err error) (ok bool, notWaited error) {
+	if b == nil {
+		return !last, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.down != nil {
+		return false, nil
+	}
+	if b.firstLimit.IsZero() {
+		b.firstLimit = time.Now()
+	}
+	if last {
+		b.down = &hostDownError{host: b.host, err: err, limited: true}
+		return false, nil
+	}
+	if left := b.budget - time.Since(b.firstLimit); delay >= left {
+		nw := &notWaitedError{host: b.host, wait: delay, budget: b.budget, err: err}
+		b.down = &hostDownError{host: b.host, err: nw, limited: true}
+		return false, nw
+	}
+	return true, nil
+}
+
+// pause reports whether a request may wait d for the host's Retry-After
+// pause to end, as limited does; when it may not, it returns the error
+// the request fails with, unsent.
+func (b *breaker) pause(d time.Duration) error {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.down != nil {
+		return b.down
+	}
+	if b.firstLimit.IsZero() {
+		b.firstLimit = time.Now()
+	}
+	if left := b.budget - time.Since(b.firstLimit); d >= left {
+		b.down = &hostDownError{host: b.host, err: &notWaitedError{host: b.host, wait: d, budget: b.budget}, limited: true}
+		return b.down
+	}
+	return nil
+}
+
 // hostDownError is what requests to a host held down fail with: the error
-// that put it down, unsent.
+// that put it down, unsent. limited: the host asked to be left alone,
+// rather than stopped answering.
 type hostDownError struct {
-	host string
-	err  error
+	host    string
+	err     error
+	limited bool
 }
 
 func (e *hostDownError) Error() string {
+	if e.limited {
+		return fmt.Sprintf("not tried: %s asked earlier in this cycle to be left alone: %v", e.host, e.err)
+	}
 	return fmt.Sprintf("not tried: %s stopped answering earlier in this cycle: %v", e.host, e.err)
 }
 
 func (e *hostDownError) Unwrap() error { return e.err }
+
+// notWaitedError is a host's request to wait (a Retry-After, or the
+// pause it set) that reached past what a cycle waits for one host: the
+// wait, err the answer that asked for it (nil: an earlier answer did).
+type notWaitedError struct {
+	host   string
+	wait   time.Duration
+	budget time.Duration
+	err    error
+}
+
+func (e *notWaitedError) Error() string {
+	wait := e.wait.Round(time.Millisecond)
+	if e.wait >= time.Second {
+		wait = e.wait.Round(time.Second)
+	}
+	s := fmt.Sprintf("%s asked to wait %v (Retry-After), longer than a cycle waits for one registry (%v, its registries[].timeout): left to the next cycle, so that other registries' bumps go ahead", e.host, wait, e.budget)
+	if e.err != nil {
+		s += ": " + e.err.Error()
+	}
+	return s
+}
+
+func (e *notWaitedError) Unwrap() error { return e.err }
 
 // noAnswerError marks a request that got no response at all: the
 // connection failed or no response came within the timeout.

@@ -56,8 +56,11 @@
 // timeouts, on connection errors and on truncated bodies, with exponential
 // backoff and full jitter (within what the Cycle allows a host that does
 // not answer); a Retry-After header (seconds or HTTP date, capped at
-// Options.MaxBackoff) replaces the backoff. Other failures, such as 401,
-// 403, 404 or malformed JSON, are not retried.
+// Options.MaxBackoff) replaces the backoff. A host that rate-limits is
+// waited for only within one Timeout of its first 429 or Retry-After in
+// a Cycle, and held down once a wait would reach past that, or one
+// request has used its retries on 429s (see Cycle). Other failures, such
+// as 401, 403, 404 or malformed JSON, are not retried.
 //
 // # Caps
 //

@@ -440,7 +440,10 @@ func classify(parent context.Context, err error) verdict {
 		realm *realmError
 		cloud *cloudauth.Error
 	)
+	var notWaited *notWaitedError
 	switch {
+	case errors.As(err, &notWaited) && notWaited.err == nil:
+		return verdict{kind: KindRateLimited}
 	case errors.As(err, &cloud):
 		return verdict{kind: KindAuth}
 	case errors.As(err, &limit):

@@ -420,3 +420,98 @@ func TestTokenFetchRetried(t *testing.T) {
 		t.Errorf("%d token requests, want 2", got)
 	}
 }
+
+// TestRateLimitedHostLeftToNextCycle checks that a registry that keeps
+// asking to be left alone costs a cycle about one timeout, however many
+// of its repositories the cycle lists, and that the other registry's
+// repositories are listed all the same: once one request of the host has
+// been refused a wait, or used its retries, on 429s, the host's other
+// repositories fail at once, unsent. The next cycle, within the host's
+// pause, sends nothing either.
+func TestRateLimitedHostLeftToNextCycle(t *testing.T) {
+	t.Parallel()
+	const concurrency = 2
+	tests := []struct {
+		name     string
+		action   func(http.ResponseWriter, *http.Request, http.Handler)
+		opts     Options
+		maxHits  int // requests the limited host may get
+		wantText string
+	}{
+		{
+			name:     "Retry-After longer than the timeout",
+			action:   status(429, map[string]string{"Retry-After": "60"}, ""),
+			opts:     Options{Timeout: 2 * time.Second, MaxBackoff: time.Minute},
+			maxHits:  concurrency, // no retry at all
+			wantText: "asked to wait 1m0s (Retry-After), longer than a cycle waits for one registry (2s, its registries[].timeout): left to the next cycle",
+		},
+		{
+			name:     "retries used up",
+			action:   status(429, nil, ""),
+			opts:     Options{MaxRetries: 2},
+			maxHits:  concurrency * 3, // one repository's tries per worker
+			wantText: "after 3 attempts",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFaults(&rule{name: "limited", path: "/tags/list", action: tt.action})
+			limited := newRegistry(t, f.wrap)
+			fine := newRegistry(t, nil)
+			var repos []string
+			for i := range 6 {
+				repo := fmt.Sprintf("acme/limited%d", i)
+				push(t, limited, repo, "1.0")
+				repos = append(repos, limited+"/"+repo)
+			}
+			for i := range 3 {
+				repo := fmt.Sprintf("acme/fine%d", i)
+				push(t, fine, repo, "2.0")
+				repos = append(repos, fine+"/"+repo)
+			}
+			c := newClient(t, tt.opts, limited, fine)
+			start := time.Now()
+			results := c.Cycle().Scan(context.Background(), repos, concurrency)
+			if d := time.Since(start); d > 20*time.Second {
+				t.Errorf("the scan took %v, want well under the 60s the host asked for", d)
+			}
+			var texts []string
+			for _, r := range results {
+				if strings.HasPrefix(r.Repository, fine) {
+					if r.Err != nil || len(r.Tags) != 1 {
+						t.Errorf("%s: tags %v, error %v; want its one tag", r.Repository, r.Tags, r.Err)
+					}
+					continue
+				}
+				if KindOf(r.Err) != KindRateLimited {
+					t.Errorf("%s: error %v, want kind %v", r.Repository, r.Err, KindRateLimited)
+					continue
+				}
+				texts = append(texts, r.Err.Error())
+			}
+			hits := f.hit("limited")
+			if hits > tt.maxHits {
+				t.Errorf("the limited host got %d tag list requests, want at most %d (6 repositories asked without the breaker: %d)", hits, tt.maxHits, 6*(tt.maxHits/concurrency))
+			}
+			all := strings.Join(texts, "\n")
+			if !strings.Contains(all, tt.wantText) {
+				t.Errorf("no error says %q:\n%s", tt.wantText, all)
+			}
+			if !strings.Contains(all, "not tried: "+limited+" asked earlier in this cycle to be left alone") {
+				t.Errorf("no repository says it was not tried:\n%s", all)
+			}
+			if tt.opts.Timeout == 0 {
+				return
+			}
+			// The next cycle, within the 60 s pause: nothing is sent.
+			next := c.Cycle().Scan(context.Background(), repos[:1], 1)
+			if KindOf(next[0].Err) != KindRateLimited || !strings.Contains(next[0].Err.Error(), "left to the next cycle") {
+				t.Errorf("next cycle: error %v, want the host's pause not waited", next[0].Err)
+			}
+			if got := f.hit("limited"); got != hits {
+				t.Errorf("the next cycle sent %d requests to the limited host, want none", got-hits)
+			}
+		})
+	}
+}

@@ -167,6 +167,9 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	// Another 429 may extend the pause while this request waits.
 	for d := t.pauseLeft(); d > 0; d = t.pauseLeft() {
+		if err := breakerFrom(ctx).pause(d); err != nil {
+			return refuse(err)
+		}
 		if t.onWait != nil {
 			t.onWait(t.host, d)
 		}
