@@ -167,9 +167,14 @@ func (k *call) do(ctx context.Context, what string, fn func(ctx context.Context,
 			return fn(ctx, s)
 		})
 		if err == nil {
+			k.b.serve()
 			return nil
 		}
-		if v := classify(ctx, err); v.kind == KindAuth && v.status == http.StatusUnauthorized && !k.fresh && !renewed {
+		v := classify(ctx, err)
+		if v.kind == KindNotFound {
+			k.b.serve() // an answer about the repository, not a failing host
+		}
+		if v.kind == KindAuth && v.status == http.StatusUnauthorized && !k.fresh && !renewed {
 			k.c.log.Debug("registry refused cached credentials; renewing", "host", k.h.name, "repository", k.repo.Name())
 			k.forget()
 			continue
@@ -204,6 +209,9 @@ func (c *Client) retry(ctx context.Context, h *host, b *breaker, what string, fn
 		last := n > h.maxRetries
 		var na *noAnswerError
 		if errors.As(err, &na) && !b.missed(sent, delay, last, err) {
+			return n, err
+		}
+		if v.kind == KindServer && !last && !b.failing(delay, err) {
 			return n, err
 		}
 		if v.kind == KindRateLimited || h.rt.pauseLeft() > 0 {

@@ -53,8 +53,8 @@ func (y *Cycle) breaker(h *host) *breaker {
 // has answered earlier in the cycle is not judged on one slow request: its
 // requests get all their retries, and it is held down only once one of
 // them has used them all. Errors that come with an answer (HTTP statuses,
-// bad bodies, TLS refusals) never hold a host down, with one exception:
-// a host that asks to be left alone.
+// bad bodies, TLS refusals) never hold a host down, with two exceptions:
+// a host that asks to be left alone, and one that serves nothing.
 //
 // A host that answers 429, or sends a Retry-After, is waited for as it
 // asks only within one timeout of its first such answer in the cycle. A
@@ -63,14 +63,23 @@ func (y *Cycle) breaker(h *host) *breaker {
 // So a registry that rate-limits costs the other registries' bumps about
 // one timeout, as one that is down does, where waiting out every
 // Retry-After of every repository would hold them back for minutes.
+//
+// Server errors (5xx) are retried as usual on a host that has served a
+// repository in the cycle: one repository may be broken on its side. On
+// a host that has served none, they are retried only within one timeout
+// of its first server error, after which it is held down: a registry
+// whose storage is failing would otherwise cost each of its repositories
+// its whole backoff.
 type breaker struct {
 	host   string
 	budget time.Duration // the host's timeout
 
 	mu         sync.Mutex
 	alive      bool      // the host answered a request in this cycle
+	served     bool      // the host served a repository in this cycle (its tags, a manifest, or a 404)
 	firstMiss  time.Time // when the first unanswered request was sent; zero: none pending
 	firstLimit time.Time // when the host first asked to wait in this cycle; zero: never
+	firstFail  time.Time // when the host first answered with a server error in this cycle; zero: never
 	down       error     // set: every request fails with it
 }
 
@@ -119,6 +128,41 @@ func (b *breaker) missed(sent time.Time, delay time.Duration, last bool, err err
 	return false
 }
 
+// serve records that the host served a repository.
+func (b *breaker) serve() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.served = true
+}
+
+// failing records that a request failed with a server error, err, and
+// reports whether it may be retried after delay. When it may not, the
+// host is held down with err.
+func (b *breaker) failing(delay time.Duration, err error) bool {
+	if b == nil {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.down != nil {
+		return false
+	}
+	if b.served {
+		return true
+	}
+	if b.firstFail.IsZero() {
+		b.firstFail = time.Now()
+	}
+	if time.Since(b.firstFail)+delay >= b.budget {
+		b.down = &hostDownError{host: b.host, err: err, why: downFailing, since: b.budget}
+		return false
+	}
+	return true
+}
+
 // limited records that a request's failure, err, came with a request to
 // wait delay before the next, and reports whether the request may be
 // retried after delay; last says it has no retries left. When it may
@@ -138,12 +182,12 @@ func (b *breaker) limited(delay time.Duration, last bool, err error) (ok bool, n
 		b.firstLimit = time.Now()
 	}
 	if last {
-		b.down = &hostDownError{host: b.host, err: err, limited: true}
+		b.down = &hostDownError{host: b.host, err: err, why: downLimited}
 		return false, nil
 	}
 	if left := b.budget - time.Since(b.firstLimit); delay >= left {
 		nw := &notWaitedError{host: b.host, wait: delay, budget: b.budget, err: err}
-		b.down = &hostDownError{host: b.host, err: nw, limited: true}
+		b.down = &hostDownError{host: b.host, err: nw, why: downLimited}
 		return false, nw
 	}
 	return true, nil
@@ -165,24 +209,36 @@ func (b *breaker) pause(d time.Duration) error {
 		b.firstLimit = time.Now()
 	}
 	if left := b.budget - time.Since(b.firstLimit); d >= left {
-		b.down = &hostDownError{host: b.host, err: &notWaitedError{host: b.host, wait: d, budget: b.budget}, limited: true}
+		b.down = &hostDownError{host: b.host, err: &notWaitedError{host: b.host, wait: d, budget: b.budget}, why: downLimited}
 		return b.down
 	}
 	return nil
 }
 
 // hostDownError is what requests to a host held down fail with: the error
-// that put it down, unsent. limited: the host asked to be left alone,
-// rather than stopped answering.
+// that put it down, unsent, and why it did.
 type hostDownError struct {
-	host    string
-	err     error
-	limited bool
+	host  string
+	err   error
+	why   downReason
+	since time.Duration // for downFailing: how long it failed
 }
 
+// downReason is why a breaker holds its host down.
+type downReason int
+
+const (
+	downSilent  downReason = iota // it stopped answering
+	downLimited                   // it asked to be left alone (429, Retry-After)
+	downFailing                   // it answered with nothing but server errors
+)
+
 func (e *hostDownError) Error() string {
-	if e.limited {
+	switch e.why {
+	case downLimited:
 		return fmt.Sprintf("not tried: %s asked earlier in this cycle to be left alone: %v", e.host, e.err)
+	case downFailing:
+		return fmt.Sprintf("not tried: %s has answered nothing but server errors in this cycle, and the %v a cycle gives it (registries[].timeout) is spent: %v", e.host, e.since, e.err)
 	}
 	return fmt.Sprintf("not tried: %s stopped answering earlier in this cycle: %v", e.host, e.err)
 }

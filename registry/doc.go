@@ -59,7 +59,9 @@
 // Options.MaxBackoff) replaces the backoff. A host that rate-limits is
 // waited for only within one Timeout of its first 429 or Retry-After in
 // a Cycle, and held down once a wait would reach past that, or one
-// request has used its retries on 429s (see Cycle). Other failures, such
+// request has used its retries on 429s; a host that has served no
+// repository in the Cycle gets server errors retried within one Timeout
+// of its first (see Cycle). Other failures, such
 // as 401, 403, 404 or malformed JSON, are not retried.
 //
 // # Caps

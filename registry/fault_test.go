@@ -515,3 +515,67 @@ func TestRateLimitedHostLeftToNextCycle(t *testing.T) {
 		})
 	}
 }
+
+// TestFailingHostHeldDown checks that a host answering nothing but
+// server errors is retried for about one timeout in a cycle, not for each
+// repository's whole backoff, while a host with one broken repository
+// among working ones keeps serving the others.
+func TestFailingHostHeldDown(t *testing.T) {
+	t.Parallel()
+	t.Run("every repository fails", func(t *testing.T) {
+		t.Parallel()
+		f := newFaults(&rule{name: "failing", path: "/tags/list", action: status(500, nil, "")})
+		host := newRegistry(t, f.wrap)
+		var repos []string
+		for i := range 6 {
+			repo := fmt.Sprintf("acme/app%d", i)
+			push(t, host, repo, "1.0")
+			repos = append(repos, host+"/"+repo)
+		}
+		// Unbounded, each repository would retry 100 times, 0-40 ms
+		// apart: about 6 s for the six, two at a time.
+		c := newClient(t, Options{Timeout: 300 * time.Millisecond, MaxRetries: 100, Backoff: 40 * time.Millisecond, MaxBackoff: 40 * time.Millisecond}, host)
+		start := time.Now()
+		results := c.Cycle().Scan(context.Background(), repos, 2)
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("the scan took %v, want about the 300ms timeout", d)
+		}
+		var notTried int
+		for _, r := range results {
+			if KindOf(r.Err) != KindServer {
+				t.Errorf("%s: error %v, want kind %v", r.Repository, r.Err, KindServer)
+			}
+			if r.Err != nil && strings.Contains(r.Err.Error(), "not tried: "+host+" has answered nothing but server errors in this cycle, and the 300ms a cycle gives it (registries[].timeout) is spent") {
+				notTried++
+			}
+		}
+		if notTried == 0 {
+			t.Errorf("no repository was left untried: %v", results)
+		}
+		if hits := f.hit("failing"); hits > 100 {
+			t.Errorf("%d requests to the failing host, want it held down well before 300", hits)
+		}
+	})
+	t.Run("one broken repository", func(t *testing.T) {
+		t.Parallel()
+		f := newFaults(&rule{name: "broken", path: "/acme/broken/tags/list", action: status(500, nil, "")})
+		host := newRegistry(t, f.wrap)
+		repos := []string{host + "/acme/broken"}
+		push(t, host, "acme/broken", "1.0")
+		for i := range 3 {
+			repo := fmt.Sprintf("acme/app%d", i)
+			push(t, host, repo, "1.0")
+			repos = append(repos, host+"/"+repo)
+		}
+		c := newClient(t, Options{MaxRetries: 2}, host)
+		results := c.Cycle().Scan(context.Background(), repos, 1)
+		if KindOf(results[0].Err) != KindServer || f.hit("broken") != 3 {
+			t.Errorf("broken: error %v after %d requests, want kind %v after 3", results[0].Err, f.hit("broken"), KindServer)
+		}
+		for _, r := range results[1:] {
+			if r.Err != nil {
+				t.Errorf("%s: %v, want its tags", r.Repository, r.Err)
+			}
+		}
+	})
+}
