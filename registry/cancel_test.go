@@ -75,7 +75,9 @@ func TestCancelStopsWaits(t *testing.T) {
 		{
 			name: "backoff",
 			wrap: newFaults(&rule{name: "r", path: "/acme/", action: status(503, nil, "")}).wrap,
-			opts: func(string) Options { return Options{Backoff: time.Minute, MaxBackoff: time.Minute, Timeout: 2 * time.Minute} },
+			opts: func(string) Options {
+				return Options{Backoff: time.Minute, MaxBackoff: time.Minute, Timeout: 2 * time.Minute}
+			},
 		},
 		{
 			name: "retry-after",
