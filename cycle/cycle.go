@@ -435,6 +435,16 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 	for _, r := range list.Scan(ctx, repos, concurrency) {
 		scans[r.Repository] = r
 	}
+	// The policies of one repository share what they read the same way
+	// (which tags are valid, their versions), read once for all of them.
+	shared := map[string]*policy.TagList{}
+	for _, im := range images {
+		if l, ok := shared[im.Repository]; ok && l == nil {
+			shared[im.Repository] = policy.NewTagList(scans[im.Repository].Tags)
+		} else if !ok {
+			shared[im.Repository] = nil // one policy: nothing to share yet
+		}
+	}
 
 	results := make([]PolicyResult, len(images))
 	var wg sync.WaitGroup
@@ -450,7 +460,13 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 			results[i].Err = fmt.Errorf("policy %s: %w", im.Name, scan.Err)
 			continue
 		}
-		sel, err := im.Policy().Pick(ctx, scan.Tags)
+		var sel policy.Result
+		var err error
+		if l := shared[im.Repository]; l != nil {
+			sel, err = im.Policy().PickList(ctx, l)
+		} else {
+			sel, err = im.Policy().Pick(ctx, scan.Tags)
+		}
 		if err != nil {
 			results[i].Err = fmt.Errorf("policy %s: selecting among %d tags of %s: %w", im.Name, len(scan.Tags), im.Repository, err)
 			continue

@@ -96,8 +96,10 @@ func BenchmarkSelect(b *testing.B) {
 
 // BenchmarkManyPolicies selects for 1,000 policies over one repository
 // of 10,000 tags and keeps every result, as a cycle does, with Select
-// (the lists) and Pick (the counts): retained-MB is the heap the results
-// hold once collected, ns/policy the time of one selection.
+// (the lists), Pick (the counts) and PickList (the counts, the policies
+// sharing one TagList, as a cycle's do): retained-MB is the heap the
+// results (and the list) hold once collected, ns/policy the time of one
+// selection.
 func BenchmarkManyPolicies(b *testing.B) {
 	const policies = 1_000
 	tags := benchTags("semver", 10_000)
@@ -107,10 +109,12 @@ func BenchmarkManyPolicies(b *testing.B) {
 	}
 	for _, way := range []struct {
 		name string
-		sel  func([]string) (policy.Result, error)
+		sel  func(*policy.TagList) (policy.Result, error)
 	}{
-		{"Select", func(t []string) (policy.Result, error) { return p.SelectContext(b.Context(), t) }},
-		{"Pick", func(t []string) (policy.Result, error) { return p.Pick(b.Context(), t) }},
+		{"Select", func(l *policy.TagList) (policy.Result, error) { return p.SelectContext(b.Context(), l.Tags()) }},
+		{"Pick", func(l *policy.TagList) (policy.Result, error) { return p.Pick(b.Context(), l.Tags()) }},
+		// The policies share one list, made for each cycle.
+		{"PickList", func(l *policy.TagList) (policy.Result, error) { return p.PickList(b.Context(), l) }},
 	} {
 		b.Run(way.name, func(b *testing.B) {
 			var retained uint64
@@ -118,9 +122,10 @@ func BenchmarkManyPolicies(b *testing.B) {
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
+				list := policy.NewTagList(tags)
 				results := make([]policy.Result, policies)
 				for i := range results {
-					if results[i], err = way.sel(tags); err != nil || results[i].Latest == "" {
+					if results[i], err = way.sel(list); err != nil || results[i].Latest == "" {
 						b.Fatal("no tag picked", err)
 					}
 				}
@@ -128,6 +133,7 @@ func BenchmarkManyPolicies(b *testing.B) {
 				runtime.ReadMemStats(&after)
 				retained = after.HeapAlloc - before.HeapAlloc
 				runtime.KeepAlive(results)
+				runtime.KeepAlive(list)
 			}
 			b.ReportMetric(float64(retained)/(1<<20), "retained-MB")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*policies), "ns/policy")

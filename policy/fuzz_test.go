@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -70,6 +71,27 @@ func FuzzSelect(f *testing.F) {
 					t.Fatalf("Select(%q).Latest = %q, want %q", pair, got, res.Latest)
 				}
 			}
+		}
+		// A list shared with another policy, which read it first, picks
+		// as the tags themselves do.
+		list := NewTagList(tags)
+		other, err := New(Spec{SemVer: ">=0.0.0-0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.PickList(t.Context(), list); err != nil {
+			t.Fatal(err)
+		}
+		picked, err := p.Pick(t.Context(), tags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared, err := p.PickList(t.Context(), list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(shared, picked) {
+			t.Fatalf("PickList = %+v, Pick = %+v", shared, picked)
 		}
 		reversed := slices.Clone(tags)
 		slices.Reverse(reversed)

@@ -1,5 +1,7 @@
 package policy
 
+import "github.com/Masterminds/semver/v3"
+
 // Policer picks the latest of a list of values, the way Flux's image
 // policies do: SemVer, Alphabetical and Numerical implement it. Values it
 // cannot order are ignored, and equal values are decided by the tie rule
@@ -25,6 +27,19 @@ type ranker interface {
 	// latest returns the tag of the best candidate, and false when there
 	// was none.
 	latest() (string, bool)
+}
+
+// versionRanker is a ranker that orders versions in a range, which can
+// be offered a tag's version parsed, and checked against the range, once
+// for every policy that has it (see TagList) instead of the tag itself.
+type versionRanker interface {
+	// rangeKey is the range, the same text for the same range.
+	rangeKey() string
+	// admits reports whether v is in the range.
+	admits(v *semver.Version) bool
+	// offerAdmitted considers tag, whose version is v (nil: not a
+	// version) and in the range or not.
+	offerAdmitted(tag string, v *semver.Version, in bool) skip
 }
 
 // skip says why a value is not a candidate.

@@ -580,3 +580,79 @@ func TestDefaultExclusions(t *testing.T) {
 		t.Error("DefaultExclusions() returned shared storage")
 	}
 }
+
+// TestPickListAsPick checks that policies sharing one TagList, run at
+// once, pick exactly as each does over the tags alone, on random tag
+// lists mixing versions, prereleases, leading zeros, "v" prefixes,
+// invalid tags, signatures and numbers.
+func TestPickListAsPick(t *testing.T) {
+	specs := []policy.Spec{
+		{SemVer: ">=1.0.0"},
+		{SemVer: ">=0.0.0-0"},
+		{SemVer: "~2.3"},
+		{SemVer: ">=1.0.0-rc.0 <3"},
+		{SemVer: ">=1.0.0", Exclude: []string{`^v`}},
+		{SemVer: ">=1.0.0", FilterPattern: `^v(?P<v>.*)$`, FilterExtract: "$v"},
+		{SemVer: "*", FilterPattern: `-rc`},
+		{Alphabetical: "asc"},
+		{Alphabetical: "desc", FilterPattern: `^\d`},
+		{Numerical: "asc"},
+		{Numerical: "desc", FilterPattern: `^(?P<n>\d+)`, FilterExtract: "$n"},
+	}
+	policies := make([]*policy.Policy, len(specs))
+	for i, spec := range specs {
+		p, err := policy.New(spec)
+		if err != nil {
+			t.Fatalf("%+v: %v", spec, err)
+		}
+		policies[i] = p
+	}
+	pieces := []string{"1", "2", "3", "0", "01", "10", "2025"}
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 13))
+		tags := make([]string, rng.IntN(300))
+		for i := range tags {
+			n := func() string { return pieces[rng.IntN(len(pieces))] }
+			switch rng.IntN(8) {
+			case 0:
+				tags[i] = "v" + n() + "." + n() + "." + n()
+			case 1:
+				tags[i] = n() + "." + n() + "." + n() + "-rc." + n()
+			case 2:
+				tags[i] = n() + "." + n() + "." + n() + "+build." + n()
+			case 3:
+				tags[i] = n() + "." + n()
+			case 4:
+				tags[i] = []string{"latest", "", "a b", "${TAG}", "sha256-" + n() + ".sig", "-1"}[rng.IntN(6)]
+			case 5:
+				tags[i] = n() + n()
+			default:
+				tags[i] = n() + "." + n() + "." + n()
+			}
+		}
+		list := policy.NewTagList(tags)
+		got := make([]policy.Result, len(policies))
+		done := make(chan int)
+		for i, p := range policies {
+			go func() {
+				var err error
+				if got[i], err = p.PickList(t.Context(), list); err != nil {
+					t.Error(err)
+				}
+				done <- i
+			}()
+		}
+		for range policies {
+			<-done
+		}
+		for i, p := range policies {
+			want, err := p.Pick(t.Context(), tags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got[i]); diff != "" {
+				t.Errorf("seed %d, %+v: PickList differs from Pick (-Pick +PickList):\n%s", seed, specs[i], diff)
+			}
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 // Masterminds' rule: ">=1.0.0" never picks "1.1.0-rc.1" while ">=1.0.0-0"
 // may.
 type SemVer struct {
+	rng        string // as given
 	constraint *semver.Constraints
 	// noPre is set when no part of the range has a prerelease, so that no
 	// prerelease version can satisfy it.
@@ -37,7 +38,7 @@ func NewSemVer(rng string) (*SemVer, error) {
 	// A prerelease in a range starts with "-", so a range without one
 	// admits no prerelease. Knowing it saves Check, which formats an error
 	// for every version it refuses, on the many prerelease tags.
-	return &SemVer{constraint: c, noPre: !strings.Contains(rng, "-")}, nil
+	return &SemVer{rng: rng, constraint: c, noPre: !strings.Contains(rng, "-")}, nil
 }
 
 // Latest returns the highest version among values in the range, as written
@@ -54,10 +55,20 @@ type semverRanker struct {
 
 func (r *semverRanker) offer(tag, value string) skip {
 	v := parseVersion(value)
+	return r.offerAdmitted(tag, v, v != nil && r.admits(v))
+}
+
+func (r *semverRanker) rangeKey() string { return r.rng }
+
+func (p *SemVer) admits(v *semver.Version) bool {
+	return !(p.noPre && v.Prerelease() != "") && p.constraint.Check(v)
+}
+
+func (r *semverRanker) offerAdmitted(tag string, v *semver.Version, in bool) skip {
 	switch {
 	case v == nil:
 		return skipNotSemVer
-	case r.noPre && v.Prerelease() != "", !r.constraint.Check(v):
+	case !in:
 		return skipOutOfRange
 	}
 	if r.best == nil || wins(v.Compare(r.best), tag, r.tag) {
