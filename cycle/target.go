@@ -417,8 +417,9 @@ const staleReason = "imagebump closes this pull request: the base branch already
 // the branch proposes nothing: an open pull request is closed (or, for
 // plan, would be). When a policy failed, nothing is decided: an empty
 // change list may only mean its registry was down. Nor when a hold keeps
-// a marker from moving: its bump is only put off, and closing the pull
-// request would make it "already proposed" once the hold ends.
+// a marker from moving: its bump is only put off, and the same pull
+// request (with its review) carries it again once the hold ends, where
+// closing it would open another then.
 func pullRequestFor(ctx context.Context, opts TargetOptions, base string, rep *Report, repository string, write bool) (*pullrequest.Result, error) {
 	if len(rep.Changes) == 0 && (rep.Failed() || rep.holdsMarked()) {
 		return nil, nil

@@ -300,9 +300,8 @@ func TestRunTargetPullRequestHeldWhileAPolicyFails(t *testing.T) {
 
 // TestRunTargetPullRequestKeptWhileHeld: when every bump a pull request
 // proposes belongs to held policies, the cycle has no changes, yet the
-// pull request is not closed as proposing nothing: closed, its bumps
-// would count as already proposed (and be skipped) once the hold ends.
-// After the release, the same pull request carries them again. A hold
+// pull request is not closed as proposing nothing: its bumps are only
+// put off. After the release, the same pull request carries them again. A hold
 // that keeps no marker from moving does not keep a pull request that
 // proposes nothing open.
 func TestRunTargetPullRequestKeptWhileHeld(t *testing.T) {

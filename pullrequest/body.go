@@ -16,6 +16,25 @@ import (
 // every change).
 const maxBodyBytes = 60000
 
+// staleMarker is what Close adds to the body of a pull request it closes
+// because the branch no longer proposes anything: such a pull request was
+// not turned down, so its bumps may be proposed again.
+const staleMarker = "<!-- imagebump:closed-as-stale -->"
+
+// markStale returns body with staleMarker added, once.
+func markStale(body string) string {
+	if closedAsStale(body) {
+		return body
+	}
+	return strings.TrimRight(body, "\n") + "\n\n" + staleMarker + "\n"
+}
+
+// closedAsStale reports whether Close closed the pull request with body
+// as stale.
+func closedAsStale(body string) bool {
+	return strings.Contains(body, staleMarker)
+}
+
 // markerPattern finds the content marker that Body writes.
 var markerPattern = regexp.MustCompile(`<!-- imagebump:content=([0-9a-f]{64}) -->`)
 

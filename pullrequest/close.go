@@ -20,9 +20,11 @@ import (
 // branch), each is closed, since all of them propose the same branch; the
 // result names the most recent.
 //
-// A pull request Close closed counts as any closed one: a later run with
-// other bumps opens a new pull request, and one with exactly the bumps the
-// closed one carried last is skipped.
+// Close marks the body of each pull request it closes (a hidden comment
+// line, written before closing): one closed as stale was not turned down,
+// so, unlike one closed by hand, it does not keep its bumps from being
+// proposed again. Should git.branch lose the bumps (a revert), or the
+// tags come back, the next run opens a new pull request for them.
 func Close(ctx context.Context, p Provider, head, base, reason string) (*Result, error) {
 	open, err := openPRs(ctx, p, head, base)
 	if err != nil || len(open) == 0 {
@@ -32,6 +34,11 @@ func Close(ctx context.Context, p Provider, head, base, reason string) (*Result,
 	for _, pr := range open {
 		if reason != "" {
 			if err := p.Comment(ctx, pr.Number, reason); err != nil {
+				return nil, err
+			}
+		}
+		if !closedAsStale(pr.Body) {
+			if _, err := p.Update(ctx, pr.Number, pr.Title, markStale(pr.Body)); err != nil {
 				return nil, err
 			}
 		}

@@ -130,6 +130,16 @@ func TestEnsureDecisions(t *testing.T) {
 		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Updated},
 		wantCalls: []string{"list", "update #3 Bump a"},
 	}, {
+		name: "one closed as stale with the same content does not skip",
+		prs: []PR{func() PR {
+			p := pr(3, StateClosed, "Bump a", changeA)
+			p.Body = markStale(p.Body)
+			return p
+		}()},
+		req:       request(changeA, "Bump a"),
+		want:      Result{Number: 101, URL: "https://forge/pr/101", Outcome: Opened},
+		wantCalls: []string{"list", "create Bump a"},
+	}, {
 		name:      "the most recent open one is kept current",
 		prs:       []PR{pr(2, StateOpen, "old", changeA), pr(5, StateOpen, "Bump a", changeA)},
 		req:       request(changeA, "Bump a"),
@@ -226,19 +236,25 @@ func TestCloseDecisions(t *testing.T) {
 		prs:       []PR{pr(2, StateMerged, "Bump a", changeA), pr(4, StateOpen, "Bump a", changeB)},
 		reason:    "  main has these bumps already\n",
 		want:      Result{Number: 4, URL: "https://forge/pr/4", Outcome: Closed},
-		wantCalls: []string{"list", "comment #4 main has these bumps already", "close #4"},
+		wantCalls: []string{"list", "comment #4 main has these bumps already", "update #4 Bump a", "close #4"},
 	}, {
 		name:      "a blank reason posts no comment",
 		prs:       []PR{pr(4, StateOpen, "Bump a", changeB)},
 		reason:    " \n",
 		want:      Result{Number: 4, URL: "https://forge/pr/4", Outcome: Closed},
-		wantCalls: []string{"list", "close #4"},
+		wantCalls: []string{"list", "update #4 Bump a", "close #4"},
+	}, {
+		name:      "a body marked stale already is not written again",
+		prs:       []PR{{Number: 4, URL: "https://forge/pr/4", State: StateOpen, Title: "Bump a", Body: markStale(Body(changeA))}},
+		reason:    "stale",
+		want:      Result{Number: 4, URL: "https://forge/pr/4", Outcome: Closed},
+		wantCalls: []string{"list", "comment #4 stale", "close #4"},
 	}, {
 		name:      "every open one is closed, the most recent named",
 		prs:       []PR{pr(3, StateOpen, "old", changeA), pr(5, StateClosed, "Bump a", changeA), pr(7, StateOpen, "Bump a", changeB)},
 		reason:    "stale",
 		want:      Result{Number: 7, URL: "https://forge/pr/7", Outcome: Closed},
-		wantCalls: []string{"list", "comment #7 stale", "close #7", "comment #3 stale", "close #3"},
+		wantCalls: []string{"list", "comment #7 stale", "update #7 Bump a", "close #7", "comment #3 stale", "update #3 old", "close #3"},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			p := &scripted{prs: c.prs}

@@ -275,7 +275,7 @@ func decide(prs []PR, req Request) decision {
 			// one of ours on purpose.
 			d.labels = missing(req.Labels, d.open.Labels)
 		}
-	case d.last != nil && ContentKeyOf(d.last.Body) == ContentKey(req.Changes):
+	case d.last != nil && !closedAsStale(d.last.Body) && ContentKeyOf(d.last.Body) == ContentKey(req.Changes):
 		d.outcome = Skipped
 	default:
 		d.outcome = Opened

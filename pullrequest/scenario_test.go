@@ -583,8 +583,8 @@ func TestScenarios(t *testing.T) {
 			if diff := cmp.Diff(want, res); diff != "" {
 				t.Errorf("Close (-want +got):\n%s", diff)
 			}
-			if n := f.writes() - before; n != 2 {
-				t.Errorf("Close made %d write calls, want 2 (comment, close)", n)
+			if n := f.writes() - before; n != 3 {
+				t.Errorf("Close made %d write calls, want 3 (comment, mark the body stale, close)", n)
 			}
 			if diff := cmp.Diff([]string{closeReason}, f.comments(t, first.Number)); diff != "" {
 				t.Errorf("comments (-want +got):\n%s", diff)
@@ -625,19 +625,17 @@ func TestScenarios(t *testing.T) {
 			if _, err := pullrequest.Close(context.Background(), f.p, head, base, closeReason); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
-			// The same bumps again fall under the closed rule.
-			before := f.writes()
-			if res := f.ensure(t, bumpA); res.Outcome != pullrequest.Skipped || res.Number != first.Number {
-				t.Errorf("the same bump after Close: got %+v, want skipped because of #%d", res, first.Number)
+			// Closed as stale is not turned down: the same bumps again
+			// (git.branch reverted, or the tags back) are proposed anew.
+			again := f.ensure(t, bumpA)
+			if again.Outcome != pullrequest.Opened || again.Number == first.Number || !slices.Equal(again.Labels, labels) {
+				t.Errorf("the same bump after Close: got %+v, want a new pull request (not #%d) with labels", again, first.Number)
 			}
-			if n := f.writes() - before; n != 0 {
-				t.Errorf("skipping made %d write calls, want 0", n)
-			}
-			// Other bumps open a new pull request, with the labels.
+			// Other bumps then update that one.
 			f.push(t, bumpB.Changes)
 			res := f.ensure(t, bumpB)
-			if res.Outcome != pullrequest.Opened || res.Number == first.Number || !slices.Equal(res.Labels, labels) {
-				t.Errorf("another bump after Close: got %+v, want a new pull request (not #%d) with labels", res, first.Number)
+			if res.Outcome != pullrequest.Updated || res.Number != again.Number {
+				t.Errorf("another bump: got %+v, want #%d updated", res, again.Number)
 			}
 			want := []summary{
 				{res.Number, pullrequest.StateOpen, bumpB.Title, keyB, labels},
@@ -653,7 +651,7 @@ func TestScenarios(t *testing.T) {
 			_, err := pullrequest.Close(context.Background(), f.readOnly, head, base, closeReason)
 			checkDeniedNeeds(t, f, err, f.p.Name()+": commenting on ", f.deniedComment)
 			_, err = pullrequest.Close(context.Background(), f.readOnly, head, base, "")
-			checkDeniedNeeds(t, f, err, f.p.Name()+": closing ", f.denied)
+			checkDeniedNeeds(t, f, err, f.p.Name()+": updating ", f.denied)
 			want := []summary{{first.Number, pullrequest.StateOpen, bumpA.Title, keyA, labels}}
 			if diff := cmp.Diff(want, f.summaries(t)); diff != "" {
 				t.Errorf("pull requests (-want +got):\n%s", diff)
