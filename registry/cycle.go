@@ -260,7 +260,7 @@ func (e *notWaitedError) Error() string {
 	if e.wait >= time.Second {
 		wait = e.wait.Round(time.Second)
 	}
-	s := fmt.Sprintf("%s asked to wait %v (Retry-After), longer than a cycle waits for one registry (%v, its registries[].timeout): left to the next cycle, so that other registries' bumps go ahead", e.host, wait, e.budget)
+	s := fmt.Sprintf("%s asked to wait %v (Retry-After), longer than a cycle waits for one registry (%v, its registries[].timeout), so it was not waited for", e.host, wait, e.budget)
 	if e.err != nil {
 		s += ": " + e.err.Error()
 	}

@@ -443,7 +443,7 @@ func TestRateLimitedHostLeftToNextCycle(t *testing.T) {
 			action:   status(429, map[string]string{"Retry-After": "60"}, ""),
 			opts:     Options{Timeout: 2 * time.Second, MaxBackoff: time.Minute},
 			maxHits:  concurrency, // no retry at all
-			wantText: "asked to wait 1m0s (Retry-After), longer than a cycle waits for one registry (2s, its registries[].timeout): left to the next cycle",
+			wantText: "asked to wait 1m0s (Retry-After), longer than a cycle waits for one registry (2s, its registries[].timeout), so it was not waited for",
 		},
 		{
 			name:     "retries used up",
@@ -506,7 +506,7 @@ func TestRateLimitedHostLeftToNextCycle(t *testing.T) {
 			}
 			// The next cycle, within the 60 s pause: nothing is sent.
 			next := c.Cycle().Scan(context.Background(), repos[:1], 1)
-			if KindOf(next[0].Err) != KindRateLimited || !strings.Contains(next[0].Err.Error(), "left to the next cycle") {
+			if KindOf(next[0].Err) != KindRateLimited || !strings.Contains(next[0].Err.Error(), "so it was not waited for") {
 				t.Errorf("next cycle: error %v, want the host's pause not waited", next[0].Err)
 			}
 			if got := f.hit("limited"); got != hits {
