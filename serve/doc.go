@@ -91,10 +91,13 @@
 // # HTTP
 //
 // / is the status page: the Status document rendered by html/template,
-// with no script. /healthz answers 200 while the process serves. /readyz
+// with no script, as an index of a row per target (with every target's
+// details too when there are at most 10) and a page per target at
+// /targets/{name}. /healthz answers 200 while the process serves. /readyz
 // answers 503 while stopping or while some target has failed for longer
 // than Options.UnreadyAfter (1 h). /metrics serves the Prometheus metrics
 // of a registry of its own (docs/serve.md lists them). /api/v1/status
 // serves the Status document: per target its last cycles, its policies
 // with the latest tag and why, and its next run; the shard; the webhooks.
+// With ?target=NAME it holds that one target.
 package serve

@@ -12,16 +12,20 @@ import (
 //
 //	GET /healthz        200 while the process serves
 //	GET /readyz         200 when ready, 503 with the reasons otherwise
-//	GET /metrics        Prometheus exposition (serve's own registry)
-//	GET /api/v1/status  the Status document as JSON
-//	GET /               the status page: the same Status, as HTML
-//	POST /hook/{name}   a registry push event (webhook.go)
+//	GET /metrics                Prometheus exposition (serve's own registry)
+//	GET /api/v1/status          the Status document as JSON
+//	GET /api/v1/status?target=  the same, with that one target (404 if none)
+//	GET /                       the status page: the same Status, as HTML
+//	GET /targets/{name}         a target's page (page.go)
+//	POST /hook/{name}           a registry push event (webhook.go)
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	// Any method, so that a wrong one is refused with a log record, as
 	// every refused webhook request is.
 	mux.HandleFunc("/hook/{name...}", s.serveHook)
-	mux.HandleFunc("GET /{$}", s.servePage)
+	pg := pages{status: s.Status, log: s.log}
+	mux.HandleFunc("GET /{$}", pg.index)
+	mux.HandleFunc("GET /targets/{name}", pg.target)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -37,11 +41,20 @@ func (s *Server) routes() http.Handler {
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) {
+		st := s.Status()
+		if q := r.URL.Query(); q.Has("target") {
+			t, why := findTarget(st, q.Get("target"))
+			if why != "" {
+				http.Error(w, why, http.StatusNotFound)
+				return
+			}
+			st.Targets = []TargetStatus{t}
+		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(s.Status())
+		_ = enc.Encode(st)
 	})
 	return mux
 }

@@ -4,13 +4,19 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/html"
 
 	"github.com/imagebump/imagebump/config"
@@ -44,16 +50,52 @@ func hostileStatus() Status {
 	}
 }
 
-// TestStatusPageEscapes renders a status full of markup: every value is
-// text on the page, a javascript: URL is neutralised, and no element,
-// attribute or script comes from the data.
+// TestStatusPageEscapes renders a status full of markup on each page
+// that shows it (the index with the target's details inline, the index of
+// a fleet too large for that, the target's own page): every value is text
+// on the page, a javascript: URL is neutralised, and no element, attribute
+// or script comes from the data.
 func TestStatusPageEscapes(t *testing.T) {
-	var buf bytes.Buffer
-	if err := renderPage(&buf, hostileStatus()); err != nil {
-		t.Fatal(err)
+	st := hostileStatus()
+	large := hostileStatus()
+	for i := range inlineTargets {
+		large.Targets = append(large.Targets, TargetStatus{Name: fmt.Sprintf("quiet-%d", i)})
 	}
-	out := buf.String()
-	doc, err := html.Parse(strings.NewReader(out))
+	// Strings of the target's details; the index of a large fleet shows
+	// only its row, with the start of its problem.
+	details := []string{`"><script>alert(1)</script>`, `<img src=x onerror=alert(2)>`, `<iframe src="https://evil.example">`,
+		"<svg onload=alert(3)>", "<script>alert(5)</script>"}
+	process := []string{"<b onmouseover=alert(6)>", "/etc/imagebump/<b>imagebump</b>.yaml"}
+	for _, tc := range []struct {
+		name   string
+		render func(io.Writer) error
+		want   []string
+	}{
+		{"index with details", func(w io.Writer) error { return renderIndex(w, st) }, append(details, process...)},
+		{"index of rows", func(w io.Writer) error { return renderIndex(w, large) }, append([]string{"deploy/x.yaml:3: <script>alert(5)</script>"}, process...)},
+		{"target page", func(w io.Writer) error { return renderTarget(w, st, st.Targets[0]) }, details},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := tc.render(&buf); err != nil {
+				t.Fatal(err)
+			}
+			text := checkMarkup(t, buf.String())
+			for _, s := range tc.want {
+				if !strings.Contains(text, s) {
+					t.Errorf("the page does not show %q as text", s)
+				}
+			}
+		})
+	}
+}
+
+// checkMarkup parses a page, fails the test for each element, event
+// attribute or javascript: link the data could have made, and returns the
+// page's text.
+func checkMarkup(t *testing.T, page string) string {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(page))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,18 +119,273 @@ func TestStatusPageEscapes(t *testing.T) {
 			text.WriteString(n.Data)
 		}
 	}
-	for _, s := range []string{`"><script>alert(1)</script>`, `<img src=x onerror=alert(2)>`, `<iframe src="https://evil.example">`,
-		"<svg onload=alert(3)>", "<script>alert(5)</script>", "<b onmouseover=alert(6)>", "/etc/imagebump/<b>imagebump</b>.yaml"} {
-		if !strings.Contains(text.String(), s) {
-			t.Errorf("the page does not show %q as text", s)
+	return text.String()
+}
+
+// hostileNames are target names that config refuses (it takes RFC 1123
+// labels only) but the pages must still show as text and link safely.
+var hostileNames = []string{"<script>alert(7)</script>", "../x", "a/b", "..%2Fy", "a b?c#d", `q"uote'`, "javascript:alert(8)", "ünï"}
+
+// hostileFleet is fleetStatus(n) with a target of each hostile name, its
+// first target's details copied.
+func hostileFleet(n int) Status {
+	st := fleetStatus(n)
+	for _, name := range hostileNames {
+		t := st.Targets[0]
+		t.Name = name
+		st.Targets = append(st.Targets, t)
+	}
+	return st
+}
+
+// servePages serves the status page of a fixed status on loopback, as
+// Server.routes does.
+func servePages(t testing.TB, st Status) *httptest.Server {
+	t.Helper()
+	pg := pages{status: func() Status { return st }, log: slog.New(slog.DiscardHandler)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", pg.index)
+	mux.HandleFunc("GET /targets/{name}", pg.target)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// get fetches a URL and returns its answer, the body read whole.
+func get(t *testing.T, u string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+// TestStatusPageHandlers asks the index and the targets' pages of a
+// fleet with hostile names for each page, as a browser would: what each
+// answers, with which headers.
+func TestStatusPageHandlers(t *testing.T) {
+	for _, size := range []int{2, 40} { // details inline, and rows only
+		st := hostileFleet(size)
+		srv := servePages(t, st)
+		_, index := get(t, srv.URL+"/")
+		for _, tc := range []struct {
+			name, path string
+			code       int
+			// in is what the answer holds; out what it must not.
+			in, out []string
+			// mux says the answer is ServeMux's own 404, without the
+			// page's headers.
+			mux bool
+		}{
+			{"index", "/", 200, []string{"cluster-000", "cluster-001", "<h2>Targets</h2>", `id="webhooks"`, `id="shard"`}, nil, false},
+			{"target", "/targets/cluster-001", 200, []string{"<title>cluster-001 · imagebump</title>", `<a href="../">`, "team-0:app-0", "Last cycles"}, []string{"cluster-000", `id="webhooks"`}, false},
+			{"unknown target", "/targets/nope", 404, []string{`no target "nope" in this process's config`}, []string{"<"}, false},
+			{"other shard's target", fmt.Sprintf("/targets/cluster-%03d", size+1), 404, []string{fmt.Sprintf(`target "cluster-%03d" is run by shard 1 of 2; this process is shard 0`, size+1)}, nil, false},
+			{"hostile unknown target", "/targets/%3Cscript%3Ealert(9)%3C%2Fscript%3E", 404, []string{`no target "<script>alert(9)</script>"`}, nil, false},
+			{"no name", "/targets/", 404, nil, nil, true},
+			{"below a target", "/targets/cluster-001/x", 404, nil, nil, true},
+			{"dot-dot", "/targets/../", 200, []string{"<h2>Targets</h2>"}, nil, false}, // ServeMux redirects to /
+		} {
+			t.Run(fmt.Sprintf("%d targets/%s", size, tc.name), func(t *testing.T) {
+				resp, body := get(t, srv.URL+tc.path)
+				if resp.StatusCode != tc.code {
+					t.Fatalf("GET %s = %d, want %d: %s", tc.path, resp.StatusCode, tc.code, body)
+				}
+				h := resp.Header
+				wantType := "text/html; charset=utf-8"
+				if tc.code != 200 {
+					wantType = "text/plain; charset=utf-8"
+				}
+				if got := h.Get("Content-Type"); got != wantType {
+					t.Errorf("Content-Type %q, want %q", got, wantType)
+				}
+				if !tc.mux {
+					for k, want := range map[string]string{"Content-Security-Policy": pageCSP, "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff"} {
+						if got := h.Get(k); got != want {
+							t.Errorf("%s: %q, want %q", k, got, want)
+						}
+					}
+				}
+				for _, s := range tc.in {
+					if !strings.Contains(body, s) {
+						t.Errorf("the answer lacks %q", s)
+					}
+				}
+				for _, s := range tc.out {
+					if strings.Contains(body, s) {
+						t.Errorf("the answer holds %q", s)
+					}
+				}
+			})
 		}
+		// Each target's link on the index, resolved as a browser does,
+		// stays under /targets/ and leads to that target's page.
+		links := map[string]string{}
+		doc, err := html.Parse(strings.NewReader(index))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := range doc.Descendants() {
+			if n.Type == html.ElementNode && n.Data == "a" && n.FirstChild != nil && n.FirstChild.Type == html.TextNode {
+				for _, a := range n.Attr {
+					if a.Key == "href" && strings.HasPrefix(a.Val, "targets/") {
+						links[n.FirstChild.Data] = a.Val
+					}
+				}
+			}
+		}
+		base, _ := url.Parse(srv.URL + "/")
+		for _, ts := range st.Targets {
+			t.Run(fmt.Sprintf("%d targets/link to %q", size, ts.Name), func(t *testing.T) {
+				href, ok := links[ts.Name]
+				if !ok {
+					t.Fatalf("no link to %q on the index", ts.Name)
+				}
+				ref, err := url.Parse(href)
+				if err != nil {
+					t.Fatalf("link %q: %v", href, err)
+				}
+				u := base.ResolveReference(ref)
+				if !strings.HasPrefix(u.EscapedPath(), "/targets/") || strings.Count(u.EscapedPath(), "/") != 2 || u.RawQuery != "" || u.Fragment != "" {
+					t.Fatalf("link %q resolves to %s, not below /targets/", href, u)
+				}
+				resp, body := get(t, u.String())
+				if resp.StatusCode != 200 {
+					t.Fatalf("GET %s = %d: %s", u, resp.StatusCode, body)
+				}
+				title := regexp.MustCompile(`<title>(.*?) · imagebump</title>`).FindStringSubmatch(body)
+				if title == nil || html.UnescapeString(title[1]) != ts.Name {
+					t.Errorf("GET %s: title %q, want the page of %q", u, title, ts.Name)
+				}
+				checkMarkup(t, body)
+			})
+		}
+		checkMarkup(t, index)
+	}
+}
+
+// TestStatusIndex checks what the index shows of each target: details
+// inline up to inlineTargets targets, rows only past it, failing targets
+// first.
+func TestStatusIndex(t *testing.T) {
+	for _, tc := range []struct {
+		targets int
+		inline  bool
+	}{{1, true}, {inlineTargets, true}, {inlineTargets + 1, false}, {200, false}} {
+		t.Run(fmt.Sprint(tc.targets), func(t *testing.T) {
+			st := fleetStatus(tc.targets)
+			var buf bytes.Buffer
+			if err := renderIndex(&buf, st); err != nil {
+				t.Fatal(err)
+			}
+			page := buf.String()
+			if got := strings.Count(page, `<section class="target"`); tc.inline && got != tc.targets || !tc.inline && got != 0 {
+				t.Errorf("%d targets' details inline, want them all: %v", got, tc.inline)
+			}
+			rows := regexp.MustCompile(`<tr( class="failing")? id="summary-([^"]+)">`).FindAllStringSubmatch(page, -1)
+			var got, want []string
+			for _, r := range rows {
+				got = append(got, r[2]+r[1])
+			}
+			for _, failing := range []bool{true, false} {
+				for _, ts := range st.Targets {
+					if (ts.FailingSince != nil) == failing {
+						w := ts.Name
+						if failing {
+							w += ` class="failing"`
+						}
+						want = append(want, w)
+					}
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("summary rows (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// The row of a target failing for 12 minutes, whose last cycle
+	// failed: its result, how long, its error.
+	st := fleetStatus(inlineTargets + 1)
+	v := newIndexView(st)
+	got := v.Summaries[0]
+	want := targetSummary{
+		Name: "cluster-000", Href: "targets/cluster-000", Last: &st.Targets[0].Cycles[0],
+		NextRun: st.Targets[0].NextRun, NextReason: ReasonRetry, LastSuccess: st.Targets[0].LastSuccess,
+		FailingSince: st.Targets[0].FailingSince, ConsecutiveFailures: 3,
+		Problems:     1,
+		FirstProblem: "fetching https://github.com/acme/fleet-000.git: read tcp 10.0.3.17:51234->140.82.121.3:443: i/o tim…",
+		PolicyCount:  40, FailedPolicies: 2, HeldPolicies: 1,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("cluster-000's row (-want +got):\n%s", diff)
+	}
+	if v.Failing != 4 || v.Running != 1 || v.Inline {
+		t.Errorf("failing %d, running %d, inline %v; want 4, 1, false", v.Failing, v.Running, v.Inline)
+	}
+	var buf bytes.Buffer
+	if err := renderIndex(&buf, st); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"11 targets, <span class=\"error\">4 failing</span> (listed first)", "<span class=\"error\" title=\"since 2026-12-01 22:48:00 UTC\">12m00s</span>, 3 cycles",
+		`<span class="result error">error</span> <span title="2026-12-01 22:58:00 UTC">2m00s ago</span>`, "40, <span class=\"error\">2 failed</span>, <span class=\"held\">1 held</span>"} {
+		if !strings.Contains(buf.String(), s) {
+			t.Errorf("the index lacks %s", s)
+		}
+	}
+}
+
+// TestStatusAPITarget checks /api/v1/status?target=NAME: the document
+// with that one target, or 404.
+func TestStatusAPITarget(t *testing.T) {
+	s := newTestServer(t)
+	for _, tc := range []struct {
+		query   string
+		code    int
+		targets []string
+	}{
+		{"", 200, []string{config.DefaultTargetName}},
+		{"?target=" + config.DefaultTargetName, 200, []string{config.DefaultTargetName}},
+		{"?target=nope", 404, nil},
+		{"?target=", 404, nil},
+		{"?target=%3Cscript%3E", 404, nil},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/status"+tc.query, nil))
+			if rec.Code != tc.code {
+				t.Fatalf("GET %s = %d, want %d: %s", tc.query, rec.Code, tc.code, rec.Body)
+			}
+			if tc.code != 200 {
+				if ct := rec.Header().Get("Content-Type"); ct != "text/plain; charset=utf-8" || !strings.HasPrefix(rec.Body.String(), "no target ") {
+					t.Errorf("%s %q", ct, rec.Body)
+				}
+				return
+			}
+			var st Status
+			if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, ts := range st.Targets {
+				got = append(got, ts.Name)
+			}
+			if diff := cmp.Diff(tc.targets, got); diff != "" {
+				t.Errorf("targets (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
 // TestStatusPageHeaders checks what GET / answers: HTML, and a
 // Content-Security-Policy that forbids scripts and allows the page's one
 // stylesheet by its hash, which must be the hash of the <style> the page
-// holds.
+// holds; a target's page, and its 404, have the same policy.
 func TestStatusPageHeaders(t *testing.T) {
 	s := newTestServer(t)
 	rec := httptest.NewRecorder()
@@ -111,11 +408,15 @@ func TestStatusPageHeaders(t *testing.T) {
 	if strings.Contains(strings.ToLower(rec.Body.String()), "<script") {
 		t.Error("the page has a script")
 	}
-	for path, code := range map[string]int{"/nope": http.StatusNotFound, "/index.html": http.StatusNotFound} {
+	for path, code := range map[string]int{"/nope": http.StatusNotFound, "/index.html": http.StatusNotFound,
+		"/targets/" + config.DefaultTargetName: http.StatusOK, "/targets/nope": http.StatusNotFound} {
 		rec := httptest.NewRecorder()
 		s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 		if rec.Code != code {
 			t.Errorf("GET %s = %d, want %d", path, rec.Code, code)
+		}
+		if strings.HasPrefix(path, "/targets/") && rec.Header().Get("Content-Security-Policy") != csp {
+			t.Errorf("GET %s: Content-Security-Policy %q, want the page's", path, rec.Header().Get("Content-Security-Policy"))
 		}
 	}
 }
@@ -161,7 +462,7 @@ func TestStatusPageOverdue(t *testing.T) {
 	late := st.Now.Add(-3 * time.Minute)
 	st.Targets[0].NextRun = &late
 	var buf bytes.Buffer
-	if err := renderPage(&buf, st); err != nil {
+	if err := renderIndex(&buf, st); err != nil {
 		t.Fatal(err)
 	}
 	if want := "due since 2026-12-01 22:57:00 UTC (3m00s ago) (schedule): waiting for a free slot (--concurrency)"; !strings.Contains(buf.String(), want) {
@@ -170,7 +471,7 @@ func TestStatusPageOverdue(t *testing.T) {
 	soon := st.Now.Add(4 * time.Minute)
 	st.Targets[0].NextRun = &soon
 	buf.Reset()
-	if err := renderPage(&buf, st); err != nil {
+	if err := renderIndex(&buf, st); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(buf.String(), "waiting for a free slot") {
