@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image/png"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
@@ -145,6 +147,69 @@ func attr(n *cdp.Node, name string) string {
 	return ""
 }
 
+// follow clicks the link that find picks on the page loaded in ctx, as a
+// user does (a mouse click where chromium laid the link out: no
+// JavaScript), waits for the page it leads to, and returns its HTTP answer
+// and its DOM. The link is named by its backend node id: chromedp reads
+// the document again on its own when it changes, which makes the node ids
+// document read before stale, but not the backend ones.
+func follow(ctx context.Context, find func(root *cdp.Node) *cdp.Node) (*network.Response, *cdp.Node, error) {
+	root, err := document(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	a := find(root)
+	if a == nil {
+		return nil, nil, errors.New("no such link")
+	}
+	click := chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		id := a.BackendNodeID
+		if _, err := cdp.Call(ctx, t, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: id}); err != nil {
+			return err
+		}
+		res, err := cdp.Call(ctx, t, dom.GetContentQuads, dom.GetContentQuadsParams{BackendNodeID: id})
+		if err != nil {
+			return err
+		}
+		if len(res.Quads) == 0 || len(res.Quads[0]) != 8 {
+			return errors.New("the link is not laid out")
+		}
+		var x, y float64
+		for i, v := range res.Quads[0] {
+			if i%2 == 0 {
+				x += v / 4
+			} else {
+				y += v / 4
+			}
+		}
+		_, err = chromedp.MouseClickXY(x, y)(ctx, t)
+		return err
+	})
+	resp, err := chromedp.RunResponse(ctx, click)
+	if err != nil {
+		return nil, nil, fmt.Errorf("following %q: %w", attr(a, "href"), err)
+	}
+	root, err = document(ctx)
+	return resp, root, err
+}
+
+// summaryLink returns the link of the target's row on the index.
+func summaryLink(root *cdp.Node, name string) *cdp.Node {
+	row := findByID(root, "summary-"+name)
+	if row == nil {
+		return nil
+	}
+	if as := elements(row, "A"); len(as) > 0 {
+		return as[0]
+	}
+	return nil
+}
+
+// linkTo returns a finder, for follow, of the link of the target's row.
+func linkTo(name string) func(*cdp.Node) *cdp.Node {
+	return func(root *cdp.Node) *cdp.Node { return summaryLink(root, name) }
+}
+
 // TestStatusPageInBrowser runs serve as shard 0 of 2 over three targets
 // (one on Gitea with a pull request, one on a git HTTP server with a
 // policy whose repository does not exist, one of the other shard), lets
@@ -152,8 +217,10 @@ func attr(n *cdp.Node, name string) string {
 // chromium: with JavaScript on and off, the page shows each target with
 // its cycles, commit and pull request link, each policy with its latest
 // tag and why, the held policy, the problems, the next cycle, the shard,
-// the webhook; no secret; no script. The screenshot is kept as a test
-// artefact (go test -artifacts), and written to docs/images with -update.
+// the webhook; no secret; no script; and a summary row per target whose
+// link, clicked, opens the target's own page with its details. The
+// screenshots of the index and of prod's page are kept as test artefacts
+// (go test -artifacts), and written to docs/images with -update.
 func TestStatusPageInBrowser(t *testing.T) {
 	exe := requireChromium(t)
 	gt := testgitea.Start(t)
@@ -262,6 +329,9 @@ webhooks:
 		// Each policy's row: seen, invalid, excluded, filtered, skipped,
 		// candidates, as in the JSON twin.
 		for _, ts := range st.Targets {
+			if a := summaryLink(root, ts.Name); a == nil || attr(a, "href") != "targets/"+ts.Name {
+				t.Errorf("no summary row linking to target %s's page", ts.Name)
+			}
 			sec := findByID(root, "target-"+ts.Name)
 			if sec == nil {
 				t.Errorf("no section for target %s", ts.Name)
@@ -302,6 +372,39 @@ webhooks:
 		}
 	}
 
+	// checkProd checks prod's own page, reached from the index's link.
+	checkProd := func(t *testing.T, resp *network.Response, root *cdp.Node) {
+		t.Helper()
+		if resp.Status != http.StatusOK || resp.URL != srv.url+"/targets/prod" {
+			t.Errorf("the link led to %s: %d", resp.URL, resp.Status)
+		}
+		if findByID(root, "target-prod") == nil || findByID(root, "target-staging") != nil || findByID(root, "webhooks") != nil {
+			t.Error("prod's page does not show prod's details alone")
+		}
+		text := domText(root)
+		for _, want := range []string{"prod", "all targets", strings.TrimSuffix(prodURL, ".git"), "apps:web", "1.1.0",
+			"held: incident 42: api rollout paused", shortCommit(prodCommit), pr.Provider + " #" + fmt.Sprint(pr.Number)} {
+			if !strings.Contains(text, want) {
+				t.Errorf("prod's page does not show %q", want)
+			}
+		}
+		if strings.Contains(text, "*/15 * * * *") {
+			t.Error("prod's page shows staging's schedule")
+		}
+		var hrefs []string
+		for _, a := range elements(root, "A") {
+			hrefs = append(hrefs, attr(a, "href"))
+		}
+		for _, want := range []string{"../", pr.URL, "../api/v1/status?target=prod"} {
+			if !slices.Contains(hrefs, want) {
+				t.Errorf("prod's page has no link to %s among %q", want, hrefs)
+			}
+		}
+		if n := len(elements(root, "SCRIPT")); n != 0 {
+			t.Errorf("%d <script> elements", n)
+		}
+	}
+
 	t.Run("JavaScript on", func(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(srv.url+"/")); err != nil {
 			t.Fatal(err)
@@ -313,6 +416,14 @@ webhooks:
 		check(t, root)
 		title, err := chromedp.Run(ctx, chromedp.Title())
 		if err != nil || title != "imagebump" {
+			t.Errorf("title %q (%v)", title, err)
+		}
+		resp, root, err := follow(ctx, linkTo("prod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkProd(t, resp, root)
+		if title, err := chromedp.Run(ctx, chromedp.Title()); err != nil || title != "prod · imagebump" {
 			t.Errorf("title %q (%v)", title, err)
 		}
 	})
@@ -341,36 +452,19 @@ webhooks:
 			t.Fatal(err)
 		}
 		check(t, root)
+		resp, root, err := follow(tab, linkTo("prod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkProd(t, resp, root)
 	})
 
-	t.Run("screenshot", func(t *testing.T) {
-		shot, err := chromedp.Run(ctx, func(ctx context.Context, tg *chromedp.Target) ([]byte, error) {
-			if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(srv.url+"/")); err != nil {
-				return nil, err
-			}
-			return chromedp.FullScreenshot(100)(ctx, tg)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		img, err := png.Decode(bytes.NewReader(shot))
-		if err != nil {
-			t.Fatalf("the screenshot is not a PNG: %v", err)
-		}
-		if b := img.Bounds(); b.Dx() != 1280 || b.Dy() < 900 {
-			t.Errorf("screenshot of %v, want 1280 wide and the whole page", b)
-		}
-		p := filepath.Join(t.ArtifactDir(), "status-page.png")
-		if err := os.WriteFile(p, shot, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot: %s (%d bytes)", p, len(shot))
-		if *update {
-			if err := os.WriteFile(filepath.Join("..", "docs", "images", "status-page.png"), shot, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
+	for _, shot := range []struct{ name, path, file string }{
+		{"screenshot", "/", "status-page.png"},
+		{"screenshot of a target", "/targets/prod", "status-target-page.png"},
+	} {
+		t.Run(shot.name, func(t *testing.T) { screenshot(t, ctx, srv.url+shot.path, shot.file) })
+	}
 
 	// The page and its JSON twin say the same: every target and policy of
 	// the JSON is on the page.
@@ -385,5 +479,120 @@ webhooks:
 	}
 	if len(twin.Targets) != 2 || twin.Shard == nil || len(twin.Webhooks) != 1 {
 		t.Errorf("JSON twin: %d targets, shard %+v, %d webhooks", len(twin.Targets), twin.Shard, len(twin.Webhooks))
+	}
+}
+
+// screenshot takes a screenshot of the whole page at u, 1280 pixels wide,
+// keeps it as a test artefact (go test -artifacts) and, with -update,
+// writes it to docs/images/file.
+func screenshot(t *testing.T, ctx context.Context, u, file string) {
+	t.Helper()
+	shot, err := chromedp.Run(ctx, func(ctx context.Context, tg *chromedp.Target) ([]byte, error) {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(u)); err != nil {
+			return nil, err
+		}
+		return chromedp.FullScreenshot(100)(ctx, tg)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("the screenshot is not a PNG: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() != 1280 || b.Dy() < 900 {
+		t.Errorf("screenshot of %v, want 1280 wide and the whole page", b)
+	}
+	p := filepath.Join(t.ArtifactDir(), file)
+	if err := os.WriteFile(p, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", p, len(shot))
+	if *update {
+		if err := os.WriteFile(filepath.Join("..", "docs", "images", file), shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestStatusIndexInBrowser opens in chromium, with JavaScript off, the
+// index of a large fleet (fleetStatus(200) and targets of hostile names):
+// one row per target, failing ones first and marked, no details; then
+// clicks the links of a failing target and of the hostile names, each of
+// which must open that target's own page.
+func TestStatusIndexInBrowser(t *testing.T) {
+	exe := requireChromium(t)
+	st := hostileFleet(200)
+	srv := servePages(t, st)
+	ctx := browser(t, exe)
+	off := func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+		return err
+	}
+	resp, err := chromedp.RunResponse(ctx, chromedp.Func(off), chromedp.Navigate(srv.URL+"/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != http.StatusOK {
+		t.Fatalf("GET / = %d", resp.Status)
+	}
+	root, err := document(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbody := elements(findByID(root, "targets"), "TBODY")
+	if len(tbody) != 1 {
+		t.Fatalf("%d summary tables", len(tbody))
+	}
+	rows := elements(tbody[0], "TR")
+	if len(rows) != len(st.Targets) {
+		t.Errorf("%d summary rows, want %d", len(rows), len(st.Targets))
+	}
+	failing := 0
+	for _, ts := range st.Targets {
+		if ts.FailingSince != nil {
+			failing++
+		}
+	}
+	for i, r := range rows {
+		if got, want := attr(r, "class") == "failing", i < failing; got != want {
+			t.Errorf("row %d (%s): failing %v, want %v (failing targets first)", i, attr(r, "id"), got, want)
+		}
+	}
+	if n := len(elements(root, "SECTION")); n != 2 { // the targets' table and the webhooks
+		t.Errorf("%d sections, want the summary and the webhooks only", n)
+	}
+	if findByID(root, "shard") == nil || findByID(root, "webhooks") == nil {
+		t.Error("the index lacks the shard or the webhooks")
+	}
+	if n := len(elements(root, "SCRIPT")); n != 0 {
+		t.Errorf("%d <script> elements", n)
+	}
+	for _, name := range append([]string{"cluster-000"}, hostileNames...) {
+		t.Run(name, func(t *testing.T) {
+			if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/")); err != nil {
+				t.Fatal(err)
+			}
+			resp, root, err := follow(ctx, linkTo(name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Status != http.StatusOK || !strings.HasPrefix(resp.URL, srv.URL+"/targets/") {
+				t.Errorf("the link led to %s: %d", resp.URL, resp.Status)
+			}
+			sec := findByID(root, "target-"+name)
+			if sec == nil {
+				t.Fatalf("the page at %s has no details of %q", resp.URL, name)
+			}
+			if h2 := elements(sec, "H2"); len(h2) == 0 || !strings.HasPrefix(domText(h2[0]), name+" \n") {
+				t.Errorf("the details are not headed %q", name)
+			}
+			if !strings.Contains(domText(sec), "team-0:app-0") {
+				t.Error("the target's policies are not shown")
+			}
+			if n := len(elements(root, "SCRIPT")); n != 0 {
+				t.Errorf("%d <script> elements", n)
+			}
+		})
 	}
 }
