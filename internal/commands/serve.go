@@ -65,7 +65,8 @@ finish and are then cancelled (a push lands whole or not at all); exit 0. A
 second signal exits at once (exit 1). SIGHUP reloads the config; a bad one is
 refused and the running one kept.
 
-HTTP on --listen: the status page (/) and its JSON twin (/api/v1/status),
+HTTP on --listen: the status page (/, a row per target, and /targets/NAME
+for one) and its JSON twin (/api/v1/status, ?target=NAME for one),
 /healthz, /readyz, /metrics (Prometheus), and POST /hook/NAME for the
 registry webhooks of the config's webhooks: key, which scan the pushed
 images' targets at once.
@@ -102,7 +103,7 @@ docs/serve.md has the details.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Listen, "listen", ":8080", "HTTP address of the status page, /healthz, /readyz, /metrics, /api/v1/status and /hook/NAME")
+	f.StringVar(&o.Listen, "listen", ":8080", "HTTP address of the status page (/ and /targets/NAME), /healthz, /readyz, /metrics, /api/v1/status and /hook/NAME")
 	f.StringVar(&o.Workdir, "workdir", "", "folder that keeps a working copy per target between cycles (default: imagebump/serve in the user's cache folder: $XDG_CACHE_HOME or ~/.cache on Linux, ~/Library/Caches on macOS)")
 	f.DurationVar(&o.Grace, "grace", serve.DefaultGrace, "on SIGTERM or SIGINT, how long running cycles may take to finish before they are cancelled")
 	f.DurationVar(&o.UnreadyAfter, "unready-after", serve.DefaultUnreadyAfter, "/readyz fails once a target has failed for longer than this (0: never)")
