@@ -204,6 +204,7 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 	sort.Strings(tags)
 	rep.Tags = tags
 
+	var gateErr error // a gate could not be checked
 	if pol != nil {
 		res, err := pol.SelectContext(ctx, tags)
 		if err != nil {
@@ -219,15 +220,23 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 			for _, h := range held {
 				rep.HeldBack = append(rep.HeldBack, report.HeldBack{Tag: h.Tag, Digest: h.Digest, Gate: string(h.Gate), Detail: h.Detail, Until: formatTime(h.Until)})
 			}
-			if err != nil {
-				if werr := writeTags(stdout, o.Output, rep); werr != nil {
-					return werr
-				}
-				return failure(err)
-			}
-			rep.Latest = picked.Latest
-			if rep.Latest == "" {
+			switch {
+			case err != nil:
+				// As plan and run do: no tag is picked when a gate could
+				// not be checked.
+				gateErr = err
+				rep.Latest = ""
+				rep.Summary = fmt.Sprintf("no tag picked: %v", err)
+			case picked.Latest == "":
+				rep.Latest = ""
 				rep.Summary = fmt.Sprintf("no tag matches: every candidate checked was held back (%d)", len(held))
+			default:
+				rep.Latest = picked.Latest
+				res.Latest = picked.Latest
+				rep.Summary = res.Summary()
+				if len(held) > 0 {
+					rep.Summary += fmt.Sprintf("; %d better %s held back", len(held), plural(len(held), "tag", "tags"))
+				}
 			}
 		}
 		if fromConfig && img.Hold.Active(time.Now()) {
@@ -240,6 +249,12 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 			gated = img.WithPolicy(pol)
 		}
 		rep.Explain = explainTag(ctx, o.Explain, rep, gated, client, o.global.logger)
+	}
+	if gateErr != nil {
+		if err := writeTags(stdout, o.Output, rep); err != nil {
+			return err
+		}
+		return failure(gateErr)
 	}
 	if o.Digest {
 		tag := rep.Latest

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -257,6 +258,9 @@ func TestTagsExplainAgeGate(t *testing.T) {
 			if rep.Latest != "3.0.0" || len(rep.HeldBack) != 1 || rep.HeldBack[0].Tag != "3.1.0" || rep.HeldBack[0].Gate != "too young" {
 				t.Errorf("latest %q held back %+v", rep.Latest, rep.HeldBack)
 			}
+			if !strings.HasPrefix(rep.Summary, "picked 3.0.0 from 2 tags") || !strings.HasSuffix(rep.Summary, "; 1 better tag held back") {
+				t.Errorf("summary %q, want it to name the pick past the gate, 3.0.0", rep.Summary)
+			}
 			var got []ExplainStep
 			for _, s := range rep.Explain {
 				got = append(got, ExplainStep{Step: s.Step, Result: s.Result})
@@ -269,6 +273,37 @@ func TestTagsExplainAgeGate(t *testing.T) {
 	out, _, _ := runMain(t, "tags", "young", "-c", cfg)
 	if !strings.Contains(out, "held back: too young") || !strings.Contains(out, "held back: 3.1.0 is too young: created") {
 		t.Errorf("text output does not say why 3.1.0 was held back:\n%s", out)
+	}
+
+	// An image with no creation time: the age gate cannot be checked,
+	// and, as plan and run do, tags picks nothing; --explain says why.
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := name.NewTag(host+"/acme/undated:1.0.0", name.Insecure)
+	if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	cfg = writeFile(t, dir, "undated.yaml", "registries:\n  - {host: \""+host+"\", insecure: true}\nimages:\n  - {name: undated, repository: "+host+"/acme/undated, policy: {semver: \">=1.0.0\"}, minAge: 24h}\n")
+	out, stderr, code := runMain(t, "tags", "undated", "-c", cfg, "-o", "json", "--explain", "1.0.0")
+	var rep TagsReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if code != 1 || rep.Latest != "" || !strings.HasPrefix(rep.Summary, "no tag picked: ") {
+		t.Errorf("exit %d, latest %q, summary %q; want exit 1 and no tag picked\n%s", code, rep.Latest, rep.Summary, stderr)
+	}
+	var steps []string
+	for _, s := range rep.Explain {
+		steps = append(steps, s.Step+" "+s.Result)
+	}
+	if !slices.Contains(steps, "gates stop") {
+		t.Errorf("explain %q, want the gates step to stop the tag", steps)
+	}
+	out, _, _ = runMain(t, "tags", "undated", "-c", cfg)
+	if strings.Contains(out, "LATEST") {
+		t.Errorf("text output marks a tag LATEST that the gate could not check:\n%s", out)
 	}
 }
 
