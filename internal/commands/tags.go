@@ -531,15 +531,15 @@ func explainTag(ctx context.Context, tag string, rep TagsReport, im *config.Imag
 		add("rank", "stop", "a candidate, but the rule ranks "+rep.Latest+" above it")
 	}
 	if im == nil {
-		add("signature", "skip", "no verify: in a config policy")
 		add("age", "skip", "no minAge: in a config policy")
+		add("signature", "skip", "no verify: in a config policy")
 		add("hold", "skip", "")
 		return out
 	}
 	gates := cycle.NewGates(nil, logger)
 	if im.Verify == nil && im.MinAge == 0 {
-		add("signature", "skip", "the policy has no verify:")
 		add("age", "skip", "the policy has no minAge:")
+		add("signature", "skip", "the policy has no verify:")
 	} else {
 		hb, err := gates.Check(ctx, reg, im, tag)
 		switch {
