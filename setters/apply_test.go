@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sync/semaphore"
 	"gopkg.in/yaml.v3"
 )
 
@@ -371,5 +372,50 @@ func TestApplySymlinkedFolder(t *testing.T) {
 	}
 	if fi, err := os.Lstat(filepath.Join(dir, "prod", "base")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("prod/base is no longer a symlink (%v)", err)
+	}
+}
+
+// TestParseBudget rewrites large marked files with more workers than the
+// budget holds files, and checks that the bytes parsed at once never
+// exceed parseBudget, that a file larger than the budget is still parsed
+// (alone), and that every file is rewritten.
+func TestParseBudget(t *testing.T) {
+	// A budget of 64 KiB, and files of 27 KiB, one of 82 KiB.
+	oldBudget, oldParsing := parseBudget, parsing
+	parseBudget, parsing = 64<<10, semaphore.NewWeighted(64<<10)
+	t.Cleanup(func() { parseBudget, parsing = oldBudget, oldParsing })
+	dir := t.TempDir()
+	filler := strings.Repeat("  k: v\n", (27<<10)/7)
+	sizes := map[string]int{}
+	for i := range 6 {
+		name := fmt.Sprintf("big%d.yaml", i)
+		body := "a:\n" + filler + "image: ghcr.io/acme/app:1.4.2 # {\"$imagepolicy\": \"apps:app\"}\n"
+		if i == 0 {
+			body = "a:\n" + strings.Repeat(filler, 3) + body[len("a:\n"):] // over the budget
+		}
+		sizes[name] = len(body)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var inFlight, peak atomic.Int64
+	onParse = func(n int64) {
+		now := inFlight.Add(n)
+		for p := peak.Load(); now > p && !peak.CompareAndSwap(p, now); p = peak.Load() {
+		}
+	}
+	t.Cleanup(func() { onParse = nil })
+	res, err := Apply(context.Background(), Options{Root: dir, Images: testImages, Write: true, Workers: 6, MaxFileSize: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Changes) != 6 || len(res.Problems) != 0 {
+		t.Fatalf("%d changes, problems %v; want one change in each of the 6 files", len(res.Changes), res.Problems)
+	}
+	if p := peak.Load(); p > parseBudget || p < int64(sizes["big1.yaml"]) {
+		t.Errorf("at most %d bytes parsed at once, want between one file (%d) and the budget (%d)", p, sizes["big1.yaml"], parseBudget)
+	}
+	if inFlight.Load() != 0 {
+		t.Errorf("%d bytes still held after the run", inFlight.Load())
 	}
 }

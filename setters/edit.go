@@ -2,6 +2,7 @@ package setters
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/sync/semaphore"
 	"gopkg.in/yaml.v3"
 )
 
@@ -146,9 +148,39 @@ type rewriter struct {
 	out  *outcome
 }
 
+// parseBudget is how many bytes of YAML the process parses at once, in
+// every run and scan together (serve runs several targets' cycles at
+// once). A parsed file and its verification take about 75 times its size
+// (a 2 MiB file, 155 MB), and runs read files with as many workers as
+// there are cores: without a bound, a few large marked files read at once
+// would take gigabytes. Small files, nearly all of a fleet, are not held
+// back; a file larger than the budget waits for the others and is parsed
+// alone.
+// (Variables, so that a test can shrink them.)
+var (
+	parseBudget int64 = 2 << 20
+	// parsing holds the bytes being parsed, within parseBudget.
+	parsing = semaphore.NewWeighted(parseBudget)
+)
+
+// onParse is a test hook, told of the bytes a parse takes (a positive
+// n) and gives back (negative).
+var onParse func(n int64)
+
 // rewrite finds the markers in one file and computes its new bytes. file is
 // the name used in reports.
 func rewrite(file string, src []byte, e env) outcome {
+	w := min(int64(len(src)), parseBudget)
+	_ = parsing.Acquire(context.Background(), w) // never fails without a deadline
+	if onParse != nil {
+		onParse(w)
+	}
+	defer func() {
+		if onParse != nil {
+			onParse(-w)
+		}
+		parsing.Release(w)
+	}()
 	out := rewriteLines(file, src, e)
 	if ix := newLineIndex(src); ix.odd {
 		// Lines reach users as an editor counts them. An edit changes no
