@@ -23,7 +23,8 @@ type worker struct {
 	// prev, when set, is a removed worker of the same name whose last
 	// cycle still runs: this one waits for it, so that two cycles of one
 	// target never overlap, and takes its history, so that the status
-	// goes on where it left off.
+	// goes on where it left off. Set when w is made; cleared, under mu,
+	// once its history is taken.
 	prev *worker
 
 	wake chan struct{} // cap 1: the spec changed or a trigger came
@@ -74,6 +75,15 @@ func newWorker(s *Server, sp *spec, prev *worker) *worker {
 		w.inherit(prev)
 	}
 	return w
+}
+
+// dropPrev forgets the removed worker w waited for, once its history is
+// taken, so that a target removed and added back many times holds no
+// chain of them.
+func (w *worker) dropPrev() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.prev = nil
 }
 
 // inherit takes prev's history: its cycles and what they found. It is
@@ -153,11 +163,17 @@ func (w *worker) plan() (time.Time, string) {
 func (w *worker) loop() {
 	defer close(w.done)
 	s := w.s
-	if w.prev != nil {
+	if prev := w.prev; prev != nil {
 		select {
-		case <-w.prev.done:
-			w.inherit(w.prev)
+		case <-prev.done:
+			w.inherit(prev)
+			w.dropPrev()
 		case <-w.quit:
+			// A worker made later for this target waits for this one's
+			// done: it must not close before prev's cycle has ended.
+			<-prev.done
+			w.inherit(prev)
+			w.dropPrev()
 			return
 		case <-s.stopping:
 			return
@@ -375,14 +391,21 @@ func (w *worker) status() TargetStatus {
 	} else if w.tt != nil {
 		at, why := w.plan()
 		st.NextRun, st.NextReason = timePtr(at), why
-	} else if w.prev != nil {
-		// The removed worker's last cycle still runs (w.mu, then
-		// prev.mu: prev never takes w.mu).
-		w.prev.mu.Lock()
-		since := w.prev.runSince
-		w.prev.mu.Unlock()
-		if !since.IsZero() {
-			st.RunningSince = timePtr(since)
+	} else {
+		// A removed worker's last cycle still runs: prev's, or, when the
+		// target was removed and added back again meanwhile, that of a
+		// worker further back (w.mu, then prev.mu: a worker never takes
+		// the lock of one made after it; each prev is read under its
+		// worker's mu, as dropPrev clears it).
+		for p := w.prev; p != nil; {
+			p.mu.Lock()
+			since, next := p.runSince, p.prev
+			p.mu.Unlock()
+			if !since.IsZero() {
+				st.RunningSince = timePtr(since)
+				break
+			}
+			p = next
 		}
 	}
 	if !w.lastSuccess.IsZero() {
