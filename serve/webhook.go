@@ -42,6 +42,7 @@ const (
 	hookMethodNotAllowed = "method_not_allowed" // 405
 	hookNotFound         = "not_found"          // 404
 	hookError            = "error"              // 500: the secret file cannot be read
+	hookStopping         = "stopping"           // 503: serve is stopping
 )
 
 // maxListedImages caps the images a webhook's status and log record keep.
@@ -133,7 +134,8 @@ type hookResponse struct {
 // (never a secret, never the query): a method other than POST (405), a
 // webhook the config does not have (404), a body over MaxWebhookBody
 // (413, read no further), a missing or wrong token or signature (401), a
-// body that is no payload serve reads (400). An accepted request (202)
+// body that is no payload serve reads (400), or any request once the
+// server is stopping (503, Retry-After). An accepted request (202)
 // triggers, through Trigger and its debounce, the targets of this process
 // that apply a policy on a repository it names; images that no policy
 // watches, or that only targets of other shards watch, are counted and
@@ -173,6 +175,16 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 	if !known {
 		refuse(http.StatusNotFound, hookNotFound, "no webhook of that name in the config")
 		return
+	}
+	select {
+	case <-s.stopping:
+		// No cycle would start for it: a 503 has the sender try again
+		// (another replica behind the Service, or this one restarted),
+		// where a 202 would lose the push until the next schedule.
+		w.Header().Set("Retry-After", "10")
+		refuse(http.StatusServiceUnavailable, hookStopping, "this process is stopping and starts no cycle; send the event again")
+		return
+	default:
 	}
 	if r.ContentLength > MaxWebhookBody {
 		refuse(http.StatusRequestEntityTooLarge, hookTooLarge, fmt.Sprintf("a body of %d bytes, over the limit of %d", r.ContentLength, MaxWebhookBody))

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -516,4 +517,47 @@ webhooks: [{name: r, tokenFile: token}]
 	if rec.Code != http.StatusInternalServerError || strings.Contains(rec.Body.String(), dir) {
 		t.Errorf("token file gone: %d %q, want 500 without the file's path", rec.Code, rec.Body)
 	}
+}
+
+// TestWebhookWhileStopping: an event that arrives during the grace period
+// of a stop is refused with 503 and Retry-After, so that the registry
+// sends it again (to another replica, or to this one restarted): a 202
+// would lose it, as no cycle starts any more.
+func TestWebhookWhileStopping(t *testing.T) {
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "tok")
+	writeTestFile(t, tok, "s3cret\n")
+	cfg, err := config.Parse([]byte(`
+images: [{name: app, repository: reg.example/app, policy: {semver: ">=1.0.0"}}]
+webhooks: [{name: ci, tokenFile: `+tok+`}]
+targets:
+  - {name: a, git: {url: "file:///nonexistent/a.git", branch: main}, schedule: 1h}
+`), filepath.Join(dir, "imagebump.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFake(t, Options{Config: cfg, MaxJitter: -1, Grace: time.Minute})
+	release := f.holdTarget("a")
+	f.start()
+	<-f.runner.started
+	send := func() *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/hook/ci", strings.NewReader(`{"repository":"reg.example/app","tag":"1.2.3"}`))
+		req.Header.Set("Authorization", "Bearer s3cret")
+		f.Handler().ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := send(); rec.Code != http.StatusAccepted {
+		t.Fatalf("before the stop: %d %s, want 202", rec.Code, rec.Body)
+	}
+	f.signals <- syscall.SIGTERM
+	f.clock.WaitTimers(t, 1) // the grace timer: the stop has begun
+	rec := send()
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "stopping") {
+		t.Errorf("during the stop: %d, Retry-After %q, %q; want 503 with Retry-After saying it stops", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	if got := counterValue(t, f.Server, "imagebump_webhooks_total", "hook", "ci", "result", "stopping"); got != 1 {
+		t.Errorf("imagebump_webhooks_total{result=stopping} = %v, want 1", got)
+	}
+	release()
 }
