@@ -146,6 +146,7 @@ type Server struct {
 	// a slot until the git timeout) always leave a slot to the others.
 	failSlots    chan struct{}
 	stopping     chan struct{} // closed when a stop begins
+	reloadMu     sync.Mutex    // held through a Reload
 	stopOnce     sync.Once
 	cycleCtx     context.Context // every cycle's ctx; cancelled to abandon them
 	cancelCycles context.CancelFunc
@@ -497,6 +498,10 @@ func (s *Server) runningCycles() int {
 // A bad config is refused and the old one kept; the error is logged,
 // counted and returned.
 func (s *Server) Reload() error {
+	// One reload at a time: two interleaved could leave the workers of
+	// one config beside the other config in force.
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
 	cfg, err := s.load()
 	var specs map[string]*spec
 	if err == nil {

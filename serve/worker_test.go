@@ -789,3 +789,35 @@ func TestServeReaddedTargetKeepsHistory(t *testing.T) {
 		})
 	}
 }
+
+// TestServeConcurrentReloads: Reload called from two goroutines at once
+// (a program that embeds the library may) leaves the workers and the
+// config in force from the same config, one reload after the other.
+func TestServeConcurrentReloads(t *testing.T) {
+	one, three := mustConfig(t, "1h"), mustConfig(t, "1h", "1h", "1h")
+	var mu sync.Mutex
+	n := 0
+	f := startFake(t, Options{Config: one, MaxJitter: -1, Load: func() (*config.Config, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		if n%2 == 0 {
+			return three, nil
+		}
+		return one, nil
+	}})
+	go func() {
+		for range f.runner.started {
+		}
+	}()
+	for round := range 100 {
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() { _ = f.Reload() })
+		}
+		wg.Wait()
+		if got, want := len(f.Targets()), len(f.Config().Targets()); got != want {
+			t.Fatalf("round %d: %d workers for a config in force of %d targets", round, got, want)
+		}
+	}
+}

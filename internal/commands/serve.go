@@ -113,6 +113,13 @@ docs/serve.md has the details.`,
 }
 
 func runServe(ctx context.Context, o *ServeOptions) error {
+	// SIGHUP first of all: until it is caught, it kills the process, and a
+	// systemctl reload can come while the config still loads (from a slow
+	// mount or a pipe). One that comes before the server runs is answered
+	// by a reload once it runs.
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, syscall.SIGHUP)
+	defer signal.Stop(signals)
 	cfg, err := loadConfig(o.global)
 	if err != nil {
 		return usageError(err)
@@ -129,9 +136,7 @@ func runServe(ctx context.Context, o *ServeOptions) error {
 	// main cancels ctx on the first SIGTERM or SIGINT, which serve gets on
 	// its own channel too and answers with the grace period: serve must not
 	// see it twice.
-	signals := make(chan os.Signal, 4)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(signals)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	grace, unready := o.Grace, o.UnreadyAfter
 	if grace == 0 {
 		grace = -1 // the library's "cancel at once"
