@@ -138,4 +138,3 @@ func TestServeSIGHUPWhileLoading(t *testing.T) {
 		t.Fatal("serve did not stop on SIGTERM")
 	}
 }
-
