@@ -107,14 +107,20 @@ func (w *worker) poke() {
 }
 
 // update gives the worker a reloaded spec; a changed schedule takes effect
-// from now on.
+// from now on. A retry of a failed cycle that is due before the new
+// schedule's next time stays: an operator who mends a failing target and
+// changes its schedule in one edit would otherwise wait a whole interval.
 func (w *worker) update(sp *spec, now time.Time) {
 	w.mu.Lock()
 	old := w.sp
 	w.sp = sp
 	if w.tt != nil && old.schedule != sp.schedule {
+		retryAt, retrying := w.next, w.nextWhy == ReasonRetry
 		w.tt.reschedule(sp.sched, now)
 		w.next, w.nextWhy = w.tt.next()
+		if retrying && retryAt.Before(w.next) {
+			w.next, w.nextWhy = retryAt, ReasonRetry
+		}
 	}
 	w.mu.Unlock()
 	w.poke()

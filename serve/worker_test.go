@@ -821,3 +821,29 @@ func TestServeConcurrentReloads(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRescheduleKeepsRetry: a failing target waiting for its retry,
+// whose schedule a reload changes, keeps the retry when it comes before
+// the new schedule's next time.
+func TestServeRescheduleKeepsRetry(t *testing.T) {
+	var next *config.Config
+	f := newFake(t, Options{Config: mustConfig(t, "1h"), MaxJitter: -1,
+		Load: func() (*config.Config, error) { return next, nil }})
+	f.runner.results = func(string, int) error { return fmt.Errorf("clone failed") }
+	f.start()
+	f.clock.WaitTimers(t, 1)
+	<-f.runner.started
+	f.clock.WaitTimers(t, 1) // the retry's timer
+	before := f.target(t, "a")
+	if before.NextReason != ReasonRetry || before.NextRun.Sub(f.clock.Now()) >= time.Hour {
+		t.Fatalf("after a failure: next %v (%s), want a retry within the hour", before.NextRun, before.NextReason)
+	}
+	next = mustConfig(t, "2h")
+	if err := f.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	after := f.target(t, "a")
+	if after.NextReason != ReasonRetry || !after.NextRun.Equal(*before.NextRun) {
+		t.Errorf("after a reload to 2h: next %v (%s), want the retry at %v kept", after.NextRun, after.NextReason, before.NextRun)
+	}
+}
