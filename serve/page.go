@@ -90,6 +90,8 @@ type indexView struct {
 // targetSummary is a target's row on the index.
 type targetSummary struct {
 	Name string
+	// Removed: a reload removed the target; its last cycle runs.
+	Removed bool
 	// Href is the target's page, relative to the index.
 	Href string
 	// Last is the last cycle, nil before the first.
@@ -133,7 +135,7 @@ func targetHref(name string) string { return "targets/" + url.PathEscape(name) }
 // summarize makes a target's row on the index.
 func summarize(t TargetStatus) targetSummary {
 	s := targetSummary{
-		Name: t.Name, Href: targetHref(t.Name),
+		Name: t.Name, Href: targetHref(t.Name), Removed: t.Removed,
 		RunningSince: t.RunningSince, NextRun: t.NextRun, NextReason: t.NextReason,
 		LastSuccess: t.LastSuccess, FailingSince: t.FailingSince, ConsecutiveFailures: t.ConsecutiveFailures,
 		PolicyCount: len(t.Policies),

@@ -489,6 +489,13 @@ func (s *Server) runningCycles() int {
 			n++
 		}
 	}
+	// A removed target's last cycle, whether or not the target was
+	// added back meanwhile (its new worker waits for it).
+	for _, w := range s.leaving {
+		if w.isRunning() {
+			n++
+		}
+	}
 	return n
 }
 
@@ -609,9 +616,15 @@ func (s *Server) Status() Status {
 		Config:   ConfigStatus{File: s.cfg.File, Loaded: s.loaded, LastReload: s.lastReload},
 		Targets:  make([]TargetStatus, 0, len(s.workers)),
 	}
-	workers := make([]*worker, 0, len(s.workers))
+	workers := make([]*worker, 0, len(s.workers)+len(s.leaving))
 	for _, w := range s.workers {
 		workers = append(workers, w)
+	}
+	for name, w := range s.leaving {
+		if s.workers[name] == nil {
+			// Removed, not added back: shown until its last cycle ends.
+			workers = append(workers, w)
+		}
 	}
 	cfg := s.cfg
 	s.mu.Unlock()
@@ -663,7 +676,7 @@ func (s *Server) notReady(now time.Time, stopping bool, targets []TargetStatus) 
 		return why
 	}
 	for _, t := range targets {
-		if t.FailingSince != nil && now.Sub(*t.FailingSince) > s.opts.UnreadyAfter {
+		if !t.Removed && t.FailingSince != nil && now.Sub(*t.FailingSince) > s.opts.UnreadyAfter {
 			why = append(why, fmt.Sprintf("target %s has failed since %s (%d cycles in a row)", t.Name, t.FailingSince.Format(time.RFC3339), t.ConsecutiveFailures))
 		}
 	}

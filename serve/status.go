@@ -134,6 +134,9 @@ type ReloadStatus struct {
 // cycles.
 type TargetStatus struct {
 	Name string `json:"name"`
+	// Removed is set for a target a reload removed whose last cycle
+	// still runs: it is shown until that cycle ends, with no next run.
+	Removed bool `json:"removed,omitempty"`
 	// Repository is the Git URL without credentials.
 	Repository string `json:"repository"`
 	Branch     string `json:"branch,omitempty"`

@@ -414,6 +414,9 @@ func (w *worker) status() TargetStatus {
 			p = next
 		}
 	}
+	if w.removed {
+		st.Removed, st.NextRun, st.NextReason = true, nil, ""
+	}
 	if !w.lastSuccess.IsZero() {
 		st.LastSuccess = timePtr(w.lastSuccess)
 	}

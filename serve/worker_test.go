@@ -847,3 +847,38 @@ func TestServeRescheduleKeepsRetry(t *testing.T) {
 		t.Errorf("after a reload to 2h: next %v (%s), want the retry at %v kept", after.NextRun, after.NextReason, before.NextRun)
 	}
 }
+
+// TestServeRemovedTargetShownUntilItsCycleEnds: a target a reload removes
+// while its cycle runs stays in the status, marked removed and with no
+// next run, and counts among the running cycles (which a stop's warning
+// names) until that cycle ends; then it is gone.
+func TestServeRemovedTargetShownUntilItsCycleEnds(t *testing.T) {
+	var next *config.Config
+	f := newFake(t, Options{Config: mustConfig(t, "1h", "1h"), MaxJitter: -1,
+		Load: func() (*config.Config, error) { return next, nil }})
+	release := f.holdTarget("a")
+	f.start()
+	f.clock.WaitTimers(t, 1) // b waits for its next cycle; a's runs, held
+	without := mustConfig(t, "1h", "1h")
+	without.TargetList = without.TargetList[1:]
+	next = without
+	if err := f.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	st := f.Status()
+	var names []string
+	for _, ts := range st.Targets {
+		names = append(names, ts.Name)
+		if ts.Name == "a" && (!ts.Removed || ts.RunningSince == nil || ts.NextRun != nil) {
+			t.Errorf("a, removed while its cycle runs: removed %v, running since %v, next run %v; want removed, running, no next run", ts.Removed, ts.RunningSince, ts.NextRun)
+		}
+	}
+	if !slices.Equal(names, []string{"a", "b"}) {
+		t.Errorf("targets in the status %q, want a (removed, running) and b", names)
+	}
+	if n := f.runningCycles(); n != 1 {
+		t.Errorf("%d running cycles, want a's", n)
+	}
+	release()
+	waitFor(t, func() bool { return len(f.Status().Targets) == 1 }, "a gone from the status once its cycle ended")
+}
