@@ -171,7 +171,7 @@ func (k *call) do(ctx context.Context, what string, fn func(ctx context.Context,
 			return nil
 		}
 		v := classify(ctx, err)
-		if v.kind == KindNotFound {
+		if v.kind == KindNotFound || v.kind == KindAuth {
 			k.b.serve() // an answer about the repository, not a failing host
 		}
 		if v.kind == KindAuth && v.status == http.StatusUnauthorized && !k.fresh && !renewed {
@@ -214,8 +214,12 @@ func (c *Client) retry(ctx context.Context, h *host, b *breaker, what string, fn
 		if v.kind == KindServer && !last && !b.failing(delay, err) {
 			return n, err
 		}
-		if v.kind == KindRateLimited || h.rt.pauseLeft() > 0 {
-			if ok, notWaited := b.limited(delay, last, err); !ok {
+		// A 429, or a 503 that came with a Retry-After: the host asks to be
+		// left alone. (Another request's pause does not make a 500 one.)
+		asked := h.rt.pauseLeft() > 0
+		rateLimited := v.kind == KindRateLimited
+		if rateLimited || asked && v.status == http.StatusServiceUnavailable {
+			if ok, notWaited := b.limited(delay, asked, last && rateLimited, err); !ok {
 				if notWaited != nil {
 					return n, notWaited
 				}

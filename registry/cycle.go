@@ -128,7 +128,8 @@ func (b *breaker) missed(sent time.Time, delay time.Duration, last bool, err err
 	return false
 }
 
-// serve records that the host served a repository.
+// serve records that the host served a repository: it is not failing,
+// and a rate limit it sets from now on counts afresh.
 func (b *breaker) serve() {
 	if b == nil {
 		return
@@ -136,6 +137,7 @@ func (b *breaker) serve() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.served = true
+	b.firstLimit = time.Time{}
 }
 
 // failing records that a request failed with a server error, err, and
@@ -164,12 +166,15 @@ func (b *breaker) failing(delay time.Duration, err error) bool {
 }
 
 // limited records that a request's failure, err, came with a request to
-// wait delay before the next, and reports whether the request may be
-// retried after delay; last says it has no retries left. When it may
-// not, the host is held down, and notWaited is the error to report
-// instead of err, or nil when err says enough (no retries were left, or
-// another request put the host down first).
-func (b *breaker) limited(delay time.Duration, last bool, err error) (ok bool, notWaited error) {
+// wait delay before the next (asked: the host's Retry-After; otherwise
+// the backoff after a 429), and reports whether the request may be
+// retried after delay; last says a rate-limited request has no retries
+// left. When it may not, the host is held down, and notWaited is the
+// error to report instead of err, or nil when err says enough (no retries
+// were left, or another request put the host down first). The budget
+// counts from the first refusal since the host last served a repository:
+// a 429 now and then in a long cycle is waited for each time.
+func (b *breaker) limited(delay time.Duration, asked, last bool, err error) (ok bool, notWaited error) {
 	if b == nil {
 		return !last, nil
 	}
@@ -186,7 +191,7 @@ func (b *breaker) limited(delay time.Duration, last bool, err error) (ok bool, n
 		return false, nil
 	}
 	if left := b.budget - time.Since(b.firstLimit); delay >= left {
-		nw := &notWaitedError{host: b.host, wait: delay, budget: b.budget, err: err}
+		nw := &notWaitedError{host: b.host, wait: delay, asked: asked, budget: b.budget, err: err}
 		b.down = &hostDownError{host: b.host, err: nw, why: downLimited}
 		return false, nw
 	}
@@ -209,7 +214,7 @@ func (b *breaker) pause(d time.Duration) error {
 		b.firstLimit = time.Now()
 	}
 	if left := b.budget - time.Since(b.firstLimit); d >= left {
-		b.down = &hostDownError{host: b.host, err: &notWaitedError{host: b.host, wait: d, budget: b.budget}, why: downLimited}
+		b.down = &hostDownError{host: b.host, err: &notWaitedError{host: b.host, wait: d, asked: true, budget: b.budget}, why: downLimited}
 		return b.down
 	}
 	return nil
@@ -236,7 +241,7 @@ const (
 func (e *hostDownError) Error() string {
 	switch e.why {
 	case downLimited:
-		return fmt.Sprintf("not tried: %s asked earlier in this cycle to be left alone: %v", e.host, e.err)
+		return fmt.Sprintf("not tried: %s asked to be left alone: %v", e.host, e.err)
 	case downFailing:
 		return fmt.Sprintf("not tried: %s has answered nothing but server errors in this cycle, and the %v a cycle gives it (registries[].timeout) is spent: %v", e.host, e.since, e.err)
 	}
@@ -251,6 +256,7 @@ func (e *hostDownError) Unwrap() error { return e.err }
 type notWaitedError struct {
 	host   string
 	wait   time.Duration
+	asked  bool // by a Retry-After; otherwise the backoff after 429s
 	budget time.Duration
 	err    error
 }
@@ -260,7 +266,12 @@ func (e *notWaitedError) Error() string {
 	if e.wait >= time.Second {
 		wait = e.wait.Round(time.Second)
 	}
-	s := fmt.Sprintf("%s asked to wait %v (Retry-After), longer than a cycle waits for one registry (%v, its registries[].timeout), so it was not waited for", e.host, wait, e.budget)
+	var s string
+	if e.asked {
+		s = fmt.Sprintf("%s asked to wait %v (Retry-After), longer than a cycle waits for one registry (%v, its registries[].timeout), so it was not waited for", e.host, wait, e.budget)
+	} else {
+		s = fmt.Sprintf("%s kept answering 429 Too Many Requests for longer than a cycle waits for one registry (%v, its registries[].timeout), so it was not asked again", e.host, e.budget)
+	}
 	if e.err != nil {
 		s += ": " + e.err.Error()
 	}

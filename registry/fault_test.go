@@ -498,7 +498,7 @@ func TestRateLimitedHostLeftToNextCycle(t *testing.T) {
 			if !strings.Contains(all, tt.wantText) {
 				t.Errorf("no error says %q:\n%s", tt.wantText, all)
 			}
-			if !strings.Contains(all, "not tried: "+limited+" asked earlier in this cycle to be left alone") {
+			if !strings.Contains(all, "not tried: "+limited+" asked to be left alone") {
 				t.Errorf("no repository says it was not tried:\n%s", all)
 			}
 			if tt.opts.Timeout == 0 {
@@ -578,4 +578,31 @@ func TestFailingHostHeldDown(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRateLimitNowAndThen: a host that answers 429 once in a while, with
+// repositories served in between, is waited for each time: the time a
+// cycle waits for a host that rate-limits counts from its first 429
+// since it last served one, not from its first in the cycle.
+func TestRateLimitNowAndThen(t *testing.T) {
+	t.Parallel()
+	f := newFaults(
+		&rule{name: "a", path: "/acme/a/tags/list", times: 1, action: status(429, nil, "")},
+		&rule{name: "b", path: "/acme/b/tags/list", times: 1, action: status(429, nil, "")},
+	)
+	host := newRegistry(t, f.wrap)
+	push(t, host, "acme/a", "1.0")
+	push(t, host, "acme/b", "1.0")
+	c := newClient(t, Options{Timeout: 200 * time.Millisecond}, host)
+	y := c.Cycle()
+	if _, err := y.Tags(context.Background(), host+"/acme/a"); err != nil {
+		t.Fatalf("a, after one 429: %v", err)
+	}
+	time.Sleep(400 * time.Millisecond) // two timeouts after a's 429
+	if _, err := y.Tags(context.Background(), host+"/acme/b"); err != nil {
+		t.Errorf("b, after one 429 long after a's: %v", err)
+	}
+	if f.hit("a") != 2 || f.hit("b") != 2 {
+		t.Errorf("requests: a %d, b %d; want each retried once", f.hit("a"), f.hit("b"))
+	}
 }
