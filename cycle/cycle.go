@@ -437,12 +437,14 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 	}
 	// The policies of one repository share what they read the same way
 	// (which tags are valid, their versions), read once for all of them.
+	// A list is dropped after its repository's last policy: kept, the
+	// lists of many large repositories would add up.
 	shared := map[string]*policy.TagList{}
+	left := map[string]int{} // policies still to pick, by repository
 	for _, im := range images {
-		if l, ok := shared[im.Repository]; ok && l == nil {
+		left[im.Repository]++
+		if left[im.Repository] == 2 {
 			shared[im.Repository] = policy.NewTagList(scans[im.Repository].Tags)
-		} else if !ok {
-			shared[im.Repository] = nil // one policy: nothing to share yet
 		}
 	}
 
@@ -451,6 +453,10 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 	sem := make(chan struct{}, concurrency)
 	for i, im := range images {
 		results[i] = PolicyResult{Name: im.Name, Repository: im.Repository}
+		list := shared[im.Repository]
+		if left[im.Repository]--; left[im.Repository] == 0 {
+			delete(shared, im.Repository)
+		}
 		scan, ok := scans[im.Repository]
 		switch {
 		case !ok:
@@ -462,8 +468,8 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 		}
 		var sel policy.Result
 		var err error
-		if l := shared[im.Repository]; l != nil {
-			sel, err = im.Policy().PickList(ctx, l)
+		if list != nil {
+			sel, err = im.Policy().PickList(ctx, list)
 		} else {
 			sel, err = im.Policy().Pick(ctx, scan.Tags)
 		}
