@@ -30,9 +30,10 @@ func markStale(body string) string {
 }
 
 // closedAsStale reports whether Close closed the pull request with body
-// as stale.
+// as stale: the marker is the body's last line, where markStale puts it
+// (a value quoted in the body's table cannot end it).
 func closedAsStale(body string) bool {
-	return strings.Contains(body, staleMarker)
+	return strings.HasSuffix(strings.TrimSpace(body), staleMarker)
 }
 
 // markerPattern finds the content marker that Body writes.

@@ -140,6 +140,26 @@ func TestEnsureDecisions(t *testing.T) {
 		want:      Result{Number: 101, URL: "https://forge/pr/101", Outcome: Opened},
 		wantCalls: []string{"list", "create Bump a"},
 	}, {
+		name: "a hand-closed one behind one closed as stale still skips",
+		prs: []PR{pr(2, StateClosed, "Bump a", changeA), func() PR {
+			p := pr(5, StateClosed, "Bump a", changeA)
+			p.Body = markStale(p.Body)
+			return p
+		}()},
+		req:       request(changeA, "Bump a"),
+		want:      Result{Number: 2, URL: "https://forge/pr/2", Outcome: Skipped},
+		wantCalls: []string{"list"},
+	}, {
+		name: "the marker's text inside the body is no stale mark",
+		prs: []PR{func() PR {
+			p := pr(3, StateClosed, "Bump a", changeA)
+			p.Body = "value " + staleMarker + " quoted\n" + p.Body
+			return p
+		}()},
+		req:       request(changeA, "Bump a"),
+		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Skipped},
+		wantCalls: []string{"list"},
+	}, {
 		name:      "the most recent open one is kept current",
 		prs:       []PR{pr(2, StateOpen, "old", changeA), pr(5, StateOpen, "Bump a", changeA)},
 		req:       request(changeA, "Bump a"),

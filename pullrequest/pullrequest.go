@@ -261,7 +261,9 @@ func decide(prs []PR, req Request) decision {
 		if pr.State == StateOpen && d.open == nil {
 			d.open = pr
 		}
-		if pr.State != StateOpen && d.last == nil {
+		// One closed as stale was not turned down: the last one that
+		// counts is the most recent merged, or closed otherwise.
+		if pr.State != StateOpen && d.last == nil && !closedAsStale(pr.Body) {
 			d.last = pr
 		}
 	}
@@ -275,7 +277,7 @@ func decide(prs []PR, req Request) decision {
 			// one of ours on purpose.
 			d.labels = missing(req.Labels, d.open.Labels)
 		}
-	case d.last != nil && !closedAsStale(d.last.Body) && ContentKeyOf(d.last.Body) == ContentKey(req.Changes):
+	case d.last != nil && ContentKeyOf(d.last.Body) == ContentKey(req.Changes):
 		d.outcome = Skipped
 	default:
 		d.outcome = Opened
