@@ -205,6 +205,7 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 	rep.Tags = tags
 
 	var gateErr error // a gate could not be checked
+	rulePick := ""    // the rule's pick, before any gate
 	if pol != nil {
 		res, err := pol.SelectContext(ctx, tags)
 		if err != nil {
@@ -213,6 +214,7 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 		rep.Excluded, rep.Filtered, rep.Skipped, rep.Invalid = res.Excluded, res.Filtered, res.Skipped, res.Invalid
 		rep.Candidates, rep.Latest, rep.Warnings = res.Candidates, res.Latest, res.Warnings
 		rep.Summary = res.Summary()
+		rulePick = res.Latest
 		if fromConfig && (img.MinAge > 0 || img.Verify != nil) && res.Latest != "" {
 			// The config's gates hold back tags the rule would pick.
 			gates := cycle.NewGates(nil, o.global.logger)
@@ -248,7 +250,7 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 		if fromConfig {
 			gated = img.WithPolicy(pol)
 		}
-		rep.Explain = explainTag(ctx, o.Explain, rep, gated, client, o.global.logger)
+		rep.Explain = explainTag(ctx, o.Explain, rep, rulePick, gated, client, o.global.logger)
 	}
 	if gateErr != nil {
 		if err := writeTags(stdout, o.Output, rep); err != nil {
@@ -480,9 +482,10 @@ type ExplainStep struct {
 }
 
 // explainTag walks tag through the steps that decide whether it is picked,
-// from the selection already made (rep) and, for a config policy, its
+// from the selection already made (rep, whose Latest is the pick past the
+// gates, and rulePick, the rule's own) and, for a config policy, its
 // gates (im, nil without a config policy).
-func explainTag(ctx context.Context, tag string, rep TagsReport, im *config.Image, reg cycle.GateRegistry, logger *slog.Logger) []ExplainStep {
+func explainTag(ctx context.Context, tag string, rep TagsReport, rulePick string, im *config.Image, reg cycle.GateRegistry, logger *slog.Logger) []ExplainStep {
 	var out []ExplainStep
 	add := func(step, result, detail string) {
 		out = append(out, ExplainStep{Step: step, Result: result, Detail: detail})
@@ -523,12 +526,20 @@ func explainTag(ctx context.Context, tag string, rep TagsReport, im *config.Imag
 		held[h.Tag] = h
 	}
 	switch h, ok := held[tag]; {
-	case tag == rep.Latest:
+	case rep.Latest != "" && tag == rep.Latest:
 		add("rank", "pass", "the best candidate that passes the gates")
-	case ok:
+	case ok && rep.Latest != "":
 		add("rank", "pass", fmt.Sprintf("better than the pick %q, but held back: %s", rep.Latest, h.Gate))
+	case ok:
+		add("rank", "pass", "ranked high, but held back: "+string(h.Gate)+"; no candidate passes the gates")
+	case tag == rulePick:
+		add("rank", "pass", "the rule's pick; the gates decide whether it is picked")
 	default:
-		add("rank", "stop", "a candidate, but the rule ranks "+rep.Latest+" above it")
+		above := rep.Latest
+		if above == "" {
+			above = rulePick
+		}
+		add("rank", "stop", "a candidate, but the rule ranks "+above+" above it")
 	}
 	if im == nil {
 		add("age", "skip", "no minAge: in a config policy")

@@ -298,8 +298,8 @@ func TestTagsExplainAgeGate(t *testing.T) {
 	for _, s := range rep.Explain {
 		steps = append(steps, s.Step+" "+s.Result)
 	}
-	if !slices.Contains(steps, "gates stop") {
-		t.Errorf("explain %q, want the gates step to stop the tag", steps)
+	if !slices.Contains(steps, "gates stop") || !slices.Contains(steps, "rank pass") {
+		t.Errorf("explain %q, want the rule's pick to pass rank and the gates step to stop it", steps)
 	}
 	out, _, _ = runMain(t, "tags", "undated", "-c", cfg)
 	if strings.Contains(out, "LATEST") {
