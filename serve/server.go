@@ -168,7 +168,8 @@ type Server struct {
 	workers    map[string]*worker
 	leaving    map[string]*worker // removed workers whose last cycle runs
 	watch      *watchIndex        // repositories to targets, of cfg; built by watchers
-	running    bool
+	runCalled  bool               // Run was called
+	running    bool               // Run started the workers: install starts new ones
 }
 
 // spec is what a target's cycles run with, replaced whole on reload.
@@ -371,11 +372,11 @@ func (s *Server) startWorker(w *worker) {
 // Reload. Run may be called once.
 func (s *Server) Run(ctx context.Context) error {
 	s.mu.Lock()
-	if s.running {
+	if s.runCalled {
 		s.mu.Unlock()
 		return errors.New("serve: Run called twice")
 	}
-	s.running = true
+	s.runCalled = true
 	s.started = s.clock.Now()
 	s.mu.Unlock()
 
@@ -398,7 +399,11 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Info("serving", "address", ln.Addr().String())
 	}
 
+	// running is set where the workers start, under one lock: a Reload
+	// before starts its new workers through this loop, one after through
+	// install, never both.
 	s.mu.Lock()
+	s.running = true
 	names := make([]string, 0, len(s.workers))
 	for name, w := range s.workers {
 		names = append(names, name)
@@ -483,20 +488,20 @@ func (s *Server) stop() error {
 func (s *Server) runningCycles() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for _, w := range s.workers {
-		if w.isRunning() {
-			n++
+	// A removed target's last cycle counts too, whether or not the
+	// target was added back meanwhile: the workers made since for it
+	// wait for it, each through the one before (prev).
+	running := map[*worker]bool{}
+	for _, ws := range []map[string]*worker{s.workers, s.leaving} {
+		for _, w := range ws {
+			for p := w; p != nil; p = p.prevWorker() {
+				if p.isRunning() {
+					running[p] = true
+				}
+			}
 		}
 	}
-	// A removed target's last cycle, whether or not the target was
-	// added back meanwhile (its new worker waits for it).
-	for _, w := range s.leaving {
-		if w.isRunning() {
-			n++
-		}
-	}
-	return n
+	return len(running)
 }
 
 // Reload loads the config again (Options.Load) and, when it is good,

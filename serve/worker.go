@@ -77,6 +77,13 @@ func newWorker(s *Server, sp *spec, prev *worker) *worker {
 	return w
 }
 
+// prevWorker returns the removed worker w waits for, or nil.
+func (w *worker) prevWorker() *worker {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.prev
+}
+
 // dropPrev forgets the removed worker w waited for, once its history is
 // taken, so that a target removed and added back many times holds no
 // chain of them.

@@ -853,6 +853,16 @@ func TestServeRescheduleKeepsRetry(t *testing.T) {
 // next run, and counts among the running cycles (which a stop's warning
 // names) until that cycle ends; then it is gone.
 func TestServeRemovedTargetShownUntilItsCycleEnds(t *testing.T) {
+	// Removed once; and removed, added back and removed again, where the
+	// removed worker is the second, waiting for the first's cycle.
+	for _, readds := range []int{0, 1} {
+		t.Run(fmt.Sprintf("%d re-adds", readds), func(t *testing.T) {
+			removedWhileRunning(t, readds)
+		})
+	}
+}
+
+func removedWhileRunning(t *testing.T, readds int) {
 	var next *config.Config
 	f := newFake(t, Options{Config: mustConfig(t, "1h", "1h"), MaxJitter: -1,
 		Load: func() (*config.Config, error) { return next, nil }})
@@ -861,6 +871,16 @@ func TestServeRemovedTargetShownUntilItsCycleEnds(t *testing.T) {
 	f.clock.WaitTimers(t, 1) // b waits for its next cycle; a's runs, held
 	without := mustConfig(t, "1h", "1h")
 	without.TargetList = without.TargetList[1:]
+	for range readds {
+		next = without
+		if err := f.Reload(); err != nil {
+			t.Fatal(err)
+		}
+		next = mustConfig(t, "1h", "1h")
+		if err := f.Reload(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	next = without
 	if err := f.Reload(); err != nil {
 		t.Fatal(err)

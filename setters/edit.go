@@ -153,9 +153,11 @@ type rewriter struct {
 // once). A parsed file and its verification take about 75 times its size
 // (a 2 MiB file, 155 MB), and runs read files with as many workers as
 // there are cores: without a bound, a few large marked files read at once
-// would take gigabytes. Small files, nearly all of a fleet, are not held
-// back; a file larger than the budget waits for the others and is parsed
-// alone.
+// would take gigabytes. Small files, nearly all of a fleet, go on side
+// by side; a file larger than the budget waits for the others and is
+// parsed alone, and the files asked for after it wait for that one parse
+// (the gate serves in order). init's and discover's parses, one-shot
+// commands, are outside it.
 // (Variables, so that a test can shrink them.)
 var (
 	parseBudget int64 = 2 << 20

@@ -56,85 +56,91 @@ func TestConfigFromPipe(t *testing.T) {
 	}
 }
 
-// TestServeSIGHUPWhileLoading: a SIGHUP that comes while serve still
+// TestServeSignalWhileLoading: a signal that comes while serve still
 // reads its config (here from a pipe that is written late, as from a slow
-// mount) does not kill the process, as the signal's default would: it is
-// answered by a reload once serve runs, and SIGTERM then stops it with 0.
-func TestServeSIGHUPWhileLoading(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "config.pipe")
-	if err := syscall.Mkfifo(p, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	const config = "images:\n  - {name: apps:web, repository: ghcr.io/acme/web, policy: {semver: \">=1\"}}\n" +
-		"targets:\n  - {name: a, git: {url: \"file:///nonexistent/a.git\", branch: main}, schedule: 1h}\n"
-	opened := make(chan struct{})
-	write, again := make(chan struct{}), make(chan struct{})
-	go func() {
-		// The first read is the start's; the second, once serve runs,
-		// the reload's.
-		for i := range 2 {
-			if i == 1 {
-				<-again
+// mount) is answered once serve runs: a SIGHUP by a reload (its default
+// would kill the process, exit 129), a SIGTERM by a stop with exit 0
+// (serve runs on a context main's cancel does not reach, and went on).
+func TestServeSignalWhileLoading(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "config.pipe")
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
 			}
-			f, err := os.OpenFile(p, os.O_WRONLY, 0)
-			if err != nil {
-				return
+			const config = "images:\n  - {name: apps:web, repository: ghcr.io/acme/web, policy: {semver: \">=1\"}}\n" +
+				"targets:\n  - {name: a, git: {url: \"file:///nonexistent/a.git\", branch: main}, schedule: 1h}\n"
+			reads := 1 // the start's
+			if sig == syscall.SIGHUP {
+				reads = 2 // and, once serve runs, the reload's
 			}
-			if i == 0 {
-				close(opened)
-				<-write
+			opened := make(chan struct{})
+			write, again := make(chan struct{}), make(chan struct{})
+			go func() {
+				for i := range reads {
+					if i == 1 {
+						<-again
+					}
+					f, err := os.OpenFile(p, os.O_WRONLY, 0)
+					if err != nil {
+						return
+					}
+					if i == 0 {
+						close(opened)
+						<-write
+					}
+					f.WriteString(config)
+					f.Close()
+				}
+			}()
+			cmd := exec.Command(os.Args[0], "serve", "--listen", "127.0.0.1:0", "--workdir", t.TempDir(), "-c", p)
+			cmd.Env = append(os.Environ(), asBinaryEnv+"=1")
+			stderr := &lockedBuffer{}
+			cmd.Stderr = stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
 			}
-			f.WriteString(config)
-			f.Close()
-		}
-	}()
-	cmd := exec.Command(os.Args[0], "serve", "--listen", "127.0.0.1:0", "--workdir", t.TempDir(), "-c", p)
-	cmd.Env = append(os.Environ(), asBinaryEnv+"=1")
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	select {
-	case <-opened: // serve reads the config
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve never opened its config")
-	}
-	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		t.Fatalf("a SIGHUP while the config loads ended serve: %v\n%s", err, stderr.String())
-	case <-time.After(300 * time.Millisecond):
-	}
-	close(write)
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(stderr.String(), `"serving"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start:\n%s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	close(again)
-	for !strings.Contains(stderr.String(), "config reloaded") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no reload after the SIGHUP:\n%s", stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("SIGTERM: %v, want exit 0\n%s", err, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop on SIGTERM")
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			t.Cleanup(func() { _ = cmd.Process.Kill() })
+			select {
+			case <-opened: // serve reads the config
+			case <-time.After(30 * time.Second):
+				t.Fatal("serve never opened its config")
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-exited:
+				t.Fatalf("a %v while the config loads ended serve before it ran: %v\n%s", sig, err, stderr.String())
+			case <-time.After(300 * time.Millisecond):
+			}
+			close(write)
+			wait := func(what, text string) {
+				t.Helper()
+				for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), text); time.Sleep(20 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: no %q in the log:\n%s", what, text, stderr.String())
+					}
+				}
+			}
+			if sig == syscall.SIGHUP {
+				wait("start", `"serving"`)
+				close(again)
+				wait("the SIGHUP", "config reloaded")
+				if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			}
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Errorf("exit: %v, want 0\n%s", err, stderr.String())
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("serve did not stop:\n%s", stderr.String())
+			}
+		})
 	}
 }

@@ -113,12 +113,16 @@ docs/serve.md has the details.`,
 }
 
 func runServe(ctx context.Context, o *ServeOptions) error {
-	// SIGHUP first of all: until it is caught, it kills the process, and a
-	// systemctl reload can come while the config still loads (from a slow
-	// mount or a pipe). One that comes before the server runs is answered
-	// by a reload once it runs.
+	// Signals first of all: until it is caught, SIGHUP kills the process,
+	// and a systemctl reload can come while the config still loads (from
+	// a slow mount or a pipe); a SIGTERM then would be lost, as serve runs
+	// on a context main's cancel does not reach. One that comes before the
+	// server runs is answered once it runs: SIGHUP by a reload, SIGTERM or
+	// SIGINT by a stop. main cancels ctx on the first SIGTERM or SIGINT,
+	// which serve gets on its own channel too and answers with the grace
+	// period: serve must not see it twice.
 	signals := make(chan os.Signal, 4)
-	signal.Notify(signals, syscall.SIGHUP)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(signals)
 	cfg, err := loadConfig(o.global)
 	if err != nil {
@@ -133,10 +137,6 @@ func runServe(ctx context.Context, o *ServeOptions) error {
 	if err := os.MkdirAll(workdir, 0o755); err != nil {
 		return usageError(fmt.Errorf("--workdir: %w", err))
 	}
-	// main cancels ctx on the first SIGTERM or SIGINT, which serve gets on
-	// its own channel too and answers with the grace period: serve must not
-	// see it twice.
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	grace, unready := o.Grace, o.UnreadyAfter
 	if grace == 0 {
 		grace = -1 // the library's "cancel at once"
