@@ -359,6 +359,12 @@ func (s *Server) startWorker(w *worker) {
 		}
 		if s.workers[w.name] == nil {
 			s.metrics.forgetTarget(w.name)
+			if !s.isStopping() {
+				// Kept, as the target may come back (a config edited
+				// by mistake); a rename clones anew beside it.
+				s.log.Info("target removed; its working copy stays: delete it if the target is gone for good",
+					"target", w.name, "workdir", cycle.WorkdirFor(s.opts.Workdir, w.name))
+			}
 		}
 	}()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -864,8 +865,10 @@ func TestServeRemovedTargetShownUntilItsCycleEnds(t *testing.T) {
 
 func removedWhileRunning(t *testing.T, readds int) {
 	var next *config.Config
+	var logs lockedBuffer
 	f := newFake(t, Options{Config: mustConfig(t, "1h", "1h"), MaxJitter: -1,
-		Load: func() (*config.Config, error) { return next, nil }})
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Load:   func() (*config.Config, error) { return next, nil }})
 	release := f.holdTarget("a")
 	f.start()
 	f.clock.WaitTimers(t, 1) // b waits for its next cycle; a's runs, held
@@ -901,4 +904,8 @@ func removedWhileRunning(t *testing.T, readds int) {
 	}
 	release()
 	waitFor(t, func() bool { return len(f.Status().Targets) == 1 }, "a gone from the status once its cycle ended")
+	// Its working copy stays, and the log says where.
+	if want := "target=a workdir=" + cycle.WorkdirFor(f.opts.Workdir, "a"); !strings.Contains(logs.String(), want) {
+		t.Errorf("no log record of a's working copy (%s):\n%s", want, logs.String())
+	}
 }
