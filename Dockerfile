@@ -4,7 +4,7 @@
 # user 65532, no shell, no package manager). No git either: gitwriter serves
 # file:// remotes in process, and https and ssh remotes never needed it.
 #
-#   docker build -t imagebump .
+#   docker build -t imagebump .      # BuildKit: Docker 23 or newer, or buildx
 #   docker buildx build --platform linux/amd64,linux/arm64 -t imagebump .
 #   docker run --rm -v "$PWD/imagebump.yaml:/etc/imagebump/imagebump.yaml:ro" imagebump \
 #     run -c /etc/imagebump/imagebump.yaml

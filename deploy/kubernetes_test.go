@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -372,6 +373,21 @@ func checkPod(t *testing.T, b *build, pt podTemplate) {
 	}
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
 		errorf("container resources %v: want CPU and memory requests and a memory limit", c.Resources)
+	}
+	// The kubelet counts emptyDir volumes against the pod's
+	// ephemeral-storage limit: a limit below their size limits evicts the
+	// pod before the working copies reach theirs. Leave room for the
+	// container's logs as well.
+	if limit, ok := c.Resources.Limits[corev1.ResourceEphemeralStorage]; ok {
+		need := resource.MustParse("128Mi")
+		for _, v := range spec.Volumes {
+			if v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil {
+				need.Add(*v.EmptyDir.SizeLimit)
+			}
+		}
+		if limit.Cmp(need) < 0 {
+			errorf("ephemeral-storage limit %s is below the emptyDir volumes' size limits and 128Mi for logs (%s)", limit.String(), need.String())
+		}
 	}
 
 	// A file path in the container resolves to a volume mount and the key

@@ -104,6 +104,11 @@ func TestSystemdUnits(t *testing.T) {
 					t.Errorf("%s = %q, want %s", key, got, want)
 				}
 			}
+			// The status page and /metrics take no credentials: on a VM
+			// they stay on loopback, behind a proxy for webhooks.
+			if listen := regexp.MustCompile(`--listen[ =](\S+)`).FindStringSubmatch(exec[0]); listen != nil && !strings.HasPrefix(listen[1], "127.0.0.1:") {
+				t.Errorf("ExecStart listens on %s, want 127.0.0.1 (loopback) only", listen[1])
+			}
 			if !strings.Contains(exec[0], " --workdir /var/lib/imagebump") {
 				t.Errorf("ExecStart %q does not keep the working copies in the StateDirectory", exec[0])
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"regexp"
 
 	"github.com/docker/cli/cli/config"
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -107,7 +108,7 @@ func (k dockerConfigKeychain) Resolve(target authn.Resource) (authn.Authenticato
 	for _, key := range keys {
 		ac, err := cf.GetAuthConfig(key)
 		if err != nil {
-			return nil, &credentialError{key: "dockerConfig", path: k.path, err: err}
+			return nil, &credentialError{key: "dockerConfig", path: k.path, err: err, helper: missingHelper(err)}
 		}
 		cfg := authn.AuthConfig{
 			Username:      ac.Username,
@@ -138,7 +139,21 @@ func (c *Client) authenticator(ctx context.Context, h *host, repo name.Repositor
 		if errors.As(err, &ce) {
 			return nil, err
 		}
-		return nil, &credentialError{path: repo.RegistryStr(), err: err}
+		return nil, &credentialError{path: repo.RegistryStr(), err: err, helper: missingHelper(err)}
 	}
 	return a, nil
+}
+
+// helperNotFound matches the error Docker's credential store code returns
+// when the helper program a config names is not on PATH. The code formats
+// the cause with %v, so its text is all there is to go on.
+var helperNotFound = regexp.MustCompile(`exec: "(docker-credential-[^"\s]+)": executable file not found`)
+
+// missingHelper returns the credential helper program err says is not
+// installed, or "".
+func missingHelper(err error) string {
+	if m := helperNotFound.FindStringSubmatch(err.Error()); m != nil {
+		return m[1]
+	}
+	return ""
 }

@@ -257,6 +257,46 @@ func TestDockerConfigCredentialHelper(t *testing.T) {
 	}
 }
 
+// TestDockerConfigMissingHelper checks the error for a config.json copied
+// from a workstation whose credsStore or credHelpers names a helper program
+// this machine lacks (the image has none): it names the helper and says to
+// write the credentials under "auths".
+func TestDockerConfigMissingHelper(t *testing.T) {
+	host := newRegistry(t, nil)
+	push(t, host, "acme/app", "1.0")
+	t.Setenv("PATH", t.TempDir())
+	tests := []struct {
+		name, config, helper string
+		viaKeychain          bool
+	}{
+		{name: "credsStore in dockerConfig", config: `{"auths": {}, "credsStore": "desktop"}`, helper: "docker-credential-desktop"},
+		{name: "credHelpers in dockerConfig", config: fmt.Sprintf(`{"credHelpers": {%q: "ecr-login"}}`, host), helper: "docker-credential-ecr-login"},
+		{name: "credsStore in the keychain's config", config: `{"credsStore": "osxkeychain"}`, helper: "docker-credential-osxkeychain", viaKeychain: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := writeFile(t, dir, "config.json", tt.config)
+			opts := Options{Hosts: []Host{{Host: host, Insecure: true, DockerConfig: cfg}}}
+			if tt.viaKeychain {
+				t.Setenv("HOME", t.TempDir())
+				t.Setenv("DOCKER_CONFIG", dir)
+				opts = Options{Keychain: authn.DefaultKeychain, Hosts: []Host{{Host: host, Insecure: true}}}
+			}
+			c := newClient(t, opts)
+			_, err := c.Tags(context.Background(), host+"/acme/app")
+			if KindOf(err) != KindAuth {
+				t.Fatalf("Tags error %v, want kind %v", err, KindAuth)
+			}
+			for _, want := range []string{"names the credential helper " + tt.helper + ", which is not installed here", `under "auths"`, host} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+		})
+	}
+}
+
 func TestKeychainForUnconfiguredHosts(t *testing.T) {
 	srv := &basicAuthServer{user: "dave", pass: "kc"}
 	host := newRegistry(t, srv.wrap)

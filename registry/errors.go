@@ -223,6 +223,13 @@ func (e *Error) hint() string {
 	switch e.Kind {
 	case KindAuth:
 		var cred *credentialError
+		if errors.As(e.Err, &cred) && cred.helper != "" {
+			// A config.json copied from a workstation often names a helper
+			// (credsStore "desktop", "osxkeychain") for every host.
+			return fmt.Sprintf("the docker config names the credential helper %s, which is not installed here: "+
+				"write the credentials for %s under \"auths\" in that file instead of copying a workstation's config.json "+
+				"(docs/deploy.md#registry-credentials), or install the helper", cred.helper, h)
+		}
 		if errors.As(e.Err, &cred) && cred.key != "" {
 			return fmt.Sprintf("check registries[].auth.%s for %s", cred.key, h)
 		}
@@ -300,6 +307,10 @@ type credentialError struct {
 	key  string // the registries[].auth key naming the file, such as "passwordFile"; "" for Options.Keychain
 	path string // the file; for Options.Keychain, the registry host
 	err  error
+
+	// helper is the credential helper program the Docker config names
+	// that is not installed, such as "docker-credential-desktop", or "".
+	helper string
 }
 
 func (e *credentialError) Error() string {
