@@ -26,7 +26,8 @@ var ErrNotAppendable = errors.New("the config's images cannot be extended by add
 const header = `# imagebump.yaml, proposed by imagebump init: one image policy per image
 # repository, named by the markers in the files. Review each rule (see
 # docs/policies.md), then add the repository to keep current (git:, see
-# docs/config.md) or run imagebump plan --repo DIR.
+# docs/config.md), or see what they would bump with imagebump plan --repo
+# DIR -c FILE (run where this file is, plan --repo DIR alone).
 `
 
 // NewConfig returns a new imagebump.yaml holding the proposals that write
@@ -47,6 +48,13 @@ func NewConfig(props []Proposal, insecure []string) []byte {
 		b.WriteString(entries)
 	}
 	return b.Bytes()
+}
+
+// Entries returns the images entries of the proposals that write one, as
+// items of a block list indented by two spaces, for a user to add by hand
+// to a config that cannot be extended (ErrNotAppendable).
+func Entries(props []Proposal) []byte {
+	return []byte(renderEntries(props, 2, 4, "\n"))
 }
 
 // plain writes a string as YAML would, quoted when it must be.

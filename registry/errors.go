@@ -301,6 +301,26 @@ func KindOf(err error) Kind {
 	return KindUnknown
 }
 
+// PlainHTTPRefused reports whether err is a request this client refused to
+// send over plain HTTP because the host is not configured as insecure (or
+// a registry that answered HTTPS with plain HTTP), and returns the host.
+// init, which has a flag for it, says so in its own words.
+func PlainHTTPRefused(err error) (host string, ok bool) {
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindTLS {
+		return "", false
+	}
+	var (
+		plain     *plainHTTPError
+		recordErr tls.RecordHeaderError
+		realm     *realmError
+	)
+	if errors.As(e.Err, &realm) || !(errors.As(e.Err, &plain) || errors.As(e.Err, &recordErr)) {
+		return "", false
+	}
+	return e.Host, true
+}
+
 // credentialError reports a credential that could not be loaded. It names
 // the file, never its content.
 type credentialError struct {

@@ -186,6 +186,11 @@ type initRun struct {
 	newConfig  []byte // the config's new content; nil when unchanged
 	configErr  error  // why the config cannot be extended
 	problems   []report.Problem
+
+	// With --write: whether the config's new content was written, and
+	// the marked files that could not be, with why.
+	wroteConfig bool
+	failedFiles map[string]string
 }
 
 func runInit(ctx context.Context, o *InitOptions, stdout io.Writer) error {
@@ -202,6 +207,16 @@ func runInit(ctx context.Context, o *InitOptions, stdout io.Writer) error {
 	}
 	if st, err := os.Stat(r.configPath); err == nil && st.IsDir() {
 		return usageError(fmt.Errorf("-c %s is a folder: init writes one config file; name it, such as -c %s", r.configPath, filepath.Join(r.configPath, "imagebump.yaml")))
+	}
+	if dir := filepath.Dir(r.configPath); dir != "." {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return usageError(fmt.Errorf("-c %s: the folder %s does not exist; create it first (mkdir -p %s), or name a config in a folder that does", r.configPath, dir, dir))
+		}
+	}
+	for _, p := range o.Paths {
+		if err := checkInitPath(r.repo, p); err != nil {
+			return usageError(err)
+		}
 	}
 	data, err := os.ReadFile(r.configPath)
 	switch {
@@ -220,7 +235,13 @@ func runInit(ctx context.Context, o *InitOptions, stdout io.Writer) error {
 		g.ConfigFile, g.configSet = r.configPath, r.configData != nil
 		cfg, err := loadConfig(&g)
 		if err != nil {
-			return usageError(fmt.Errorf("init extends %s, which is not valid; fix it first (imagebump validate -c %s):\n%w", r.configPath, r.configPath, err))
+			// Several mistakes are written a line each after the
+			// prefix; one goes on its line.
+			sep := " "
+			if joins(err) {
+				sep = "\n"
+			}
+			return usageError(fmt.Errorf("init extends %s, which is not valid; fix it first (imagebump validate -c %s):%s%w", r.configPath, r.configPath, sep, err))
 		}
 		r.cfg = cfg
 	}
@@ -274,13 +295,9 @@ func runInit(ctx context.Context, o *InitOptions, stdout io.Writer) error {
 	for _, p := range r.inv.Problems {
 		r.problems = append(r.problems, report.Problem{File: p.File, Line: p.Line, Message: p.Error()})
 	}
-	failed := false
-	for _, p := range r.props {
-		if p.RegistryErr != nil {
-			failed = true
-			r.problems = append(r.problems, report.Problem{Policy: p.Policy, Message: fmt.Sprintf("policy %s: %v", p.Policy, p.RegistryErr)})
-		}
-	}
+	regProblems := registryProblems(r.props)
+	failed := len(regProblems) > 0
+	r.problems = append(r.problems, regProblems...)
 	for _, fm := range r.marks {
 		if fm.Err != nil {
 			r.problems = append(r.problems, report.Problem{File: fm.File, Message: fm.File + ": " + fm.Err.Error()})
@@ -289,6 +306,9 @@ func runInit(ctx context.Context, o *InitOptions, stdout io.Writer) error {
 
 	written := false
 	if o.Write {
+		if initBeforeWrite != nil {
+			initBeforeWrite()
+		}
 		var werr error
 		written, werr = r.write(ctx)
 		if werr != nil {
@@ -313,6 +333,74 @@ func runInit(ctx context.Context, o *InitOptions, stdout io.Writer) error {
 	}
 	if failed {
 		return silentExit(ExitFailure)
+	}
+	return nil
+}
+
+// registryProblems reports the proposals whose registry failed, one
+// problem per host: a registry that is down or refuses plain HTTP fails
+// every repository on it the same way. A refused plain HTTP connection
+// names init's own flag.
+func registryProblems(props []discover.Proposal) []report.Problem {
+	type group struct {
+		host     string
+		policies []string
+		err      error
+	}
+	var groups []*group
+	byHost := map[string]*group{}
+	for _, p := range props {
+		if p.RegistryErr == nil {
+			continue
+		}
+		// Only what fails for the whole host is grouped: a missing
+		// repository or refused credentials are each repository's own.
+		var re *registry.Error
+		key, host := "", ""
+		if errors.As(p.RegistryErr, &re) && (re.Kind == registry.KindNetwork || re.Kind == registry.KindTimeout || re.Kind == registry.KindTLS) {
+			key, host = re.Host+" "+re.Kind.String(), re.Host
+		}
+		if g := byHost[key]; g != nil && key != "" {
+			g.policies = append(g.policies, p.Policy)
+			continue
+		}
+		g := &group{host: host, policies: []string{p.Policy}, err: p.RegistryErr}
+		groups = append(groups, g)
+		if key != "" {
+			byHost[key] = g
+		}
+	}
+	out := make([]report.Problem, 0, len(groups))
+	for _, g := range groups {
+		msg := fmt.Sprintf("policy %s: %v", g.policies[0], g.err)
+		if len(g.policies) > 1 {
+			msg = fmt.Sprintf("policies %s (all on %s): %v", strings.Join(g.policies, ", "), g.host, g.err)
+		}
+		if host, ok := registry.PlainHTTPRefused(g.err); ok {
+			msg += fmt.Sprintf("; if %s serves plain HTTP, run init again with --insecure-registry %s, which a new config keeps under registries:", host, host)
+		}
+		pr := report.Problem{Message: msg}
+		if len(g.policies) == 1 {
+			pr.Policy = g.policies[0]
+		}
+		out = append(out, pr)
+	}
+	return out
+}
+
+// initBeforeWrite, when set by a test, runs between init's scan and its
+// writes: a file edited there is one the user changed meanwhile.
+var initBeforeWrite func()
+
+// checkInitPath refuses a --paths entry that is absolute or names nothing
+// under the repository, before any registry is asked: a typo would
+// otherwise leave init proposing nothing, and succeed.
+func checkInitPath(repo, p string) error {
+	if filepath.IsAbs(p) {
+		return fmt.Errorf("--paths %s: absolute paths are refused; give it relative to --repo %s", p, repo)
+	}
+	if _, err := os.Lstat(filepath.Join(repo, p)); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("--paths %s: no such file or folder under --repo %s", p, repo)
 	}
 	return nil
 }
@@ -399,6 +487,7 @@ func (r *initRun) write(ctx context.Context) (bool, error) {
 			}
 			return false, nil
 		}
+		r.wroteConfig = true
 	}
 	var edits []setters.FileEdit
 	for _, fm := range r.marks {
@@ -413,6 +502,10 @@ func (r *initRun) write(ctx context.Context) (bool, error) {
 		}
 		for _, p := range problems {
 			ok = false
+			if r.failedFiles == nil {
+				r.failedFiles = map[string]string{}
+			}
+			r.failedFiles[p.File] = p.Err.Error()
 			r.problems = append(r.problems, report.Problem{File: p.File, Message: p.Error()})
 		}
 	}
@@ -479,8 +572,12 @@ func writeFileDiff(b *bytes.Buffer, file string, before, after []byte) {
 }
 
 // counts tallies the marker insertions.
+// With --write, files that could not be written count for nothing.
 func (r *initRun) counts() (inserted, present, refused, files int) {
 	for _, fm := range r.marks {
+		if _, failed := r.failedFiles[fm.File]; failed {
+			continue
+		}
 		if fm.Changed() {
 			files++
 		}
@@ -627,8 +724,11 @@ func (r *initRun) writeText(w io.Writer, written bool) error {
 	}
 
 	switch {
+	case errors.Is(r.configErr, discover.ErrNotAppendable):
+		fmt.Fprintf(&b, "\n%s: its images: is written in flow style (such as images: []), which cannot be extended by adding lines. "+
+			"Write it as a block list and run init again, or add these items to it by hand:\n\n%s", ps(r.configPath), discover.Entries(r.props))
 	case r.configErr != nil:
-		fmt.Fprintf(&b, "\n%s cannot be extended by adding lines (%v). Add these entries by hand:\n\n%s", ps(r.configPath), ps(r.configErr.Error()), r.manualEntries())
+		fmt.Fprintf(&b, "\n%s cannot be written as proposed (%v). Add these entries by hand:\n\n%s", ps(r.configPath), ps(r.configErr.Error()), r.manualEntries())
 	case r.newConfig != nil && r.configData == nil:
 		fmt.Fprintf(&b, "\nProposed %s (new file):\n\n%s", ps(r.configPath), r.added())
 	case r.newConfig != nil:
@@ -647,7 +747,7 @@ func (r *initRun) writeText(w io.Writer, written bool) error {
 
 	b.WriteString("\n")
 	if slices.ContainsFunc(r.props, func(p discover.Proposal) bool { return p.RegistryErr != nil }) {
-		b.WriteString("Some registries failed (see the problems): their rules come from the tags in use alone, unchecked.\n")
+		b.WriteString("Some registries failed (see the problems): their rules come from the tags in use alone, unchecked; fix the access to them and run init again before --write.\n")
 	}
 	switch {
 	case len(r.inv.Uses) == 0 && r.newConfig == nil:
@@ -655,7 +755,13 @@ func (r *initRun) writeText(w io.Writer, written bool) error {
 	case inserted == 0 && r.newConfig == nil && r.configErr == nil:
 		fmt.Fprintf(&b, "Nothing to do: %d %s in place, and the config has every policy they name.\n", present, plural(present, "marker is", "markers are"))
 	case written:
-		fmt.Fprintf(&b, "Wrote %s and %d %s in %d %s. Next: imagebump plan --repo %s\n", r.writtenConfigText(), inserted, plural(inserted, "marker", "markers"), files, plural(files, "file", "files"), r.repo)
+		fmt.Fprintf(&b, "Wrote %s and %d %s in %d %s. Next: %s\n", r.writtenConfigText(), inserted, plural(inserted, "marker", "markers"), files, plural(files, "file", "files"), r.planCommand())
+	case r.o.Write && (r.wroteConfig || files > 0):
+		// Some of it went through: say what, and that running init
+		// again finishes the rest (it adds only what is missing).
+		fmt.Fprintf(&b, "Wrote %s and %d %s in %d %s; %d %s could not be written (see the problems): fix that and run init --write again, which adds only what is missing.\n",
+			r.writtenConfigText(), inserted, plural(inserted, "marker", "markers"), files, plural(files, "file", "files"),
+			len(r.failedFiles), plural(len(r.failedFiles), "file", "files"))
 	case r.o.Write:
 		b.WriteString("Nothing was written: see the problems above.\n")
 	default:
@@ -665,9 +771,30 @@ func (r *initRun) writeText(w io.Writer, written bool) error {
 	return err
 }
 
+// planCommand is the plan command that shows what the new policies would
+// bump: with -c when plan would not find the config from here.
+func (r *initRun) planCommand() string {
+	cmd := "imagebump plan --repo " + shellWord(r.repo)
+	if filepath.Clean(r.configPath) != "imagebump.yaml" {
+		cmd += " -c " + shellWord(r.configPath)
+	}
+	return cmd
+}
+
+// shellWord quotes s for a POSIX shell when it holds anything but the
+// characters paths usually do.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=+@%,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // writtenConfigText names what was done to the config.
 func (r *initRun) writtenConfigText() string {
 	switch {
+	case r.o.Write && !r.wroteConfig && r.newConfig != nil:
+		return "no config entry"
 	case r.newConfig == nil:
 		return "no config entry"
 	case r.configData == nil:
@@ -711,7 +838,7 @@ func (r *initRun) report(written bool) InitReport {
 		Files:      InitFiles{Scanned: r.inv.FilesScanned, ChartTemplates: r.inv.ChartTemplates, Changed: []string{}},
 		Policies:   []InitPolicy{}, Untracked: []InitRef{}, Markers: []InitMarker{}, Problems: []report.Problem{},
 	}
-	if r.newConfig != nil {
+	if r.newConfig != nil && (!r.o.Write || r.wroteConfig) {
 		if rel, ok := r.configRel(); ok {
 			out.Files.Changed = append(out.Files.Changed, rel)
 		}
@@ -739,13 +866,17 @@ func (r *initRun) report(written bool) InitReport {
 		out.Untracked = append(out.Untracked, InitRef(u))
 	}
 	for _, fm := range r.marks {
-		if fm.Changed() {
+		why, failed := r.failedFiles[fm.File]
+		if fm.Changed() && !failed {
 			out.Files.Changed = append(out.Files.Changed, fm.File)
 		}
 		for _, m := range fm.Marks {
 			im := InitMarker{File: m.File, Line: m.EditorLine, Marker: setters.FormatMarker(m.Policy, m.Field), Value: m.Value, Status: m.Status.String()}
 			if m.Err != nil {
 				im.Reason = m.Err.Error()
+			}
+			if failed && m.Status == setters.Inserted {
+				im.Status, im.Reason = "failed", "the file could not be written: "+why
 			}
 			out.Markers = append(out.Markers, im)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -321,7 +322,7 @@ func stringsOf(m map[string][]byte) map[string]string {
 func TestInitUsage(t *testing.T) {
 	repo := t.TempDir()
 	writeFile(t, repo, "app.yaml", "image: ghcr.io/acme/app:1.0.0\n")
-	bad := writeFile(t, t.TempDir(), "imagebump.yaml", "images:\n  - name: x\n")
+	bad := writeFile(t, t.TempDir(), "imagebump.yaml", "images:\n  - name: x\n    repository: nginx\n")
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -331,12 +332,18 @@ func TestInitUsage(t *testing.T) {
 		{"argument", []string{"init", "--repo", repo, "extra"}, "unknown command"},
 		{"no such repo", []string{"init", "--repo", filepath.Join(repo, "nope")}, "not a directory"},
 		{"config is a folder", []string{"init", "--repo", repo, "-c", repo}, "is a folder"},
-		{"invalid config", []string{"init", "--repo", repo, "-c", bad}, "fix it first"},
+		{"invalid config", []string{"init", "--repo", repo, "-c", bad}, "fix it first (imagebump validate -c " + bad + "): " + bad + ":2:"},
+		{"no such path", []string{"init", "--repo", repo, "--paths", "nosuch"}, "--paths nosuch: no such file or folder under --repo"},
+		{"absolute path", []string{"init", "--repo", repo, "--paths", filepath.Join(repo, "app.yaml")}, "absolute paths are refused"},
+		{"config in no folder", []string{"init", "--repo", repo, "-c", filepath.Join(repo, "ib", "imagebump.yaml"), "--write"}, "does not exist; create it first"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, stderr, code := runMain(t, tt.args...)
 			if code != ExitUsage || !strings.Contains(stderr, tt.want) {
 				t.Errorf("exit %d, stderr %q; want 64 and %q", code, stderr, tt.want)
+			}
+			if strings.Count(stderr, "\n") != 1 || strings.Contains(stderr, `\n`) {
+				t.Errorf("stderr is not one line: %q", stderr)
 			}
 		})
 	}
@@ -359,8 +366,13 @@ func TestInitConfigElsewhere(t *testing.T) {
 	// A flow images list cannot be added to.
 	cfg := writeFile(t, cfgDir, "flow.yaml", regs+"images: []\n")
 	out, _, code := runMain(t, "init", "--repo", repo, "-c", cfg)
-	if code != 0 || !strings.Contains(out, "Add these entries by hand") || !strings.Contains(out, "name: default:api") {
+	if code != 0 || !strings.Contains(out, "add these items to it by hand") || !strings.Contains(out, "  - name: default:api") {
 		t.Errorf("dry run with a flow images list: exit %d\n%s", code, out)
+	}
+	// The items alone, to paste into the list: no new file's header, no
+	// second images: key.
+	if _, items, _ := strings.Cut(out, "by hand:\n"); strings.Contains(items, "proposed by imagebump init") || strings.Contains(items, "images:") {
+		t.Errorf("the entries to add by hand are a whole config:\n%s", items)
 	}
 	out, _, code = runMain(t, "init", "--repo", repo, "-c", cfg, "--write")
 	if code != ExitFailure || !strings.Contains(out, "nothing was written") {
@@ -391,6 +403,64 @@ func TestInitConfigElsewhere(t *testing.T) {
 	out, _, code = runMain(t, "plan", "-c", cfg, "--repo", repo)
 	if code != 0 || !strings.Contains(out, "1.2.0") || !strings.Contains(out, "2.4.0") {
 		t.Errorf("plan after init: exit %d\n%s", code, out)
+	}
+}
+
+// TestInitPartialWrite: a marked file the user edits between init's scan
+// and its writes is left as the user wrote it, and the rest is written;
+// the output says what was written and what was not, and that running
+// init again finishes it, and the JSON marks that file's markers failed.
+// Running it again does finish it.
+func TestInitPartialWrite(t *testing.T) {
+	host := startMemRegistry(t)
+	for _, output := range []string{"text", "json"} {
+		t.Run(output, func(t *testing.T) {
+			repo := t.TempDir()
+			pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\nspec:\n  containers:\n    - name: %[1]s\n      image: " + host + "/acme/%[1]s:%s\n"
+			writeFile(t, repo, "a.yaml", fmt.Sprintf(pod, "web", "1.0.0"))
+			writeFile(t, repo, "b.yaml", fmt.Sprintf(pod, "api", "2.3.0"))
+			edited := fmt.Sprintf(pod, "api", "2.3.0") + "# edited meanwhile\n"
+			initBeforeWrite = func() { writeFile(t, repo, "b.yaml", edited) }
+			t.Cleanup(func() { initBeforeWrite = nil })
+			out, _, code := runMain(t, "init", "--repo", repo, "--insecure-registry", host, "--write", "-o", output)
+			if code != ExitFailure {
+				t.Errorf("exit %d, want 1\n%s", code, out)
+			}
+			if got, _ := os.ReadFile(filepath.Join(repo, "b.yaml")); string(got) != edited {
+				t.Errorf("b.yaml, edited meanwhile, is now:\n%s", got)
+			}
+			if got, _ := os.ReadFile(filepath.Join(repo, "a.yaml")); !strings.Contains(string(got), `{"$imagepolicy": "default:web"}`) {
+				t.Errorf("a.yaml was not marked:\n%s", got)
+			}
+			if _, err := os.Stat(filepath.Join(repo, "imagebump.yaml")); err != nil {
+				t.Errorf("the config was not written: %v", err)
+			}
+			if output == "text" {
+				if !strings.Contains(out, "Wrote "+filepath.Join(repo, "imagebump.yaml")+" and 1 marker in 1 file; 1 file could not be written") || strings.Contains(out, "Nothing was written") {
+					t.Errorf("the closing line does not say what was written:\n%s", out)
+				}
+				return
+			}
+			var rep InitReport
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if rep.Written || !slices.Equal(rep.Files.Changed, []string{"a.yaml", "imagebump.yaml"}) {
+				t.Errorf("written %v, changed %q; want false and [a.yaml imagebump.yaml]", rep.Written, rep.Files.Changed)
+			}
+			for _, m := range rep.Markers {
+				if want := map[string]string{"a.yaml": "inserted", "b.yaml": "failed"}[m.File]; m.Status != want {
+					t.Errorf("marker in %s: status %q, want %q", m.File, m.Status, want)
+				}
+			}
+
+			// Run again: only b.yaml's marker is missing, and it is added.
+			initBeforeWrite = nil
+			out, _, code = runMain(t, "init", "--repo", repo, "--insecure-registry", host, "--write")
+			if code != 0 || !strings.Contains(out, "Wrote no config entry and 1 marker in 1 file") {
+				t.Errorf("init again: exit %d\n%s", code, out)
+			}
+		})
 	}
 }
 
