@@ -202,7 +202,13 @@ func (e *exporter) images() {
 			e.note(Warning, "image", im.Name, im.Line, "verify has no Flux form in ImagePolicy: under Flux an unsigned tag is a candidate (verify in the cluster with an admission policy instead)")
 		}
 		if im.Hold != nil {
-			e.note(Warning, "image", im.Name, im.Line, "hold has no Flux form: suspend the ImageUpdateAutomation instead (it holds every policy of its namespace)")
+			// A suspended ImagePolicy keeps its pick: the markers stay.
+			polSpec.Content = append(polSpec.Content, scalar("suspend"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
+			if im.Hold.Until != "" {
+				e.note(Warning, "image", im.Name, im.Line, "hold (%s) is exported as spec.suspend: true; its reason and its end (until %s) have no Flux form: resume the policy by hand then", im.Hold.Reason, im.Hold.Until)
+			} else {
+				e.note(Warning, "image", im.Name, im.Line, "hold (%s) is exported as spec.suspend: true; its reason has no Flux form", im.Hold.Reason)
+			}
 		}
 		e.docs = append(e.docs, object("image.toolkit.fluxcd.io/v1", KindImagePolicy, ns, n, e.labels[im.Name], polSpec))
 	}

@@ -795,3 +795,87 @@ spec: {imageRepositoryRef: {name: ` + name + `}, policy: {alphabetical: {}}}
 		})
 	}
 }
+
+// TestSuspendIsHold: a suspended ImagePolicy, or a policy whose
+// ImageRepository is suspended, keeps its pick under Flux, so its markers
+// stay: it becomes a held policy (still selected and reported, not an
+// unknown one), noted at the suspend's line. A hold exports as suspend and
+// comes back as a hold.
+func TestSuspendIsHold(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "f.yaml", `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: web, namespace: apps}
+spec:
+  image: ghcr.io/acme/web
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: api, namespace: apps}
+spec:
+  image: ghcr.io/acme/api
+  suspend: true
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: web, namespace: apps}
+spec:
+  imageRepositoryRef: {name: web}
+  policy: {semver: {range: ">=1.0.0"}}
+  suspend: true
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: api, namespace: apps}
+spec:
+  imageRepositoryRef: {name: api}
+  policy: {semver: {range: ">=1.0.0"}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: db, namespace: apps}
+spec:
+  imageRepositoryRef: {name: web}
+  policy: {semver: {range: ">=1.0.0"}}
+`)
+	set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := set.Native(NativeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holds := map[string]string{}
+	for _, im := range n.Config.Images {
+		if im.Hold != nil {
+			holds[im.Name] = im.Hold.Reason
+		}
+	}
+	want := map[string]string{
+		"apps:web": "ImagePolicy apps/web is suspended in Flux",
+		"apps:api": "ImageRepository apps/api is suspended in Flux",
+	}
+	if diff := cmp.Diff(holds, want); diff != "" {
+		t.Errorf("held policies (-got +want):\n%s", diff)
+	}
+	if len(n.Config.Images) != 3 {
+		t.Errorf("%d images, want 3: a suspended policy is held, not left out", len(n.Config.Images))
+	}
+	var notes []string
+	for _, note := range n.Report.Notes {
+		if note.Field == "spec.suspend" {
+			notes = append(notes, note.Object.Kind+" "+note.Object.Name+":"+itoa(note.Line))
+		}
+	}
+	if diff := cmp.Diff(notes, []string{"ImageRepository api:12", "ImagePolicy web:20"}, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("suspend notes (-got +want):\n%s", diff)
+	}
+
+	back := roundTrip(t, n.Config)
+	for _, im := range back.Images {
+		if (im.Hold != nil) != (holds[im.Name] != "") {
+			t.Errorf("%s after export and back: hold %v, want held %v", im.Name, im.Hold, holds[im.Name] != "")
+		}
+	}
+}

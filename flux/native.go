@@ -294,13 +294,16 @@ func (m *mapper) image(pol *ImagePolicy) (config.Image, bool) {
 		return im, false
 	}
 	if pol.Spec.Suspend || repo.Spec.Suspend {
-		what := pol.Object
+		// Under Flux a suspended policy (or one whose repository is
+		// suspended) keeps the pick it had, and its markers stay: a hold,
+		// which still reports the policy.
+		what, line := pol.Object, src.line("spec.suspend")
 		if !pol.Spec.Suspend {
-			what = repo.Object
+			what, line = repo.Object, repo.src.line("spec.suspend")
 		}
-		m.p.note(Warning, pol.Object, "spec.suspend", src.line("spec.suspend"),
-			"suspended (%s): left out, so imagebump does not move its markers; a marker naming it is reported as naming an unknown policy", what.Ref())
-		return im, false
+		im.Hold = &config.Hold{Reason: what.Ref() + " is suspended in Flux"}
+		m.p.note(Info, what, "spec.suspend", line,
+			"suspended: policy %s is held, as imagebump hold does: its markers stay where they are and plan shows what it would pick; resume it (suspend: false) to let them move", im.Name)
 	}
 	ok := true
 	im.Repository = repo.Spec.Image

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -71,6 +72,24 @@ func NewCmdRelease(g *globalOptions, stdout io.Writer) *cobra.Command {
 
 func runHold(o *HoldOptions, stdout io.Writer) error {
 	file := o.global.ConfigFile
+	verb := "hold"
+	if o.Release {
+		verb = "release"
+	}
+	// Flux objects hold a policy with suspend, which imagebump reads as a
+	// hold; the command edits a native config only.
+	if len(o.global.Flux) > 0 || isFluxSource(file) {
+		what := "--flux names Flux objects"
+		if len(o.global.Flux) == 0 {
+			what = "-c " + file + " holds Flux objects"
+		}
+		suspend := "true"
+		if o.Release {
+			suspend = "false"
+		}
+		return usageError(fmt.Errorf("%s: imagebump %s edits an imagebump.yaml; with Flux objects, set spec.suspend: %s on ImagePolicy %s instead (imagebump reads a suspended policy as held)",
+			what, verb, suspend, strings.Replace(config.NormalizeName(o.Policy), ":", "/", 1)))
+	}
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return usageError(fmt.Errorf("reading the config: %w", err))
@@ -91,11 +110,11 @@ func runHold(o *HoldOptions, stdout io.Writer) error {
 	if err := replaceFile(file, out); err != nil {
 		return failure(err)
 	}
-	verb := "held"
+	done := "held"
 	if o.Release {
-		verb = "released"
+		done = "released"
 	}
-	_, err = fmt.Fprintf(stdout, "%s: %s %s; commit the file for the targets that read it\n", file, verb, config.NormalizeName(o.Policy))
+	_, err = fmt.Fprintf(stdout, "%s: %s %s; commit the file for the targets that read it\n", file, done, config.NormalizeName(o.Policy))
 	return err
 }
 

@@ -50,3 +50,52 @@ func TestHoldAndRelease(t *testing.T) {
 		t.Errorf("hold without a reason: exit %d %s", code, stderr)
 	}
 }
+
+// TestSuspendedFluxPolicy: with Flux objects as the config, a suspended
+// ImagePolicy is held (apply reports its pick and leaves its marker, and
+// succeeds, where a policy left out made the marker name an unknown one),
+// and hold and release refuse, naming the suspend to set instead.
+func TestSuspendedFluxPolicy(t *testing.T) {
+	host := startMemRegistry(t)
+	dir := t.TempDir()
+	flux := writeFile(t, dir, "flux/policies.yaml", `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: web, namespace: apps}
+spec:
+  image: `+host+`/acme/web
+  insecure: true
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: web, namespace: apps}
+spec:
+  imageRepositoryRef: {name: web}
+  policy: {semver: {range: ">=1.0.0 <2"}}
+  suspend: true
+`)
+	fluxDir := filepath.Dir(flux)
+	repo := filepath.Join(dir, "repo")
+	marker := "image: " + host + "/acme/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\n"
+	writeFile(t, repo, "app.yaml", marker)
+
+	out, stderr, code := runMain(t, "apply", "-c", fluxDir, "--repo", repo)
+	if code != 0 || !strings.Contains(out, "1.2.0 (held)") || !strings.Contains(out, "ImagePolicy apps/web is suspended in Flux") {
+		t.Errorf("apply with a suspended ImagePolicy: exit %d\n%s%s", code, out, stderr)
+	}
+	if got, _ := os.ReadFile(filepath.Join(repo, "app.yaml")); string(got) != marker {
+		t.Errorf("a suspended policy's marker moved: %q", got)
+	}
+	for _, args := range [][]string{
+		{"hold", "apps:web", "-c", fluxDir, "--reason", "x"},
+		{"release", "apps:web", "-c", flux},
+		{"hold", "apps:web", "--flux", fluxDir, "--reason", "x"},
+	} {
+		_, stderr, code := runMain(t, args...)
+		if code != ExitUsage || !strings.Contains(stderr, "set spec.suspend: ") || !strings.Contains(stderr, "ImagePolicy apps/web") {
+			t.Errorf("%v: exit %d, stderr %q; want 64 naming the suspend", args, code, stderr)
+		}
+	}
+	if data, _ := os.ReadFile(flux); strings.Contains(string(data), "hold") {
+		t.Errorf("the Flux objects were edited:\n%s", data)
+	}
+}

@@ -21,14 +21,17 @@ const MaxLen = 512
 // as they are (an escape in the output may thus also be literal input: what
 // matters is that nothing in it acts on the terminal). A string longer than MaxLen bytes is cut there and marked with how much was
 // left out. Printable text comes back unchanged.
-func String(s string) string {
-	if clean(s) && len(s) <= MaxLen {
+func String(s string) string { return escape(s, MaxLen) }
+
+// escape is String with its own limit.
+func escape(s string, limit int) string {
+	if clean(s) && len(s) <= limit {
 		return s
 	}
 	var b strings.Builder
 	rest := ""
-	if len(s) > MaxLen {
-		cut := MaxLen
+	if len(s) > limit {
+		cut := limit
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
 			cut--
 		}
@@ -63,20 +66,32 @@ func String(s string) string {
 }
 
 // Message is String for an error message, whose end often says what to
-// do: a message longer than MaxLen bytes keeps its first and its last
-// MaxLen/2 bytes, with how much was left out between them.
+// do: a message longer than MaxLen bytes keeps about its first and its
+// last MaxLen/2 bytes, with how much was left out between them. It is
+// cut between words where one ends near there, and not at all when the
+// cut would save less than a quarter of MaxLen: a few bytes saved are not
+// worth a sentence broken.
 func Message(s string) string {
-	if len(s) <= MaxLen {
-		return String(s)
+	if len(s) <= MaxLen+MaxLen/4 {
+		return escape(s, MaxLen+MaxLen/4)
 	}
 	head, tail := MaxLen/2, len(s)-MaxLen/2
+	// A word's end within a tenth of the cut: the head ends before a
+	// space, the tail starts after one.
+	const near = MaxLen / 10
+	if i := strings.LastIndexByte(s[head-near:head], ' '); i >= 0 {
+		head = head - near + i
+	}
+	if i := strings.IndexByte(s[tail:tail+near], ' '); i >= 0 {
+		tail += i + 1
+	}
 	for head > 0 && !utf8.RuneStart(s[head]) {
 		head--
 	}
 	for tail < len(s) && !utf8.RuneStart(s[tail]) {
 		tail++
 	}
-	return String(s[:head]) + fmt.Sprintf("…(%d bytes)…", tail-head) + String(s[tail:])
+	return String(s[:head]) + fmt.Sprintf(" …(%d bytes)… ", tail-head) + String(s[tail:])
 }
 
 // clean reports whether s is valid UTF-8 without any character String

@@ -1,6 +1,7 @@
 package printable
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -50,6 +51,32 @@ func TestMessageKeepsTheEnd(t *testing.T) {
 	}
 	if short := "a\nb"; Message(short) != String(short) {
 		t.Errorf("Message(%q) = %q, want String's %q", short, Message(short), String(short))
+	}
+	// A little over MaxLen: nothing worth a broken sentence is saved.
+	if near := strings.Repeat("word ", MaxLen/5) + "imagebump rebuilds it on every bump"; Message(near) != near {
+		t.Errorf("Message(%d bytes) cut: %q", len(near), Message(near))
+	}
+}
+
+// TestMessageCutsBetweenWords: a long message of words keeps whole words
+// on both sides of the cut.
+func TestMessageCutsBetweenWords(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < 3*MaxLen; i++ {
+		fmt.Fprintf(&b, "word%d ", i)
+	}
+	long := b.String() + "then do this"
+	got := Message(long)
+	head, tail, ok := strings.Cut(got, " …(")
+	if !ok {
+		t.Fatalf("Message(%d bytes) = %q: no cut", len(long), got)
+	}
+	_, tail, _ = strings.Cut(tail, " bytes)… ")
+	if !strings.HasPrefix(long, head+" ") || !strings.HasSuffix(long, " "+tail) || !strings.HasSuffix(got, "then do this") {
+		t.Errorf("Message cut inside a word: %q", got)
+	}
+	if len(got) > MaxLen+MaxLen/5+32 {
+		t.Errorf("Message kept %d bytes of %d", len(got), len(long))
 	}
 }
 
