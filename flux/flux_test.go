@@ -879,3 +879,56 @@ spec:
 		}
 	}
 }
+
+// TestKustomizeLoadsAsFlux: a kustomization may name a file of another
+// folder of its repository, as Flux's kustomize-controller allows (the
+// kustomize CLI's default refuses it), but nothing outside the repository,
+// directly or through a symbolic link.
+func TestKustomizeLoadsAsFlux(t *testing.T) {
+	top := t.TempDir()
+	repo := filepath.Join(top, "fleet")
+	if err := os.MkdirAll(filepath.Join(repo, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	policy := func(name string) string {
+		return `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: ` + name + `, namespace: apps}
+spec:
+  image: ghcr.io/acme/` + name + `
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: ` + name + `, namespace: apps}
+spec:
+  imageRepositoryRef: {name: ` + name + `}
+  policy: {semver: {range: ">=1.0.0"}}
+`
+	}
+	writeFile(t, repo, "base/web.yaml", policy("web"))
+	writeFile(t, top, "secret.yaml", policy("outside"))
+	writeFile(t, repo, "overlay/kustomization.yaml", "resources: [../base/web.yaml]\n")
+	set, err := Load(context.Background(), []string{filepath.Join(repo, "overlay")}, LoadOptions{})
+	if err != nil {
+		t.Fatalf("a kustomization naming a file of another folder: %v", err)
+	}
+	if len(set.Policies) != 1 || set.Policies[0].Name != "web" {
+		t.Errorf("policies %v, want apps/web", set.Policies)
+	}
+
+	if err := os.Symlink(filepath.Join(top, "secret.yaml"), filepath.Join(repo, "base/link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	for name, resource := range map[string]string{
+		"outside":      "../../secret.yaml",
+		"through link": "../base/link.yaml",
+	} {
+		t.Run(name, func(t *testing.T) {
+			writeFile(t, repo, "overlay/kustomization.yaml", "resources: ["+resource+"]\n")
+			_, err := Load(context.Background(), []string{filepath.Join(repo, "overlay")}, LoadOptions{})
+			if err == nil || !strings.Contains(err.Error(), "kustomize build failed") || !strings.Contains(err.Error(), "only read files of the repository it is in") {
+				t.Fatalf("Load of a kustomization naming %s: %v; want the build refused", resource, err)
+			}
+		})
+	}
+}

@@ -15,7 +15,7 @@ import (
 	reflectorv1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
+	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
@@ -258,8 +258,16 @@ func readDoc(d yamlstream.Doc, noUnwrap bool) (nodes []*kyaml.RNode, err error) 
 
 // build reads the objects of a kustomization, built with kustomize.
 func (l *loader) build(dir, kfile string) error {
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	rm, err := k.Run(filesys.MakeFsOnDisk(), dir)
+	// As Flux's kustomize-controller builds: files anywhere in the
+	// repository, no plugins.
+	opts := krusty.MakeDefaultOptions()
+	opts.LoadRestrictions = kustypes.LoadRestrictionsNone
+	opts.PluginConfig = kustypes.DisabledPluginConfig()
+	fsys, err := newRootedFS(dir)
+	if err != nil {
+		return fmt.Errorf("reading Flux objects: %w", err)
+	}
+	rm, err := krusty.MakeKustomizer(opts).Run(fsys, dir)
 	if err != nil {
 		l.p.fail(Object{File: kfile, Line: 1}, "", 1, err, "kustomize build failed: fix the kustomization, or read the folder as written with flux export --no-kustomize")
 		return nil

@@ -1,0 +1,139 @@
+package flux
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// rootedFS is the file system kustomize builds on: the disk, read-only,
+// below root alone. Flux's kustomize-controller builds with no load
+// restriction (a kustomization may name a file of another folder) on a file
+// system confined to the source's root; so does this, with the Git
+// checkout holding the path read (or, outside one, that path) as the root.
+type rootedFS struct {
+	filesys.FileSystem
+	root string // absolute, symbolic links resolved
+}
+
+// newRootedFS confines kustomize to the checkout holding path.
+func newRootedFS(path string) (*rootedFS, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	root := abs
+	for dir := abs; ; {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			root = dir
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return &rootedFS{FileSystem: filesys.MakeFsOnDisk(), root: root}, nil
+}
+
+// errOutsideRoot refuses a path outside the root.
+type errOutsideRoot struct{ path, root string }
+
+func (e *errOutsideRoot) Error() string {
+	return fmt.Sprintf("%s is outside %s: a kustomization may only read files of the repository it is in, as under Flux", e.path, e.root)
+}
+
+// check returns an error when p, its symbolic links followed, lies
+// outside the root.
+func (f *rootedFS) check(p string) error {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	if abs != f.root && !strings.HasPrefix(abs, f.root+string(filepath.Separator)) && f.root != string(filepath.Separator) {
+		return &errOutsideRoot{path: p, root: f.root}
+	}
+	return nil
+}
+
+var errReadOnly = errors.New("kustomize may not write here")
+
+func (f *rootedFS) Create(string) (filesys.File, error) { return nil, errReadOnly }
+func (f *rootedFS) Mkdir(string) error                  { return errReadOnly }
+func (f *rootedFS) MkdirAll(string) error               { return errReadOnly }
+func (f *rootedFS) RemoveAll(string) error              { return errReadOnly }
+func (f *rootedFS) WriteFile(string, []byte) error      { return errReadOnly }
+
+func (f *rootedFS) Open(p string) (filesys.File, error) {
+	if err := f.check(p); err != nil {
+		return nil, err
+	}
+	return f.FileSystem.Open(p)
+}
+
+func (f *rootedFS) IsDir(p string) bool { return f.check(p) == nil && f.FileSystem.IsDir(p) }
+
+func (f *rootedFS) Exists(p string) bool { return f.check(p) == nil && f.FileSystem.Exists(p) }
+
+func (f *rootedFS) ReadDir(p string) ([]string, error) {
+	if err := f.check(p); err != nil {
+		return nil, err
+	}
+	return f.FileSystem.ReadDir(p)
+}
+
+func (f *rootedFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
+	if err := f.check(p); err != nil {
+		return "", "", err
+	}
+	return f.FileSystem.CleanedAbs(p)
+}
+
+func (f *rootedFS) Glob(pattern string) ([]string, error) {
+	matches, err := f.FileSystem.Glob(pattern)
+	if err != nil {
+		return nil, err
+	}
+	out := matches[:0]
+	for _, m := range matches {
+		if f.check(m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func (f *rootedFS) ReadFile(p string) ([]byte, error) {
+	if err := f.check(p); err != nil {
+		return nil, err
+	}
+	return f.FileSystem.ReadFile(p)
+}
+
+func (f *rootedFS) Walk(p string, fn filepath.WalkFunc) error {
+	if err := f.check(p); err != nil {
+		return err
+	}
+	return f.FileSystem.Walk(p, func(path string, info os.FileInfo, err error) error {
+		if err == nil {
+			if cerr := f.check(path); cerr != nil {
+				if info != nil && info.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+		}
+		return fn(path, info, err)
+	})
+}
