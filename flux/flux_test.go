@@ -932,3 +932,56 @@ spec:
 		})
 	}
 }
+
+// TestNoBranchIsMaster: a GitRepository without a ref, under an automation
+// without a checkout, is checked out at master, as Flux's Git client does,
+// whatever the remote's default branch; a warning says so at the
+// automation's git.
+func TestNoBranchIsMaster(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "f.yaml", repoYAML+`---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: app, namespace: apps}
+spec:
+  imageRepositoryRef: {name: app}
+  policy: {semver: {range: ">=1"}}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: fleet, namespace: apps}
+spec: {url: "https://git.example.com/fleet.git", interval: 1m}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageUpdateAutomation
+metadata: {name: auto, namespace: apps}
+spec:
+  interval: 5m
+  sourceRef: {kind: GitRepository, name: fleet}
+  git:
+    commit:
+      author: {email: bot@example.com}
+    push: {branch: auto}
+`)
+	set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := set.Native(NativeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := n.Config.Targets()
+	if len(tg) != 1 || tg[0].Git.Branch != "master" || tg[0].Push.Branch != "auto" {
+		t.Fatalf("targets %+v, want one checking out master and pushing auto", tg)
+	}
+	found := false
+	for _, note := range n.Report.Notes {
+		if note.Level == Warning && note.Field == "spec.git.checkout" && note.Line == 27 && strings.Contains(note.Msg, "Flux checks out master") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no warning at f.yaml:27 that master is checked out: %+v", n.Report.Notes)
+	}
+}

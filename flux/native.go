@@ -702,7 +702,10 @@ func (m *mapper) git(a *ImageUpdateAutomation, g *GitRepository) (*config.Git, b
 		}
 	}
 	if out.Branch == "" {
-		m.p.note(Warning, a.Object, "spec.git.checkout", a.src.line("spec.git"), "no branch given (Flux's automation fails without one): imagebump uses the remote's default branch")
+		// Flux's Git client checks out master when it is given no
+		// reference, whatever the remote's default branch is.
+		out.Branch = "master"
+		m.p.note(Warning, a.Object, "spec.git.checkout", a.src.line("spec.git"), "no branch given: Flux checks out master then, whatever the remote's default branch, and so does imagebump; set spec.ref.branch on %s to say which", g.Object.Ref())
 	}
 	if g.Spec.SecretRef == nil {
 		if u.Scheme == "ssh" {

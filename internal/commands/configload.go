@@ -3,14 +3,15 @@ package commands
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/flux"
+	"github.com/imagebump/imagebump/report"
 )
 
 // loadConfigIfAny loads the config named by -c, or ./imagebump.yaml when it
@@ -133,8 +134,21 @@ func loadFlux(ctx context.Context, g *globalOptions, paths []string, secretsPath
 	for name, o := range native.Policies {
 		g.fluxPolicies[name] = o
 	}
+	for _, n := range native.Report.Notes {
+		if n.Level != flux.Warning {
+			continue
+		}
+		msg := n.Msg
+		if n.Field != "" {
+			msg = n.Field + ": " + msg
+		}
+		if n.Object.Kind != "" {
+			msg = n.Object.Ref() + ": " + msg
+		}
+		g.fluxWarnings = append(g.fluxWarnings, report.Problem{File: n.Object.File, Line: n.Line, Message: msg})
+	}
 	if len(native.Config.Images) == 0 && len(native.Config.Targets()) == 0 {
-		return nil, errors.New("no ImagePolicy and no ImageUpdateAutomation found in " + fmt.Sprint(paths))
+		return nil, fmt.Errorf("no ImagePolicy and no ImageUpdateAutomation found in %s", strings.Join(paths, ", "))
 	}
 	return native.Config, nil
 }

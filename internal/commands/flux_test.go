@@ -932,6 +932,14 @@ func TestFluxValidatePointsAtObjects(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %s:%d", w.Policy, strings.TrimPrefix(w.File, clusters+string(filepath.Separator)), w.Line))
 	}
 	wantWarnings := []string{
+		// The Flux report's warnings, which go to stderr as text (the
+		// Secrets this test maps nowhere, and the like), come first.
+		" prod/apps/image-repositories.yaml:30",
+		" prod/apps/image-repositories.yaml:1",
+		" prod/apps/image-repositories.yaml:15",
+		" prod/apps/image-repositories.yaml:30",
+		" prod/flux-system/gotk-sync.yaml:12",
+		" prod/flux-system/podinfo.yaml:10",
 		"apps:minio prod/apps/image-policies.yaml:3",
 		"apps:build prod/apps/image-policies.yaml:19",
 		"apps:web prod/apps/image-policies.yaml:32",
@@ -939,6 +947,9 @@ func TestFluxValidatePointsAtObjects(t *testing.T) {
 	}
 	if diff := cmp.Diff(got, wantWarnings); diff != "" {
 		t.Errorf("warnings (-got +want):\n%s", diff)
+	}
+	if !strings.Contains(rep.Warnings[4].Message, "GitRepository flux-system/flux-system: ") {
+		t.Errorf("a Flux warning does not name its object: %q", rep.Warnings[4].Message)
 	}
 	out, _, _ = runMain(t, "validate", "--flux", clusters, "--repo", empty)
 	if want := "warning: " + filepath.Join(clusters, "prod/flux-system/podinfo.yaml") + ":13: policy flux-system:podinfo is used by no marker"; !strings.Contains(out, want) {

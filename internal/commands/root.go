@@ -15,6 +15,7 @@ import (
 	"github.com/imagebump/imagebump/flux"
 	"github.com/imagebump/imagebump/internal/batchgc"
 	"github.com/imagebump/imagebump/internal/printable"
+	"github.com/imagebump/imagebump/report"
 	"github.com/spf13/cobra"
 )
 
@@ -66,6 +67,9 @@ type globalOptions struct {
 	// fluxPolicies maps the image policies read from Flux objects to
 	// their ImagePolicy, for messages that point at a policy.
 	fluxPolicies map[string]flux.Object
+	// fluxWarnings are the warnings of the Flux objects' report, which
+	// goes to stderr; validate -o json lists them too.
+	fluxWarnings []report.Problem
 	// restoreGC undoes batchgc.Enable once the command is done; nil
 	// when the command did not call it.
 	restoreGC func()

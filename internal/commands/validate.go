@@ -90,6 +90,8 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 		return silentExit(ExitUsage)
 	}
 	out.Config = cfg.File // the Flux path, with --flux and no imagebump.yaml
+	// The Flux report went to stderr; the document lists its warnings.
+	out.Warnings = append(out.Warnings, o.global.fluxWarnings...)
 	out.Images, out.Registries, out.Targets = len(cfg.Images), len(cfg.Registries), len(cfg.Targets())
 	// Pull requests that cannot be opened where git.url points would fail
 	// each cycle of the target (before its push, since that is checked).
