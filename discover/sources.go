@@ -452,6 +452,11 @@ func (f *fileFinder) helmValues(n *kyaml.Node, p string, s site, depth int) {
 	}
 	switch n.Kind {
 	case kyaml.MappingNode:
+		// A chart for one image may keep repository and tag at the top
+		// of its values.
+		if depth == 0 && scalar(field(n, "repository")) != nil && field(n, "tag") != nil {
+			f.split(s, join(p, "tag"), scalar(field(n, "repository")), scalar(field(n, "registry")), scalar(field(n, "tag")), scalar(field(n, "digest")))
+		}
 		keys, vals := pairs(n)
 		for i, k := range keys {
 			kp := join(p, k)

@@ -198,8 +198,10 @@ func runInit(ctx context.Context, o *InitOptions, stdout io.Writer) error {
 	if r.repo == "" {
 		r.repo = "."
 	}
-	if st, err := os.Stat(r.repo); err != nil || !st.IsDir() {
-		return usageError(fmt.Errorf("--repo %s: not a directory", r.repo))
+	if st, err := os.Stat(r.repo); errors.Is(err, os.ErrNotExist) {
+		return usageError(fmt.Errorf("--repo %s: no such folder", r.repo))
+	} else if err != nil || !st.IsDir() {
+		return usageError(fmt.Errorf("--repo %s: not a folder", r.repo))
 	}
 	r.configPath = filepath.Join(r.repo, "imagebump.yaml")
 	if o.global.configSet {
@@ -544,6 +546,11 @@ func (r *initRun) writeDiff(w io.Writer) error {
 		if fm.Changed() {
 			_ = unidiff.Write(&b, fm.File, fm.Before, fm.After) // writes to memory cannot fail
 		}
+	}
+	if b.Len() == 0 {
+		// git apply refuses an empty patch ("No valid patches in
+		// input"): say that there is nothing to apply.
+		r.o.global.logger.Info("nothing to change: the diff is empty (git apply refuses an empty one)")
 	}
 	_, err := w.Write(b.Bytes())
 	return err

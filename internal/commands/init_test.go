@@ -330,7 +330,8 @@ func TestInitUsage(t *testing.T) {
 	}{
 		{"bad output", []string{"init", "--repo", repo, "-o", "yaml"}, `-o "yaml"`},
 		{"argument", []string{"init", "--repo", repo, "extra"}, "unknown command"},
-		{"no such repo", []string{"init", "--repo", filepath.Join(repo, "nope")}, "not a directory"},
+		{"no such repo", []string{"init", "--repo", filepath.Join(repo, "nope")}, "nope: no such folder"},
+		{"repo is a file", []string{"init", "--repo", filepath.Join(repo, "app.yaml")}, "app.yaml: not a folder"},
 		{"config is a folder", []string{"init", "--repo", repo, "-c", repo}, "is a folder"},
 		{"invalid config", []string{"init", "--repo", repo, "-c", bad}, "fix it first (imagebump validate -c " + bad + "): " + bad + ":2:"},
 		{"no such path", []string{"init", "--repo", repo, "--paths", "nosuch"}, "--paths nosuch: no such file or folder under --repo"},
@@ -461,6 +462,22 @@ func TestInitPartialWrite(t *testing.T) {
 				t.Errorf("init again: exit %d\n%s", code, out)
 			}
 		})
+	}
+}
+
+// TestInitDiffNothingToDo: a second init -o diff, after the first was
+// applied, prints nothing and says so on stderr (git apply refuses an
+// empty patch).
+func TestInitDiffNothingToDo(t *testing.T) {
+	host := startMemRegistry(t)
+	repo := t.TempDir()
+	writeFile(t, repo, "a.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n    - name: web\n      image: "+host+"/acme/web:1.0.0\n")
+	if out, _, code := runMain(t, "init", "--repo", repo, "--insecure-registry", host, "--write"); code != 0 {
+		t.Fatalf("init --write: exit %d\n%s", code, out)
+	}
+	out, stderr, code := runMain(t, "init", "--repo", repo, "--insecure-registry", host, "-o", "diff")
+	if code != 0 || out != "" || !strings.Contains(stderr, "nothing to change") {
+		t.Errorf("init -o diff after --write: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 }
 
