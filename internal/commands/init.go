@@ -183,9 +183,12 @@ type initRun struct {
 	inv        *discover.Inventory
 	props      []discover.Proposal
 	marks      []discover.FileMarkers
-	newConfig  []byte // the config's new content; nil when unchanged
-	configErr  error  // why the config cannot be extended
-	problems   []report.Problem
+	// configProps are the proposals the config gets: props but those
+	// none of whose references can be marked.
+	configProps []discover.Proposal
+	newConfig   []byte // the config's new content; nil when unchanged
+	configErr   error  // why the config cannot be extended
+	problems    []report.Problem
 
 	// With --write: whether the config's new content was written, and
 	// the marked files that could not be, with why.
@@ -421,18 +424,38 @@ func insecureHost(opts registry.Options, host string) registry.Options {
 	return opts
 }
 
-// planConfig works out the config's new content.
+// planConfig works out the config's new content. A proposed policy none
+// of whose references can be marked is left out, with a note: it would be
+// a policy no marker uses.
 func (r *initRun) planConfig() {
-	writes := slices.ContainsFunc(r.props, func(p discover.Proposal) bool { return p.Writes() })
+	marked := map[string]bool{}
+	for _, fm := range r.marks {
+		for _, m := range fm.Marks {
+			if m.Status == setters.Inserted || m.Status == setters.Present {
+				marked[m.Policy] = true
+			}
+		}
+	}
+	props := make([]discover.Proposal, 0, len(r.props))
+	for i := range r.props {
+		p := &r.props[i]
+		if p.Writes() && !marked[p.Policy] {
+			p.Notes = append(p.Notes, "not added to the config: none of its references can be marked (see the markers not added); mark one by hand, or move the comment in the way, and run init again")
+			continue
+		}
+		props = append(props, *p)
+	}
+	r.configProps = props
+	writes := slices.ContainsFunc(props, func(p discover.Proposal) bool { return p.Writes() })
 	switch {
 	case r.configData == nil && writes:
-		r.newConfig = discover.NewConfig(r.props, r.o.Insecure)
+		r.newConfig = discover.NewConfig(props, r.o.Insecure)
 		if _, err := config.Parse(r.newConfig, r.configPath); err != nil {
 			// A name taken from a marker may not be a valid policy name.
 			r.configErr, r.newConfig = fmt.Errorf("the proposed config would not be valid: %w", err), nil
 		}
 	case r.configData != nil:
-		out, err := discover.AppendImages(r.configData, r.configPath, r.props)
+		out, err := discover.AppendImages(r.configData, r.configPath, props)
 		if err != nil {
 			r.configErr = err
 			return
@@ -463,7 +486,7 @@ func (r *initRun) added() string {
 // manualEntries renders the entries to add by hand when the config cannot
 // be extended.
 func (r *initRun) manualEntries() string {
-	return string(discover.NewConfig(r.props, nil))
+	return string(discover.NewConfig(r.configProps, nil))
 }
 
 // write writes the config and the markers. It reports whether everything
@@ -733,7 +756,7 @@ func (r *initRun) writeText(w io.Writer, written bool) error {
 	switch {
 	case errors.Is(r.configErr, discover.ErrNotAppendable):
 		fmt.Fprintf(&b, "\n%s: its images: is written in flow style (such as images: []), which cannot be extended by adding lines. "+
-			"Write it as a block list and run init again, or add these items to it by hand:\n\n%s", ps(r.configPath), discover.Entries(r.props))
+			"Write it as a block list and run init again, or add these items to it by hand:\n\n%s", ps(r.configPath), discover.Entries(r.configProps))
 	case r.configErr != nil:
 		fmt.Fprintf(&b, "\n%s cannot be written as proposed (%v). Add these entries by hand:\n\n%s", ps(r.configPath), ps(r.configErr.Error()), r.manualEntries())
 	case r.newConfig != nil && r.configData == nil:
