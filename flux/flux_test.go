@@ -985,3 +985,58 @@ spec:
 		t.Errorf("no warning at f.yaml:27 that master is checked out: %+v", n.Report.Notes)
 	}
 }
+
+// TestHostAndNamespaceWarnings: where imagebump does what Flux would not,
+// a warning says so at the object: a policy referring to an
+// ImageRepository of another namespace that has no accessFrom (Flux
+// refuses the reference), and a repository without a Secret on a host
+// another repository's Secret gives credentials for (imagebump's
+// credentials are per host), whichever comes first.
+func TestHostAndNamespaceWarnings(t *testing.T) {
+	repo := func(ns, name, extra string) string {
+		return "---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {name: " + name + ", namespace: " + ns + "}\nspec:\n  image: ghcr.io/acme/" + name + "\n" + extra
+	}
+	pol := func(ns, name, ref string) string {
+		return "---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: " + name + ", namespace: " + ns + "}\nspec:\n  imageRepositoryRef: " + ref + "\n  policy: {alphabetical: {}}\n"
+	}
+	for _, tt := range []struct {
+		name, text string
+		want       []string // Kind name field, of each warning
+	}{
+		{"across namespaces without accessFrom",
+			repo("shared", "base", "  secretRef: {name: pull}\n") + pol("apps", "base", "{name: base, namespace: shared}"),
+			[]string{"ImagePolicy base spec.imageRepositoryRef"}},
+		{"across namespaces with accessFrom",
+			repo("shared", "base", "  secretRef: {name: pull}\n  accessFrom: {namespaceSelectors: [{matchLabels: {team: apps}}]}\n") + pol("apps", "base", "{name: base, namespace: shared}"),
+			nil},
+		{"Secret first",
+			repo("shared", "a", "  secretRef: {name: pull}\n") + repo("shared", "b", "") + pol("shared", "a", "{name: a}") + pol("shared", "b", "{name: b}"),
+			[]string{"ImageRepository b spec.secretRef"}},
+		{"Secret last",
+			repo("shared", "b", "") + repo("shared", "a", "  secretRef: {name: pull}\n") + pol("shared", "a", "{name: a}") + pol("shared", "b", "{name: b}"),
+			[]string{"ImageRepository b spec.secretRef"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "f.yaml", tt.text)
+			set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sec := &Secrets{Keys: map[string]map[string]string{"shared/pull": {".dockerconfigjson": "/pull.json"}}}
+			n, err := set.Native(NativeOptions{Secrets: sec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, note := range n.Report.Notes {
+				if note.Level == Warning && note.Object.Kind != "GitRepository" {
+					got = append(got, note.Object.Kind+" "+note.Object.Name+" "+note.Field)
+				}
+			}
+			if diff := cmp.Diff(got, tt.want); diff != "" {
+				t.Errorf("warnings (-got +want):\n%s\n%+v", diff, n.Report.Notes)
+			}
+		})
+	}
+}

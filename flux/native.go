@@ -189,6 +189,9 @@ type hostSettings struct {
 	// secure are the repositories read before any insecure one: each
 	// is warned about once one is, whatever the order of the objects.
 	secure []*ImageRepository
+	// anonymous are the repositories without a secretRef read before
+	// any with one, warned about as secure are.
+	anonymous []*ImageRepository
 }
 
 func (m *mapper) index() {
@@ -292,6 +295,12 @@ func (m *mapper) image(pol *ImagePolicy) (config.Image, bool) {
 		}
 		m.p.fail(pol.Object, "spec.imageRepositoryRef", src.line("spec.imageRepositoryRef"), nil, "%s", msg)
 		return im, false
+	}
+	if ns != pol.Namespace && repo.Spec.AccessFrom == nil {
+		// Flux refuses a reference across namespaces unless the
+		// ImageRepository's accessFrom lets the policy's namespace in.
+		m.p.note(Warning, pol.Object, "spec.imageRepositoryRef", src.line("spec.imageRepositoryRef"),
+			"%s is in another namespace and has no accessFrom, so Flux refuses this reference and never moves the policy's markers; imagebump does: add accessFrom to it (namespaceSelectors matching %s) to have both agree", repo.Object.Ref(), pol.Namespace)
 	}
 	if pol.Spec.Suspend || repo.Spec.Suspend {
 		// Under Flux a suspended policy (or one whose repository is
@@ -444,6 +453,19 @@ func (m *mapper) registry(repo *ImageRepository, host string) {
 	default:
 		h.secure = append(h.secure, repo)
 	}
+	// Credentials are per host too: a repository without a Secret is
+	// read with those of another on its host.
+	sharedAuth := func(r *ImageRepository) {
+		m.p.note(Warning, r.Object, "spec.secretRef", r.src.line("spec"),
+			"no secretRef, but %s gives credentials for %s: imagebump's credentials are per host, so this repository is read with them too, where Flux reads it anonymously", h.authFrom.Ref(), host)
+	}
+	if repo.Spec.SecretRef == nil && !cloud {
+		if h.authFrom != nil {
+			sharedAuth(repo)
+		} else {
+			h.anonymous = append(h.anonymous, repo)
+		}
+	}
 	if ref := repo.Spec.SecretRef; ref != nil && cloud {
 		m.p.note(Warning, repo.Object, "spec.secretRef", src.line("spec.secretRef"),
 			"Secret %s/%s is not used: with provider %s, credentials come from the cloud's own identity, as the registry host has one source of credentials in imagebump", repo.Namespace, ref.Name, repo.Spec.Provider)
@@ -470,6 +492,10 @@ func (m *mapper) registry(repo *ImageRepository, host string) {
 			if h.reg.Auth == nil {
 				h.reg.Auth = &config.RegistryAuth{DockerConfig: f}
 				h.authFrom = repo
+				for _, r := range h.anonymous {
+					sharedAuth(r)
+				}
+				h.anonymous = nil
 			}
 			if assumed {
 				m.p.note(Info, repo.Object, "spec.secretRef", src.line("spec.secretRef"), "Secret %s/%s: its folder does not exist; the config names %s, to create", repo.Namespace, ref.Name, f)
