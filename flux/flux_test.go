@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -1038,5 +1039,42 @@ func TestHostAndNamespaceWarnings(t *testing.T) {
 				t.Errorf("warnings (-got +want):\n%s\n%+v", diff, n.Report.Notes)
 			}
 		})
+	}
+}
+
+// TestTargetNamespaceWarning: a Flux Kustomization with a targetNamespace
+// moves what it applies to that namespace under Flux, not in the files
+// imagebump reads: a warning at its line says so.
+func TestTargetNamespaceWarning(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "f.yaml", repoYAML+`---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: apps, namespace: flux-system}
+spec:
+  interval: 10m
+  path: ./apps
+  targetNamespace: team-a
+  sourceRef: {kind: GitRepository, name: flux-system}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: infra, namespace: flux-system}
+spec:
+  path: ./infra
+  sourceRef: {kind: GitRepository, name: flux-system}
+`)
+	set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range set.Report.Notes {
+		if n.Field == "spec.targetNamespace" {
+			got = append(got, fmt.Sprintf("%s %s:%d %v", n.Object.Name, n.Field, n.Line, strings.Contains(n.Msg, "objects of ./apps in namespace team-a")))
+		}
+	}
+	if diff := cmp.Diff(got, []string{"apps spec.targetNamespace:15 true"}); diff != "" {
+		t.Errorf("targetNamespace warnings (-got +want):\n%s", diff)
 	}
 }

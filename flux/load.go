@@ -386,6 +386,13 @@ func (l *loader) object(s *source) {
 			l.p.note(Info, s.obj, "metadata.namespace", s.obj.Line, "not set: read in namespace %q, as kubectl applies it (a Flux Kustomization's targetNamespace would change it)", DefaultNamespace)
 		}
 	}
+	if tn := s.str("spec.targetNamespace"); kind == "Kustomization" && strings.HasPrefix(group, "kustomize.") && tn != "" {
+		// The namespace of what it applies changes under Flux, not in
+		// the files imagebump reads.
+		l.p.note(Warning, s.obj, "spec.targetNamespace", s.line("spec.targetNamespace"),
+			"%s: Flux puts the objects of %s in namespace %s, whatever their files say; imagebump reads them as their files say, so image policies there are named after those namespaces: set metadata.namespace: %s in them (or a kustomization's namespace:) so that markers name the same policies under both",
+			tn, orDefault(s.str("spec.path"), "its path"), tn, tn)
+	}
 	if !known {
 		why := ignoredKinds[kind]
 		if why == "" {
