@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -26,6 +27,9 @@ type FluxExportOptions struct {
 	// NoKustomize reads folders as written, without building their
 	// kustomization.
 	NoKustomize bool
+	// File, when set, is where the config is written instead of stdout;
+	// its relative paths are then relative to File's folder.
+	File string
 }
 
 // NewCmdFlux builds `imagebump flux` and its subcommands.
@@ -59,6 +63,7 @@ object each entry comes from. What imagebump does differently with a field is
 listed on stderr, object by object, with its file and line: nothing is
 dropped silently.`,
 		Example: `  imagebump flux export clusters/prod --flux-secrets secrets.yaml > imagebump.yaml
+  imagebump flux export clusters/prod --flux-secrets secrets.yaml --file deploy/imagebump.yaml
   imagebump validate -c imagebump.yaml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -71,6 +76,7 @@ dropped silently.`,
 	}
 	cmd.Flags().StringVar(&o.Secrets, "secrets", "", "file mapping the objects' Secrets to files or env:VAR, or a folder of mounted Secrets (same as --flux-secrets)")
 	cmd.Flags().BoolVar(&o.NoKustomize, "no-kustomize", false, "read folders as written, without building their kustomization")
+	cmd.Flags().StringVar(&o.File, "file", "", "write the config to this file instead of stdout, with the paths it names (Secrets' files) relative to its folder; on stdout they are relative to the current folder")
 	return cmd
 }
 
@@ -89,7 +95,14 @@ func runFluxExport(ctx context.Context, o *FluxExportOptions, stdout io.Writer) 
 	}
 	// Exporting uses no Git: a Git Secret that is not mapped is a
 	// warning, and the config names placeholders for an ssh key.
-	native, err := set.Native(flux.NativeOptions{Secrets: secrets, File: "imagebump.yaml", NoGit: true})
+	file := "imagebump.yaml" // on stdout: relative to the current folder
+	if o.File != "" {
+		if st, err := os.Stat(filepath.Dir(o.File)); err != nil || !st.IsDir() {
+			return usageError(fmt.Errorf("--file %s: the folder %s does not exist", o.File, filepath.Dir(o.File)))
+		}
+		file = o.File
+	}
+	native, err := set.Native(flux.NativeOptions{Secrets: secrets, File: file, NoGit: true})
 	if err != nil {
 		return usageError(err)
 	}
@@ -100,6 +113,13 @@ func runFluxExport(ctx context.Context, o *FluxExportOptions, stdout io.Writer) 
 		// Nothing on stdout: `flux export DIR > imagebump.yaml` with the
 		// wrong DIR must not leave an empty config in place of one.
 		return usageError(fmt.Errorf("no ImagePolicy and no ImageUpdateAutomation found in %s: flux export reads Flux image automation objects (a native imagebump.yaml is already a config: pass it with -c)", strings.Join(o.Paths, ", ")))
+	}
+	if o.File != "" {
+		if err := replaceFile(o.File, native.YAML); err != nil {
+			return failure(fmt.Errorf("writing %s: %w", o.File, err))
+		}
+		_, err = fmt.Fprintf(o.global.stderr, "wrote %s; check it with imagebump validate -c %s\n", o.File, o.File)
+		return err
 	}
 	_, err = stdout.Write(native.YAML)
 	return err

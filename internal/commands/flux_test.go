@@ -1029,3 +1029,38 @@ func TestFluxExportNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestFluxExportFile: flux export --file writes the config there, with the
+// paths of the secrets mapping relative to that file's folder (on stdout
+// they are relative to the current folder, and a config redirected
+// elsewhere would name files that are not there); the config it writes
+// loads with the Docker config where the mapping put it. A folder that
+// does not exist is refused before anything is written.
+func TestFluxExportFile(t *testing.T) {
+	dir := copyFleet(t)
+	t.Chdir(dir)
+	out, stderr, code := runMain(t, "flux", "export", "clusters", "--secrets", "secrets.yaml", "--file", "deploy/sub/imagebump.yaml")
+	if code != ExitUsage || !strings.Contains(stderr, "--file deploy/sub/imagebump.yaml: the folder deploy/sub does not exist") {
+		t.Errorf("--file in a missing folder: exit %d\n%s%s", code, out, stderr)
+	}
+	if err := os.MkdirAll("deploy/sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code = runMain(t, "flux", "export", "clusters", "--secrets", "secrets.yaml", "--file", "deploy/sub/imagebump.yaml")
+	if code != 0 || out != "" || !strings.Contains(stderr, "wrote deploy/sub/imagebump.yaml") {
+		t.Fatalf("flux export --file: exit %d, stdout %q\n%s", code, out, stderr)
+	}
+	data, err := os.ReadFile("deploy/sub/imagebump.yaml")
+	if err != nil || !strings.Contains(string(data), "dockerConfig: ../../secrets/docker-config.json\n") {
+		t.Fatalf("the config does not name the Docker config from its folder (%v):\n%s", err, data)
+	}
+	cfg, err := config.Load("deploy/sub/imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range cfg.Registries {
+		if r.Auth != nil && r.Auth.DockerConfig != filepath.Join(dir, "secrets/docker-config.json") {
+			t.Errorf("registry %s reads %s, want the mapping's file", r.Host, r.Auth.DockerConfig)
+		}
+	}
+}

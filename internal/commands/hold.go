@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,10 +119,15 @@ func runHold(o *HoldOptions, stdout io.Writer) error {
 	return err
 }
 
-// replaceFile writes data over path atomically, keeping its mode.
+// replaceFile writes data over path atomically, keeping its mode; a new
+// file gets 0644.
 func replaceFile(path string, data []byte) error {
+	mode := fs.FileMode(0o644)
 	st, err := os.Stat(path)
-	if err != nil {
+	switch {
+	case err == nil:
+		mode = st.Mode().Perm()
+	case !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".imagebump-*")
@@ -133,7 +139,7 @@ func replaceFile(path string, data []byte) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return err
 	}
