@@ -54,7 +54,7 @@ See docs/flux.md for the field-by-field migration guide.`,
 func newCmdFluxExport(g *globalOptions, stdout io.Writer) *cobra.Command {
 	o := &FluxExportOptions{global: g}
 	cmd := &cobra.Command{
-		Use:   "export PATH...",
+		Use:   "export [PATH...]",
 		Short: "Write Flux image automation objects as an equivalent imagebump.yaml",
 		Long: `Read the Flux objects in the files and folders given (a folder with a
 kustomization is built first, so patched policies are read as Flux sees
@@ -65,9 +65,20 @@ dropped silently.`,
 		Example: `  imagebump flux export clusters/prod --flux-secrets secrets.yaml > imagebump.yaml
   imagebump flux export clusters/prod --flux-secrets secrets.yaml --file deploy/imagebump.yaml
   imagebump validate -c imagebump.yaml`,
-		Args: cobra.MinimumNArgs(1),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Paths = args
+			// The Flux objects may also come as the other commands take
+			// them: --flux PATH, or -c naming a folder or a file of them.
+			o.Paths = append(append([]string(nil), args...), g.Flux...)
+			if g.configSet {
+				if !isFluxSource(g.ConfigFile) {
+					return usageError(fmt.Errorf("-c %s is not Flux objects: flux export reads Flux objects (a native config is one already)", g.ConfigFile))
+				}
+				o.Paths = append(o.Paths, g.ConfigFile)
+			}
+			if len(o.Paths) == 0 {
+				return usageError(errors.New("no Flux objects given: imagebump flux export PATH... (files or folders of Flux objects; --flux PATH and -c DIR work too)"))
+			}
 			if o.Secrets == "" {
 				o.Secrets = g.FluxSecrets
 			}

@@ -1046,6 +1046,21 @@ func TestFluxExportFile(t *testing.T) {
 	if err := os.MkdirAll("deploy/sub", 0o755); err != nil {
 		t.Fatal(err)
 	}
+
+	// The objects come as PATH, --flux PATH or -c DIR alike.
+	want, _, code := runMain(t, "flux", "export", "clusters", "--secrets", "secrets.yaml")
+	if code != 0 {
+		t.Fatalf("flux export clusters: exit %d", code)
+	}
+	for _, args := range [][]string{{"--flux", "clusters"}, {"-c", "clusters"}} {
+		got, stderr, code := runMain(t, append([]string{"flux", "export", "--secrets", "secrets.yaml"}, args...)...)
+		if code != 0 || got != want {
+			t.Errorf("flux export %v: exit %d, %s\n%s", args, code, cmp.Diff(got, want), stderr)
+		}
+	}
+	if _, stderr, code := runMain(t, "flux", "export"); code != ExitUsage || !strings.Contains(stderr, "no Flux objects given") {
+		t.Errorf("flux export alone: exit %d, %s", code, stderr)
+	}
 	out, stderr, code = runMain(t, "flux", "export", "clusters", "--secrets", "secrets.yaml", "--file", "deploy/sub/imagebump.yaml")
 	if code != 0 || out != "" || !strings.Contains(stderr, "wrote deploy/sub/imagebump.yaml") {
 		t.Fatalf("flux export --file: exit %d, stdout %q\n%s", code, out, stderr)
