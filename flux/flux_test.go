@@ -451,6 +451,12 @@ spec: {url: "https://git.example.com/fleet.git", interval: 1m, ref: {branch: mai
 			`f.yaml:14: ImagePolicy apps/app: spec.policy.semver.range: invalid semver range "not a range"`},
 		{"two rules", repoYAML + strings.Replace(policy(""), "{semver: {range: \">=1\"}}", "{semver: {range: \">=1\"}, numerical: {}}", 1),
 			`f.yaml:14: ImagePolicy apps/app: spec.policy: set exactly one of semver, alphabetical, numerical (found 2)`},
+		{"interval without Always", repoYAML + policy("  interval: 10m\n"),
+			`f.yaml:15: ImagePolicy apps/app: spec.interval: only accepted with digestReflectionPolicy: Always (the Kubernetes API server refuses this ImagePolicy)`},
+		{"interval with IfNotPresent", repoYAML + policy("  digestReflectionPolicy: IfNotPresent\n  interval: 10m\n"),
+			`f.yaml:16: ImagePolicy apps/app: spec.interval: only accepted with digestReflectionPolicy: Always`},
+		{"Always without interval", repoYAML + policy("  digestReflectionPolicy: Always\n"),
+			`f.yaml:15: ImagePolicy apps/app: spec.digestReflectionPolicy: Always needs an interval`},
 		{"extract without pattern", repoYAML + policy("  filterTags: {extract: $v}\n"),
 			`f.yaml:15: ImagePolicy apps/app: spec.filterTags.extract: extract needs a pattern`},
 		{"checkout on a tag", repoYAML + policy("") + auto("    checkout: {ref: {tag: v1}}\n"),
@@ -459,6 +465,12 @@ spec: {url: "https://git.example.com/fleet.git", interval: 1m, ref: {branch: mai
 			`f.yaml:30: ImageUpdateAutomation apps/auto: spec.git.commit.signingKey.type: "ssh" signing is not supported yet`},
 		{"removed template field", repoYAML + policy("") + auto("      messageTemplate: '{{ range .Updated.Images }}{{ . }}{{ end }}'\n"),
 			`f.yaml:30: ImageUpdateAutomation apps/auto: spec.git.commit.messageTemplate: invalid template: the template uses '.Updated', which Flux removed`},
+		{"unknown provider", strings.Replace(repoYAML, "  image: ghcr.io/acme/app\n", "  image: ghcr.io/acme/app\n  provider: oci\n", 1) + policy(""),
+			`f.yaml:8: ImageRepository apps/app: spec.provider: "oci" is not generic, aws, azure or gcp (the Kubernetes API server refuses it)`},
+		{"no author email", repoYAML + policy("") + strings.Replace(auto(""), "author: {email: bot@example.com}", "author: {name: bot}", 1),
+			`f.yaml:29: ImageUpdateAutomation apps/auto: spec.git.commit.author.email: missing: Flux requires the commit author's email`},
+		{"no commit", repoYAML + policy("") + strings.Replace(auto("    push: {branch: auto}\n"), "    commit:\n      author: {email: bot@example.com}\n", "", 1),
+			`f.yaml:27: ImageUpdateAutomation apps/auto: spec.git.commit.author.email: missing`},
 		{"missing source", repoYAML + policy("") + strings.Replace(auto(""), "name: fleet}\n  git", "name: flet}\n  git", 1),
 			`f.yaml:26: ImageUpdateAutomation apps/auto: spec.sourceRef: GitRepository apps/flet is not among the objects read (did you mean "apps/fleet"?)`},
 		{"automation without sourceRef", repoYAML + policy("") + strings.Replace(auto(""), "  sourceRef: {kind: GitRepository, name: fleet}\n", "", 1),
@@ -1076,5 +1088,16 @@ spec:
 	}
 	if diff := cmp.Diff(got, []string{"apps spec.targetNamespace:15 true"}); diff != "" {
 		t.Errorf("targetNamespace warnings (-got +want):\n%s", diff)
+	}
+}
+
+// TestMissingKind: a document with a Flux apiVersion and no kind is an
+// error at its line, not an ignored object with no name of a kind.
+func TestMissingKind(t *testing.T) {
+	dir := t.TempDir()
+	f := writeFile(t, dir, "f.yaml", repoYAML+"---\napiVersion: image.toolkit.fluxcd.io/v1\nmetadata: {name: nokind}\nspec: {}\n")
+	_, err := Load(context.Background(), []string{dir}, LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), f+":9: ") || !strings.Contains(err.Error(), "kind: missing") {
+		t.Errorf("Load error = %v; want the document without a kind at f.yaml:9", err)
 	}
 }

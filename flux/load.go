@@ -378,6 +378,10 @@ func (l *loader) object(s *source) {
 	s.obj.APIVersion, s.obj.Kind = apiVersion, kind
 	s.obj.Name = s.str("metadata.name")
 	s.obj.Namespace = s.str("metadata.namespace")
+	if kind == "" {
+		l.p.fail(s.obj, "kind", s.obj.Line, nil, "missing: a Kubernetes object names its kind beside its apiVersion %s (ImageRepository, ImagePolicy, ImageUpdateAutomation, GitRepository...)", apiVersion)
+		return
+	}
 	known := (group == groupImage && (kind == KindImageRepository || kind == KindImagePolicy || kind == KindImageUpdateAutomation)) ||
 		(group == groupSource && kind == KindGitRepository)
 	if s.obj.Namespace == "" {

@@ -396,6 +396,15 @@ func (m *mapper) image(pol *ImagePolicy) (config.Image, bool) {
 		m.p.fail(pol.Object, "spec.digestReflectionPolicy", src.line("spec.digestReflectionPolicy"), nil, "%q is not Always, IfNotPresent or Never", spec.DigestReflectionPolicy)
 		ok = false
 	}
+	// The CRD's rules, which the Kubernetes API server applies.
+	switch always := spec.DigestReflectionPolicy == reflectorv1.ReflectAlways; {
+	case spec.Interval != nil && !always:
+		m.p.fail(pol.Object, "spec.interval", src.line("spec.interval"), nil, "only accepted with digestReflectionPolicy: Always (the Kubernetes API server refuses this ImagePolicy): remove it, or set digestReflectionPolicy: Always")
+		ok = false
+	case spec.Interval == nil && always:
+		m.p.fail(pol.Object, "spec.digestReflectionPolicy", src.line("spec.digestReflectionPolicy"), nil, "Always needs an interval, such as interval: 10m (the Kubernetes API server refuses this ImagePolicy without one)")
+		ok = false
+	}
 	return im, ok
 }
 
@@ -431,8 +440,8 @@ func (m *mapper) registry(repo *ImageRepository, host string) {
 		}
 		h.reg.Provider, h.providerFrom = p, repo
 	default:
-		m.p.note(Warning, repo.Object, "spec.provider", src.line("spec.provider"),
-			"provider %q is not one imagebump knows (aws, gcp, azure, generic): %s is read as generic", p, host)
+		m.p.fail(repo.Object, "spec.provider", src.line("spec.provider"), nil,
+			"%q is not generic, aws, azure or gcp (the Kubernetes API server refuses it)", p)
 	}
 	plainToo := func(r *ImageRepository) {
 		m.p.note(Warning, r.Object, "spec.insecure", r.src.line("spec"),
@@ -852,6 +861,16 @@ func (m *mapper) commit(a *ImageUpdateAutomation) (*config.Commit, bool) {
 		m.p.note(Info, a.Object, "spec.git.commit.author.name", src.line("spec.git.commit.author"), "not set: commits are authored as %q", config.DefaultAuthorName)
 	}
 	ok := true
+	if c.Author.Email == "" {
+		// The CRD requires commit.author.email: the Kubernetes API
+		// server refuses the automation without it.
+		at := "spec.git.commit.author"
+		if !src.has(at) {
+			at = "spec.git"
+		}
+		m.p.fail(a.Object, "spec.git.commit.author.email", src.line(at), nil, "missing: Flux requires the commit author's email (the Kubernetes API server refuses this automation without it)")
+		ok = false
+	}
 	if sk := c.SigningKey; sk != nil {
 		line := src.line("spec.git.commit.signingKey")
 		switch sk.Type {
