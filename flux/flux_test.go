@@ -1101,3 +1101,43 @@ func TestMissingKind(t *testing.T) {
 		t.Errorf("Load error = %v; want the document without a kind at f.yaml:9", err)
 	}
 }
+
+// TestUnmappedSecretManifest: a Secret that is not mapped, whose manifest
+// is among the files read (SOPS-encrypted, or plain), is named with where
+// that manifest is and what to do, as imagebump reads no Secret manifest.
+func TestUnmappedSecretManifest(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "repos.yaml", strings.Replace(repoYAML, "  image: ghcr.io/acme/app\n", "  image: ghcr.io/acme/app\n  secretRef: {name: pull}\n  certSecretRef: {name: ca}\n", 1)+`---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: app, namespace: apps}
+spec:
+  imageRepositoryRef: {name: app}
+  policy: {semver: {range: ">=1"}}
+`)
+	pull := writeFile(t, dir, "secrets/pull.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: pull, namespace: apps}\ntype: kubernetes.io/dockerconfigjson\ndata:\n  .dockerconfigjson: ENC[AES256_GCM,data:xyz]\nsops:\n  version: 3.8.1\n")
+	ca := writeFile(t, dir, "secrets/ca.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: ca, namespace: apps}\nstringData:\n  ca.crt: pem\n")
+	set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := set.Native(NativeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"spec.secretRef":     "Secret apps/pull (its manifest, SOPS-encrypted, is in " + pull + ":1: imagebump reads no Secret manifest; decrypt its keys to files and map those) is not mapped",
+		"spec.certSecretRef": "Secret apps/ca (its manifest is in " + ca + ":1: imagebump reads no Secret manifest; write its keys to files and map those) is not mapped",
+	}
+	for _, note := range n.Report.Notes {
+		if w, ok := want[note.Field]; ok && note.Object.Kind == KindImageRepository {
+			if !strings.HasPrefix(note.Msg, w) {
+				t.Errorf("%s note %q, want it to start %q", note.Field, note.Msg, w)
+			}
+			delete(want, note.Field)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no note for %v", want)
+	}
+}

@@ -77,6 +77,16 @@ type Set struct {
 	// Report lists the objects read, the Flux objects ignored and the notes
 	// of the reading (Native adds its own).
 	Report Report
+
+	// secretManifests are the Secret manifests met among the files, by
+	// namespace/name: not read, but named when a Secret is not mapped.
+	secretManifests map[string]secretManifest
+}
+
+// secretManifest is where a Secret's manifest was met.
+type secretManifest struct {
+	obj  Object
+	sops bool // encrypted with SOPS: it has a sops key
 }
 
 // Load reads the Flux objects in paths: files (with one or more YAML
@@ -204,8 +214,10 @@ func (l *loader) file(name string, explicit bool) error {
 	}
 	// A file that does not mention Flux holds none of its objects: a
 	// chart template or a broken manifest there is none of our business.
+	// One that holds a Secret is read for where it is, to name it when
+	// the Secret is not mapped.
 	mentionsFlux := bytes.Contains(data, []byte(fluxDomain))
-	if !mentionsFlux && !explicit {
+	if !mentionsFlux && !explicit && !bytes.Contains(data, []byte("kind: Secret")) {
 		return nil
 	}
 	docs, err := yamlstream.Split(data)
@@ -372,6 +384,16 @@ var ignoredKinds = map[string]string{
 func (l *loader) object(s *source) {
 	apiVersion, kind := s.str("apiVersion"), s.str("kind")
 	group, _, _ := strings.Cut(apiVersion, "/")
+	if apiVersion == "v1" && kind == "Secret" {
+		ns := orDefault(s.str("metadata.namespace"), DefaultNamespace)
+		if l.set.secretManifests == nil {
+			l.set.secretManifests = map[string]secretManifest{}
+		}
+		obj := s.obj
+		obj.Kind, obj.Name, obj.Namespace = kind, s.str("metadata.name"), ns
+		l.set.secretManifests[ns+"/"+obj.Name] = secretManifest{obj: obj, sops: s.node.Field("sops") != nil}
+		return
+	}
 	if !strings.HasSuffix(group, fluxDomain) {
 		return
 	}

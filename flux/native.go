@@ -415,6 +415,22 @@ func orDefault(s, def string) string {
 	return s
 }
 
+// secret names a Secret the objects refer to, in a message saying it is
+// not mapped, with where its manifest is when one was read: imagebump
+// takes Secrets from files (a mapping, a mounted folder), never from
+// manifests, which are SOPS-encrypted more often than not.
+func (m *mapper) secret(ns, name string) string {
+	ref := "Secret " + ns + "/" + name
+	sm, ok := m.set.secretManifests[ns+"/"+name]
+	switch {
+	case !ok:
+		return ref
+	case sm.sops:
+		return fmt.Sprintf("%s (its manifest, SOPS-encrypted, is in %s: imagebump reads no Secret manifest; decrypt its keys to files and map those)", ref, sm.obj.Pos())
+	}
+	return fmt.Sprintf("%s (its manifest is in %s: imagebump reads no Secret manifest; write its keys to files and map those)", ref, sm.obj.Pos())
+}
+
 // registry merges an ImageRepository's registry settings into its host's.
 func (m *mapper) registry(repo *ImageRepository, host string) {
 	h := m.hosts[host]
@@ -484,7 +500,7 @@ func (m *mapper) registry(repo *ImageRepository, host string) {
 		switch {
 		case keys == nil:
 			m.p.note(Warning, repo.Object, "spec.secretRef", src.line("spec.secretRef"),
-				"Secret %s/%s is not mapped: %s is read with the default Docker keychain; map the Secret's .dockerconfigjson to a file (see docs/flux.md)", repo.Namespace, ref.Name, host)
+				"%s is not mapped: %s is read with the default Docker keychain; map the Secret's .dockerconfigjson to a file (see docs/flux.md)", m.secret(repo.Namespace, ref.Name), host)
 		case f == "":
 			m.p.fail(repo.Object, "spec.secretRef", src.line("spec.secretRef"), nil,
 				"Secret %s/%s has no .dockerconfigjson key (it has %s): an ImageRepository's Secret is a Docker config", repo.Namespace, ref.Name, keyList(keys))
@@ -520,7 +536,7 @@ func (m *mapper) registry(repo *ImageRepository, host string) {
 		switch {
 		case keys == nil:
 			m.p.note(Warning, repo.Object, "spec.certSecretRef", src.line("spec.certSecretRef"),
-				"Secret %s/%s is not mapped: %s is trusted with the system's CAs only; map its ca.crt", repo.Namespace, ref.Name, host)
+				"%s is not mapped: %s is trusted with the system's CAs only; map its ca.crt", m.secret(repo.Namespace, ref.Name), host)
 		case ca != "" && secretfile.IsEnv(ca):
 			m.p.fail(repo.Object, "spec.certSecretRef", src.line("spec.certSecretRef"), nil, "Secret %s/%s: ca.crt must map to a file, not %s", repo.Namespace, ref.Name, ca)
 		case ca != "" && h.reg.CAFile != "" && h.reg.CAFile != ca:
@@ -769,16 +785,16 @@ func (m *mapper) gitAuth(g *GitRepository, scheme string, out *config.Git) bool 
 		// missing host key check.
 		dir := path.Join(UnmappedSecretDir, g.Namespace, name)
 		out.Auth = &config.GitAuth{SSHKeyFile: path.Join(dir, "identity"), KnownHostsFile: path.Join(dir, "known_hosts")}
-		m.p.note(Warning, g.Object, "spec.secretRef", line, "Secret %s/%s is not mapped: not needed here, as Git is not used, but run and serve need its identity and known_hosts (the config names %s/ in their place): map them with --flux-secrets (see docs/flux.md)", g.Namespace, name, dir)
+		m.p.note(Warning, g.Object, "spec.secretRef", line, "%s is not mapped: not needed here, as Git is not used, but run and serve need its identity and known_hosts (the config names %s/ in their place): map them with --flux-secrets (see docs/flux.md)", m.secret(g.Namespace, name), dir)
 		return true
 	case keys == nil && scheme == "ssh":
-		m.p.fail(g.Object, "spec.secretRef", line, nil, "Secret %s/%s is not mapped, and an ssh URL needs its identity and known_hosts: map them (see docs/flux.md)", g.Namespace, name)
+		m.p.fail(g.Object, "spec.secretRef", line, nil, "%s is not mapped, and an ssh URL needs its identity and known_hosts: map them (see docs/flux.md)", m.secret(g.Namespace, name))
 		return false
 	case keys == nil && m.opts.NoGit:
-		m.p.note(Warning, g.Object, "spec.secretRef", line, "Secret %s/%s is not mapped: not needed here, as Git is not used, but run and serve would use Git without credentials; map its keys with --flux-secrets (see docs/flux.md)", g.Namespace, name)
+		m.p.note(Warning, g.Object, "spec.secretRef", line, "%s is not mapped: not needed here, as Git is not used, but run and serve would use Git without credentials; map its keys with --flux-secrets (see docs/flux.md)", m.secret(g.Namespace, name))
 		return true
 	case keys == nil:
-		m.p.note(Warning, g.Object, "spec.secretRef", line, "Secret %s/%s is not mapped: Git is used without credentials; map its keys (see docs/flux.md)", g.Namespace, name)
+		m.p.note(Warning, g.Object, "spec.secretRef", line, "%s is not mapped: Git is used without credentials; map its keys (see docs/flux.md)", m.secret(g.Namespace, name))
 		return true
 	}
 	if assumed {
@@ -878,7 +894,7 @@ func (m *mapper) commit(a *ImageUpdateAutomation) (*config.Commit, bool) {
 			keys, _ := m.opts.Secrets.secretKeys(a.Namespace, sk.SecretRef.Name, []string{"git.asc"})
 			switch {
 			case keys == nil:
-				m.p.fail(a.Object, "spec.git.commit.signingKey", line, nil, "Secret %s/%s is not mapped: map its git.asc (and passphrase), or imagebump would commit unsigned", a.Namespace, sk.SecretRef.Name)
+				m.p.fail(a.Object, "spec.git.commit.signingKey", line, nil, "%s is not mapped: map its git.asc (and passphrase), or imagebump would commit unsigned", m.secret(a.Namespace, sk.SecretRef.Name))
 				ok = false
 			case keys["git.asc"] == "":
 				m.p.fail(a.Object, "spec.git.commit.signingKey", line, nil, "Secret %s/%s has no git.asc key (it has %s)", a.Namespace, sk.SecretRef.Name, keyList(keys))
