@@ -716,6 +716,15 @@ func (r *initRun) writeText(w io.Writer, written bool) error {
 			fmt.Fprintf(&b, "  %s (%s): %s\n", ps(p.Repository), ps(strings.Join(where, ", ")), ps(p.Reason))
 			if p.Kind == discover.KindMoving {
 				fmt.Fprintf(&b, "    rule: %s; today: %s\n", ps(discover.Describe(p.Spec)), ps(latestText(p)))
+				// Ready to paste, for those who choose the pinned digest.
+				chosen := p
+				chosen.Choice, chosen.Existing = false, false
+				b.WriteString("    to pin its digest, add this entry under images: and mark the value with # " + setters.FormatMarker(p.Policy, setters.FieldImage) + ":\n")
+				for _, l := range strings.SplitAfter(string(discover.Entries([]discover.Proposal{chosen})), "\n") {
+					if strings.TrimSpace(l) != "" && !strings.HasPrefix(strings.TrimSpace(l), "#") {
+						b.WriteString("    " + ps(strings.TrimSuffix(l, "\n")) + "\n")
+					}
+				}
 			}
 			for _, n := range p.Notes {
 				b.WriteString("    " + ps(n) + "\n")
