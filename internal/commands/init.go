@@ -650,7 +650,7 @@ func (r *initRun) writeText(w io.Writer, written bool) error {
 	var b strings.Builder
 	ps := printable.String
 	nUses := len(r.inv.Uses)
-	fmt.Fprintf(&b, "Scanned %d YAML %s: %d image %s to %d %s, %d that cannot be tracked.\n",
+	fmt.Fprintf(&b, "Scanned %d YAML %s: %d image %s to %d %s, and %d more that cannot be tracked.\n",
 		r.inv.FilesScanned, plural(r.inv.FilesScanned, "file", "files"),
 		nUses, plural(nUses, "reference", "references"),
 		len(r.props), plural(len(r.props), "repository", "repositories"), len(r.inv.Untracked))
