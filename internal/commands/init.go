@@ -650,10 +650,14 @@ func (r *initRun) writeText(w io.Writer, written bool) error {
 	var b strings.Builder
 	ps := printable.String
 	nUses := len(r.inv.Uses)
-	fmt.Fprintf(&b, "Scanned %d YAML %s: %d image %s to %d %s, and %d more that cannot be tracked.\n",
+	fmt.Fprintf(&b, "Scanned %d YAML %s: %d image %s to %d %s",
 		r.inv.FilesScanned, plural(r.inv.FilesScanned, "file", "files"),
 		nUses, plural(nUses, "reference", "references"),
-		len(r.props), plural(len(r.props), "repository", "repositories"), len(r.inv.Untracked))
+		len(r.props), plural(len(r.props), "repository", "repositories"))
+	if n := len(r.inv.Untracked); n > 0 {
+		fmt.Fprintf(&b, ", and %d more that cannot be tracked", n)
+	}
+	b.WriteString(".\n")
 	if r.inv.ChartTemplates > 0 {
 		fmt.Fprintf(&b, "Skipped %d Helm chart %s (not YAML until rendered).\n", r.inv.ChartTemplates, plural(r.inv.ChartTemplates, "template", "templates"))
 	}
