@@ -299,6 +299,41 @@ targets:
 	}
 }
 
+// TestValidateMissingFiles: a file the config names that is not there is
+// a warning naming its key and path (resolved from the config's folder),
+// not an error, as a config may be meant for a pod where the Secret is
+// mounted; an env:NAME reference is no file; -o json lists it too.
+func TestValidateMissingFiles(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "present.json", `{"auths": {}}`)
+	cfg := writeFile(t, dir, "imagebump.yaml", `registries:
+  - host: ghcr.io
+    auth: {dockerConfig: secrets/missing.json}
+  - host: quay.io
+    auth: {dockerConfig: present.json}
+images:
+  - name: apps:web
+    repository: ghcr.io/acme/web
+    policy: {semver: ">=1.0.0"}
+targets:
+  - name: prod
+    git: {url: "https://example.com/fleet.git", auth: {tokenFile: "env:GIT_TOKEN"}}
+`)
+	out, stderr, code := runMain(t, "validate", "-c", cfg)
+	want := "warning: " + cfg + ": registries[0].auth.dockerConfig: " + filepath.Join(dir, "secrets/missing.json") + " does not exist here"
+	if code != 0 || !strings.Contains(out, want) {
+		t.Errorf("validate: exit %d, want 0 and %q:\n%s%s", code, want, out, stderr)
+	}
+	if strings.Count(out, "does not exist here") != 1 {
+		t.Errorf("warnings for files that are there, or for env:GIT_TOKEN:\n%s", out)
+	}
+	out, _, code = runMain(t, "validate", "-c", cfg, "-o", "json")
+	var rep ValidateReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0].Message, "registries[0].auth.dockerConfig") {
+		t.Errorf("validate -o json: exit %d, warnings %+v (%v)", code, rep.Warnings, err)
+	}
+}
+
 func TestDemo(t *testing.T) {
 	cache := t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cache)

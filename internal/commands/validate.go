@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"slices"
 	"strings"
 
@@ -122,6 +124,16 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 			msg := fmt.Sprintf("target %s: policies entry %q matches no image policy, so the target applies none through it; names are NAMESPACE:NAME, such as %s", t.Name, g, exampleNames(cfg))
 			out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Line: t.Line, Message: msg})
 			fmt.Fprintf(&b, "warning: %s:%d: %s\n", cfg.File, t.Line, msg)
+		}
+	}
+	// A file the config names that is not here fails every cycle that
+	// reads it. The config may be meant for another machine (a pod's
+	// mounted Secrets), so it is a warning.
+	for _, f := range cfg.Files() {
+		if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
+			msg := fmt.Sprintf("%s: %s does not exist here: the cycles that read it will fail until it does (fine if the config is for another machine, such as a pod with the Secret mounted there)", f.Key, f.Path)
+			out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Message: msg})
+			fmt.Fprintf(&b, "warning: %s: %s\n", cfg.File, printable.Message(msg))
 		}
 	}
 	if o.Repo != "" {
