@@ -1141,3 +1141,19 @@ spec:
 		t.Errorf("no note for %v", want)
 	}
 }
+
+// TestChartTemplatesSkipped: a Helm chart's templates, which are not YAML
+// until rendered, are not read, even when they mention Flux's API group.
+func TestChartTemplatesSkipped(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "policies.yaml", repoYAML)
+	writeFile(t, dir, "chart/Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n")
+	writeFile(t, dir, "chart/templates/policy.yaml", "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\n{{- if .Values.x }}\nmetadata: {name: {{ .Values.name }}}\n{{- end }}\n")
+	set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+	if err != nil {
+		t.Fatalf("Load read a chart template: %v", err)
+	}
+	if len(set.Repositories) != 1 {
+		t.Errorf("%d repositories, want 1", len(set.Repositories))
+	}
+}

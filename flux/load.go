@@ -188,6 +188,9 @@ func (l *loader) dir(ctx context.Context, dir string) error {
 		switch {
 		case strings.HasPrefix(e.Name(), "."):
 			// .git and other hidden folders and files are not manifests.
+		case e.IsDir() && e.Name() == "templates" && fileExists(filepath.Join(dir, "Chart.yaml")):
+			// A Helm chart's templates are not YAML until rendered.
+			l.log.Debug("skipping a Helm chart's templates", "folder", p)
 		case e.IsDir():
 			if err := l.dir(ctx, p); err != nil {
 				return err
@@ -467,4 +470,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// fileExists reports whether path names something.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
