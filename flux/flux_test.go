@@ -1157,3 +1157,25 @@ func TestChartTemplatesSkipped(t *testing.T) {
 		t.Errorf("%d repositories, want 1", len(set.Repositories))
 	}
 }
+
+// TestFileOfAKustomization: a file named alone whose folder a
+// kustomization builds is read as written, with a warning saying to pass
+// the folder, as its namespace or patches come from the build.
+func TestFileOfAKustomization(t *testing.T) {
+	dir := t.TempDir()
+	f := writeFile(t, dir, "policies.yaml", strings.Replace(repoYAML, "  namespace: apps\n", "", 1))
+	k := writeFile(t, dir, "kustomization.yaml", "namespace: apps\nresources: [policies.yaml]\n")
+	set, err := Load(context.Background(), []string{f}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, n := range set.Report.Notes {
+		if n.Level == Warning && n.Object.File == f && strings.Contains(n.Msg, k+" builds its folder") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no warning that %s is built by %s: %v", f, k, set.Report.Notes)
+	}
+}

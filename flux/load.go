@@ -126,6 +126,11 @@ func Load(ctx context.Context, paths []string, opts LoadOptions) (*Set, error) {
 			}
 			continue
 		}
+		if k := kustomizationIn(filepath.Dir(p)); k != "" && !isKustomization(filepath.Base(p)) && !opts.NoKustomize {
+			// Flux builds the folder: its kustomization may set the
+			// file's namespace or patch it.
+			l.p.note(Warning, Object{File: p, Line: 1}, "", 1, "read as written, though %s builds its folder (it may set a namespace or patch these objects, as Flux would): pass the folder to read them as Flux does", k)
+		}
 		if err := l.file(p, true); err != nil {
 			return nil, err
 		}
