@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -75,6 +76,9 @@ func loadConfigFor(g *globalOptions, use gitUse) (*config.Config, error) {
 		}
 	case g.configSet && isFluxSource(g.ConfigFile):
 		fluxPaths = append([]string{g.ConfigFile}, fluxPaths...)
+		if native := filepath.Join(g.ConfigFile, "imagebump.yaml"); fileExists(native) {
+			g.logger.Warn("the folder holds an imagebump.yaml, which is not read: with -c DIR the Flux objects are the whole config; to read both, pass -c "+native+" --flux "+g.ConfigFile, "file", native)
+		}
 	case !g.configSet && !fileExists(g.ConfigFile) && len(fluxPaths) > 0:
 		// --flux alone: no imagebump.yaml needed.
 	case !g.configSet && !fileExists(g.ConfigFile):

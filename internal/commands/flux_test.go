@@ -1079,3 +1079,15 @@ func TestFluxExportFile(t *testing.T) {
 		}
 	}
 }
+
+// TestFluxDirWithNativeConfig: with -c DIR, an imagebump.yaml in DIR is not
+// read, and a warning says so and how to read both.
+func TestFluxDirWithNativeConfig(t *testing.T) {
+	dir := copyFleet(t)
+	clusters := filepath.Join(dir, "clusters")
+	writeFile(t, clusters, "imagebump.yaml", "registries:\n  - {host: ghcr.io, rateLimit: {requestsPerSecond: 5}}\n")
+	_, stderr, _ := runMain(t, "validate", "-c", clusters)
+	if !strings.Contains(stderr, "holds an imagebump.yaml, which is not read") || !strings.Contains(stderr, "--flux "+clusters) {
+		t.Errorf("no warning about the imagebump.yaml in the folder:\n%s", stderr)
+	}
+}
