@@ -1179,3 +1179,51 @@ func TestFileOfAKustomization(t *testing.T) {
 		t.Errorf("no warning that %s is built by %s: %v", f, k, set.Report.Notes)
 	}
 }
+
+// TestNativeErrorsInFluxTerms: what the native config made from the
+// objects refuses is reported at the object, under the Flux field it came
+// from (spec.interval, spec.filterTags.extract), all at once, not under a
+// native key such as targets[0].schedule.
+func TestNativeErrorsInFluxTerms(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "f.yaml", repoYAML+`---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: app, namespace: apps}
+spec:
+  imageRepositoryRef: {name: app}
+  policy: {alphabetical: {}}
+  filterTags: {pattern: "^v(?P<x>.*)$", extract: "$y"}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: fleet, namespace: apps}
+spec: {url: "https://git.example.com/fleet.git", interval: 1m, ref: {branch: main}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageUpdateAutomation
+metadata: {name: auto, namespace: apps}
+spec:
+  interval: 500ms
+  sourceRef: {kind: GitRepository, name: fleet}
+  git:
+    commit:
+      author: {email: bot@example.com}
+`)
+	set, err := Load(context.Background(), []string{dir}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = set.Native(NativeOptions{})
+	for _, want := range []string{
+		"f.yaml:9: ImagePolicy apps/app: spec.filterTags.extract: invalid template",
+		"f.yaml:22: ImageUpdateAutomation apps/auto: spec.interval: invalid schedule \"500ms\"",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v\nwant it to say %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "native config") {
+		t.Errorf("err speaks of the native config: %v", err)
+	}
+}

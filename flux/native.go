@@ -134,9 +134,47 @@ func (m *mapper) configError(err error, sources map[string]Object) error {
 			out = append(out, fmt.Errorf("the native config made from the Flux objects is invalid: %s: %s", ce.Path, ce.Msg))
 			continue
 		}
+		if f := fluxField(ce.Path, o.Kind); f != "" {
+			out = append(out, &Error{Object: o, Field: f, Line: o.Line, Msg: ce.Msg, Err: ce.Err})
+			continue
+		}
 		out = append(out, &Error{Object: o, Line: o.Line, Msg: fmt.Sprintf("the native config made from it is invalid at %s: %s", ce.Path, ce.Msg), Err: ce.Err})
 	}
 	return errors.Join(out...)
+}
+
+// nativeToFlux maps the keys of a native entry to the fields of the Flux
+// object it was made from, by the kind of that object.
+var nativeToFlux = map[string]map[string]string{
+	KindImagePolicy: {
+		"policy": "spec.policy", "filterTags": "spec.filterTags", "digest": "spec.digestReflectionPolicy",
+		"exclude": "spec.exclusionList (of its ImageRepository)", "repository": "spec.image (of its ImageRepository)",
+	},
+	KindImageUpdateAutomation: {
+		"schedule": "spec.interval", "push": "spec.git.push", "commit": "spec.git.commit",
+		"git.paths": "spec.update.path", "git.branch": "spec.git.checkout.ref.branch", "policies": "spec.policySelector",
+	},
+}
+
+// fluxField returns the Flux field a native config's key path (such as
+// targets[1].push.branch) was made from, or "" when it is not known.
+func fluxField(path, kind string) string {
+	_, rest, ok := strings.Cut(path, "].")
+	if !ok {
+		return ""
+	}
+	m := nativeToFlux[kind]
+	for key := rest; key != ""; {
+		if f, ok := m[key]; ok {
+			return f + strings.TrimPrefix(rest, key)
+		}
+		i := strings.LastIndexByte(key, '.')
+		if i < 0 {
+			break
+		}
+		key = key[:i]
+	}
+	return ""
 }
 
 func unjoin(err error) []error {
