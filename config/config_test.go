@@ -492,6 +492,25 @@ registries:
   - host: &h ghcr.io
   - host: *h
 `, "imagebump.yaml:4:11: registries[1].host:", `duplicate registry "ghcr.io" (first at line 3)`},
+		{"empty policies", `
+targets:
+  - name: prod
+    git: {url: "https://example.com/fleet.git"}
+    policies: []
+`, "imagebump.yaml:5:15: targets[0].policies:", "empty list; remove the key to apply every image policy"},
+		{"host duplicate in another case", `
+registries:
+  - host: localhost:5055
+  - host: LOCALHOST:5055
+`, "imagebump.yaml:4:11: registries[1].host:", `duplicate registry "LOCALHOST:5055" (first at line 3); host names do not depend on case`},
+		{"host with a port out of range", `
+registries:
+  - host: x.io:99999
+`, "imagebump.yaml:3:11: registries[0].host:", `port 99999 is not between 1 and 65535`},
+		{"host with an empty port", `
+registries:
+  - host: "ghcr.io:"
+`, "imagebump.yaml:3:11: registries[0].host:", `ends with ':' and no port`},
 		{"username without password", `
 registries:
   - host: ghcr.io

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -129,10 +130,12 @@ func (v *validator) registries() {
 				reg, err := name.NewRegistry(r.Host)
 				if err != nil {
 					v.wrap(v.at(p+".host"), p+".host", err, "invalid host")
-				} else if line, dup := first[reg.RegistryStr()]; dup {
-					v.add(v.useAt(p+".host"), p+".host", "duplicate registry %q (first at line %d)", r.Host, line)
+				} else if line, dup := first[strings.ToLower(reg.RegistryStr())]; dup {
+					// Host names are case-insensitive, as the registry
+					// client matches them.
+					v.add(v.useAt(p+".host"), p+".host", "duplicate registry %q (first at line %d)%s", r.Host, line, caseNote(r.Host))
 				} else {
-					first[reg.RegistryStr()] = v.useAt(p + ".host").line
+					first[strings.ToLower(reg.RegistryStr())] = v.useAt(p + ".host").line
 				}
 			}
 		}
@@ -179,6 +182,14 @@ func (v *validator) registryProvider(p string, r *Registry) {
 	}
 }
 
+// caseNote explains a duplicate host written with capitals.
+func caseNote(h string) string {
+	if h != strings.ToLower(h) {
+		return "; host names do not depend on case"
+	}
+	return ""
+}
+
 // checkHost checks a registry host: a host name or address with an optional
 // port, no scheme, no path.
 func checkHost(h string) error {
@@ -188,8 +199,17 @@ func checkHost(h string) error {
 	if strings.ContainsAny(h, "/?#") {
 		return fmt.Errorf("%q has a path; give the host only", h)
 	}
-	if u, err := url.Parse("//" + h); err != nil || u.Host != h || u.User != nil {
+	u, err := url.Parse("//" + h)
+	if err != nil || u.Host != h || u.User != nil {
 		return fmt.Errorf("%q is not a host[:port]", h)
+	}
+	if strings.HasSuffix(h, ":") {
+		return fmt.Errorf("%q ends with ':' and no port; give the port, or leave out the ':'", h)
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%q: port %s is not between 1 and 65535", h, port)
+		}
 	}
 	return nil
 }
@@ -448,6 +468,11 @@ func (v *validator) targets() {
 		v.uniqueLabel(p, t.Name, "target", "", first)
 		v.require(p, "git")
 		v.target(p, t.Git, &t.Commit, t.Push, t.Schedule)
+		if v.has(p+".policies") && len(t.Policies) == 0 {
+			// Left out, the key means every policy; an empty list
+			// reads as none.
+			v.add(v.at(p+".policies"), p+".policies", "empty list; remove the key to apply every image policy, or list the policies (globs such as apps:*)")
+		}
 		for j, g := range t.Policies {
 			gp := fmt.Sprintf("%s.policies[%d]", p, j)
 			if g == "" {
