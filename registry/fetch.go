@@ -265,7 +265,18 @@ func (k *call) created(ctx context.Context, digest string, depth int) (time.Time
 	if err := json.Unmarshal(m.Body, &doc); err != nil {
 		return time.Time{}, k.fail(ctx, 1, &badResponseError{what: "decoding manifest", err: err})
 	}
-	if t, err := time.Parse(time.RFC3339, doc.Annotations[createdAnnotation]); err == nil {
+	var placeholder time.Time // a time before recordedSince, seen
+	seen := func(t time.Time) bool {
+		if t.IsZero() {
+			return false
+		}
+		if t.Before(recordedSince) {
+			placeholder = t
+			return false
+		}
+		return true
+	}
+	if t, err := time.Parse(time.RFC3339, doc.Annotations[createdAnnotation]); err == nil && seen(t) {
 		return t, nil
 	}
 	switch {
@@ -283,7 +294,7 @@ func (k *call) created(ctx context.Context, digest string, depth int) (time.Time
 		if err := json.Unmarshal(b, &cfg); err != nil {
 			return time.Time{}, k.fail(ctx, 1, &badResponseError{what: "decoding image config", err: err})
 		}
-		if !cfg.Created.IsZero() {
+		if seen(cfg.Created) {
 			return cfg.Created, nil
 		}
 	case doc.Manifests != nil && depth == 0:
@@ -304,5 +315,14 @@ func (k *call) created(ctx context.Context, digest string, depth int) (time.Time
 			return newest, nil
 		}
 	}
+	if !placeholder.IsZero() {
+		return time.Time{}, k.fail(ctx, 1, &notFoundError{msg: fmt.Sprintf("image %s records no creation time, only %s, a placeholder such as reproducible builds write (ko, Bazel, Nix, SOURCE_DATE_EPOCH=0)", digest, placeholder.UTC().Format(time.RFC3339))})
+	}
 	return time.Time{}, k.fail(ctx, 1, &notFoundError{msg: fmt.Sprintf("image %s records no creation time (no %s annotation, no created in its config)", digest, createdAnnotation)})
 }
+
+// recordedSince is the earliest creation time taken as recorded: earlier
+// ones (1970-01-01, the Unix epoch, which reproducible builds write) say
+// nothing of when the image was built, and must not let a tag through
+// minAge.
+var recordedSince = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,27 @@ func TestCreated(t *testing.T) {
 				t.Errorf("a second Created = %s, %v after %d requests; want the cached time and none", again, err, counts.total(""))
 			}
 		})
+	}
+}
+
+// TestCreatedPlaceholder: the Unix epoch (or any time before 2000) that
+// reproducible builds write is no creation time: Created fails, naming
+// it, where a 1970 image passed any minAge; a later annotation still
+// counts over an epoch in the config.
+func TestCreatedPlaceholder(t *testing.T) {
+	host := newRegistry(t, nil)
+	c := newClient(t, Options{}, host)
+	epoch := time.Unix(0, 0).UTC()
+	repro := pushImage(t, host, "app", createdImage(t, "linux/amd64", epoch), "1.0.0")
+	_, err := c.Created(t.Context(), host+"/app", repro)
+	if err == nil || !strings.Contains(err.Error(), "records no creation time, only 1970-01-01T00:00:00Z, a placeholder") {
+		t.Errorf("Created of an image built at the epoch: %v; want it refused as a placeholder", err)
+	}
+	at := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	annotated := mutate.Annotations(createdImage(t, "linux/amd64", epoch), map[string]string{createdAnnotation: at.Format(time.RFC3339)}).(v1.Image)
+	d := pushImage(t, host, "app", annotated, "2.0.0")
+	if got, err := c.Created(t.Context(), host+"/app", d); err != nil || !got.Equal(at) {
+		t.Errorf("Created with an annotation over an epoch config = %s, %v; want %s", got, err, at)
 	}
 }
 
