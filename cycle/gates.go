@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -180,9 +181,15 @@ func (g *Gates) Check(ctx context.Context, reg GateRegistry, im *config.Image, t
 		case errors.As(err, &ve) && ve.Unsigned():
 			return &HeldBack{Tag: tag, Digest: digest, Gate: GateUnsigned, Detail: "no signature found"}, nil
 		case errors.As(err, &ve):
-			detail := ve.Error()
-			if len(ve.Signatures) > 0 {
-				detail = ve.Signatures[0].Error()
+			// One reason per signature: a wrong key beside a tampered
+			// one says both.
+			reasons := make([]string, len(ve.Signatures))
+			for i, s := range ve.Signatures {
+				reasons[i] = s.Error()
+			}
+			detail := strings.Join(reasons, "; ")
+			if len(reasons) > 1 {
+				detail = fmt.Sprintf("%d found: %s", len(reasons), detail)
 			}
 			return &HeldBack{Tag: tag, Digest: digest, Gate: GateInvalid, Detail: detail}, nil
 		default:

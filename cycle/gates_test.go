@@ -85,6 +85,10 @@ func TestSignatureGate(t *testing.T) {
 		{"1.2.0", func(string) {}}, // unsigned
 		{"1.3.0", func(d string) { signed.SignClassic(t, opts, repo, d, signed.Spec{Key: other}) }},
 		{"1.4.0", func(d string) { signed.SignClassic(t, opts, repo, d, signed.Spec{Key: key, Tamper: true}) }},
+		{"1.5.0", func(d string) {
+			signed.SignClassic(t, opts, repo, d, signed.Spec{Key: other})
+			signed.SignBundle(t, opts, repo, d, signed.Spec{Key: other})
+		}},
 	} {
 		tt.sign(pushCreated(t, opts, repo, tt.tag, old))
 	}
@@ -105,9 +109,13 @@ func TestSignatureGate(t *testing.T) {
 	if p.Latest() != "1.1.0" {
 		t.Errorf("picked %q, want 1.1.0 (the newest with a valid signature)", p.Latest())
 	}
-	want := []string{"1.4.0 invalid signature", "1.3.0 invalid signature", "1.2.0 unsigned"}
+	want := []string{"1.5.0 invalid signature", "1.4.0 invalid signature", "1.3.0 invalid signature", "1.2.0 unsigned"}
 	if diff := cmp.Diff(heldTags(p.HeldBack), want); diff != "" {
 		t.Errorf("held back (-got +want):\n%s", diff)
+	}
+	// Each signature found says why it was refused.
+	if d := p.HeldBack[0].Detail; !strings.HasPrefix(d, "2 found: ") || strings.Count(d, "bad signature") != 2 {
+		t.Errorf("1.5.0, signed twice by another key, held back as %q; want both reasons", d)
 	}
 	if len(rep.Changes) != 1 || rep.Changes[0].New != repo+":1.1.0" {
 		t.Errorf("changes = %+v", rep.Changes)
