@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -90,6 +91,12 @@ func runHold(o *HoldOptions, stdout io.Writer) error {
 		}
 		return usageError(fmt.Errorf("%s: imagebump %s edits an imagebump.yaml; with Flux objects, set spec.suspend: %s on ImagePolicy %s instead (imagebump reads a suspended policy as held)",
 			what, verb, suspend, strings.Replace(config.NormalizeName(o.Policy), ":", "/", 1)))
+	}
+	if !o.Release && o.Until != "" {
+		// A hold that has ended already would hold nothing.
+		if t, err := config.ParseHoldTime(o.Until); err == nil && !t.After(time.Now()) {
+			return usageError(fmt.Errorf("--until %s has passed (it is %s): the hold would hold nothing; give a later time, or leave --until out to hold until released", o.Until, time.Now().UTC().Format(time.RFC3339)))
+		}
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {

@@ -49,6 +49,20 @@ func TestHoldAndRelease(t *testing.T) {
 	if _, stderr, code = runMain(t, "hold", "apps:web", "-c", cfg); code != ExitUsage || !strings.Contains(stderr, "--reason is required") {
 		t.Errorf("hold without a reason: exit %d %s", code, stderr)
 	}
+
+	// A hold that has ended would hold nothing: the command refuses it,
+	// and validate warns about one written by hand.
+	if _, stderr, code = runMain(t, "hold", "apps:web", "-c", cfg, "--reason", "x", "--until", "2020-01-01"); code != ExitUsage || !strings.Contains(stderr, "--until 2020-01-01 has passed") {
+		t.Errorf("hold --until in the past: exit %d %s", code, stderr)
+	}
+	if data, _ := os.ReadFile(cfg); string(data) != cfgText {
+		t.Errorf("a refused hold changed the config:\n%s", data)
+	}
+	writeFile(t, dir, "imagebump.yaml", cfgText+"    hold: {reason: freeze, until: 2020-01-01}\n")
+	out, _, code = runMain(t, "validate", "-c", cfg)
+	if code != 0 || !strings.Contains(out, "policy apps:web: its hold ended at 2020-01-01T00:00:00Z, so it holds nothing") {
+		t.Errorf("validate with an ended hold: exit %d\n%s", code, out)
+	}
 }
 
 // TestSuspendedFluxPolicy: with Flux objects as the config, a suspended

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/cycle"
@@ -124,6 +125,16 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 			msg := fmt.Sprintf("target %s: policies entry %q matches no image policy, so the target applies none through it; names are NAMESPACE:NAME, such as %s", t.Name, g, exampleNames(cfg))
 			out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Line: t.Line, Message: msg})
 			fmt.Fprintf(&b, "warning: %s:%d: %s\n", cfg.File, t.Line, msg)
+		}
+	}
+	// A hold whose end has passed holds nothing: likely a mistyped year,
+	// or one to release.
+	for _, im := range cfg.Images {
+		if h := im.Hold; h != nil && !h.UntilTime().IsZero() && !h.Active(time.Now()) {
+			msg := fmt.Sprintf("policy %s: its hold ended at %s, so it holds nothing; remove it (imagebump release %s) or give a later until", im.Name, h.UntilTime().UTC().Format(time.RFC3339), im.Name)
+			file, line, pos := o.global.policyPos(cfg, im)
+			out.Warnings = append(out.Warnings, report.Problem{File: file, Line: line, Policy: im.Name, Message: msg})
+			fmt.Fprintf(&b, "warning: %s: %s\n", pos, msg)
 		}
 	}
 	// A file the config names that is not here fails every cycle that
