@@ -107,7 +107,7 @@ func (g *Gates) verifier(im *config.Image) (*verify.Verifier, error) {
 	}
 	v, err := verify.New(im.Verify.Options(), cycleRegistry{}, verify.WithCache(g.cache), verify.WithLogger(g.log))
 	if err != nil {
-		return nil, fmt.Errorf("policy %s: verify: %w", im.Name, err)
+		return nil, fmt.Errorf("policy %s: %w", im.Name, err) // verify's errors name the verify key
 	}
 	g.verifiers[im.Name] = v
 	return v, nil

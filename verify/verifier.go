@@ -178,6 +178,13 @@ func sum(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
+// CheckKeyFile reads the public keys of a verify.key file as a cycle
+// would, so that validate reports a file that is not one.
+func CheckKeyFile(path string) error {
+	_, _, err := loadKeys(path)
+	return err
+}
+
 // loadKeys reads every PEM public key in path.
 func loadKeys(path string) ([]publicKey, string, error) {
 	b, err := os.ReadFile(path)
@@ -199,8 +206,11 @@ func loadKeys(path string) ([]publicKey, string, error) {
 		}
 		pub, err := cryptoutils.UnmarshalPEMToPublicKey(pem.EncodeToMemory(block))
 		if err != nil {
-			return nil, "", fmt.Errorf("verify.key: %s: PEM block %q is not a public key: %w; "+
-				"give the public half (cosign.pub), never the private key", where, block.Type, err)
+			advice := "the block is damaged: copy cosign.pub again as `cosign generate-key-pair` wrote it"
+			if strings.Contains(block.Type, "PRIVATE") {
+				advice = "give the public half (cosign.pub), never the private key"
+			}
+			return nil, "", fmt.Errorf("verify.key: %s: PEM block %q is not a public key: %w; %s", where, block.Type, err, advice)
 		}
 		classic, err := signature.LoadVerifier(pub, crypto.SHA256)
 		if err != nil {

@@ -334,6 +334,26 @@ targets:
 	}
 }
 
+// TestValidateKeyFile: a verify.key file that holds no public key (a
+// private key, junk) is a problem validate reports at the policy, where it
+// said the config was valid and each cycle failed.
+func TestValidateKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct{ name, content, want string }{
+		{"private key", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIA==\n-----END EC PRIVATE KEY-----\n", "never the private key"},
+		{"not PEM", "not a key\n", "holds no PEM public key"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			writeFile(t, dir, "cosign.pub", tt.content)
+			cfg := writeFile(t, dir, "imagebump.yaml", "images:\n  - name: apps:web\n    repository: ghcr.io/acme/web\n    policy: {semver: \">=1.0.0\"}\n    verify: {key: cosign.pub}\n")
+			out, stderr, code := runMain(t, "validate", "-c", cfg)
+			if code != ExitUsage || !strings.Contains(out, "error: "+cfg+":2: policy apps:web: verify.key: ") || !strings.Contains(out, tt.want) {
+				t.Errorf("validate: exit %d, want 64 and %q at the policy:\n%s%s", code, tt.want, out, stderr)
+			}
+		})
+	}
+}
+
 func TestDemo(t *testing.T) {
 	cache := t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cache)

@@ -15,6 +15,7 @@ import (
 	"github.com/imagebump/imagebump/cycle"
 	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/report"
+	"github.com/imagebump/imagebump/verify"
 	"github.com/spf13/cobra"
 )
 
@@ -101,6 +102,21 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 	for _, t := range cfg.Targets() {
 		if err := cycle.CheckPullRequest(t); err != nil {
 			out.Problems = append(out.Problems, report.Problem{File: cfg.File, Line: t.Line, Message: err.Error()})
+		}
+	}
+	// A verify.key file that is here must hold public keys: every cycle
+	// would fail on it.
+	for _, im := range cfg.Images {
+		if im.Verify == nil || im.Verify.Key == "" {
+			continue
+		}
+		if _, err := os.Stat(im.Verify.Key); err != nil {
+			continue // a missing file is warned about below
+		}
+		if err := verify.CheckKeyFile(im.Verify.Key); err != nil {
+			msg := fmt.Sprintf("policy %s: %v", im.Name, err)
+			file, line, _ := o.global.policyPos(cfg, im)
+			out.Problems = append(out.Problems, report.Problem{File: file, Line: line, Policy: im.Name, Message: msg})
 		}
 	}
 	var b strings.Builder
