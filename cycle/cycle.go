@@ -515,7 +515,7 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 				}
 				r.Selection = picked
 				if picked.Latest == "" {
-					r.Err = fmt.Errorf("policy %s: %w in %s: every candidate checked was held back (%s) (see why with: imagebump tags %s, with the same -c)", im.Name, ErrNoMatch, im.Repository, describeHeld(held), im.Name)
+					r.Err = fmt.Errorf("policy %s: %w in %s: %s (%s) (see why with: imagebump tags %s, with the same -c)", im.Name, ErrNoMatch, im.Repository, HeldBackSummary(len(held)), describeHeld(held), im.Name)
 					return
 				}
 				if !im.Digest.NeedsLookup(picked.Latest, known.tag, known.digest) {

@@ -51,6 +51,16 @@ type HeldBack struct {
 // fifty tags are all unsigned is misconfigured, not waiting.
 const MaxGateChecks = 50
 
+// HeldBackSummary says why no tag was picked when the gates held back n
+// tags: all there were, or the MaxGateChecks best, with the rest never
+// checked.
+func HeldBackSummary(n int) string {
+	if n >= MaxGateChecks {
+		return fmt.Sprintf("the %d best tags were all held back, and the gates stop there, so tags below them were never checked: narrow the policy (a range, filterTags, exclude) to tags that can pass", n)
+	}
+	return "every candidate checked was held back"
+}
+
 // GateRegistry is what the gates need from a registry on top of Registry:
 // creation times and the fetches that signatures need. *registry.Client
 // and *registry.Cycle implement it.

@@ -215,3 +215,32 @@ func (c *countingGateRegistry) Referrers(ctx context.Context, repo, digest, arti
 }
 
 func (c *countingGateRegistry) fetches() int { return len(c.calls) }
+
+// TestGateCheckLimit: when the MaxGateChecks best tags are all held back,
+// the policy fails saying that the gates stopped there and tags below were
+// never checked (a passing 1.0.0 among them), not that every candidate was
+// held back.
+func TestGateCheckLimit(t *testing.T) {
+	srv, client, opts, root := gateSetup(t)
+	repo := srv.Host + "/app"
+	now := time.Now()
+	pushCreated(t, opts, repo, "1.0.0", now.Add(-72*time.Hour))
+	for i := 1; i <= MaxGateChecks+1; i++ {
+		pushCreated(t, opts, repo, fmt.Sprintf("1.%d.0", i), now.Add(-time.Hour))
+	}
+	cfg, err := config.Parse([]byte(fmt.Sprintf("images:\n  - name: app\n    repository: %s\n    policy: {semver: \">=1.0.0\"}\n    minAge: 24h\n", repo)), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(t.Context(), Options{Config: cfg, Registry: client, Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rep.Policies[0]
+	if p.Err == nil || !strings.Contains(p.Err.Error(), fmt.Sprintf("the %d best tags were all held back, and the gates stop there, so tags below them were never checked", MaxGateChecks)) {
+		t.Errorf("policy error = %v; want the gates' limit named", p.Err)
+	}
+	if len(p.HeldBack) != MaxGateChecks {
+		t.Errorf("%d held back, want %d", len(p.HeldBack), MaxGateChecks)
+	}
+}

@@ -231,7 +231,7 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 				rep.Summary = fmt.Sprintf("no tag picked: %v", err)
 			case picked.Latest == "":
 				rep.Latest = ""
-				rep.Summary = fmt.Sprintf("no tag matches: every candidate checked was held back (%d)", len(held))
+				rep.Summary = fmt.Sprintf("no tag matches: %s (%d)", cycle.HeldBackSummary(len(held)), len(held))
 			default:
 				rep.Latest = picked.Latest
 				res.Latest = picked.Latest
