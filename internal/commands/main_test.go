@@ -166,7 +166,7 @@ func TestErrorLines(t *testing.T) {
 		var b strings.Builder
 		writeError(t.Context(), &b, errors.Join(errs...))
 		lines := strings.Count(b.String(), "\n")
-		if lines > maxErrorLines+1 || b.Len() > maxErrorBytes+4*printable.MaxLen+100 || !strings.Contains(b.String(), fmt.Sprintf("more errors)\n")) {
+		if lines > maxErrorLines+1 || b.Len() > maxErrorBytes+2*printable.MessageMaxLen+100 || !strings.Contains(b.String(), fmt.Sprintf("more errors)\n")) {
 			t.Errorf("%d errors of %d bytes: wrote %d lines, %d bytes, ending %q", len(errs), len(errs[0].Error()), lines, b.Len(), b.String()[max(0, b.Len()-40):])
 		}
 	}

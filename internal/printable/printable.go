@@ -65,20 +65,26 @@ func escape(s string, limit int) string {
 	return b.String()
 }
 
+// MessageMaxLen is the length, in bytes of input, past which Message
+// cuts: an error's whole chain (a cloud SDK lists every credential source
+// it tried) fits, a server's error page does not.
+const MessageMaxLen = 2048
+
 // Message is String for an error message, whose end often says what to
-// do: a message longer than MaxLen bytes keeps about its first and its
-// last MaxLen/2 bytes, with how much was left out between them. It is
-// cut between words where one ends near there, and not at all when the
-// cut would save less than a quarter of MaxLen: a few bytes saved are not
-// worth a sentence broken.
+// do: a message longer than MessageMaxLen bytes keeps about its first and
+// its last MessageMaxLen/2 bytes, with how much was left out between them.
+// It is cut between words where one ends near there, and not at all when
+// the cut would save less than a quarter of MessageMaxLen: a few bytes
+// saved are not worth a sentence broken.
 func Message(s string) string {
-	if len(s) <= MaxLen+MaxLen/4 {
-		return escape(s, MaxLen+MaxLen/4)
+	const max = MessageMaxLen
+	if len(s) <= max+max/4 {
+		return escape(s, max+max/4)
 	}
-	head, tail := MaxLen/2, len(s)-MaxLen/2
+	head, tail := max/2, len(s)-max/2
 	// A word's end within a tenth of the cut: the head ends before a
 	// space, the tail starts after one.
-	const near = MaxLen / 10
+	const near = max / 10
 	if i := strings.LastIndexByte(s[head-near:head], ' '); i >= 0 {
 		head = head - near + i
 	}
@@ -91,7 +97,7 @@ func Message(s string) string {
 	for tail < len(s) && !utf8.RuneStart(s[tail]) {
 		tail++
 	}
-	return String(s[:head]) + fmt.Sprintf(" …(%d bytes)… ", tail-head) + String(s[tail:])
+	return escape(s[:head], max) + fmt.Sprintf(" …(%d bytes)… ", tail-head) + escape(s[tail:], max)
 }
 
 // clean reports whether s is valid UTF-8 without any character String

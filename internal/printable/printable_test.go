@@ -40,7 +40,7 @@ func TestStringTruncates(t *testing.T) {
 // TestMessageKeepsTheEnd: a long error message keeps its start and its
 // end (where it says what to do), cut at rune boundaries, escaped.
 func TestMessageKeepsTheEnd(t *testing.T) {
-	long := "listing tags: " + strings.Repeat("é\x1b", MaxLen) + " on EKS give the service account an IAM role"
+	long := "listing tags: " + strings.Repeat("é\x1b", MessageMaxLen) + " on EKS give the service account an IAM role"
 	got := Message(long)
 	if !strings.HasPrefix(got, "listing tags: é") || !strings.HasSuffix(got, "on EKS give the service account an IAM role") ||
 		!strings.Contains(got, " bytes)…") || !utf8.ValidString(got) {
@@ -53,7 +53,7 @@ func TestMessageKeepsTheEnd(t *testing.T) {
 		t.Errorf("Message(%q) = %q, want String's %q", short, Message(short), String(short))
 	}
 	// A little over MaxLen: nothing worth a broken sentence is saved.
-	if near := strings.Repeat("word ", MaxLen/5) + "imagebump rebuilds it on every bump"; Message(near) != near {
+	if near := strings.Repeat("word ", MessageMaxLen/5) + "imagebump rebuilds it on every bump"; Message(near) != near {
 		t.Errorf("Message(%d bytes) cut: %q", len(near), Message(near))
 	}
 }
@@ -62,7 +62,7 @@ func TestMessageKeepsTheEnd(t *testing.T) {
 // on both sides of the cut.
 func TestMessageCutsBetweenWords(t *testing.T) {
 	var b strings.Builder
-	for i := 0; b.Len() < 3*MaxLen; i++ {
+	for i := 0; b.Len() < 3*MessageMaxLen; i++ {
 		fmt.Fprintf(&b, "word%d ", i)
 	}
 	long := b.String() + "then do this"
@@ -75,7 +75,7 @@ func TestMessageCutsBetweenWords(t *testing.T) {
 	if !strings.HasPrefix(long, head+" ") || !strings.HasSuffix(long, " "+tail) || !strings.HasSuffix(got, "then do this") {
 		t.Errorf("Message cut inside a word: %q", got)
 	}
-	if len(got) > MaxLen+MaxLen/5+32 {
+	if len(got) > MessageMaxLen+MessageMaxLen/5+32 {
 		t.Errorf("Message kept %d bytes of %d", len(got), len(long))
 	}
 }

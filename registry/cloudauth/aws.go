@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ecr"
 	"github.com/aws/aws-sdk-go-v2/service/ecrpublic"
+	"github.com/aws/smithy-go/logging"
 	"github.com/google/go-containerregistry/pkg/authn"
 
 	"github.com/imagebump/imagebump/internal/cloudhost"
@@ -36,6 +38,20 @@ type awsSource struct {
 	transport http.RoundTripper
 	cfg       *aws.Config // loaded on first use, then kept: it caches credentials
 	remember  func(name, value string)
+	log       *slog.Logger
+}
+
+// awsLogger passes the SDK's log lines (a fall back to IMDSv1, say) to
+// imagebump's logger, in its format, where the SDK printed them to stderr
+// on its own.
+type awsLogger struct{ log *slog.Logger }
+
+func (l awsLogger) Logf(c logging.Classification, format string, v ...any) {
+	level := slog.LevelDebug
+	if c == logging.Warn {
+		level = slog.LevelWarn
+	}
+	l.log.Log(context.Background(), level, "aws sdk: "+fmt.Sprintf(format, v...))
 }
 
 func (s *awsSource) fetch(ctx context.Context) (*token, error) {
@@ -43,6 +59,7 @@ func (s *awsSource) fetch(ctx context.Context) (*token, error) {
 		opts := []func(*awsconfig.LoadOptions) error{
 			awsconfig.WithRegion(s.info.Region),
 			awsconfig.WithHTTPClient(awsHTTPClient(s.transport)),
+			awsconfig.WithLogger(awsLogger{log: s.log}),
 		}
 		if s.info.FIPS {
 			opts = append(opts, awsconfig.WithUseFIPSEndpoint(aws.FIPSEndpointStateEnabled))

@@ -160,7 +160,7 @@ func New(opts Options) (*Authenticator, error) {
 		if info.Provider != cloudhost.AWS {
 			return nil, fmt.Errorf("provider aws needs an ECR host name (ACCOUNT.dkr.ecr.REGION.amazonaws.com or public.ecr.aws), which gives the account and region; %s is not one", opts.Host)
 		}
-		a.src = &awsSource{host: opts.Host, info: info, transport: rt, remember: a.remember}
+		a.src = &awsSource{host: opts.Host, info: info, transport: rt, remember: a.remember, log: a.log}
 	case cloudhost.GCP:
 		a.src = &gcpSource{host: opts.Host, transport: &recordingTransport{next: rt, remember: a.remember}}
 	case cloudhost.Azure:
