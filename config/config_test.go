@@ -585,6 +585,10 @@ git:
 git:
   url: ftp://example.com/fleet.git
 `, "imagebump.yaml:3:8: git.url:", `scheme "ftp" is not supported`},
+		{"git file url with a relative path", `
+git:
+  url: file://../remote.git
+`, "imagebump.yaml:3:8: git.url:", `reads ".." as a host: write file:///ABSOLUTE/PATH`},
 		{"git url with password", `
 git:
   url: https://bot:hunter2@example.com/fleet.git

@@ -614,8 +614,13 @@ func gitScheme(s string) (string, error) {
 			return "", fmt.Errorf("a %s URL needs a host", u.Scheme)
 		}
 	case "file":
+		// file://../x and file://x read ".." and "x" as a host: Git
+		// takes no host there, and the path would be elsewhere.
+		if u.Host != "" && u.Host != "localhost" {
+			return "", fmt.Errorf("a file URL takes an absolute path after three slashes, and %q reads %q as a host: write file:///ABSOLUTE/PATH", u.String(), u.Host)
+		}
 		if u.Path == "" {
-			return "", errors.New("a file URL needs a path")
+			return "", errors.New("a file URL needs a path: write file:///ABSOLUTE/PATH")
 		}
 	default:
 		return "", fmt.Errorf("scheme %q is not supported: use https, http, ssh, file or user@host:path", u.Scheme)
