@@ -559,7 +559,17 @@ registries:
 registries:
   - host: ghcr.io
     rateLimit: {requestsPerSecond: 0}
-`, "imagebump.yaml:4:36: registries[0].rateLimit.requestsPerSecond:", "must be greater than 0"},
+`, "imagebump.yaml:4:36: registries[0].rateLimit.requestsPerSecond:", "must be at least 0.01 (one request every 100 seconds), got 0"},
+		{"rate limit too slow", `
+registries:
+  - host: ghcr.io
+    rateLimit: {requestsPerSecond: 1e-9}
+`, "imagebump.yaml:4:36: registries[0].rateLimit.requestsPerSecond:", "must be at least 0.01"},
+		{"timeout too short", `
+registries:
+  - host: ghcr.io
+    timeout: 1ns
+`, "imagebump.yaml:4:14: registries[0].timeout:", "must be at least 1s, got 1ns"},
 		{"rate missing", `
 registries:
   - host: ghcr.io

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -145,8 +146,8 @@ func (v *validator) registries() {
 		v.registryProvider(p, r)
 		if v.good(p + ".rateLimit") {
 			rp := p + ".rateLimit"
-			if v.require(rp, "requestsPerSecond") && v.good(rp+".requestsPerSecond") && r.RateLimit.RequestsPerSecond <= 0 {
-				v.add(v.at(rp+".requestsPerSecond"), rp+".requestsPerSecond", "must be greater than 0, got %v", r.RateLimit.RequestsPerSecond)
+			if v.require(rp, "requestsPerSecond") && v.good(rp+".requestsPerSecond") && r.RateLimit.RequestsPerSecond < minRequestsPerSecond {
+				v.add(v.at(rp+".requestsPerSecond"), rp+".requestsPerSecond", "must be at least %v (one request every %v seconds), got %v: slower, a repository's listing outlasts its repositoryTimeout", minRequestsPerSecond, 1/minRequestsPerSecond, r.RateLimit.RequestsPerSecond)
 			}
 			if v.good(rp+".burst") && r.RateLimit.Burst < 1 {
 				v.add(v.at(rp+".burst"), rp+".burst", "must be at least 1, got %d", r.RateLimit.Burst)
@@ -155,6 +156,13 @@ func (v *validator) registries() {
 		for key, n := range map[string]int{"maxPages": r.MaxPages, "maxTags": r.MaxTags} {
 			if v.has(p+"."+key) && v.good(p+"."+key) && n < 1 {
 				v.add(v.at(p+"."+key), p+"."+key, "must be at least 1, got %d", n)
+			}
+		}
+		// A request needs a round trip and more: shorter bounds fail every
+		// request and blame the registry.
+		for key, d := range map[string]time.Duration{"timeout": r.Timeout, "repositoryTimeout": r.RepositoryTimeout} {
+			if d != 0 && d < time.Second {
+				v.add(v.at(p+"."+key), p+"."+key, "must be at least 1s, got %v", d)
 			}
 		}
 		if r.Retries != nil && *r.Retries < 0 {
@@ -181,6 +189,10 @@ func (v *validator) registryProvider(p string, r *Registry) {
 		v.add(v.at(pp), pp, "provider aws needs an ECR host name (ACCOUNT.dkr.ecr.REGION.amazonaws.com or public.ecr.aws), which gives the account and region; %q is not one", r.Host)
 	}
 }
+
+// minRequestsPerSecond is the slowest rate limit: one request every 100
+// seconds.
+const minRequestsPerSecond = 0.01
 
 // caseNote explains a duplicate host written with capitals.
 func caseNote(h string) string {
