@@ -492,6 +492,12 @@ registries:
   - host: &h ghcr.io
   - host: *h
 `, "imagebump.yaml:4:11: registries[1].host:", `duplicate registry "ghcr.io" (first at line 3)`},
+		{"refspec from another branch", `
+git: {url: "https://example.com/fleet.git", branch: main}
+push:
+  branch: bump
+  refspec: refs/heads/other:refs/for/main
+`, "imagebump.yaml:5:12: push.refspec:", `"refs/heads/other:refs/for/main": the source must name the commit imagebump makes (HEAD, branch "bump" or "main")`},
 		{"empty policies", `
 targets:
   - name: prod

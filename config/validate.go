@@ -804,6 +804,19 @@ func (v *validator) push(push *Push, g *Git, p string) {
 			v.add(v.at(p+".refspec"), p+".refspec", "%q forces the push; imagebump never force-pushes a refspec (remove the +)", rs)
 		case !ok || src == "" || dst == "" || strings.Contains(dst, ":"):
 			v.add(v.at(p+".refspec"), p+".refspec", "%q is not SRC:DST, such as refs/heads/auto:refs/for/main", rs)
+		case g != nil && g.Branch != "":
+			// The source must name the commit imagebump makes: known
+			// here once git.branch is (without it, the remote's
+			// default branch is only known at the clone).
+			switch strings.TrimPrefix(src, "refs/heads/") {
+			case "HEAD", "@", push.Branch, g.Branch:
+			default:
+				names := "HEAD or branch " + strconv.Quote(g.Branch)
+				if push.Branch != "" {
+					names = "HEAD, branch " + strconv.Quote(push.Branch) + " or " + strconv.Quote(g.Branch)
+				}
+				v.add(v.at(p+".refspec"), p+".refspec", "%q: the source must name the commit imagebump makes (%s), which is what the refspec sends", rs, names)
+			}
 		}
 	}
 	for i, o := range push.Options {

@@ -459,7 +459,11 @@ func (r *Repo) pushRefspec(ctx context.Context, commit plumbing.Hash, refspec, p
 	switch strings.TrimPrefix(src, "refs/heads/") {
 	case "HEAD", "@", pushed, r.branch:
 	default:
-		return fmt.Errorf("push.refspec %q: the source must name the commit imagebump made (HEAD or branch %q)", refspec, pushed)
+		names := fmt.Sprintf("HEAD or branch %q", pushed)
+		if r.branch != pushed {
+			names = fmt.Sprintf("HEAD, branch %q or %q", pushed, r.branch)
+		}
+		return fmt.Errorf("push.refspec %q: the source must name the commit imagebump made (%s)", refspec, names)
 	}
 	if err := r.waitStored(true); err != nil {
 		return err
