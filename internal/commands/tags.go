@@ -594,8 +594,19 @@ func formatTime(t time.Time) string {
 // any other argument. A listing that then fails is most likely a policy's
 // name mistyped.
 func readAsRepository(cfg *config.Config, arg, repo, cfgName string) string {
+	if cfg == nil || strings.ContainsAny(arg, "/@") {
+		return ""
+	}
 	ns, _, ok := strings.Cut(arg, ":")
-	if !ok || cfg == nil || strings.ContainsAny(arg, "/@") || !hasNamespace(cfg, ns) {
+	if !ok {
+		// minoi, a policy of namespace default mistyped, went to
+		// Docker Hub.
+		if near := didYouMean(cfg, config.NormalizeName(arg)); near != "" {
+			return fmt.Sprintf("%q is no image policy in %s, so it was read as the repository %s%s", arg, cfgName, repo, near)
+		}
+		return ""
+	}
+	if !hasNamespace(cfg, ns) {
 		return ""
 	}
 	return fmt.Sprintf("%q is no image policy in %s, so it was read as the repository %s; the policies of namespace %s: %s",

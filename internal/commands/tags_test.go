@@ -342,12 +342,14 @@ func TestDidYouMean(t *testing.T) {
 // policies that names none of them is said to have been read as a
 // repository, with the namespace's policies; others get nothing.
 func TestReadAsRepository(t *testing.T) {
-	cfg, err := config.Parse([]byte("images:\n  - {name: \"apps:web\", repository: r.example/web, policy: {semver: \">=1\"}}\n  - {name: \"apps:api\", repository: r.example/api, policy: {semver: \">=1\"}}\n"), "imagebump.yaml")
+	cfg, err := config.Parse([]byte("images:\n  - {name: \"apps:web\", repository: r.example/web, policy: {semver: \">=1\"}}\n  - {name: \"apps:api\", repository: r.example/api, policy: {semver: \">=1\"}}\n  - {name: minio, repository: r.example/minio, policy: {semver: \">=1\"}}\n"), "imagebump.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for arg, want := range map[string]string{
 		"apps:nope":             `"apps:nope" is no image policy in imagebump.yaml, so it was read as the repository apps; the policies of namespace apps: apps:web, apps:api`,
+		"minoi":                 `"minoi" is no image policy in imagebump.yaml, so it was read as the repository apps (did you mean "default:minio"?)`,
+		"nginx":                 "",
 		"redis:7.2":             "",
 		"ghcr.io/acme/apps:1.0": "",
 	} {
