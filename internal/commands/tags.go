@@ -121,6 +121,9 @@ type TagsReport struct {
 	// Explain walks the tag that --explain names through every step.
 	Explain  []ExplainStep `json:"explain,omitempty"`
 	Warnings []string      `json:"warnings,omitempty"`
+	// Error says why the command failed (exit 1): the tags could not be
+	// listed, a gate could not be checked, the digest not resolved.
+	Error string `json:"error,omitempty"`
 }
 
 func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
@@ -196,7 +199,14 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 	if err != nil {
 		if !fromConfig {
 			if hint := readAsRepository(cfg, o.Target, rep.Repository, configName(o.global, cfg)); hint != "" {
-				return failure(fmt.Errorf("%w (%s)", err, hint))
+				err = fmt.Errorf("%w (%s)", err, hint)
+			}
+		}
+		// A JSON reader gets the document, with the error, too.
+		if o.Output == "json" {
+			rep.Error = err.Error()
+			if werr := writeTags(stdout, o.Output, rep); werr != nil {
+				return werr
 			}
 		}
 		return failure(err)
@@ -253,6 +263,7 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 		rep.Explain = explainTag(ctx, o.Explain, rep, rulePick, gated, client, o.global.logger)
 	}
 	if gateErr != nil {
+		rep.Error = gateErr.Error()
 		if err := writeTags(stdout, o.Output, rep); err != nil {
 			return err
 		}
@@ -266,6 +277,7 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 		if tag != "" {
 			d, err := client.Digest(ctx, rep.Repository, tag, platform)
 			if err != nil {
+				rep.Error = err.Error()
 				if werr := writeTags(stdout, o.Output, rep); werr != nil {
 					return werr
 				}
@@ -273,6 +285,9 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 			}
 			rep.Digest = d
 		}
+	}
+	if pol != nil && rep.Latest == "" {
+		rep.Error = rep.Summary
 	}
 	if err := writeTags(stdout, o.Output, rep); err != nil {
 		return err

@@ -102,6 +102,9 @@ images:
 		wantCands  []string
 		wantOut    string // a fragment of stdout, for text output
 		wantErr    string // a fragment of stderr
+		// wantJSONErr is a fragment of the JSON document's error, which
+		// -o json prints when the command fails too.
+		wantJSONErr string
 	}{
 		{
 			name:       "policy from config",
@@ -127,10 +130,18 @@ images:
 			wantOut: "1.2.0       LATEST",
 		},
 		{
-			name:     "no tag matches exits 1",
-			args:     []string{"tags", "nomatch", "-c", cfg, "-o", "json"},
-			wantCode: ExitFailure,
-			wantErr:  "no tag matches",
+			name:        "no tag matches exits 1",
+			args:        []string{"tags", "nomatch", "-c", cfg, "-o", "json"},
+			wantCode:    ExitFailure,
+			wantErr:     "no tag matches",
+			wantJSONErr: "no tag matches",
+		},
+		{
+			name:        "unknown repository in JSON: the document says why",
+			args:        []string{"tags", host + "/acme/nope", "-c", cfg, "-o", "json"},
+			wantCode:    ExitFailure,
+			wantErr:     "acme/nope",
+			wantJSONErr: "list tags for " + host + "/acme/nope",
 		},
 		{
 			name:     "unknown repository exits 1 naming it",
@@ -162,6 +173,12 @@ images:
 			}
 			if tt.wantOut != "" && !strings.Contains(stdout, tt.wantOut) {
 				t.Errorf("stdout does not contain %q:\n%s", tt.wantOut, stdout)
+			}
+			if tt.wantJSONErr != "" {
+				var rep TagsReport
+				if err := json.Unmarshal([]byte(stdout), &rep); err != nil || !strings.Contains(rep.Error, tt.wantJSONErr) {
+					t.Errorf("JSON error %q (%v), want it to mention %q:\n%s", rep.Error, err, tt.wantJSONErr, stdout)
+				}
 			}
 			if tt.wantCands == nil {
 				return
