@@ -564,13 +564,14 @@ func explainTag(ctx context.Context, tag string, rep TagsReport, rulePick string
 	}
 	gates := cycle.NewGates(nil, logger)
 	if im.Verify == nil && im.MinAge == 0 {
-		add("age", "skip", "the policy has no minAge:")
-		add("signature", "skip", "the policy has no verify:")
+		add("age", "skip", "the policy has no minAge")
+		add("signature", "skip", "the policy has no verify")
 	} else {
 		hb, err := gates.Check(ctx, reg, im, tag)
 		switch {
 		case err != nil:
 			add("gates", "stop", "could not be checked: "+err.Error())
+			return out // the walk ends at its first stop
 		case hb == nil:
 			if im.MinAge > 0 {
 				add("age", "pass", "at least "+im.MinAge.String()+" old")
@@ -580,11 +581,13 @@ func explainTag(ctx context.Context, tag string, rep TagsReport, rulePick string
 			}
 		case hb.Gate == cycle.GateAge:
 			add("age", "stop", hb.Detail)
+			return out
 		default:
 			if im.MinAge > 0 {
 				add("age", "pass", "at least "+im.MinAge.String()+" old")
 			}
 			add("signature", "stop", string(hb.Gate)+": "+hb.Detail)
+			return out
 		}
 	}
 	if im.Hold.Active(time.Now()) {

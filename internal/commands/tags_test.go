@@ -259,7 +259,7 @@ func TestTagsExplainAgeGate(t *testing.T) {
 		tag  string
 		want []ExplainStep // the steps checked, by step and result
 	}{
-		{"3.1.0", []ExplainStep{{Step: "valid", Result: "pass"}, {Step: "excluded", Result: "pass"}, {Step: "filtered", Result: "pass"}, {Step: "range", Result: "pass"}, {Step: "rank", Result: "pass"}, {Step: "age", Result: "stop"}, {Step: "hold", Result: "pass"}}},
+		{"3.1.0", []ExplainStep{{Step: "valid", Result: "pass"}, {Step: "excluded", Result: "pass"}, {Step: "filtered", Result: "pass"}, {Step: "range", Result: "pass"}, {Step: "rank", Result: "pass"}, {Step: "age", Result: "stop"}}}, // the walk ends at its first stop
 		{"3.0.0", []ExplainStep{{Step: "valid", Result: "pass"}, {Step: "excluded", Result: "pass"}, {Step: "filtered", Result: "pass"}, {Step: "range", Result: "pass"}, {Step: "rank", Result: "pass"}, {Step: "age", Result: "pass"}, {Step: "hold", Result: "pass"}}},
 		{"9.9.9", []ExplainStep{{Step: "listed", Result: "stop"}}},
 	} {
