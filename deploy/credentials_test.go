@@ -53,7 +53,7 @@ func TestDocumentedRegistryCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	blocks := shBlocks(section(t, "docs/deploy.md", "## Registry credentials"))
+	blocks := codeBlocks(section(t, "docs/deploy.md", "## Registry credentials"), "sh")
 	if len(blocks) != 1 || !strings.Contains(blocks[0], "ghcr.io") {
 		t.Fatalf("deploy.md's registry credentials section has %d sh blocks, want one writing ghcr.io's credentials", len(blocks))
 	}
@@ -77,19 +77,5 @@ func TestDocumentedRegistryCredentials(t *testing.T) {
 	}
 	if !slices.Equal(tags, []string{"1.2.3"}) {
 		t.Errorf("tags %q, want [1.2.3]", tags)
-	}
-}
-
-// shBlocks returns the ```sh blocks of text.
-func shBlocks(text string) []string {
-	var out []string
-	for {
-		_, rest, ok := strings.Cut(text, "```sh\n")
-		if !ok {
-			return out
-		}
-		block, after, _ := strings.Cut(rest, "```\n")
-		out = append(out, block)
-		text = after
 	}
 }

@@ -77,10 +77,13 @@ func section(t *testing.T, doc, heading string) string {
 }
 
 // yamlBlocks returns the ```yaml blocks of text.
-func yamlBlocks(text string) []string {
+func yamlBlocks(text string) []string { return codeBlocks(text, "yaml") }
+
+// codeBlocks returns the fenced blocks of text in language lang.
+func codeBlocks(text, lang string) []string {
 	var out []string
 	for {
-		_, rest, ok := strings.Cut(text, "```yaml\n")
+		_, rest, ok := strings.Cut(text, "```"+lang+"\n")
 		if !ok {
 			return out
 		}
