@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/imagebump/imagebump/internal/secretfile"
 )
@@ -16,6 +17,9 @@ type FileRef struct {
 	// Path is the file, made relative to the config's folder when it
 	// was written relative.
 	Path string
+	// Line is the line of the entry the key is in (the registry, image or
+	// target), or 0 when unknown.
+	Line int
 }
 
 // Files returns the files the config names, in key order; references to
@@ -63,5 +67,31 @@ func (c *Config) Files() []FileRef {
 		}
 	}
 	walk(reflect.ValueOf(c).Elem(), "")
+	for i := range out {
+		out[i].Line = c.entryLine(out[i].Key)
+	}
 	return out
+}
+
+// entryLine returns the line of the list entry a key path is in, such as
+// registries[2] for registries[2].auth.dockerConfig, or 0.
+func (c *Config) entryLine(key string) int {
+	var i int
+	switch {
+	case scan(key, "registries[%d]", &i) && i < len(c.Registries):
+		return c.Registries[i].Line
+	case scan(key, "images[%d]", &i) && i < len(c.Images):
+		return c.Images[i].Line
+	case scan(key, "targets[%d]", &i) && i < len(c.TargetList):
+		return c.TargetList[i].Line
+	case strings.HasPrefix(key, "git."):
+		return c.topGitLine
+	}
+	return 0
+}
+
+// scan reads the index of a key path's first element.
+func scan(key, format string, i *int) bool {
+	_, err := fmt.Sscanf(key, format, i)
+	return err == nil
 }

@@ -320,7 +320,7 @@ targets:
     git: {url: "https://example.com/fleet.git", auth: {tokenFile: "env:GIT_TOKEN"}}
 `)
 	out, stderr, code := runMain(t, "validate", "-c", cfg)
-	want := "warning: " + cfg + ": registries[0].auth.dockerConfig: " + filepath.Join(dir, "secrets/missing.json") + " does not exist here"
+	want := "warning: " + cfg + ":2: registries[0].auth.dockerConfig: " + filepath.Join(dir, "secrets/missing.json") + " does not exist here"
 	if code != 0 || !strings.Contains(out, want) {
 		t.Errorf("validate: exit %d, want 0 and %q:\n%s%s", code, want, out, stderr)
 	}

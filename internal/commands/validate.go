@@ -159,8 +159,8 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 	for _, f := range cfg.Files() {
 		if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
 			msg := fmt.Sprintf("%s: %s does not exist here: the cycles that read it will fail until it does (fine if the config is for another machine, such as a pod with the Secret mounted there)", f.Key, f.Path)
-			out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Message: msg})
-			fmt.Fprintf(&b, "warning: %s: %s\n", cfg.File, printable.Message(msg))
+			out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Line: f.Line, Message: msg})
+			fmt.Fprintf(&b, "warning: %s:%d: %s\n", cfg.File, f.Line, printable.Message(msg))
 		}
 	}
 	if o.Repo != "" {
