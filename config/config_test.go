@@ -492,6 +492,13 @@ registries:
   - host: &h ghcr.io
   - host: *h
 `, "imagebump.yaml:4:11: registries[1].host:", `duplicate registry "ghcr.io" (first at line 3)`},
+		{"platform without digest", `
+images:
+  - name: app
+    repository: ghcr.io/acme/app
+    policy: {semver: ">=1"}
+    platform: linux/amd64
+`, "imagebump.yaml:6:15: images[0].platform:", "only used with digest: always or ifNotPresent"},
 		{"refspec from another branch", `
 git: {url: "https://example.com/fleet.git", branch: main}
 push:

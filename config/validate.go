@@ -359,6 +359,10 @@ func (v *validator) images() {
 		if im.Platform != "" {
 			if err := checkPlatform(im.Platform); err != nil {
 				v.add(v.at(p+".platform"), p+".platform", "%v", err)
+			} else if im.Digest == policy.DigestNever && !v.bad[p+".digest"] {
+				// platform chooses which digest is pinned; with no digest
+				// it would do nothing.
+				v.add(v.at(p+".platform"), p+".platform", "only used with digest: always or ifNotPresent (it chooses which platform's digest is pinned); set digest, or remove platform")
 			}
 		}
 		if vf := im.Verify; vf != nil && v.good(p+".verify") {
