@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
@@ -260,7 +261,7 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 		if fromConfig {
 			gated = img.WithPolicy(pol)
 		}
-		rep.Explain = explainTag(ctx, o.Explain, rep, rulePick, gated, client, o.global.logger)
+		rep.Explain = explainTag(ctx, o.Explain, rep, spec, rulePick, gated, client, o.global.logger)
 	}
 	if gateErr != nil {
 		rep.Error = gateErr.Error()
@@ -500,7 +501,7 @@ type ExplainStep struct {
 // from the selection already made (rep, whose Latest is the pick past the
 // gates, and rulePick, the rule's own) and, for a config policy, its
 // gates (im, nil without a config policy).
-func explainTag(ctx context.Context, tag string, rep TagsReport, rulePick string, im *config.Image, reg cycle.GateRegistry, logger *slog.Logger) []ExplainStep {
+func explainTag(ctx context.Context, tag string, rep TagsReport, spec policy.Spec, rulePick string, im *config.Image, reg cycle.GateRegistry, logger *slog.Logger) []ExplainStep {
 	var out []ExplainStep
 	add := func(step, result, detail string) {
 		out = append(out, ExplainStep{Step: step, Result: result, Detail: detail})
@@ -532,6 +533,12 @@ func explainTag(ctx context.Context, tag string, rep TagsReport, rulePick string
 	}
 	add("filtered", "pass", "")
 	if in(rep.Skipped) {
+		// A version the range leaves out is not one the rule cannot
+		// order.
+		if _, err := semver.NewVersion(tag); err == nil && spec.SemVer != "" && spec.FilterExtract == "" {
+			add("range", "stop", fmt.Sprintf("a version, outside the range %q", spec.SemVer))
+			return out
+		}
 		add("range", "stop", "the rule cannot order it: "+rep.Rule)
 		return out
 	}

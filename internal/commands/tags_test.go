@@ -378,3 +378,25 @@ func TestReadAsRepository(t *testing.T) {
 		t.Errorf("without a config: %q", got)
 	}
 }
+
+// TestTagsExplainRange: --explain says a version outside the range is
+// outside it, and a tag the rule cannot read as a version cannot be
+// ordered.
+func TestTagsExplainRange(t *testing.T) {
+	host := startMemRegistry(t)
+	t.Chdir(t.TempDir())
+	for tag, want := range map[string]string{
+		"0.9.0":  `a version, outside the range ">=1.0.0 <2"`,
+		"latest": "the rule cannot order it",
+	} {
+		out, stderr, code := runMain(t, "tags", host+"/acme/web", "--insecure", "--semver", ">=1.0.0 <2", "-o", "json", "--explain", tag)
+		var rep TagsReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+			t.Fatalf("tags --explain %s: exit %d (%v)\n%s", tag, code, err, stderr)
+		}
+		last := rep.Explain[len(rep.Explain)-1]
+		if last.Step != "range" || last.Result != "stop" || !strings.HasPrefix(last.Detail, want) {
+			t.Errorf("--explain %s ends with %+v, want range stop %q", tag, last, want)
+		}
+	}
+}
