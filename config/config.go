@@ -66,6 +66,9 @@ type Config struct {
 
 	// File is the config's file name, as given to Load or Parse.
 	File string `yaml:"-"`
+	// FromFlux is set on a config made from Flux objects alone, whose
+	// errors speak of those objects' fields.
+	FromFlux bool `yaml:"-"`
 
 	// images maps a normalized image name to its index in Images.
 	images map[string]int

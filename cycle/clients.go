@@ -30,6 +30,7 @@ func RegistryOptions(cfg *config.Config, logger *slog.Logger) registry.Options {
 	if cfg == nil {
 		return opts
 	}
+	opts.FluxTerms = cfg.FromFlux
 	for _, r := range cfg.Registries {
 		h := registry.Host{
 			Host:              r.Host,

@@ -670,7 +670,7 @@ func roundTrip(t *testing.T, c *config.Config) *config.Config {
 // list equal to the defaults that replaces them is the defaults.
 func normalize(c *config.Config) *config.Config {
 	out := *c
-	out.File = ""
+	out.File, out.FromFlux = "", false
 	out.Images = slices.Clone(c.Images)
 	for i := range out.Images {
 		im := &out.Images[i]

@@ -114,7 +114,7 @@ func (s *Set) Native(opts NativeOptions) (*Native, error) {
 	if err != nil {
 		return nil, m.configError(err, m.sources)
 	}
-	c.File = m.opts.File
+	c.File, c.FromFlux = m.opts.File, true
 	m.n.Config, m.n.YAML = c, text
 	return m.n, nil
 }

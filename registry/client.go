@@ -61,6 +61,7 @@ func (y *Cycle) start(ctx context.Context, op, repository, tag, platform string)
 	k.tmpl.Host = repo.RegistryStr()
 	k.tmpl.authKey = authKey(k.h.cfg)
 	k.tmpl.provider = k.h.provider
+	k.tmpl.fluxTerms = c.fluxTerms
 	if k.h.cfg.Insecure {
 		reg, err := name.NewRegistry(repo.RegistryStr(), name.Insecure)
 		if err != nil {

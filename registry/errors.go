@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/imagebump/imagebump/internal/cloudhost"
 	"github.com/imagebump/imagebump/internal/redact"
 	"github.com/imagebump/imagebump/registry/cloudauth"
 )
@@ -96,6 +97,9 @@ type Error struct {
 	// provider is the cloud the host's credentials come from (aws, gcp,
 	// azure), or "" for a generic host.
 	provider string
+
+	// fluxTerms words the hints for a config made from Flux objects.
+	fluxTerms bool
 
 	// secrets are the Client's, removed from the text of Err.
 	secrets *redact.Secrets
@@ -219,6 +223,11 @@ func (e *Error) summary() string {
 // imagebump's config to change, or returns "" when there is nothing more
 // specific to say than the error itself.
 func (e *Error) hint() string {
+	if e.fluxTerms {
+		if h := e.fluxHint(); h != "" {
+			return h
+		}
+	}
 	h := e.Host
 	switch e.Kind {
 	case KindAuth:
@@ -285,6 +294,36 @@ func (e *Error) hint() string {
 		case errors.As(e.Err, &plain), errors.As(e.Err, &recordErr):
 			return fmt.Sprintf("add {host: %s, insecure: true} under registries: to allow plain HTTP", h)
 		}
+	}
+	return ""
+}
+
+// fluxHint is the hint in the words of Flux objects, for the settings
+// they carry (an ImageRepository's insecure, secretRef, provider), or ""
+// where the native hint fits as well.
+func (e *Error) fluxHint() string {
+	h := e.Host
+	switch e.Kind {
+	case KindTLS:
+		var (
+			plain     *plainHTTPError
+			recordErr tls.RecordHeaderError
+		)
+		if errors.As(e.Err, &plain) || errors.As(e.Err, &recordErr) {
+			return fmt.Sprintf("set spec.insecure: true on the ImageRepository objects of %s to allow plain HTTP", h)
+		}
+	case KindAuth:
+		var cred *credentialError
+		if errors.As(e.Err, &cred) && cred.helper != "" {
+			return ""
+		}
+		if e.provider != "" && e.provider != ProviderGeneric {
+			return ""
+		}
+		if detected := cloudhost.Parse(h).Provider; detected != cloudhost.Generic && e.authKey == "" {
+			return fmt.Sprintf("%s is %s: set spec.provider: %s on its ImageRepository objects to use this process's %s credentials, or a secretRef", h, cloudhost.Describe(detected), detected, detected)
+		}
+		return fmt.Sprintf("check the secretRef of the ImageRepository objects of %s and where the secrets mapping (--flux-secrets) puts that Secret", h)
 	}
 	return ""
 }

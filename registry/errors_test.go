@@ -88,6 +88,21 @@ func TestErrorText(t *testing.T) {
 			want: `list tags for r.io/a: insecure or failed connection to r.io: Get "https://r.io/v2/": tls: first record does not look like a TLS handshake; add {host: r.io, insecure: true} under registries: to allow plain HTTP`,
 		},
 		{
+			name: "plain HTTP refused, in Flux's words",
+			err:  &Error{Op: OpListTags, Repository: "r.io:5000/a", Host: "r.io:5000", Kind: KindTLS, fluxTerms: true, Err: &plainHTTPError{host: "r.io:5000"}},
+			want: "list tags for r.io:5000/a: insecure or failed connection to r.io:5000: refusing plain HTTP to r.io:5000: the host is not configured as insecure; set spec.insecure: true on the ImageRepository objects of r.io:5000 to allow plain HTTP",
+		},
+		{
+			name: "refused credentials, in Flux's words",
+			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindAuth, Status: 401, fluxTerms: true, Err: errors.New("UNAUTHORIZED")},
+			want: "list tags for r.io/a: authentication failed at r.io (HTTP 401): UNAUTHORIZED; check the secretRef of the ImageRepository objects of r.io and where the secrets mapping (--flux-secrets) puts that Secret",
+		},
+		{
+			name: "a cloud host without credentials, in Flux's words",
+			err:  &Error{Op: OpListTags, Repository: "123456789012.dkr.ecr.eu-west-1.amazonaws.com/a", Host: "123456789012.dkr.ecr.eu-west-1.amazonaws.com", Kind: KindAuth, Status: 401, fluxTerms: true, Err: errors.New("UNAUTHORIZED")},
+			want: "list tags for 123456789012.dkr.ecr.eu-west-1.amazonaws.com/a: authentication failed at 123456789012.dkr.ecr.eu-west-1.amazonaws.com (HTTP 401): UNAUTHORIZED; 123456789012.dkr.ecr.eu-west-1.amazonaws.com is an AWS ECR registry: set spec.provider: aws on its ImageRepository objects to use this process's aws credentials, or a secretRef",
+		},
+		{
 			name: "unknown certificate authority",
 			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindTLS, Err: &url.Error{Op: "Get", URL: "https://r.io/v2/", Err: &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}}},
 			want: `list tags for r.io/a: insecure or failed connection to r.io: Get "https://r.io/v2/": tls: failed to verify certificate: x509: certificate signed by unknown authority; set registries[].caFile for r.io`,

@@ -177,6 +177,12 @@ type Options struct {
 	// UserAgent is sent with every request. Zero: DefaultUserAgent.
 	UserAgent string
 
+	// FluxTerms words the hints of errors for a config made from Flux
+	// objects: "set spec.insecure: true on the ImageRepository" where a
+	// native config reads "add {host: H, insecure: true} under
+	// registries:".
+	FluxTerms bool
+
 	// OnRequest, when set, is told of every HTTP request to a registry
 	// (pings and token fetches included): the host it was sent to, and the
 	// response's status code, or 0 and the error when there was none.
@@ -204,6 +210,7 @@ type Client struct {
 	base        http.RoundTripper
 	keychain    authn.Keychain
 	log         *slog.Logger
+	fluxTerms   bool // Options.FluxTerms
 	userAgent   string
 	onRequest   func(host string, status int, err error)
 	onWait      func(host string, d time.Duration)
@@ -247,6 +254,7 @@ func New(opts Options) (*Client, error) {
 		keychain:    opts.Keychain,
 		log:         opts.Logger,
 		userAgent:   orDefault(opts.UserAgent, DefaultUserAgent),
+		fluxTerms:   opts.FluxTerms,
 		onRequest:   opts.OnRequest,
 		onWait:      opts.OnWait,
 		secrets:     &redact.Secrets{},

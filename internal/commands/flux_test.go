@@ -1091,3 +1091,32 @@ func TestFluxDirWithNativeConfig(t *testing.T) {
 		t.Errorf("no warning about the imagebump.yaml in the folder:\n%s", stderr)
 	}
 }
+
+// TestFluxRegistryHintsInFluxTerms: with Flux objects as the config, a
+// registry's error says what to set on the ImageRepository (here
+// spec.insecure for a plain HTTP registry), not the native config's
+// registries: entry, which the user does not have.
+func TestFluxRegistryHintsInFluxTerms(t *testing.T) {
+	host := startMemRegistry(t)
+	dir := t.TempDir()
+	fluxDir := filepath.Dir(writeFile(t, dir, "flux/policies.yaml", `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: web, namespace: apps}
+spec:
+  image: `+host+`/acme/web
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: web, namespace: apps}
+spec:
+  imageRepositoryRef: {name: web}
+  policy: {semver: {range: ">=1.0.0 <2"}}
+`))
+	repo := filepath.Join(dir, "repo")
+	writeFile(t, repo, "app.yaml", "image: "+host+"/acme/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\n")
+	out, stderr, code := runMain(t, "plan", "-c", fluxDir, "--repo", repo)
+	want := "set spec.insecure: true on the ImageRepository objects of " + host
+	if code == 0 || !strings.Contains(out+stderr, want) || strings.Contains(out+stderr, "under registries:") {
+		t.Errorf("plan: exit %d, want the hint %q and no native one:\n%s%s", code, want, out, stderr)
+	}
+}
