@@ -59,10 +59,15 @@ func startRegistry(t testing.TB, referrers bool) *testRegistry {
 		registry.Logger(log.New(io.Discard, "", 0)),
 	))
 	t.Cleanup(srv.Close)
-	c := &counter{next: http.DefaultTransport}
+	// A transport of its own: httptest's Close closes the idle
+	// connections of http.DefaultTransport, which broke a request of a
+	// parallel test in flight on it ("CloseIdleConnections called").
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &counter{next: tr}
 	return &testRegistry{
 		host:     strings.TrimPrefix(srv.URL, "http://"),
-		push:     []remote.Option{remote.WithTransport(http.DefaultTransport)},
+		push:     []remote.Option{remote.WithTransport(tr)},
 		requests: c,
 		remote:   NewRemote(remote.WithTransport(c)),
 	}
