@@ -1227,3 +1227,18 @@ spec:
 		t.Errorf("err speaks of the native config: %v", err)
 	}
 }
+
+// TestMissingPath: a path of Flux objects that does not exist is named,
+// with where relative paths are from, and a glob is said not to expand.
+func TestMissingPath(t *testing.T) {
+	dir := t.TempDir()
+	for p, want := range map[string]string{
+		filepath.Join(dir, "nope"):   "nope does not exist (a --flux path is relative to the current folder, one in flux.paths to the config's)",
+		filepath.Join(dir, "*.yaml"): "globs are not expanded; name the folder",
+	} {
+		_, err := Load(context.Background(), []string{p}, LoadOptions{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Load(%s) = %v, want %q", p, err, want)
+		}
+	}
+}

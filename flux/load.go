@@ -3,6 +3,7 @@ package flux
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -117,7 +118,12 @@ func Load(ctx context.Context, paths []string, opts LoadOptions) (*Set, error) {
 			return nil, err
 		}
 		info, err := os.Stat(p)
-		if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && strings.ContainsAny(p, "*?["):
+			return nil, fmt.Errorf("reading Flux objects: %s: globs are not expanded; name the folder that holds the objects (its subfolders are read too)", p)
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("reading Flux objects: %s does not exist (a --flux path is relative to the current folder, one in flux.paths to the config's)", p)
+		case err != nil:
 			return nil, fmt.Errorf("reading Flux objects: %w", err)
 		}
 		if info.IsDir() {
