@@ -223,22 +223,22 @@ func (e *Error) summary() string {
 // imagebump's config to change, or returns "" when there is nothing more
 // specific to say than the error itself.
 func (e *Error) hint() string {
+	h := e.Host
+	var cred *credentialError
+	if e.Kind == KindAuth && errors.As(e.Err, &cred) && cred.helper != "" {
+		// A config.json copied from a workstation often names a helper
+		// (credsStore "desktop", "osxkeychain") for every host.
+		return fmt.Sprintf("the docker config names the credential helper %s, which is not installed here: "+
+			"write the credentials for %s under \"auths\" in that file instead of copying a workstation's config.json "+
+			"(docs/deploy.md#registry-credentials), or install the helper", cred.helper, h)
+	}
 	if e.fluxTerms {
-		if h := e.fluxHint(); h != "" {
-			return h
+		if fh := e.fluxHint(); fh != "" {
+			return fh
 		}
 	}
-	h := e.Host
 	switch e.Kind {
 	case KindAuth:
-		var cred *credentialError
-		if errors.As(e.Err, &cred) && cred.helper != "" {
-			// A config.json copied from a workstation often names a helper
-			// (credsStore "desktop", "osxkeychain") for every host.
-			return fmt.Sprintf("the docker config names the credential helper %s, which is not installed here: "+
-				"write the credentials for %s under \"auths\" in that file instead of copying a workstation's config.json "+
-				"(docs/deploy.md#registry-credentials), or install the helper", cred.helper, h)
-		}
 		if errors.As(e.Err, &cred) && cred.key != "" {
 			return fmt.Sprintf("check registries[].auth.%s for %s", cred.key, h)
 		}
@@ -282,8 +282,6 @@ func (e *Error) hint() string {
 	case KindTLS:
 		var (
 			unknownCA x509.UnknownAuthorityError
-			recordErr tls.RecordHeaderError
-			plain     *plainHTTPError
 			realm     *realmError
 		)
 		switch {
@@ -291,7 +289,7 @@ func (e *Error) hint() string {
 			return fmt.Sprintf("serve the token realm over HTTPS, or add {host: %s, insecure: true} under registries: if plain HTTP to it is intended", realm.realmHost())
 		case errors.As(e.Err, &unknownCA):
 			return fmt.Sprintf("set registries[].caFile for %s", h)
-		case errors.As(e.Err, &plain), errors.As(e.Err, &recordErr):
+		case e.plainHTTPRefused():
 			return fmt.Sprintf("add {host: %s, insecure: true} under registries: to allow plain HTTP", h)
 		}
 	}
@@ -305,18 +303,10 @@ func (e *Error) fluxHint() string {
 	h := e.Host
 	switch e.Kind {
 	case KindTLS:
-		var (
-			plain     *plainHTTPError
-			recordErr tls.RecordHeaderError
-		)
-		if errors.As(e.Err, &plain) || errors.As(e.Err, &recordErr) {
+		if e.plainHTTPRefused() {
 			return fmt.Sprintf("set spec.insecure: true on the ImageRepository objects of %s to allow plain HTTP", h)
 		}
 	case KindAuth:
-		var cred *credentialError
-		if errors.As(e.Err, &cred) && cred.helper != "" {
-			return ""
-		}
 		if e.provider != "" && e.provider != ProviderGeneric {
 			return ""
 		}
@@ -346,18 +336,25 @@ func KindOf(err error) Kind {
 // init, which has a flag for it, says so in its own words.
 func PlainHTTPRefused(err error) (host string, ok bool) {
 	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindTLS {
+	if !errors.As(err, &e) || !e.plainHTTPRefused() {
 		return "", false
+	}
+	return e.Host, true
+}
+
+// plainHTTPRefused reports a plain HTTP connection to the host itself that
+// was refused (or HTTPS answered in plain HTTP), which insecure allows; a
+// token realm elsewhere refused over plain HTTP is not one.
+func (e *Error) plainHTTPRefused() bool {
+	if e.Kind != KindTLS {
+		return false
 	}
 	var (
 		plain     *plainHTTPError
 		recordErr tls.RecordHeaderError
 		realm     *realmError
 	)
-	if errors.As(e.Err, &realm) || !(errors.As(e.Err, &plain) || errors.As(e.Err, &recordErr)) {
-		return "", false
-	}
-	return e.Host, true
+	return !errors.As(e.Err, &realm) && (errors.As(e.Err, &plain) || errors.As(e.Err, &recordErr))
 }
 
 // credentialError reports a credential that could not be loaded. It names
