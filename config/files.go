@@ -27,50 +27,51 @@ type FileRef struct {
 // left out.
 func (c *Config) Files() []FileRef {
 	var out []FileRef
-	var walk func(rv reflect.Value, p string)
-	walk = func(rv reflect.Value, p string) {
-		switch rv.Kind() {
-		case reflect.Pointer:
-			if !rv.IsNil() {
-				walk(rv.Elem(), p)
-			}
-		case reflect.Slice:
-			if !composite(rv.Type().Elem().Kind()) {
-				return
-			}
-			for i := range rv.Len() {
-				walk(rv.Index(i), fmt.Sprintf("%s[%d]", p, i))
-			}
-		case reflect.Struct:
-			fields := fieldsOf(rv.Type())
-			keys := make([]string, 0, len(fields))
-			for k := range fields {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, key := range keys {
-				f := fields[key]
-				fv := rv.Field(f.index)
-				kp := key
-				if p != "" {
-					kp = p + "." + key
-				}
-				switch {
-				case f.path && fv.Kind() == reflect.String:
-					if ref := fv.String(); ref != "" && !secretfile.IsEnv(ref) {
-						out = append(out, FileRef{Key: kp, Path: ref})
-					}
-				case composite(fv.Kind()):
-					walk(fv, kp)
-				}
+	eachPathField(reflect.ValueOf(c).Elem(), "", func(kp, _ string, _ field, fv reflect.Value) {
+		if fv.Kind() != reflect.String {
+			return // flux.paths: folders of Flux objects
+		}
+		if ref := fv.String(); ref != "" && !secretfile.IsEnv(ref) {
+			out = append(out, FileRef{Key: kp, Path: ref, Line: c.entryLine(kp)})
+		}
+	})
+	return out
+}
+
+// eachPathField calls fn for every field below rv tagged config:"path"
+// or config:"secret" (a string, or a list of strings such as flux.paths),
+// with its key path, such as registries[0].auth.dockerConfig, and its key,
+// in key order.
+func eachPathField(rv reflect.Value, p string, fn func(keyPath, key string, f field, fv reflect.Value)) {
+	switch rv.Kind() {
+	case reflect.Pointer:
+		if !rv.IsNil() {
+			eachPathField(rv.Elem(), p, fn)
+		}
+	case reflect.Slice:
+		if !composite(rv.Type().Elem().Kind()) {
+			return
+		}
+		for i := range rv.Len() {
+			eachPathField(rv.Index(i), fmt.Sprintf("%s[%d]", p, i), fn)
+		}
+	case reflect.Struct:
+		fields := fieldsOf(rv.Type())
+		keys := make([]string, 0, len(fields))
+		for k := range fields {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, key := range keys {
+			f, fv := fields[key], rv.Field(fields[key].index)
+			switch {
+			case f.path:
+				fn(joinPath(p, key), key, f, fv)
+			case composite(fv.Kind()):
+				eachPathField(fv, joinPath(p, key), fn)
 			}
 		}
 	}
-	walk(reflect.ValueOf(c).Elem(), "")
-	for i := range out {
-		out[i].Line = c.entryLine(out[i].Key)
-	}
-	return out
 }
 
 // entryLine returns the line of the list entry a key path is in, such as

@@ -42,7 +42,7 @@ func (v *validator) validate() {
 			v.add(v.at("maxFileSize"), "maxFileSize", "%v", err)
 		}
 	}
-	v.secretRefs(reflect.ValueOf(v.c).Elem(), "")
+	v.secretRefs()
 }
 
 // has reports whether the key at path was written.
@@ -871,36 +871,21 @@ func orDefault(s, def string) string {
 // resolvePaths makes the relative file paths in v (fields tagged
 // config:"path") relative to dir instead.
 func resolvePaths(v reflect.Value, dir string) {
-	switch v.Kind() {
-	case reflect.Pointer:
-		if !v.IsNil() {
-			resolvePaths(v.Elem(), dir)
-		}
-	case reflect.Slice:
-		for i := range v.Len() {
-			resolvePaths(v.Index(i), dir)
-		}
-	case reflect.Struct:
-		for _, f := range fieldsOf(v.Type()) {
-			fv := v.Field(f.index)
-			if f.path && fv.Kind() == reflect.String {
-				// env:NAME names an environment variable, not a file.
-				if p := fv.String(); p != "" && !filepath.IsAbs(p) && !(f.secret && secretfile.IsEnv(p)) {
-					fv.SetString(filepath.Join(dir, p))
-				}
-				continue
+	eachPathField(v, "", func(_, _ string, f field, fv reflect.Value) {
+		switch {
+		case fv.Kind() == reflect.String:
+			// env:NAME names an environment variable, not a file.
+			if p := fv.String(); p != "" && !filepath.IsAbs(p) && !(f.secret && secretfile.IsEnv(p)) {
+				fv.SetString(filepath.Join(dir, p))
 			}
-			if f.path && fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.String {
-				for i := range fv.Len() {
-					if p := fv.Index(i).String(); p != "" && !filepath.IsAbs(p) {
-						fv.Index(i).SetString(filepath.Join(dir, p))
-					}
+		case fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.String:
+			for i := range fv.Len() {
+				if p := fv.Index(i).String(); p != "" && !filepath.IsAbs(p) {
+					fv.Index(i).SetString(filepath.Join(dir, p))
 				}
-				continue
 			}
-			resolvePaths(fv, dir)
 		}
-	}
+	})
 }
 
 // composite reports whether a value of kind k can hold struct fields.
@@ -908,45 +893,22 @@ func composite(k reflect.Kind) bool {
 	return k == reflect.Pointer || k == reflect.Slice || k == reflect.Struct
 }
 
-// secretRefs checks every file reference below v (key path p): env:NAME is
+// secretRefs checks every file reference of the config: env:NAME is
 // allowed only on secret keys, and must name a variable properly.
-func (v *validator) secretRefs(rv reflect.Value, p string) {
-	switch rv.Kind() {
-	case reflect.Pointer:
-		if !rv.IsNil() {
-			v.secretRefs(rv.Elem(), p)
-		}
-	case reflect.Slice:
-		if !composite(rv.Type().Elem().Kind()) {
+func (v *validator) secretRefs() {
+	eachPathField(reflect.ValueOf(v.c).Elem(), "", func(kp, key string, f field, fv reflect.Value) {
+		if fv.Kind() != reflect.String {
 			return
 		}
-		for i := range rv.Len() {
-			v.secretRefs(rv.Index(i), fmt.Sprintf("%s[%d]", p, i))
-		}
-	case reflect.Struct:
-		for key, f := range fieldsOf(rv.Type()) {
-			fv := rv.Field(f.index)
-			if !f.path && !composite(fv.Kind()) {
-				continue
-			}
-			kp := key
-			if p != "" {
-				kp = p + "." + key
-			}
-			if !f.path || fv.Kind() != reflect.String {
-				v.secretRefs(fv, kp)
-				continue
-			}
-			ref := fv.String()
-			switch {
-			case !secretfile.IsEnv(ref):
-			case !f.secret:
-				v.add(v.at(kp), kp, "%q: env:NAME is only for secrets; %s takes a file path", ref, key)
-			default:
-				if err := secretfile.CheckRef(ref); err != nil {
-					v.add(v.at(kp), kp, "%v", err)
-				}
+		ref := fv.String()
+		switch {
+		case !secretfile.IsEnv(ref):
+		case !f.secret:
+			v.add(v.at(kp), kp, "%q: env:NAME is only for secrets; %s takes a file path", ref, key)
+		default:
+			if err := secretfile.CheckRef(ref); err != nil {
+				v.add(v.at(kp), kp, "%v", err)
 			}
 		}
-	}
+	})
 }
