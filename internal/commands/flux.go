@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -108,8 +107,8 @@ func runFluxExport(ctx context.Context, o *FluxExportOptions, stdout io.Writer) 
 	// warning, and the config names placeholders for an ssh key.
 	file := "imagebump.yaml" // on stdout: relative to the current folder
 	if o.File != "" {
-		if st, err := os.Stat(filepath.Dir(o.File)); err != nil || !st.IsDir() {
-			return usageError(fmt.Errorf("--file %s: the folder %s does not exist", o.File, filepath.Dir(o.File)))
+		if err := folderOf("--file", o.File); err != nil {
+			return usageError(err)
 		}
 		file = o.File
 	}

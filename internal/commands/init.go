@@ -213,10 +213,8 @@ func runInit(ctx context.Context, o *InitOptions, stdout io.Writer) error {
 	if st, err := os.Stat(r.configPath); err == nil && st.IsDir() {
 		return usageError(fmt.Errorf("-c %s is a folder: init writes one config file; name it, such as -c %s", r.configPath, filepath.Join(r.configPath, "imagebump.yaml")))
 	}
-	if dir := filepath.Dir(r.configPath); dir != "." {
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return usageError(fmt.Errorf("-c %s: the folder %s does not exist; create it first (mkdir -p %s), or name a config in a folder that does", r.configPath, dir, dir))
-		}
+	if err := folderOf("-c", r.configPath); err != nil {
+		return usageError(err)
 	}
 	for _, p := range o.Paths {
 		if err := checkInitPath(r.repo, p); err != nil {
@@ -396,6 +394,16 @@ func registryProblems(props []discover.Proposal) []report.Problem {
 // initBeforeWrite, when set by a test, runs between init's scan and its
 // writes: a file edited there is one the user changed meanwhile.
 var initBeforeWrite func()
+
+// folderOf refuses a file to write (named by flag) whose folder does not
+// exist.
+func folderOf(flag, file string) error {
+	dir := filepath.Dir(file)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("%s %s: the folder %s does not exist; create it first (mkdir -p %s), or name a file in a folder that does", flag, file, dir, dir)
+	}
+	return nil
+}
 
 // checkInitPath refuses a --paths entry that is absolute or names nothing
 // under the repository, before any registry is asked: a typo would
@@ -836,9 +844,7 @@ func shellWord(s string) string {
 // writtenConfigText names what was done to the config.
 func (r *initRun) writtenConfigText() string {
 	switch {
-	case r.o.Write && !r.wroteConfig && r.newConfig != nil:
-		return "no config entry"
-	case r.newConfig == nil:
+	case r.newConfig == nil, r.o.Write && !r.wroteConfig:
 		return "no config entry"
 	case r.configData == nil:
 		return r.configPath

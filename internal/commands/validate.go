@@ -110,10 +110,8 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 		if im.Verify == nil || im.Verify.Key == "" {
 			continue
 		}
-		if _, err := os.Stat(im.Verify.Key); err != nil {
-			continue // a missing file is warned about below
-		}
-		if err := verify.CheckKeyFile(im.Verify.Key); err != nil {
+		// A missing file is warned about below, with the others.
+		if err := verify.CheckKeyFile(im.Verify.Key); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			msg := fmt.Sprintf("policy %s: %v", im.Name, err)
 			file, line, _ := o.global.policyPos(cfg, im)
 			out.Problems = append(out.Problems, report.Problem{File: file, Line: line, Policy: im.Name, Message: msg})
