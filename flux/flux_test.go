@@ -236,6 +236,16 @@ func loadText(t *testing.T, text string) *Set {
 	return set
 }
 
+// mustNative maps set to a native config, failing the test on an error.
+func mustNative(t *testing.T, set *Set, opts NativeOptions) *Native {
+	t.Helper()
+	n, err := set.Native(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 const repoYAML = `apiVersion: image.toolkit.fluxcd.io/v1
 kind: ImageRepository
 metadata:
@@ -815,8 +825,7 @@ spec: {imageRepositoryRef: {name: ` + name + `}, policy: {alphabetical: {}}}
 // unknown one), noted at the suspend's line. A hold exports as suspend and
 // comes back as a hold.
 func TestSuspendIsHold(t *testing.T) {
-	dir := t.TempDir()
-	writeFile(t, dir, "f.yaml", `apiVersion: image.toolkit.fluxcd.io/v1
+	set := loadText(t, `apiVersion: image.toolkit.fluxcd.io/v1
 kind: ImageRepository
 metadata: {name: web, namespace: apps}
 spec:
@@ -851,14 +860,7 @@ spec:
   imageRepositoryRef: {name: web}
   policy: {semver: {range: ">=1.0.0"}}
 `)
-	set, err := Load(context.Background(), []string{dir}, LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := set.Native(NativeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := mustNative(t, set, NativeOptions{})
 	holds := map[string]string{}
 	for _, im := range n.Config.Images {
 		if im.Hold != nil {
@@ -951,8 +953,7 @@ spec:
 // whatever the remote's default branch; a warning says so at the
 // automation's git.
 func TestNoBranchIsMaster(t *testing.T) {
-	dir := t.TempDir()
-	writeFile(t, dir, "f.yaml", repoYAML+`---
+	set := loadText(t, repoYAML+`---
 apiVersion: image.toolkit.fluxcd.io/v1
 kind: ImagePolicy
 metadata: {name: app, namespace: apps}
@@ -976,14 +977,7 @@ spec:
       author: {email: bot@example.com}
     push: {branch: auto}
 `)
-	set, err := Load(context.Background(), []string{dir}, LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := set.Native(NativeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := mustNative(t, set, NativeOptions{})
 	tg := n.Config.Targets()
 	if len(tg) != 1 || tg[0].Git.Branch != "master" || tg[0].Push.Branch != "auto" {
 		t.Fatalf("targets %+v, want one checking out master and pushing auto", tg)
@@ -1030,17 +1024,9 @@ func TestHostAndNamespaceWarnings(t *testing.T) {
 			[]string{"ImageRepository b spec.secretRef"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			writeFile(t, dir, "f.yaml", tt.text)
-			set, err := Load(context.Background(), []string{dir}, LoadOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			set := loadText(t, tt.text)
 			sec := &Secrets{Keys: map[string]map[string]string{"shared/pull": {".dockerconfigjson": "/pull.json"}}}
-			n, err := set.Native(NativeOptions{Secrets: sec})
-			if err != nil {
-				t.Fatal(err)
-			}
+			n := mustNative(t, set, NativeOptions{Secrets: sec})
 			var got []string
 			for _, note := range n.Report.Notes {
 				if note.Level == Warning && note.Object.Kind != "GitRepository" {
@@ -1058,8 +1044,7 @@ func TestHostAndNamespaceWarnings(t *testing.T) {
 // moves what it applies to that namespace under Flux, not in the files
 // imagebump reads: a warning at its line says so.
 func TestTargetNamespaceWarning(t *testing.T) {
-	dir := t.TempDir()
-	writeFile(t, dir, "f.yaml", repoYAML+`---
+	set := loadText(t, repoYAML+`---
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata: {name: apps, namespace: flux-system}
@@ -1076,10 +1061,6 @@ spec:
   path: ./infra
   sourceRef: {kind: GitRepository, name: flux-system}
 `)
-	set, err := Load(context.Background(), []string{dir}, LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got []string
 	for _, n := range set.Report.Notes {
 		if n.Field == "spec.targetNamespace" {
@@ -1121,10 +1102,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := set.Native(NativeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := mustNative(t, set, NativeOptions{})
 	want := map[string]string{
 		"spec.secretRef":     "Secret apps/pull (its manifest, SOPS-encrypted, is in " + pull + ":1: imagebump reads no Secret manifest; decrypt its keys to files and map those) is not mapped",
 		"spec.certSecretRef": "Secret apps/ca (its manifest is in " + ca + ":1: imagebump reads no Secret manifest; write its keys to files and map those) is not mapped",
@@ -1185,8 +1163,7 @@ func TestFileOfAKustomization(t *testing.T) {
 // from (spec.interval, spec.filterTags.extract), all at once, not under a
 // native key such as targets[0].schedule.
 func TestNativeErrorsInFluxTerms(t *testing.T) {
-	dir := t.TempDir()
-	writeFile(t, dir, "f.yaml", repoYAML+`---
+	set := loadText(t, repoYAML+`---
 apiVersion: image.toolkit.fluxcd.io/v1
 kind: ImagePolicy
 metadata: {name: app, namespace: apps}
@@ -1210,11 +1187,7 @@ spec:
     commit:
       author: {email: bot@example.com}
 `)
-	set, err := Load(context.Background(), []string{dir}, LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = set.Native(NativeOptions{})
+	_, err := set.Native(NativeOptions{})
 	for _, want := range []string{
 		"f.yaml:9: ImagePolicy apps/app: spec.filterTags.extract: invalid template",
 		"f.yaml:22: ImageUpdateAutomation apps/auto: spec.interval: invalid schedule \"500ms\"",
