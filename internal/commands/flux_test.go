@@ -1098,25 +1098,38 @@ func TestFluxDirWithNativeConfig(t *testing.T) {
 // registries: entry, which the user does not have.
 func TestFluxRegistryHintsInFluxTerms(t *testing.T) {
 	host := startMemRegistry(t)
+	flux, repo, _ := webFluxObjects(t, host, "", "")
+	fluxDir := filepath.Dir(flux)
+	out, stderr, code := runMain(t, "plan", "-c", fluxDir, "--repo", repo)
+	want := "set spec.insecure: true on the ImageRepository objects of " + host
+	if code == 0 || !strings.Contains(out+stderr, want) || strings.Contains(out+stderr, "under registries:") {
+		t.Errorf("plan: exit %d, want the hint %q and no native one:\n%s%s", code, want, out, stderr)
+	}
+}
+
+// webFluxObjects writes the Flux objects of policy apps:web, an
+// ImageRepository of HOST/acme/web and an ImagePolicy of range >=1.0.0 <2,
+// each with the extra spec lines given, and a checkout whose one file
+// marks the image at 1.0.0. It returns the objects' file, the checkout and
+// the marked file's content.
+func webFluxObjects(t *testing.T, host, repoSpec, policySpec string) (flux, repo, marked string) {
+	t.Helper()
 	dir := t.TempDir()
-	fluxDir := filepath.Dir(writeFile(t, dir, "flux/policies.yaml", `apiVersion: image.toolkit.fluxcd.io/v1
+	flux = writeFile(t, dir, "flux/policies.yaml", `apiVersion: image.toolkit.fluxcd.io/v1
 kind: ImageRepository
 metadata: {name: web, namespace: apps}
 spec:
   image: `+host+`/acme/web
----
+`+repoSpec+`---
 apiVersion: image.toolkit.fluxcd.io/v1
 kind: ImagePolicy
 metadata: {name: web, namespace: apps}
 spec:
   imageRepositoryRef: {name: web}
   policy: {semver: {range: ">=1.0.0 <2"}}
-`))
-	repo := filepath.Join(dir, "repo")
-	writeFile(t, repo, "app.yaml", "image: "+host+"/acme/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\n")
-	out, stderr, code := runMain(t, "plan", "-c", fluxDir, "--repo", repo)
-	want := "set spec.insecure: true on the ImageRepository objects of " + host
-	if code == 0 || !strings.Contains(out+stderr, want) || strings.Contains(out+stderr, "under registries:") {
-		t.Errorf("plan: exit %d, want the hint %q and no native one:\n%s%s", code, want, out, stderr)
-	}
+`+policySpec)
+	repo = filepath.Join(dir, "repo")
+	marked = "image: " + host + "/acme/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\n"
+	writeFile(t, repo, "app.yaml", marked)
+	return flux, repo, marked
 }

@@ -71,26 +71,8 @@ func TestHoldAndRelease(t *testing.T) {
 // and hold and release refuse, naming the suspend to set instead.
 func TestSuspendedFluxPolicy(t *testing.T) {
 	host := startMemRegistry(t)
-	dir := t.TempDir()
-	flux := writeFile(t, dir, "flux/policies.yaml", `apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImageRepository
-metadata: {name: web, namespace: apps}
-spec:
-  image: `+host+`/acme/web
-  insecure: true
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImagePolicy
-metadata: {name: web, namespace: apps}
-spec:
-  imageRepositoryRef: {name: web}
-  policy: {semver: {range: ">=1.0.0 <2"}}
-  suspend: true
-`)
+	flux, repo, marker := webFluxObjects(t, host, "  insecure: true\n", "  suspend: true\n")
 	fluxDir := filepath.Dir(flux)
-	repo := filepath.Join(dir, "repo")
-	marker := "image: " + host + "/acme/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\n"
-	writeFile(t, repo, "app.yaml", marker)
 
 	out, stderr, code := runMain(t, "apply", "-c", fluxDir, "--repo", repo)
 	if code != 0 || !strings.Contains(out, "1.2.0 (held)") || !strings.Contains(out, "ImagePolicy apps/web is suspended in Flux") {
