@@ -143,10 +143,7 @@ func TestAgeGate(t *testing.T) {
 	pushCreated(t, opts, repo, "1.1.0", now.Add(-48*time.Hour))
 	young := now.Add(-time.Hour).Truncate(time.Second)
 	pushCreated(t, opts, repo, "1.2.0", young)
-	cfg, err := config.Parse([]byte(fmt.Sprintf("images:\n  - name: app\n    repository: %s\n    policy: {semver: \">=1.0.0\"}\n    minAge: 24h\n", repo)), "imagebump.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := minAgeConfig(t, repo)
 	rep, err := Run(t.Context(), Options{Config: cfg, Registry: client, Root: root})
 	if err != nil {
 		t.Fatal(err)
@@ -228,10 +225,7 @@ func TestGateCheckLimit(t *testing.T) {
 	for i := 1; i <= MaxGateChecks+1; i++ {
 		pushCreated(t, opts, repo, fmt.Sprintf("1.%d.0", i), now.Add(-time.Hour))
 	}
-	cfg, err := config.Parse([]byte(fmt.Sprintf("images:\n  - name: app\n    repository: %s\n    policy: {semver: \">=1.0.0\"}\n    minAge: 24h\n", repo)), "imagebump.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := minAgeConfig(t, repo)
 	rep, err := Run(t.Context(), Options{Config: cfg, Registry: client, Root: root})
 	if err != nil {
 		t.Fatal(err)
@@ -243,4 +237,15 @@ func TestGateCheckLimit(t *testing.T) {
 	if len(p.HeldBack) != MaxGateChecks {
 		t.Errorf("%d held back, want %d", len(p.HeldBack), MaxGateChecks)
 	}
+}
+
+// minAgeConfig is a config of one policy, default:app over repo, semver
+// >=1.0.0, with minAge 24h.
+func minAgeConfig(t *testing.T, repo string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(fmt.Sprintf("images:\n  - name: app\n    repository: %s\n    policy: {semver: \">=1.0.0\"}\n    minAge: 24h\n", repo)), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
