@@ -55,9 +55,10 @@ func newCmdFluxExport(g *globalOptions, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export [PATH...]",
 		Short: "Write Flux image automation objects as an equivalent imagebump.yaml",
-		Long: `Read the Flux objects in the files and folders given (a folder with a
-kustomization is built first, so patched policies are read as Flux sees
-them) and print the equivalent imagebump.yaml on stdout. Comments name the
+		Long: `Read the Flux objects in the files and folders given (as arguments, or
+with --flux or -c; a folder with a kustomization is built first, so patched
+policies are read as Flux sees them) and print the equivalent
+imagebump.yaml on stdout, or write it to --file. Comments name the
 object each entry comes from. What imagebump does differently with a field is
 listed on stderr, object by object, with its file and line: nothing is
 dropped silently.`,
