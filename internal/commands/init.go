@@ -798,7 +798,11 @@ func (r *initRun) writeText(w io.Writer, written bool) error {
 
 	b.WriteString("\n")
 	if slices.ContainsFunc(r.props, func(p discover.Proposal) bool { return p.RegistryErr != nil }) {
-		b.WriteString("Some registries failed (see the problems): their rules come from the tags in use alone, unchecked; fix the access to them and run init again before --write.\n")
+		if r.o.Write {
+			b.WriteString("Some registries failed (see the problems): their rules come from the tags in use alone, unchecked; review those entries in the config.\n")
+		} else {
+			b.WriteString("Some registries failed (see the problems): their rules come from the tags in use alone, unchecked; fix the access to them and run init again before --write.\n")
+		}
 	}
 	switch {
 	case len(r.inv.Uses) == 0 && r.newConfig == nil:

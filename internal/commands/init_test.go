@@ -635,3 +635,16 @@ spec:
 		})
 	}
 }
+
+// TestInitWriteWithRegistryFailure: when a registry failed and --write
+// wrote the unchecked rules anyway, the closing advice is to review them in
+// the config, not to run init again before --write.
+func TestInitWriteWithRegistryFailure(t *testing.T) {
+	host := startMemRegistry(t)
+	repo := t.TempDir()
+	writeFile(t, repo, "a.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: m}\nspec:\n  containers:\n    - name: m\n      image: "+host+"/acme/missing:1.0.0\n")
+	out, _, code := runMain(t, "init", "--repo", repo, "--insecure-registry", host, "--write")
+	if code != ExitFailure || !strings.Contains(out, "unchecked; review those entries in the config") || strings.Contains(out, "before --write") {
+		t.Errorf("init --write with a registry failing: exit %d\n%s", code, out)
+	}
+}
