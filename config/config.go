@@ -74,6 +74,9 @@ type Config struct {
 	images map[string]int
 	// topGitLine is the line of the top-level git key.
 	topGitLine int
+	// keyLines are the lines of the keys written, by key path
+	// (registries[0].auth.dockerConfig).
+	keyLines map[string]int
 }
 
 // FluxSource says where Flux objects are read from.
@@ -520,6 +523,10 @@ func parse(data []byte, filename, baseDir string) (*Config, error) {
 	if !d.tooBig {
 		v := &validator{decoder: d, c: c}
 		v.validate()
+		c.keyLines = make(map[string]int, len(d.keys))
+		for k, p := range d.keys {
+			c.keyLines[k] = p.line
+		}
 		resolvePaths(reflectValue(c), baseDir)
 	}
 	if err := d.err(); err != nil {

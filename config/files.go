@@ -17,8 +17,9 @@ type FileRef struct {
 	// Path is the file, made relative to the config's folder when it
 	// was written relative.
 	Path string
-	// Line is the line of the entry the key is in (the registry, image or
-	// target), or 0 when unknown.
+	// Line is the key's line, else that of the entry the key is in (the
+	// registry, image or target), or 0 when unknown (a config made from
+	// Flux objects).
 	Line int
 }
 
@@ -32,7 +33,11 @@ func (c *Config) Files() []FileRef {
 			return // flux.paths: folders of Flux objects
 		}
 		if ref := fv.String(); ref != "" && !secretfile.IsEnv(ref) {
-			out = append(out, FileRef{Key: kp, Path: ref, Line: c.entryLine(kp)})
+			line := c.keyLines[kp]
+			if line == 0 {
+				line = c.entryLine(kp)
+			}
+			out = append(out, FileRef{Key: kp, Path: ref, Line: line})
 		}
 	})
 	return out

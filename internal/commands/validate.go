@@ -101,7 +101,7 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 	// each cycle of the target (before its push, since that is checked).
 	for _, t := range cfg.Targets() {
 		if err := cycle.CheckPullRequest(t); err != nil {
-			out.Problems = append(out.Problems, report.Problem{File: cfg.File, Line: t.Line, Message: err.Error()})
+			out.Problems = append(out.Problems, report.Problem{File: cfg.File, Line: t.Line, Message: "target " + t.Name + ": " + err.Error()})
 		}
 	}
 	// A verify.key file that is here must hold public keys: every cycle
@@ -126,7 +126,7 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 		len(cfg.Images), plural(len(cfg.Images), "image policy", "image policies"),
 		len(cfg.Registries), plural(len(cfg.Registries), "registry", "registries"))
 	for _, p := range out.Problems {
-		fmt.Fprintf(&b, "error: %s:%d: %s\n", p.File, p.Line, printable.Message(p.Message))
+		fmt.Fprintf(&b, "error: %s: %s\n", fileLine(p.File, p.Line), printable.Message(p.Message))
 	}
 	// A glob in a target's policies that matches no policy is most
 	// likely a typo: the target then applies none of what it meant to,
@@ -138,7 +138,7 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 			}
 			msg := fmt.Sprintf("target %s: policies entry %q matches no image policy, so the target applies none through it; names are NAMESPACE:NAME, such as %s", t.Name, g, exampleNames(cfg))
 			out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Line: t.Line, Message: msg})
-			fmt.Fprintf(&b, "warning: %s:%d: %s\n", cfg.File, t.Line, msg)
+			fmt.Fprintf(&b, "warning: %s: %s\n", fileLine(cfg.File, t.Line), msg)
 		}
 	}
 	// A hold whose end has passed holds nothing: likely a mistyped year,
@@ -158,7 +158,7 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 		if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
 			msg := fmt.Sprintf("%s: %s does not exist here: the cycles that read it will fail until it does (fine if the config is for another machine, such as a pod with the Secret mounted there)", f.Key, f.Path)
 			out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Line: f.Line, Message: msg})
-			fmt.Fprintf(&b, "warning: %s:%d: %s\n", cfg.File, f.Line, printable.Message(msg))
+			fmt.Fprintf(&b, "warning: %s: %s\n", fileLine(cfg.File, f.Line), printable.Message(msg))
 		}
 	}
 	if o.Repo != "" {
@@ -246,4 +246,13 @@ func exampleNames(cfg *config.Config) string {
 		return "apps:web (the config has no image policy)"
 	}
 	return strings.Join(names, ", ")
+}
+
+// fileLine is FILE:LINE, or FILE when the line is not known (a config
+// made from Flux objects), where FILE:0 would trip editors' parsers.
+func fileLine(file string, line int) string {
+	if line <= 0 {
+		return file
+	}
+	return fmt.Sprintf("%s:%d", file, line)
 }
