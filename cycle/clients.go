@@ -147,14 +147,21 @@ func checkEnvRefs(t config.Target) error {
 }
 
 // pullRequestPlace returns the owner/repository path of the target's
-// git.url and the forge's API URL.
+// git.url and the forge's API URL. For GitHub and Gitea, whose
+// repositories are always owner/repo, a longer path is an error here, so
+// that validate and the check before a push see it.
 func pullRequestPlace(t config.Target) (ownerPath, api string, err error) {
 	if _, ownerPath, err = pullrequest.ParseRepoURL(t.Git.URL); err != nil {
-		return "", "", fmt.Errorf("pull requests for target %s: %w", t.Name, err)
+		return "", "", fmt.Errorf("push.pullRequest: %w", err)
+	}
+	if p := t.Push.PullRequest.Provider; p == "github" || p == "gitea" {
+		if _, _, err := pullrequest.OwnerRepo(ownerPath); err != nil {
+			return "", "", fmt.Errorf("push.pullRequest: %w", err)
+		}
 	}
 	if api = t.Push.PullRequest.APIURL; api == "" {
 		if api, err = pullrequest.DefaultAPIURL(t.Push.PullRequest.Provider, t.Git.URL); err != nil {
-			return "", "", fmt.Errorf("pull requests for target %s: %w", t.Name, err)
+			return "", "", fmt.Errorf("push.pullRequest: %w", err)
 		}
 	}
 	return ownerPath, api, nil
@@ -178,15 +185,15 @@ func NewPullRequestProvider(t config.Target) (pullrequest.Provider, error) {
 		tokenFile = t.Git.Auth.TokenFile
 	}
 	if tokenFile == "" {
-		return nil, fmt.Errorf("pull requests for target %s: no token: set push.pullRequest.tokenFile (or git.auth.tokenFile)", t.Name)
+		return nil, errors.New("push.pullRequest: no token: set push.pullRequest.tokenFile (or git.auth.tokenFile)")
 	}
 	token, err := secretfile.Read(tokenFile)
 	switch {
 	case errors.Is(err, secretfile.ErrEmpty):
-		return nil, fmt.Errorf("pull requests for target %s: the token file %s is empty", t.Name, tokenFile)
+		return nil, fmt.Errorf("push.pullRequest: the token file %s is empty", tokenFile)
 	case err != nil:
 		// The path is safe to show (the error names it); the content never is.
-		return nil, fmt.Errorf("pull requests for target %s: reading the token: %w", t.Name, err)
+		return nil, fmt.Errorf("push.pullRequest: reading the token: %w", err)
 	}
 	switch pr.Provider {
 	case "github":
@@ -204,5 +211,5 @@ func NewPullRequestProvider(t config.Target) (pullrequest.Provider, error) {
 		}
 		return gitea.New(gitea.Options{APIURL: api, Token: token, Owner: owner, Repo: repo})
 	}
-	return nil, fmt.Errorf("pull requests for target %s: unknown provider %q: want github, gitlab or gitea", t.Name, pr.Provider)
+	return nil, fmt.Errorf("push.pullRequest: unknown provider %q: want github, gitlab or gitea", pr.Provider)
 }

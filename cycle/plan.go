@@ -140,7 +140,12 @@ func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
 		return res, nil
 	}
 	topts := TargetOptions{Config: opts.Config, Target: *t, PullRequests: opts.PullRequests}
-	res.PullRequest, res.PullRequestErr = pullRequestFor(ctx, topts, base, rep, redact.String(t.Git.URL), false)
+	p, err := providerFor(topts)
+	if err != nil {
+		res.PullRequestErr = err
+		return res, nil
+	}
+	res.PullRequest, res.PullRequestErr = pullRequestFor(ctx, p, topts, base, rep, redact.String(t.Git.URL), false, nil)
 	return res, nil
 }
 

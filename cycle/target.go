@@ -221,6 +221,14 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		return fail(err)
 	}
 	commit, tmpl := commitSettings(t)
+	var prov pullrequest.Provider
+	if WantsPullRequest(t) {
+		// Before the push: a token that cannot be read would fail the
+		// target only after its branch was pushed.
+		if prov, err = providerFor(opts); err != nil {
+			return fail(err)
+		}
+	}
 	var selection []PolicyResult
 	var work *setters.Index // the index of the last edit
 	edit := func(ctx context.Context, dir string) ([]string, string, error) {
@@ -286,11 +294,30 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		if err != nil {
 			return nil, "", err
 		}
+		if prov != nil {
+			// A title template that fails on these changes fails the
+			// cycle before its commit is pushed, as the message does.
+			if _, err := pullRequestTitle(t, rep, opts.Config.File, res.Repository); err != nil {
+				return nil, "", err
+			}
+		}
 		return rep.FilesChanged, msg, nil
 	}
 	update := gitwriter.Update{Commit: commit, PushBranch: res.PushBranch}
 	if t.Push != nil {
 		update.Refspec, update.Options = t.Push.Refspec, t.Push.Options
+	}
+	if prov != nil {
+		// A branch left ending in a commit of a merged pull request (a
+		// forge's "update branch", then the merge) holds nothing the base
+		// lacks: the next bump may replace it.
+		update.Replace = func(ctx context.Context, commit string) (bool, error) {
+			prs, err := prov.List(ctx, t.Push.Branch, repo.Branch())
+			if err != nil {
+				return false, err
+			}
+			return pullrequest.MergedHead(prs, commit), nil
+		}
 	}
 	up, err := repo.Update(ctx, update, edit)
 	if err != nil {
@@ -325,16 +352,15 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 			res.prDone = true
 			return res, nil
 		}
-		if len(res.Report.Changes) == 0 && !res.Report.Failed() && !res.Report.holdsMarked() {
-			// The pull request may be closed as proposing nothing, which
-			// would drop a person's commit on its branch as a push would.
-			c, _ := commitSettings(t)
-			if err := repo.CheckPushBranch(ctx, t.Push.Branch, c.AuthorEmail); err != nil {
-				return fail(err)
-			}
-		}
-		pr, err := pullRequestFor(ctx, opts, res.Branch, res.Report, res.Repository, true)
+		// An open pull request closed as proposing nothing would drop a
+		// person's commit on its branch, as a push would: it is closed
+		// only over imagebump's own. With none open, a branch a person
+		// left (merged with a forge's "update branch") is no matter.
+		ready := func() error { return repo.CheckPushBranch(ctx, t.Push.Branch, commit.AuthorEmail) }
+		pr, err := pullRequestFor(ctx, prov, opts, res.Branch, res.Report, res.Repository, true, ready)
 		if err != nil {
+			// Opened or closed, then a label or a comment was refused.
+			res.PullRequest = pr
 			return fail(err)
 		}
 		res.PullRequest, res.prDone = pr, true
@@ -420,30 +446,23 @@ const staleReason = "imagebump closes this pull request: the base branch already
 // a marker from moving: its bump is only put off, and the same pull
 // request (with its review) carries it again once the hold ends, where
 // closing it would open another then.
-func pullRequestFor(ctx context.Context, opts TargetOptions, base string, rep *Report, repository string, write bool) (*pullrequest.Result, error) {
+func pullRequestFor(ctx context.Context, p pullrequest.Provider, opts TargetOptions, base string, rep *Report, repository string, write bool, ready func() error) (*pullrequest.Result, error) {
 	if len(rep.Changes) == 0 && (rep.Failed() || rep.holdsMarked()) {
 		return nil, nil
 	}
-	newProvider := opts.PullRequests
-	if newProvider == nil {
-		newProvider = NewPullRequestProvider
-	}
 	t := opts.Target
-	p, err := newProvider(t)
-	if err != nil {
-		return nil, err
-	}
 	if len(rep.Changes) == 0 {
 		var res *pullrequest.Result
+		var err error
 		if write {
-			res, err = pullrequest.Close(ctx, p, t.Push.Branch, base, staleReason)
+			res, err = pullrequest.Close(ctx, p, t.Push.Branch, base, staleReason, ready)
 		} else {
 			res, err = pullrequest.PlanClose(ctx, p, t.Push.Branch, base)
 		}
-		if err != nil || res.Outcome == pullrequest.None {
+		if res == nil || res.Outcome == pullrequest.None {
 			return nil, err
 		}
-		return res, nil
+		return res, err
 	}
 	req, err := pullRequestRequest(t, base, rep, opts.Config.File, repository)
 	if err != nil {
@@ -453,6 +472,15 @@ func pullRequestFor(ctx context.Context, opts TargetOptions, base string, rep *R
 		return pullrequest.Ensure(ctx, p, req)
 	}
 	return pullrequest.Plan(ctx, p, req)
+}
+
+// providerFor builds the target's pull-request provider, with the
+// caller's constructor when it gives one.
+func providerFor(opts TargetOptions) (pullrequest.Provider, error) {
+	if opts.PullRequests != nil {
+		return opts.PullRequests(opts.Target)
+	}
+	return NewPullRequestProvider(opts.Target)
 }
 
 // holdsMarked reports whether a hold keeps a marker from moving: a held
@@ -482,21 +510,27 @@ func (r *Report) holdsMarked() bool {
 // pullRequestRequest describes the pull request a report's changes call
 // for.
 func pullRequestRequest(t config.Target, base string, rep *Report, cfgFile, repository string) (pullrequest.Request, error) {
-	pr := t.Push.PullRequest
-	tmpl := pr.Title
-	if tmpl == "" {
-		tmpl = DefaultTitleTemplate
-	}
-	title, err := RenderTemplate("push.pullRequest.title in "+cfgFile, tmpl, NewMessageData(rep, repository, t.Name))
+	title, err := pullRequestTitle(t, rep, cfgFile, repository)
 	if err != nil {
 		return pullrequest.Request{}, err
 	}
-	req := pullrequest.Request{Head: t.Push.Branch, Base: base, Title: strings.TrimSpace(title), Labels: pr.Labels}
+	req := pullrequest.Request{Head: t.Push.Branch, Base: base, Title: title, Labels: t.Push.PullRequest.Labels}
 	for _, c := range rep.Changes {
 		req.Changes = append(req.Changes, pullrequest.Change{File: c.File, Line: c.Line, Policy: c.Policy, Old: c.Old, New: c.New})
 	}
 	req.Notes = heldNotes(rep)
 	return req, nil
+}
+
+// pullRequestTitle renders the target's pull request title for rep's
+// changes.
+func pullRequestTitle(t config.Target, rep *Report, cfgFile, repository string) (string, error) {
+	tmpl := t.Push.PullRequest.Title
+	if tmpl == "" {
+		tmpl = DefaultTitleTemplate
+	}
+	title, err := RenderTemplate("push.pullRequest.title in "+cfgFile, tmpl, NewMessageData(rep, repository, t.Name))
+	return strings.TrimSpace(title), err
 }
 
 // targetIndex is a target's marker index across the attempts of one

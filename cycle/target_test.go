@@ -120,7 +120,7 @@ func TestRunTargetPullRequestCheckedFirst(t *testing.T) {
 	}
 	reg := &fakeRegistry{}
 	_, err = RunTarget(context.Background(), TargetOptions{Config: cfg, Target: cfg.Targets()[0], Registry: reg, Workdir: t.TempDir()})
-	if err == nil || !strings.Contains(err.Error(), "pull requests for target default: git URL http://127.0.0.1:1/fleet.git: the path needs an owner and a repository") {
+	if err == nil || !strings.Contains(err.Error(), "target default: push.pullRequest: git URL http://127.0.0.1:1/fleet.git: the path needs an owner and a repository") {
 		t.Fatalf("RunTarget error = %v, want the pull request settings refused before the clone", err)
 	}
 }
@@ -165,10 +165,11 @@ func TestRunTargetNoMarkers(t *testing.T) {
 // recordingForge is a pull request provider in memory that records its
 // write calls.
 type recordingForge struct {
-	mu     sync.Mutex
-	prs    []pullrequest.PR
-	writes []string
-	lists  int
+	mu        sync.Mutex
+	prs       []pullrequest.PR
+	writes    []string
+	lists     int
+	labelsErr error // what AddLabels returns
 }
 
 func (f *recordingForge) Name() string { return "gitea" }
@@ -203,7 +204,7 @@ func (f *recordingForge) Update(_ context.Context, n int, title, body string) (*
 	return nil, nil
 }
 
-func (f *recordingForge) AddLabels(context.Context, int, []string) error { return nil }
+func (f *recordingForge) AddLabels(context.Context, int, []string) error { return f.labelsErr }
 func (f *recordingForge) Comment(context.Context, int, string) error     { return nil }
 func (f *recordingForge) Close(context.Context, int) error {
 	f.mu.Lock()
@@ -219,9 +220,19 @@ func (f *recordingForge) Close(context.Context, int) error {
 // is faked.
 func pullRequestTarget(t *testing.T) (*config.Config, config.Target, string) {
 	t.Helper()
+	return pullRequestTargetWith(t, "")
+}
+
+// pullRequestTargetWith is pullRequestTarget with more keys of
+// push.pullRequest, such as "title: x, labels: [deps]".
+func pullRequestTargetWith(t *testing.T, keys string) (*config.Config, config.Target, string) {
+	t.Helper()
+	if keys != "" {
+		keys = ", " + keys
+	}
 	bare := testgit.NewBare(t, targetFiles)
 	text := strings.Replace(targetConfig, "URL", "https://forge.invalid/acme/fleet.git", 1) +
-		"push:\n  branch: imagebump/main\n  pullRequest: {provider: gitea, tokenFile: /nonexistent}\n"
+		"push:\n  branch: imagebump/main\n  pullRequest: {provider: gitea, tokenFile: /nonexistent" + keys + "}\n"
 	cfg, err := config.Parse([]byte(text), "imagebump.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -392,5 +403,91 @@ func TestRunTargetStaleCloseKeepsForeignBranch(t *testing.T) {
 	}
 	if slices.Contains(forge.writes[writes:], "close") {
 		t.Errorf("the pull request was closed over a person's commit: forge writes %v", forge.writes[writes:])
+	}
+
+	// Once the pull request is merged (the person's commit with it), no
+	// open one would be closed: the cycle has nothing to do and succeeds,
+	// where it failed on the branch left behind.
+	forge.prs[0].State = pullrequest.StateMerged
+	writes = len(forge.writes)
+	res, err := RunTarget(context.Background(), opts)
+	if err != nil || res.PullRequest != nil || len(forge.writes) != writes {
+		t.Errorf("cycle after the merge: %v, pull request %+v, forge writes %v; want no error and nothing written", err, res.PullRequest, forge.writes[writes:])
+	}
+	if got := testgit.Refs(t, bare)["refs/heads/imagebump/main"]; got != fix {
+		t.Errorf("imagebump/main = %s, want it left at %s", got, fix)
+	}
+
+	// A new bump: the branch is replaced only when its tip is the merged
+	// pull request's head, as the forge reports it.
+	reg.tags["reg.example/web"] = []string{"1.2.0", "1.3.0"}
+	if _, err := RunTarget(context.Background(), opts); !errors.As(err, &fe) {
+		t.Fatalf("new bump, the merged pull request's head unknown: %v; want a *ForeignCommitError", err)
+	}
+	forge.prs[0].HeadCommit = fix
+	res, err = RunTarget(context.Background(), opts)
+	if err != nil || !res.Pushed || !res.Forced || res.PullRequest == nil || res.PullRequest.Outcome != pullrequest.Opened {
+		t.Fatalf("new bump over the merged pull request's head: %+v, %v; want the branch replaced and a pull request opened", res, err)
+	}
+	if got := testgit.Refs(t, bare)["refs/heads/imagebump/main"]; got != res.Commit {
+		t.Errorf("imagebump/main = %s, want the new commit %s", got, res.Commit)
+	}
+}
+
+// TestRunTargetPullRequestFailsBeforePush: what would fail the pull
+// request once the branch is pushed fails the cycle before it pushes: a
+// title template that fails on the changes, a token that cannot be read.
+func TestRunTargetPullRequestFailsBeforePush(t *testing.T) {
+	reg := &fakeRegistry{tags: map[string][]string{"reg.example/web": {"1.2.0"}, "reg.example/api": {"1.0.0"}}}
+	for _, c := range []struct {
+		name, keys string
+		provider   func(config.Target) (pullrequest.Provider, error)
+		want       string
+	}{{
+		name: "title template",
+		keys: "title: '{{ (index .Updated 1).Policy }}'", // one policy moves
+		want: "push.pullRequest.title in imagebump.yaml",
+	}, {
+		name: "token",
+		provider: func(config.Target) (pullrequest.Provider, error) {
+			return nil, errors.New("push.pullRequest: reading the token: no such file")
+		},
+		want: "reading the token",
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, target, bare := pullRequestTargetWith(t, c.keys)
+			forge := &recordingForge{}
+			prov := c.provider
+			if prov == nil {
+				prov = func(config.Target) (pullrequest.Provider, error) { return forge, nil }
+			}
+			_, err := RunTarget(context.Background(), TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: t.TempDir(), PullRequests: prov})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("RunTarget error = %v, want one saying %q", err, c.want)
+			}
+			if got, ok := testgit.Refs(t, bare)["refs/heads/imagebump/main"]; ok {
+				t.Errorf("imagebump/main was pushed (%s) before the cycle failed", got)
+			}
+			if forge.lists != 0 || len(forge.writes) != 0 {
+				t.Errorf("the forge was asked: %d lists, writes %v", forge.lists, forge.writes)
+			}
+		})
+	}
+}
+
+// TestRunTargetPullRequestLabelsRefused: a pull request opened whose
+// labels the forge refused is reported with the error, which says it was
+// opened.
+func TestRunTargetPullRequestLabelsRefused(t *testing.T) {
+	cfg, target, _ := pullRequestTargetWith(t, "labels: [deps]")
+	forge := &recordingForge{labelsErr: errors.New("gitea: adding labels: HTTP 403")}
+	reg := &fakeRegistry{tags: map[string][]string{"reg.example/web": {"1.2.0"}, "reg.example/api": {"1.1.0"}}}
+	res, err := RunTarget(context.Background(), TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: t.TempDir(),
+		PullRequests: func(config.Target) (pullrequest.Provider, error) { return forge, nil }})
+	if err == nil || !strings.Contains(err.Error(), "opened pull request #1, but adding the labels deps was refused") || !strings.Contains(err.Error(), "HTTP 403") {
+		t.Fatalf("RunTarget error = %v, want it to say #1 was opened and the labels refused", err)
+	}
+	if res.PullRequest == nil || res.PullRequest.Outcome != pullrequest.Opened || res.PullRequest.Number != 1 || len(res.PullRequest.Labels) != 0 || !res.Pushed {
+		t.Errorf("result: pushed=%v pull request %+v; want #1 opened, without labels", res.Pushed, res.PullRequest)
 	}
 }

@@ -41,8 +41,9 @@ type ForeignCommitError struct {
 func (e *ForeignCommitError) Error() string {
 	return fmt.Sprintf("not pushed: %s branch %q ends in commit %s (%q), which imagebump did not make (%s); "+
 		"imagebump rebuilds its push branch on every bump, which would drop that commit, so it leaves the branch and its pull request as they are. "+
-		"Merge or close the branch's pull request and delete the branch (the next cycle makes it again), "+
-		"or give push.branch a name that only imagebump pushes to",
+		"Merge the pull request, then delete the branch (the next bump makes it again; GitHub, GitLab and Gitea can delete a merged branch by themselves), "+
+		"or give push.branch a name that only imagebump pushes to. "+
+		"Deleting the branch of an open pull request closes it on GitHub and Gitea, and imagebump does not propose a closed pull request's bumps again until they change",
 		e.Remote, e.Branch, e.Commit, e.Subject, e.Why)
 }
 

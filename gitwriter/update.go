@@ -87,6 +87,12 @@ type Update struct {
 	// Options are Git push options sent with every push: KEY=VALUE, or KEY
 	// (sent as KEY=), as Flux's git.push.options.
 	Options []string
+	// Replace, when set, is asked about a remote PushBranch that ends in a
+	// commit imagebump did not make, by its full hash: true lets the push
+	// replace it, as the caller knows that commit is kept elsewhere (the
+	// head of a merged pull request). Without it, or with false, such a
+	// branch is left as it is, with a *ForeignCommitError.
+	Replace func(ctx context.Context, commit string) (bool, error)
 }
 
 // Result is what Update did.
@@ -252,7 +258,7 @@ func (r *Repo) attempt(ctx context.Context, u Update, key *openpgp.Entity, edit 
 		race, err = r.pushTracked(ctx, base, commit)
 		res.Pushed = err == nil
 	} else {
-		race, err = r.pushOwn(ctx, base, commit, u.PushBranch, invalidSignatureChars.Replace(u.Commit.AuthorEmail), res)
+		race, err = r.pushOwn(ctx, base, commit, u, res)
 	}
 	if err == nil && res.Pushed && u.Refspec != "" {
 		if err = r.pushRefspec(ctx, commit, u.Refspec, target); err != nil {
@@ -348,7 +354,8 @@ func (r *Repo) pushTracked(ctx context.Context, base, commit plumbing.Hash) (rac
 // branch is forced only over a commit imagebump made, one whose author and
 // committer are email (see ownCommit): over anyone else's it is left as
 // it is, with a *ForeignCommitError.
-func (r *Repo) pushOwn(ctx context.Context, base, commit plumbing.Hash, branch, email string, res *Result) (race bool, err error) {
+func (r *Repo) pushOwn(ctx context.Context, base, commit plumbing.Hash, u Update, res *Result) (race bool, err error) {
+	branch, email := u.PushBranch, invalidSignatureChars.Replace(u.Commit.AuthorEmail)
 	ref := plumbing.NewBranchReferenceName(branch)
 	// The commit is read from the store below, and a fetch may read
 	// every commit a local ref names.
@@ -384,7 +391,16 @@ func (r *Repo) pushOwn(ctx context.Context, base, commit plumbing.Hash, branch, 
 			return false, nil
 		}
 		if why := ownCommit(old, email); why != "" {
-			return false, &ForeignCommitError{Remote: r.remote, Branch: branch, Commit: shortHash(existing), Why: why, Subject: subject(old.Message)}
+			replace := false
+			if u.Replace != nil {
+				if replace, err = u.Replace(ctx, existing.String()); err != nil {
+					return false, err
+				}
+			}
+			if !replace {
+				return false, &ForeignCommitError{Remote: r.remote, Branch: branch, Commit: shortHash(existing), Why: why, Subject: subject(old.Message)}
+			}
+			r.log.Info("replacing the push branch: it ends in a commit imagebump did not make, which the caller says is kept elsewhere", "branch", branch, "commit", shortHash(existing), "why", why)
 		}
 		// Force only over the commit just seen, so that a concurrent
 		// writer of the branch is noticed rather than overwritten: the

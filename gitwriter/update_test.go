@@ -436,13 +436,35 @@ func TestUpdatePushBranchForeign(t *testing.T) {
 			if !errors.As(err, &fe) || fe.Commit != before["refs/heads/"+pushBranch][:12] || !strings.Contains(fe.Why, tc.why) {
 				t.Fatalf("Update() = %+v, %v; want a *ForeignCommitError for the branch's tip, %s", got, err, tc.why)
 			}
-			for _, w := range []string{`branch "imagebump/main" ends in commit ` + fe.Commit, "which imagebump did not make", "delete the branch"} {
+			for _, w := range []string{`branch "imagebump/main" ends in commit ` + fe.Commit, "which imagebump did not make", "Merge the pull request, then delete the branch", "closes it on GitHub and Gitea"} {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q lacks %q", err, w)
 				}
 			}
 			if diff := cmp.Diff(testgit.Refs(t, bare), before); diff != "" {
 				t.Errorf("remote refs changed (-got +want):\n%s", diff)
+			}
+			// A Replace that says no leaves it too; it is asked with the
+			// tip's full hash.
+			tip := before["refs/heads/"+pushBranch]
+			var asked string
+			no := u
+			no.Replace = func(_ context.Context, c string) (bool, error) { asked = c; return false, nil }
+			if _, err := r.Update(t.Context(), no, edit); !errors.As(err, &fe) || asked != tip {
+				t.Fatalf("Update() with a Replace saying no = %v, asked about %q; want a *ForeignCommitError, asked about %s", err, asked, tip)
+			}
+			if diff := cmp.Diff(testgit.Refs(t, bare), before); diff != "" {
+				t.Errorf("remote refs changed (-got +want):\n%s", diff)
+			}
+			// One that says yes (the head of a merged pull request) lets
+			// the branch be replaced.
+			yes := u
+			yes.Replace = func(context.Context, string) (bool, error) { return true, nil }
+			if got, err = r.Update(t.Context(), yes, edit); err != nil || !got.Pushed || !got.Forced {
+				t.Fatalf("Update() with a Replace saying yes = %+v, %v; want it pushed, forced", got, err)
+			}
+			if now := testgit.Refs(t, bare)["refs/heads/"+pushBranch]; now != got.Commit {
+				t.Errorf("%s = %s, want the new commit %s", pushBranch, now, got.Commit)
 			}
 			// The person deletes the branch: the next Update makes it.
 			testgit.Git(t, bare, "branch", "-D", pushBranch)

@@ -3,6 +3,8 @@ package pullrequest
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -11,8 +13,12 @@ import (
 // no longer proposes anything: its bumps were made on base by other means,
 // or the tags they named were withdrawn, so the caller has no changes and
 // the open pull request proposes obsolete ones. When reason is not blank it
-// is posted as a comment first, to say why; should closing then fail, a
-// retry posts it again.
+// is posted as a comment once the pull request is closed, to say why; a
+// comment refused (a token that may close but not comment) is reported in
+// the error, with the result, and not retried: the pull request is closed.
+// ready, when not nil, is called once an open pull request is found and
+// before anything is written; its error stops Close (the caller's check
+// that closing drops nobody's work).
 //
 // With no open pull request, Close makes no call that writes and returns
 // Outcome None; a second Close after a first one is therefore read-only.
@@ -25,18 +31,20 @@ import (
 // so, unlike one closed by hand, it does not keep its bumps from being
 // proposed again. Should git.branch lose the bumps (a revert), or the
 // tags come back, the next run opens a new pull request for them.
-func Close(ctx context.Context, p Provider, head, base, reason string) (*Result, error) {
+func Close(ctx context.Context, p Provider, head, base, reason string, ready func() error) (*Result, error) {
 	open, err := openPRs(ctx, p, head, base)
 	if err != nil || len(open) == 0 {
 		return noneOr(p, err)
 	}
-	reason = strings.TrimSpace(reason)
-	for _, pr := range open {
-		if reason != "" {
-			if err := p.Comment(ctx, pr.Number, reason); err != nil {
-				return nil, err
-			}
+	if ready != nil {
+		if err := ready(); err != nil {
+			return nil, err
 		}
+	}
+	res := &Result{Number: open[0].Number, URL: open[0].URL, Outcome: Closed, Provider: p.Name()}
+	reason = strings.TrimSpace(reason)
+	var uncommented []error
+	for _, pr := range open {
 		if !closedAsStale(pr.Body) {
 			if _, err := p.Update(ctx, pr.Number, pr.Title, markStale(pr.Body)); err != nil {
 				return nil, err
@@ -45,8 +53,13 @@ func Close(ctx context.Context, p Provider, head, base, reason string) (*Result,
 		if err := p.Close(ctx, pr.Number); err != nil {
 			return nil, err
 		}
+		if reason != "" {
+			if err := p.Comment(ctx, pr.Number, reason); err != nil {
+				uncommented = append(uncommented, fmt.Errorf("closed pull request #%d, but the comment saying why was refused: %w", pr.Number, err))
+			}
+		}
 	}
-	return &Result{Number: open[0].Number, URL: open[0].URL, Outcome: Closed, Provider: p.Name()}, nil
+	return res, errors.Join(uncommented...)
 }
 
 // PlanClose returns what Close would do, calling only p.List: Outcome

@@ -40,6 +40,9 @@ type Error struct {
 	// an open one from the same branch exists; the Error then Is
 	// ErrAlreadyExists.
 	Exists bool
+	// API is the API base URL the call went to, without credentials; a 404
+	// names it, as a wrong one answers so too.
+	API string
 	// Err is the client library's error.
 	Err error
 }
@@ -67,6 +70,9 @@ func (e *Error) Error() string {
 		b.WriteString("not found, or the token has no access to " + e.Repository + status)
 		if e.Needs != "" {
 			b.WriteString(": it needs " + e.Needs)
+		}
+		if e.API != "" {
+			b.WriteString("; or " + redact.String(e.API) + " is not the forge's API: check push.pullRequest.apiURL")
 		}
 	case e.Status != 0:
 		fmt.Fprintf(&b, "HTTP %d", e.Status)

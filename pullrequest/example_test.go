@@ -116,7 +116,7 @@ func ExampleClose() {
 	}
 	// ... main gets the bump by hand; the next run finds nothing to bump.
 	for range 2 {
-		res, err := pullrequest.Close(ctx, forge, "imagebump/main", "main", "main already has these bumps.")
+		res, err := pullrequest.Close(ctx, forge, "imagebump/main", "main", "main already has these bumps.", nil)
 		if err != nil {
 			log.Fatal(err)
 		}

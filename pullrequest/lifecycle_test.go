@@ -12,12 +12,13 @@ import (
 
 // scripted is a Provider over a fixed list of pull requests that records
 // the calls made to it. createErr, when set, is what Create returns;
-// writeErr what Comment and Close return.
+// commentErr, closeErr and labelsErr what Comment, Close and AddLabels
+// return.
 type scripted struct {
-	prs       []PR
-	createErr error
-	writeErr  error
-	calls     []string
+	prs                             []PR
+	createErr                       error
+	commentErr, closeErr, labelsErr error
+	calls                           []string
 }
 
 func (s *scripted) Name() string { return "scripted" }
@@ -43,17 +44,17 @@ func (s *scripted) Update(_ context.Context, number int, title, body string) (*P
 
 func (s *scripted) AddLabels(_ context.Context, number int, labels []string) error {
 	s.calls = append(s.calls, fmt.Sprintf("labels #%d %s", number, strings.Join(labels, ",")))
-	return nil
+	return s.labelsErr
 }
 
 func (s *scripted) Comment(_ context.Context, number int, body string) error {
 	s.calls = append(s.calls, fmt.Sprintf("comment #%d %s", number, body))
-	return s.writeErr
+	return s.commentErr
 }
 
 func (s *scripted) Close(_ context.Context, number int) error {
 	s.calls = append(s.calls, fmt.Sprintf("close #%d", number))
-	return s.writeErr
+	return s.closeErr
 }
 
 var (
@@ -252,11 +253,11 @@ func TestCloseDecisions(t *testing.T) {
 		want:      Result{Outcome: None},
 		wantCalls: []string{"list"},
 	}, {
-		name:      "the open one is commented on, then closed",
+		name:      "the open one is marked, closed, then commented on",
 		prs:       []PR{pr(2, StateMerged, "Bump a", changeA), pr(4, StateOpen, "Bump a", changeB)},
 		reason:    "  main has these bumps already\n",
 		want:      Result{Number: 4, URL: "https://forge/pr/4", Outcome: Closed},
-		wantCalls: []string{"list", "comment #4 main has these bumps already", "update #4 Bump a", "close #4"},
+		wantCalls: []string{"list", "update #4 Bump a", "close #4", "comment #4 main has these bumps already"},
 	}, {
 		name:      "a blank reason posts no comment",
 		prs:       []PR{pr(4, StateOpen, "Bump a", changeB)},
@@ -268,17 +269,17 @@ func TestCloseDecisions(t *testing.T) {
 		prs:       []PR{{Number: 4, URL: "https://forge/pr/4", State: StateOpen, Title: "Bump a", Body: markStale(Body(changeA))}},
 		reason:    "stale",
 		want:      Result{Number: 4, URL: "https://forge/pr/4", Outcome: Closed},
-		wantCalls: []string{"list", "comment #4 stale", "close #4"},
+		wantCalls: []string{"list", "close #4", "comment #4 stale"},
 	}, {
 		name:      "every open one is closed, the most recent named",
 		prs:       []PR{pr(3, StateOpen, "old", changeA), pr(5, StateClosed, "Bump a", changeA), pr(7, StateOpen, "Bump a", changeB)},
 		reason:    "stale",
 		want:      Result{Number: 7, URL: "https://forge/pr/7", Outcome: Closed},
-		wantCalls: []string{"list", "comment #7 stale", "update #7 Bump a", "close #7", "comment #3 stale", "update #3 old", "close #3"},
+		wantCalls: []string{"list", "update #7 Bump a", "close #7", "comment #7 stale", "update #3 old", "close #3", "comment #3 stale"},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			p := &scripted{prs: c.prs}
-			got, err := Close(context.Background(), p, "imagebump/main", "main", c.reason)
+			got, err := Close(context.Background(), p, "imagebump/main", "main", c.reason, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -307,15 +308,43 @@ func TestCloseDecisions(t *testing.T) {
 }
 
 func TestCloseErrors(t *testing.T) {
-	t.Run("a failed comment stops before closing", func(t *testing.T) {
-		p := &scripted{prs: []PR{pr(4, StateOpen, "Bump a", changeA)}, writeErr: &Error{Provider: "scripted", Status: 403}}
-		_, err := Close(context.Background(), p, "imagebump/main", "main", "stale")
+	forbidden := &Error{Provider: "scripted", Status: 403}
+	t.Run("a refused comment leaves the pull request closed, and says so", func(t *testing.T) {
+		p := &scripted{prs: []PR{pr(4, StateOpen, "Bump a", changeA)}, commentErr: forbidden}
+		res, err := Close(context.Background(), p, "imagebump/main", "main", "stale", nil)
 		var pe *Error
-		if !errors.As(err, &pe) || pe.Status != 403 {
+		if !errors.As(err, &pe) || pe.Status != 403 || !strings.Contains(err.Error(), "closed pull request #4, but the comment saying why was refused") {
+			t.Errorf("got %v, want the 403, saying #4 was closed", err)
+		}
+		if res == nil || res.Outcome != Closed || res.Number != 4 {
+			t.Errorf("result %+v, want #4 closed", res)
+		}
+		if diff := cmp.Diff([]string{"list", "update #4 Bump a", "close #4", "comment #4 stale"}, p.calls); diff != "" {
+			t.Errorf("calls (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("a refused close posts no comment", func(t *testing.T) {
+		p := &scripted{prs: []PR{pr(4, StateOpen, "Bump a", changeA)}, closeErr: forbidden}
+		if _, err := Close(context.Background(), p, "imagebump/main", "main", "stale", nil); !errors.Is(err, forbidden) {
 			t.Errorf("got %v, want the 403", err)
 		}
-		if diff := cmp.Diff([]string{"list", "comment #4 stale"}, p.calls); diff != "" {
+		if diff := cmp.Diff([]string{"list", "update #4 Bump a", "close #4"}, p.calls); diff != "" {
 			t.Errorf("calls (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("ready's error stops Close before it writes, and only when one is open", func(t *testing.T) {
+		notReady := errors.New("a person's commit is on the branch")
+		p := &scripted{prs: []PR{pr(4, StateOpen, "Bump a", changeA)}}
+		if _, err := Close(context.Background(), p, "imagebump/main", "main", "stale", func() error { return notReady }); !errors.Is(err, notReady) {
+			t.Errorf("got %v, want ready's error", err)
+		}
+		if diff := cmp.Diff([]string{"list"}, p.calls); diff != "" {
+			t.Errorf("calls (-want +got):\n%s", diff)
+		}
+		p = &scripted{prs: []PR{pr(4, StateMerged, "Bump a", changeA)}}
+		res, err := Close(context.Background(), p, "imagebump/main", "main", "stale", func() error { return notReady })
+		if err != nil || res.Outcome != None {
+			t.Errorf("with none open: %+v, %v; want None, and ready not called", res, err)
 		}
 	})
 	for _, c := range []struct {
@@ -326,7 +355,7 @@ func TestCloseErrors(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := &scripted{}
-			_, err := Close(context.Background(), p, c.head, c.base, "stale")
+			_, err := Close(context.Background(), p, c.head, c.base, "stale", nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("Close: got %v, want an error saying %q", err, c.want)
 			}
@@ -438,5 +467,36 @@ func TestLongTitle(t *testing.T) {
 	}
 	if got.Outcome != Unchanged {
 		t.Errorf("a long title that was cut: got %s, want unchanged", got.Outcome)
+	}
+}
+
+func TestMergedHead(t *testing.T) {
+	const tip = "5d0b2f5c1e9a4c7b8d3e6f0a1b2c3d4e5f6a7b8c"
+	withHead := func(n int, state State, head string) PR {
+		p := pr(n, state, "Bump a", changeA)
+		p.HeadCommit = head
+		return p
+	}
+	for _, c := range []struct {
+		name string
+		prs  []PR
+		want bool
+	}{
+		{"merged with that head", []PR{withHead(3, StateOpen, "abc"), withHead(2, StateMerged, tip)}, true},
+		{"hashes compare without case", []PR{withHead(2, StateMerged, strings.ToUpper(tip))}, true},
+		{"closed, not merged", []PR{withHead(2, StateClosed, tip)}, false},
+		{"open with that head", []PR{withHead(2, StateOpen, tip)}, false},
+		{"merged with another head", []PR{withHead(2, StateMerged, "0000000000000000000000000000000000000000")}, false},
+		{"the forge said no head", []PR{withHead(2, StateMerged, "")}, false},
+		{"none", nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := MergedHead(c.prs, tip); got != c.want {
+				t.Errorf("MergedHead = %v, want %v", got, c.want)
+			}
+		})
+	}
+	if MergedHead([]PR{withHead(2, StateMerged, "")}, "") {
+		t.Error("an empty commit matched an empty head")
 	}
 }

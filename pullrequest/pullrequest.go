@@ -33,6 +33,10 @@ type PR struct {
 	Title, Body string
 	// Head is the branch the changes come from; Base the branch they go to.
 	Head, Base string
+	// HeadCommit is the full hash of the commit Head pointed at: for a
+	// merged pull request, the commit that was merged. Empty when the forge
+	// did not say.
+	HeadCommit string
 	// Labels are the names of the labels the pull request has.
 	Labels []string
 }
@@ -152,7 +156,8 @@ var ErrAlreadyExists = errors.New("an open pull request from this branch already
 // Ensure keeps one pull request open from req.Head into req.Base that
 // proposes req.Changes, following the lifecycle in the package
 // documentation. A run whose pull request is already current makes no call
-// that writes.
+// that writes. A result that comes with an error is a pull request opened
+// or updated whose labels the forge refused.
 func Ensure(ctx context.Context, p Provider, req Request) (*Result, error) {
 	req, err := req.normalize()
 	if err != nil {
@@ -201,14 +206,29 @@ func Ensure(ctx context.Context, p Provider, req Request) (*Result, error) {
 	}
 }
 
-// finish adds labels to pr and builds the result.
+// finish adds labels to pr and builds the result. Labels refused leave
+// the pull request opened or updated all the same: the result comes with
+// an error saying so, and without the labels.
 func finish(ctx context.Context, p Provider, pr *PR, o Outcome, labels []string) (*Result, error) {
+	res := &Result{Number: pr.Number, URL: pr.URL, Outcome: o, Provider: p.Name(), Labels: labels}
 	if len(labels) > 0 {
 		if err := p.AddLabels(ctx, pr.Number, labels); err != nil {
-			return nil, err
+			res.Labels = nil
+			return res, fmt.Errorf("%s pull request #%d, but adding the labels %s was refused; they are added again when its bumps change, or add them by hand: %w",
+				o, pr.Number, strings.Join(labels, ", "), err)
 		}
 	}
-	return &Result{Number: pr.Number, URL: pr.URL, Outcome: o, Provider: p.Name(), Labels: labels}, nil
+	return res, nil
+}
+
+// MergedHead reports whether commit, a full hash, is the head of one of
+// prs that was merged: what a branch still holds after its pull request
+// was merged (one a forge's "update branch" made, say) is in the base,
+// so replacing that branch drops nothing.
+func MergedHead(prs []PR, commit string) bool {
+	return commit != "" && slices.ContainsFunc(prs, func(pr PR) bool {
+		return pr.State == StateMerged && strings.EqualFold(pr.HeadCommit, commit)
+	})
 }
 
 // Plan returns what Ensure would do for req, calling only p.List.

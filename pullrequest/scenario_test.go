@@ -576,7 +576,7 @@ func TestScenarios(t *testing.T) {
 			if n := f.writes() - before; n != 0 {
 				t.Errorf("PlanClose made %d write calls, want 0", n)
 			}
-			res, err := pullrequest.Close(context.Background(), f.p, head, base, closeReason)
+			res, err := pullrequest.Close(context.Background(), f.p, head, base, closeReason, nil)
 			if err != nil {
 				t.Fatalf("Close: %v", err)
 			}
@@ -598,7 +598,7 @@ func TestScenarios(t *testing.T) {
 			none := &pullrequest.Result{Outcome: pullrequest.None, Provider: f.p.Name()}
 			for _, closeFn := range []func() (*pullrequest.Result, error){
 				func() (*pullrequest.Result, error) {
-					return pullrequest.Close(context.Background(), f.p, head, base, closeReason)
+					return pullrequest.Close(context.Background(), f.p, head, base, closeReason, nil)
 				},
 				func() (*pullrequest.Result, error) {
 					return pullrequest.PlanClose(context.Background(), f.p, head, base)
@@ -622,7 +622,7 @@ func TestScenarios(t *testing.T) {
 		{"closed by Close then bumps again", func(t *testing.T, f *forge) {
 			f.push(t, bumpA.Changes)
 			first := f.ensure(t, bumpA)
-			if _, err := pullrequest.Close(context.Background(), f.p, head, base, closeReason); err != nil {
+			if _, err := pullrequest.Close(context.Background(), f.p, head, base, closeReason, nil); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
 			// Closed as stale is not turned down: the same bumps again
@@ -648,10 +648,12 @@ func TestScenarios(t *testing.T) {
 		{"close with a token without permission", func(t *testing.T, f *forge) {
 			f.push(t, bumpA.Changes)
 			first := f.ensure(t, bumpA)
-			_, err := pullrequest.Close(context.Background(), f.readOnly, head, base, closeReason)
-			checkDeniedNeeds(t, f, err, f.p.Name()+": commenting on ", f.deniedComment)
-			_, err = pullrequest.Close(context.Background(), f.readOnly, head, base, "")
+			// Close marks the body first: refused, nothing else is tried.
+			_, err := pullrequest.Close(context.Background(), f.readOnly, head, base, closeReason, nil)
 			checkDeniedNeeds(t, f, err, f.p.Name()+": updating ", f.denied)
+			// A refused comment names what it needs.
+			err = f.readOnly.Comment(context.Background(), first.Number, closeReason)
+			checkDeniedNeeds(t, f, err, f.p.Name()+": commenting on ", f.deniedComment)
 			want := []summary{{first.Number, pullrequest.StateOpen, bumpA.Title, keyA, labels}}
 			if diff := cmp.Diff(want, f.summaries(t)); diff != "" {
 				t.Errorf("pull requests (-want +got):\n%s", diff)

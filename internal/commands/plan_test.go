@@ -266,6 +266,15 @@ targets:
     git: {url: "http://git.example.com/fleet.git"}
     push: {branch: imagebump/main, pullRequest: {provider: gitea, tokenFile: token}}
 `)
+	subPath := writeFile(t, dir, "subpath.yaml", `images:
+  - name: apps:web
+    repository: ghcr.io/acme/web
+    policy: {semver: ">=1.0.0"}
+targets:
+  - name: tp
+    git: {url: "https://git.example.com/git/acme/fleet.git"}
+    push: {branch: imagebump/main, pullRequest: {provider: gitea, tokenFile: token}}
+`)
 	repo := filepath.Join(dir, "repo")
 	writeFile(t, repo, "a.yaml", "image: ghcr.io/acme/web:1 # {\"$imagepolicy\": \"apps:web\"}\n")
 	badRepo := filepath.Join(dir, "badrepo")
@@ -280,7 +289,8 @@ targets:
 		{name: "config only", args: []string{"validate", "-c", good}, want: []string{"config is valid"}},
 		{name: "markers and an unused policy", args: []string{"validate", "-c", good, "--repo", repo}, want: []string{"1 marker", "warning", "apps:unused", "good.yaml:5"}},
 		{name: "unknown config key", args: []string{"validate", "-c", bad}, wantCode: ExitUsage, want: []string{"bad.yaml:4", "semvar"}},
-		{name: "pull requests at a URL with no owner", args: []string{"validate", "-c", noOwner}, wantCode: ExitUsage, want: []string{"config read, with problems", "error: " + noOwner + ":6: pull requests for target tp: git URL http://git.example.com/fleet.git: the path needs an owner and a repository"}},
+		{name: "pull requests on a forge under a sub-path", args: []string{"validate", "-c", subPath}, wantCode: ExitUsage, want: []string{"config read, with problems", "error: " + subPath + `:6: target tp: push.pullRequest: repository path "git/acme/fleet" of git.url is not owner/repo`}},
+		{name: "pull requests at a URL with no owner", args: []string{"validate", "-c", noOwner}, wantCode: ExitUsage, want: []string{"config read, with problems", "error: " + noOwner + ":6: target tp: push.pullRequest: git URL http://git.example.com/fleet.git: the path needs an owner and a repository"}},
 		{name: "a target glob matching no policy", args: []string{"validate", "-c", globs}, want: []string{"config is valid", `warning: ` + globs + `:6: target prod: policies entry "app:*" matches no image policy`, "such as apps:web"}},
 		{name: "marker naming an unknown policy", args: []string{"validate", "-c", good, "--repo", badRepo}, wantCode: ExitUsage, want: []string{"a.yaml:2", "apps:wbe"}},
 	}
@@ -320,7 +330,7 @@ targets:
     git: {url: "https://example.com/fleet.git", auth: {tokenFile: "env:GIT_TOKEN"}}
 `)
 	out, stderr, code := runMain(t, "validate", "-c", cfg)
-	want := "warning: " + cfg + ":2: registries[0].auth.dockerConfig: " + filepath.Join(dir, "secrets/missing.json") + " does not exist here"
+	want := "warning: " + cfg + ":3: registries[0].auth.dockerConfig: " + filepath.Join(dir, "secrets/missing.json") + " does not exist here"
 	if code != 0 || !strings.Contains(out, want) {
 		t.Errorf("validate: exit %d, want 0 and %q:\n%s%s", code, want, out, stderr)
 	}
@@ -331,6 +341,29 @@ targets:
 	var rep ValidateReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0].Message, "registries[0].auth.dockerConfig") {
 		t.Errorf("validate -o json: exit %d, warnings %+v (%v)", code, rep.Warnings, err)
+	}
+
+	// Keys outside a list entry are named at their own line, where the
+	// warning said FILE:0.
+	top := writeFile(t, dir, "top.yaml", `images:
+  - name: apps:web
+    repository: ghcr.io/acme/web
+    policy: {semver: ">=1.0.0"}
+git: {url: "https://github.com/acme/fleet.git"}
+commit:
+  author: {name: bot, email: bot@example.com}
+  signingKeyFile: missing.asc
+push:
+  branch: imagebump/main
+  pullRequest:
+    provider: github
+    tokenFile: missing-token
+`)
+	out, stderr, code = runMain(t, "validate", "-c", top)
+	for _, want := range []string{top + ":8: commit.signingKeyFile", top + ":13: push.pullRequest.tokenFile"} {
+		if code != 0 || !strings.Contains(out, "warning: "+want) {
+			t.Errorf("validate: exit %d, want 0 and a warning at %q:\n%s%s", code, want, out, stderr)
+		}
 	}
 }
 

@@ -1,9 +1,14 @@
 package commands
 
 import (
+	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagebump/imagebump/internal/testkit/testgitea"
 )
@@ -139,6 +144,78 @@ func TestRunPullRequestGiteaMerged(t *testing.T) {
 	if strings.Contains(out+stderr, gt.Token) {
 		t.Error("the token appears in run's output")
 	}
+}
+
+// TestRunPullRequestGiteaUpdatedThenMerged: a person presses Gitea's
+// "update branch" on imagebump's pull request (a merge commit of theirs
+// on imagebump's branch), then merges it, leaving the branch. A run with
+// nothing new succeeds (it failed on that commit, with no pull request
+// to close), and the next bump replaces the branch, whose tip is the
+// merged pull request's head, and opens a new pull request.
+func TestRunPullRequestGiteaUpdatedThenMerged(t *testing.T) {
+	gt := testgitea.Start(t)
+	host := startMemRegistry(t)
+	files := demoRepoFiles(t, host)
+	owner, repo, cloneURL := gt.CreateRepo(t, "fleet-updated", files)
+	dir := t.TempDir()
+	writeFile(t, dir, "token", gt.Token+"\n")
+	cfg := runConfig(t, dir, host, "  url: "+cloneURL+"\n  branch: main\n  auth: {tokenFile: token}\n",
+		"push:\n  branch: imagebump/main\n  pullRequest:\n    provider: gitea\n    apiURL: "+gt.URL+"\n")
+	out, stderr, code := runMain(t, "run", "-c", cfg, "-o", "json")
+	pr := decodeRun(t, out).Targets[0].PullRequest
+	if code != 0 || pr == nil || pr.Outcome != "opened" {
+		t.Fatalf("first run: exit %d, pull request %+v\n%s", code, pr, stderr)
+	}
+
+	// main moves; the person updates the branch from it, then merges.
+	files["NOTES.md"] = "release notes\n"
+	gt.PushBranch(t, owner, repo, "main", "main", map[string]string{"NOTES.md": files["NOTES.md"]})
+	gt.API(t, http.MethodPost, fmt.Sprintf("/repos/%s/%s/pulls/%d/update?style=merge", owner, repo, pr.Number), nil, http.StatusOK, nil)
+	var branch struct {
+		Commit struct {
+			Message   string `json:"message"`
+			Committer struct {
+				Email string `json:"email"`
+			} `json:"committer"`
+		} `json:"commit"`
+	}
+	gt.API(t, http.MethodGet, "/repos/"+owner+"/"+repo+"/branches/imagebump%2Fmain", nil, http.StatusOK, &branch)
+	if !strings.HasPrefix(branch.Commit.Message, "Merge") || branch.Commit.Committer.Email == "imagebump@localhost" {
+		t.Fatalf("after update branch, the tip is %+v; want a person's merge commit", branch.Commit)
+	}
+	gt.MergePR(t, owner, repo, pr.Number)
+
+	out, stderr, code = runMain(t, "run", "-c", cfg, "-o", "json")
+	if got := decodeRun(t, out).Targets[0]; code != 0 || got.Error != "" || got.PullRequest != nil || len(got.Changes) != 0 {
+		t.Fatalf("run after the merge: exit %d, %+v; want nothing to do\n%s", code, got, stderr)
+	}
+
+	// A new tag: the branch left by the merged pull request is replaced.
+	img, err := remote.Image(mustTag(t, host+"/acme/api:2.3.4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(mustTag(t, host+"/acme/api:2.3.9"), img); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code = runMain(t, "run", "-c", cfg, "-o", "json")
+	got := decodeRun(t, out).Targets[0]
+	if code != 0 || !got.Pushed || got.PullRequest == nil || got.PullRequest.Outcome != "opened" || got.PullRequest.Number == pr.Number {
+		t.Fatalf("run with a new tag: exit %d, pushed=%v, pull request %+v; want a new one opened\n%s", code, got.Pushed, got.PullRequest, stderr)
+	}
+	prs := gt.PullRequests(t, owner, repo)
+	if len(prs) != 2 || prs[0].State != "open" || !strings.Contains(prs[0].Body, "2.3.9") || !prs[1].Merged {
+		t.Errorf("pull requests: %+v; want the new one open with 2.3.9, the first merged", prs)
+	}
+}
+
+func mustTag(t *testing.T, s string) name.Tag {
+	t.Helper()
+	tag, err := name.NewTag(s, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tag
 }
 
 // TestRunHoldsPullRequestWhileAPolicyFails checks that a failing registry

@@ -312,7 +312,7 @@ func (p *Provider) convert(pr *sdk.PullRequest) pullrequest.PR {
 		State:  pullrequest.StateOpen,
 	}
 	if pr.Head != nil {
-		out.Head = pr.Head.Ref
+		out.Head, out.HeadCommit = pr.Head.Ref, pr.Head.Sha
 	}
 	if pr.Base != nil {
 		out.Base = pr.Base.Ref
@@ -338,6 +338,7 @@ func (p *Provider) fail(op, needs string, resp *sdk.Response, err error) error {
 		Repository: p.owner + "/" + p.repo,
 		Op:         op,
 		Needs:      needs,
+		API:        p.api,
 		Err:        pullrequest.ScrubError(err, p.token),
 	}
 	if resp != nil && resp.Response != nil {

@@ -113,6 +113,12 @@ func TestList(t *testing.T) {
 	s.ClosePR(t, owner, repo, third)
 	s.PushBranch(t, owner, repo, "main", "imagebump/main", map[string]string{"app.yaml": "image: a:4\n"})
 	fourth := open("imagebump/main", "main", "fourth")
+	var branch struct {
+		Commit struct {
+			ID string `json:"id"`
+		} `json:"commit"`
+	}
+	s.API(t, http.MethodGet, "/repos/"+owner+"/"+repo+"/branches/imagebump%2Fmain", nil, http.StatusOK, &branch)
 	s.MergePR(t, owner, repo, fourth)
 	prs, err = p.List(ctx, "imagebump/main", "main")
 	if err != nil {
@@ -120,6 +126,10 @@ func TestList(t *testing.T) {
 	}
 	if len(prs) != 1 || prs[0].Number != fourth || prs[0].State != pullrequest.StateMerged {
 		t.Errorf("after merging #%d: got %+v, want only it, merged", fourth, prs)
+	}
+	// The merged one's head is the commit merged, which the branch holds.
+	if len(prs) == 1 && (branch.Commit.ID == "" || prs[0].HeadCommit != branch.Commit.ID) {
+		t.Errorf("merged #%d: head commit %q, want the branch's %q", fourth, prs[0].HeadCommit, branch.Commit.ID)
 	}
 }
 

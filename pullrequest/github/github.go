@@ -34,6 +34,9 @@ const (
 	// needsComment is what commenting on a pull request needs: it goes
 	// through the issues API, like labels.
 	needsComment = needsLabels
+	// needsActions is what GitHub's refusal of a workflow's pull request
+	// needs: a setting, not a scope.
+	needsActions = `the repository's setting Settings > Actions > General > Workflow permissions > "Allow GitHub Actions to create and approve pull requests" (or the organization's), as well as pull-requests: write`
 )
 
 // Options configure a Provider.
@@ -54,6 +57,7 @@ type Options struct {
 // Provider is the GitHub pullrequest.Provider for one repository.
 type Provider struct {
 	client      *gh.Client
+	api         string
 	owner, repo string
 	token       string
 }
@@ -96,7 +100,7 @@ func New(opts Options) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("github: making the API client: %w", err)
 	}
-	return &Provider{client: c, owner: opts.Owner, repo: opts.Repo, token: opts.Token}, nil
+	return &Provider{client: c, api: base, owner: opts.Owner, repo: opts.Repo, token: opts.Token}, nil
 }
 
 // Name returns "github".
@@ -200,6 +204,8 @@ func (p *Provider) convert(pr *gh.PullRequest) pullrequest.PR {
 		Head:   pr.GetHead().GetRef(),
 		Base:   pr.GetBase().GetRef(),
 		State:  pullrequest.StateOpen,
+		// Frozen at the merge for a merged one.
+		HeadCommit: pr.GetHead().GetSHA(),
 	}
 	switch {
 	case pr.MergedAt != nil || pr.GetMerged():
@@ -220,6 +226,7 @@ func (p *Provider) fail(op, needs string, resp *gh.Response, err error) error {
 		Repository: p.owner + "/" + p.repo,
 		Op:         op,
 		Needs:      needs,
+		API:        p.api,
 		Err:        pullrequest.ScrubError(err, p.token),
 	}
 	if resp != nil && resp.Response != nil {
@@ -243,6 +250,12 @@ func (p *Provider) fail(op, needs string, resp *gh.Response, err error) error {
 			}
 		}
 		e.Message = strings.Join(msgs, ": ")
+		// A workflow's GITHUB_TOKEN with pull-requests: write is still
+		// refused while the repository's (or organization's) Actions
+		// settings do not let workflows open pull requests.
+		if e.Status == http.StatusForbidden && strings.Contains(strings.ToLower(e.Message), "not permitted to create") {
+			e.Needs = needsActions
+		}
 		// GitHub answers a duplicate with 422 Validation Failed and, in
 		// the errors list, "A pull request already exists for owner:branch."
 		if e.Status == http.StatusUnprocessableEntity && strings.Contains(e.Message, "already exists") {

@@ -151,12 +151,13 @@ func TestURLScrubbed(t *testing.T) {
 
 // TestList checks states, the head and base filter, forks, and paging.
 func TestList(t *testing.T) {
+	const mergedHead = "5d0b2f5c1e9a4c7b8d3e6f0a1b2c3d4e5f6a7b8c" // a merged one's head commit is read
 	fake, p := newFake(t)
 	for i := range 150 {
 		n := fake.Add(fakeforge.PR{Title: fmt.Sprint("old ", i), Head: "imagebump/main", Base: "main"})
 		fake.Close(n)
 	}
-	merged := fake.Add(fakeforge.PR{Title: "merged", Head: "imagebump/main", Base: "main"})
+	merged := fake.Add(fakeforge.PR{Title: "merged", Head: "imagebump/main", Base: "main", HeadSHA: mergedHead})
 	fake.Merge(merged)
 	fake.Add(fakeforge.PR{Title: "other branch", Head: "feature", Base: "main"})
 	fake.Add(fakeforge.PR{Title: "other base", Head: "imagebump/main", Base: "release"})
@@ -171,22 +172,23 @@ func TestList(t *testing.T) {
 		t.Fatalf("got %d pull requests, want 152 (150 closed, merged, open)", len(prs))
 	}
 	type short struct {
-		Number int
-		State  pullrequest.State
-		Title  string
-		Labels []string
+		Number     int
+		State      pullrequest.State
+		Title      string
+		Labels     []string
+		HeadCommit string
 	}
 	var got []short
 	for _, pr := range prs[:3] {
-		got = append(got, short{pr.Number, pr.State, pr.Title, pr.Labels})
+		got = append(got, short{pr.Number, pr.State, pr.Title, pr.Labels, pr.HeadCommit})
 		if pr.Head != "imagebump/main" || pr.Base != "main" || !strings.HasSuffix(pr.URL, fmt.Sprintf("/acme/fleet/pull/%d", pr.Number)) {
 			t.Errorf("pull request %+v: wrong head, base or URL", pr)
 		}
 	}
 	want := []short{
-		{open, pullrequest.StateOpen, "open", []string{"deps"}},
-		{merged, pullrequest.StateMerged, "merged", nil},
-		{merged - 1, pullrequest.StateClosed, "old 149", nil},
+		{open, pullrequest.StateOpen, "open", []string{"deps"}, ""},
+		{merged, pullrequest.StateMerged, "merged", nil, mergedHead},
+		{merged - 1, pullrequest.StateClosed, "old 149", nil, ""},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("newest pull requests (-want +got):\n%s", diff)
@@ -257,6 +259,10 @@ func TestErrors(t *testing.T) {
 		if !errors.As(err, &pe) || pe.Status != 404 || !strings.Contains(err.Error(), "not found, or the token has no access to acme/other (HTTP 404): it needs pull_requests: read") {
 			t.Errorf("got %v", err)
 		}
+		// A wrong API URL answers 404 too: the error names the one used.
+		if want := "; or " + strings.TrimSuffix(fake.URL, "/") + "/ is not the forge's API: check push.pullRequest.apiURL"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want it to say %q", err, want)
+		}
 	})
 	t.Run("server error", func(t *testing.T) {
 		fake, p := newFake(t)
@@ -279,6 +285,13 @@ func TestErrors(t *testing.T) {
 		{"secondary rate limit", 403, http.Header{"Retry-After": {"60"}},
 			`{"message":"You have exceeded a secondary rate limit.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`,
 			func(e *pullrequest.Error) bool { return e.RateLimited }},
+		// GitHub's answer to a workflow's token when the Actions settings
+		// do not let workflows open pull requests.
+		{"actions not permitted names the setting", 403, nil,
+			`{"message":"GitHub Actions is not permitted to create or approve pull requests.","documentation_url":"https://docs.github.com/rest/pulls/pulls#create-a-pull-request"}`,
+			func(e *pullrequest.Error) bool {
+				return !e.RateLimited && strings.Contains(e.Error(), `it needs the repository's setting Settings > Actions > General > Workflow permissions > "Allow GitHub Actions to create and approve pull requests"`)
+			}},
 		{"no commits is not a duplicate", 422, nil,
 			`{"message":"Validation Failed","errors":[{"resource":"PullRequest","code":"custom","message":"No commits between main and imagebump/main"}]}`,
 			func(e *pullrequest.Error) bool {

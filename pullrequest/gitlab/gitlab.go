@@ -208,6 +208,8 @@ func (p *Provider) convert(mr *gl.BasicMergeRequest) pullrequest.PR {
 		Head:   mr.SourceBranch,
 		Base:   mr.TargetBranch,
 		Labels: []string(mr.Labels),
+		// The diff's head: for a merged one, the commit merged.
+		HeadCommit: mr.SHA,
 	}
 	switch mr.State {
 	case "merged":
@@ -227,6 +229,7 @@ func (p *Provider) fail(op, needs string, resp *gl.Response, err error) error {
 		Repository: p.project,
 		Op:         op,
 		Needs:      needs,
+		API:        p.client.BaseURL().String(),
 		Err:        pullrequest.ScrubError(err, p.token),
 	}
 	if resp != nil && resp.Response != nil {

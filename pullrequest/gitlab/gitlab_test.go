@@ -147,10 +147,11 @@ func TestURLScrubbed(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
+	const mergedHead = "5d0b2f5c1e9a4c7b8d3e6f0a1b2c3d4e5f6a7b8c" // a merged one's head commit is read
 	fake, p := newFake(t)
 	closed := fake.Add(fakeforge.PR{Title: "closed", Head: "imagebump/main", Base: "main"})
 	fake.Close(closed)
-	merged := fake.Add(fakeforge.PR{Title: "merged", Head: "imagebump/main", Base: "main"})
+	merged := fake.Add(fakeforge.PR{Title: "merged", Head: "imagebump/main", Base: "main", HeadSHA: mergedHead})
 	fake.Merge(merged)
 	fake.Add(fakeforge.PR{Title: "other branch", Head: "feature", Base: "main"})
 	fake.Add(fakeforge.PR{Title: "from a fork", Head: "imagebump/main", Base: "main", FromFork: true})
@@ -160,22 +161,23 @@ func TestList(t *testing.T) {
 		t.Fatal(err)
 	}
 	type short struct {
-		Number int
-		State  pullrequest.State
-		Title  string
-		Labels []string
+		Number     int
+		State      pullrequest.State
+		Title      string
+		Labels     []string
+		HeadCommit string
 	}
 	var got []short
 	for _, pr := range prs {
-		got = append(got, short{pr.Number, pr.State, pr.Title, pr.Labels})
+		got = append(got, short{pr.Number, pr.State, pr.Title, pr.Labels, pr.HeadCommit})
 		if !strings.HasSuffix(pr.URL, fmt.Sprintf("/%s/-/merge_requests/%d", project, pr.Number)) {
 			t.Errorf("URL %q", pr.URL)
 		}
 	}
 	want := []short{
-		{open, pullrequest.StateOpen, "open", []string{"deps"}},
-		{merged, pullrequest.StateMerged, "merged", []string{}},
-		{closed, pullrequest.StateClosed, "closed", []string{}},
+		{open, pullrequest.StateOpen, "open", []string{"deps"}, ""},
+		{merged, pullrequest.StateMerged, "merged", []string{}, mergedHead},
+		{closed, pullrequest.StateClosed, "closed", []string{}, ""},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("List (-want +got):\n%s", diff)

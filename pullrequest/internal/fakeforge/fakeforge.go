@@ -40,8 +40,11 @@ type PR struct {
 	Number      int
 	Title, Body string
 	Head, Base  string
-	State       string // open, closed or merged
-	Labels      []string
+	// HeadSHA is the commit the head branch points at, as a test sets it
+	// (the fakes hold no repository): GitHub's head.sha, GitLab's sha.
+	HeadSHA string
+	State   string // open, closed or merged
+	Labels  []string
 	// Comments are the bodies of the comments (GitLab: notes) posted on
 	// the pull request, oldest first.
 	Comments []string

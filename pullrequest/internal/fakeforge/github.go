@@ -325,7 +325,7 @@ func (g *GitHub) json(r *http.Request, p *PR) map[string]any {
 		"merged_at":  ts(p.MergedAt),
 		"merged":     p.MergedAt != nil,
 		"labels":     labels,
-		"head":       map[string]any{"ref": p.Head, "label": g.headUser(p) + ":" + p.Head},
+		"head":       map[string]any{"ref": p.Head, "label": g.headUser(p) + ":" + p.Head, "sha": p.HeadSHA},
 		"base":       map[string]any{"ref": p.Base, "label": g.owner + ":" + p.Base},
 	}
 }

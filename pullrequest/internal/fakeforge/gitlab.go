@@ -315,6 +315,7 @@ func (g *GitLab) json(r *http.Request, p *PR) map[string]any {
 		"description":       p.Body,
 		"state":             glState(p),
 		"source_branch":     p.Head,
+		"sha":               p.HeadSHA,
 		"target_branch":     p.Base,
 		"labels":            labels,
 		"web_url":           fmt.Sprintf("http://%s/%s/-/merge_requests/%d", r.Host, g.path, p.Number),
