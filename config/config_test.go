@@ -558,6 +558,16 @@ registries:
   - host: ghcr.io
     provider: aws
 `, "imagebump.yaml:4:15: registries[0].provider:", "provider aws needs an ECR host name"},
+		{"gcp on another host", `
+registries:
+  - host: ghcr.io
+    provider: gcp
+`, "imagebump.yaml:4:15: registries[0].provider:", "provider gcp needs a Google host name"},
+		{"azure on another host", `
+registries:
+  - host: localhost:5000
+    provider: azure
+`, "imagebump.yaml:4:15: registries[0].provider:", "provider azure needs an ACR host name"},
 		{"empty auth", `
 registries:
   - host: ghcr.io

@@ -175,8 +175,7 @@ func (v *validator) registries() {
 }
 
 // registryProvider checks registries[].provider against the host and auth:
-// a cloud provider takes no auth, and aws needs an ECR host name, which
-// gives the account and region.
+// a cloud provider takes no auth, and needs a host name of its cloud.
 func (v *validator) registryProvider(p string, r *Registry) {
 	pp := p + ".provider"
 	if !v.good(pp) || r.Provider == "" || r.Provider == cloudhost.Generic {
@@ -185,8 +184,8 @@ func (v *validator) registryProvider(p string, r *Registry) {
 	if v.has(p + ".auth") {
 		v.add(v.keyAt(pp), pp, "provider %s and auth both give credentials; keep one (provider: generic uses auth)", r.Provider)
 	}
-	if r.Provider == cloudhost.AWS && r.Host != "" && cloudhost.Parse(r.Host).Provider != cloudhost.AWS {
-		v.add(v.at(pp), pp, "provider aws needs an ECR host name (ACCOUNT.dkr.ecr.REGION.amazonaws.com or public.ecr.aws), which gives the account and region; %q is not one", r.Host)
+	if why := cloudhost.Mismatch(r.Provider, r.Host); why != "" {
+		v.add(v.at(pp), pp, "%s", why)
 	}
 }
 

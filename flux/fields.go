@@ -34,7 +34,7 @@ var fieldRules = map[string]map[string]*fieldRule{
 		"spec.interval":           {Info, "tags are listed on each cycle of the targets that apply the policies using this repository; their schedule comes from the ImageUpdateAutomation's interval"},
 		"spec.timeout":            {Info, "imagebump's registry client has its own per-request timeouts"},
 		"spec.proxySecretRef":     {Warning, "not read: give imagebump the proxy in its environment (HTTPS_PROXY, NO_PROXY)"},
-		"spec.serviceAccountName": {Warning, "not read: imagebump runs without cluster access, so the service account's image pull secrets are not used; map the pull secret with secretRef instead"},
+		"spec.serviceAccountName": {Warning, "not read: imagebump runs without cluster access, so the service account's image pull secrets are not used (map the pull secret with secretRef instead), nor, with a cloud provider, its workload identity: imagebump reads with its own cloud identity, so give that one access to this repository"},
 		"spec.accessFrom":         {Info, "not read: cross-namespace access lists guard a cluster; imagebump reads every object it is given"},
 	},
 	KindImagePolicy: {

@@ -477,6 +477,8 @@ spec: {url: "https://git.example.com/fleet.git", interval: 1m, ref: {branch: mai
 			`f.yaml:30: ImageUpdateAutomation apps/auto: spec.git.commit.messageTemplate: invalid template: the template uses '.Updated', which Flux removed`},
 		{"unknown provider", strings.Replace(repoYAML, "  image: ghcr.io/acme/app\n", "  image: ghcr.io/acme/app\n  provider: oci\n", 1) + policy(""),
 			`f.yaml:8: ImageRepository apps/app: spec.provider: "oci" is not generic, aws, azure or gcp (the Kubernetes API server refuses it)`},
+		{"a cloud provider on another cloud's host", strings.Replace(repoYAML, "  image: ghcr.io/acme/app\n", "  image: ghcr.io/acme/app\n  provider: gcp\n", 1) + policy(""),
+			`f.yaml:8: ImageRepository apps/app: spec.provider: provider gcp needs a Google host name (gcr.io, *.gcr.io or *-docker.pkg.dev)`},
 		{"no author email", repoYAML + policy("") + strings.Replace(auto(""), "author: {email: bot@example.com}", "author: {name: bot}", 1),
 			`f.yaml:29: ImageUpdateAutomation apps/auto: spec.git.commit.author.email: missing: Flux requires the commit author's email`},
 		{"no commit", repoYAML + policy("") + strings.Replace(auto("    push: {branch: auto}\n"), "    commit:\n      author: {email: bot@example.com}\n", "", 1),

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/internal/cloudhost"
 	"github.com/imagebump/imagebump/internal/fluxmsg"
 	"github.com/imagebump/imagebump/internal/secretfile"
 	"github.com/imagebump/imagebump/policy"
@@ -484,6 +485,11 @@ func (m *mapper) registry(repo *ImageRepository, host string) {
 		// The same clouds, and the same credential sources: the
 		// workload's identity (IRSA, workload identity, managed identity).
 		cloud = true
+		if why := cloudhost.Mismatch(p, host); why != "" {
+			// Flux refuses it too: the cloud's token goes to its own
+			// registries only.
+			m.p.fail(repo.Object, "spec.provider", src.line("spec.provider"), nil, "%s", why)
+		}
 		if h.reg.Provider != "" && h.reg.Provider != p {
 			m.p.fail(repo.Object, "spec.provider", src.line("spec.provider"), nil,
 				"%s uses provider %q for %s: imagebump has one per registry host", h.providerFrom.Ref(), h.reg.Provider, host)

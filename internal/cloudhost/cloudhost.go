@@ -7,6 +7,7 @@
 package cloudhost
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -96,6 +97,25 @@ func Resolve(provider, host string) string {
 		return Parse(host).Provider
 	}
 	return provider
+}
+
+// Mismatch says why a cloud provider may not be used for host, or ""
+// when it may: each cloud's credentials go to its own registry host names
+// only, as Flux's image-reflector-controller checks. aws needs an ECR
+// host name, which also gives the account and region; gcp a Container
+// Registry or Artifact Registry one; azure an ACR one. Anything else
+// would hand the workload's cloud token to whatever answers there.
+func Mismatch(provider, host string) string {
+	if host == "" || (provider != AWS && provider != GCP && provider != Azure) || Parse(host).Provider == provider {
+		return ""
+	}
+	switch provider {
+	case AWS:
+		return fmt.Sprintf("provider aws needs an ECR host name (ACCOUNT.dkr.ecr.REGION.amazonaws.com or public.ecr.aws), which gives the account and region; %q is not one", host)
+	case GCP:
+		return fmt.Sprintf("provider gcp needs a Google host name (gcr.io, *.gcr.io or *-docker.pkg.dev): the workload's Google token goes to Google's registries only; %q is not one", host)
+	}
+	return fmt.Sprintf("provider azure needs an ACR host name (*.azurecr.io, *.azurecr.cn or *.azurecr.us): the workload's Entra ID token goes to Azure's registries only; %q is not one", host)
 }
 
 // Describe names the registry a cloud provider runs, for messages.

@@ -53,6 +53,38 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// TestMismatch: each cloud's credentials go to its own registry host
+// names only.
+func TestMismatch(t *testing.T) {
+	for _, tc := range []struct {
+		provider, host string
+		want           string // in the reason; "" for none
+	}{
+		{AWS, "123456789012.dkr.ecr.eu-west-1.amazonaws.com", ""},
+		{AWS, "public.ecr.aws", ""},
+		{AWS, "ghcr.io", "provider aws needs an ECR host name"},
+		{GCP, "gcr.io", ""},
+		{GCP, "eu.gcr.io:443", ""},
+		{GCP, "europe-west1-docker.pkg.dev", ""},
+		{GCP, "ghcr.io", `provider gcp needs a Google host name (gcr.io, *.gcr.io or *-docker.pkg.dev): the workload's Google token goes to Google's registries only; "ghcr.io" is not one`},
+		{GCP, "localhost:5000", "provider gcp needs a Google host name"},
+		{GCP, "gcr.io.evil.example", "provider gcp needs a Google host name"},
+		{Azure, "fleet.azurecr.io", ""},
+		{Azure, "fleet.azurecr.cn", ""},
+		{Azure, "ghcr.io", `provider azure needs an ACR host name (*.azurecr.io, *.azurecr.cn or *.azurecr.us): the workload's Entra ID token goes to Azure's registries only; "ghcr.io" is not one`},
+		{Azure, "azurecr.io.evil.example", "provider azure needs an ACR host name"},
+		{Generic, "ghcr.io", ""},
+		{Auto, "ghcr.io", ""},
+		{"", "ghcr.io", ""},
+		{GCP, "", ""},
+	} {
+		got := Mismatch(tc.provider, tc.host)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("Mismatch(%q, %q) = %q, want %q", tc.provider, tc.host, got, tc.want)
+		}
+	}
+}
+
 // FuzzParse checks that what Parse reports is in the host name it was
 // given: an account and region are parts of it, and only the providers'
 // own domains are recognised.

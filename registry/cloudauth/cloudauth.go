@@ -155,11 +155,11 @@ func New(opts Options) (*Authenticator, error) {
 	if regRT == nil {
 		regRT = rt
 	}
+	if why := cloudhost.Mismatch(provider, opts.Host); why != "" {
+		return nil, errors.New(why)
+	}
 	switch provider {
 	case cloudhost.AWS:
-		if info.Provider != cloudhost.AWS {
-			return nil, fmt.Errorf("provider aws needs an ECR host name (ACCOUNT.dkr.ecr.REGION.amazonaws.com or public.ecr.aws), which gives the account and region; %s is not one", opts.Host)
-		}
 		a.src = &awsSource{host: opts.Host, info: info, transport: rt, remember: a.remember, log: a.log}
 	case cloudhost.GCP:
 		a.src = &gcpSource{host: opts.Host, transport: &recordingTransport{next: rt, remember: a.remember}}

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -272,7 +273,9 @@ func TestGCP(t *testing.T) {
 }
 
 // azureSetup starts the fake Entra ID and an ACR front with its
-// /oauth2/exchange, and returns the transport that trusts the former.
+// /oauth2/exchange, and returns the transport that trusts the former and
+// reaches the latter as acrHost(reg): provider azure sends its tokens to
+// ACR host names only.
 func azureSetup(t *testing.T) (*fakecloud.Azure, *fakecloud.Registry, http.RoundTripper) {
 	fake := fakecloud.NewAzure(t)
 	fake.WorkloadIdentityEnv(t)
@@ -285,7 +288,21 @@ func azureSetup(t *testing.T) (*fakecloud.Azure, *fakecloud.Registry, http.Round
 	reg.Exchange = fake.Exchange
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: fake.Pool()}
+	front, local := acrHost(reg), strings.TrimPrefix(reg.URL, "http://")
+	var d net.Dialer
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr == front {
+			addr = local
+		}
+		return d.DialContext(ctx, network, addr)
+	}
 	return fake, reg, tr
+}
+
+// acrHost is the ACR host name azureSetup's transport reaches reg at.
+func acrHost(reg *fakecloud.Registry) string {
+	_, port, _ := strings.Cut(strings.TrimPrefix(reg.URL, "http://"), ":")
+	return "fleet.azurecr.io:" + port
 }
 
 // TestAzure gets an Entra ID token by workload identity through
@@ -293,7 +310,7 @@ func azureSetup(t *testing.T) (*fakecloud.Azure, *fakecloud.Registry, http.Round
 // exchanges it at the registry for an ACR refresh token.
 func TestAzure(t *testing.T) {
 	fake, reg, tr := azureSetup(t)
-	host := strings.TrimPrefix(reg.URL, "http://")
+	host := acrHost(reg)
 	secrets := &redact.Secrets{}
 	a, err := cloudauth.New(cloudauth.Options{Host: host, Provider: "azure", Transport: tr, Insecure: true, Secrets: secrets})
 	if err != nil {
@@ -335,7 +352,7 @@ func TestAzureErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fake, reg, tr := azureSetup(t)
 			tc.setup(t, fake)
-			host := strings.TrimPrefix(reg.URL, "http://")
+			host := acrHost(reg)
 			a, err := cloudauth.New(cloudauth.Options{Host: host, Provider: "azure", Transport: tr, Insecure: true})
 			if err != nil {
 				t.Fatal(err)
@@ -397,14 +414,14 @@ func TestEchoedCredentials(t *testing.T) {
 			if err := os.WriteFile(os.Getenv("AZURE_FEDERATED_TOKEN_FILE"), []byte(secret), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			return strings.TrimPrefix(reg.URL, "http://"), "azure", tr
+			return acrHost(reg), "azure", tr
 		}, nil},
 		{"azure client secret", func(t *testing.T) (string, string, http.RoundTripper) {
 			fake, reg, tr := azureSetup(t)
 			fake.Echo.Store(true)
 			t.Setenv("AZURE_FEDERATED_TOKEN_FILE", "")
 			t.Setenv("AZURE_CLIENT_SECRET", secret)
-			return strings.TrimPrefix(reg.URL, "http://"), "azure", tr
+			return acrHost(reg), "azure", tr
 		}, nil},
 		{"gcp service account assertion", func(t *testing.T) (string, string, http.RoundTripper) {
 			fake := fakecloud.NewGCP(t)
