@@ -41,6 +41,7 @@ func (c *Client) cloudAuth(hc Host, h *host) (*cloudauth.Authenticator, error) {
 		Transport:         c.base,
 		RegistryTransport: h.rt,
 		Insecure:          hc.Insecure,
+		Timeout:           h.timeout,
 		Secrets:           c.secrets,
 		Logger:            c.log,
 	})

@@ -25,6 +25,9 @@ const (
 	// DefaultRetryAfter is how long a failed fetch is remembered (and its
 	// error returned again) before the cloud is asked again.
 	DefaultRetryAfter = 30 * time.Second
+	// DefaultTimeout bounds one fetch of credentials, every request to
+	// the cloud it takes included.
+	DefaultTimeout = 30 * time.Second
 )
 
 // Options configures an Authenticator.
@@ -57,10 +60,14 @@ type Options struct {
 	// token is still good, and debug records of fetches. Zero: nothing.
 	Logger *slog.Logger
 
-	// RefreshBefore and RetryAfter: see DefaultRefreshBefore and
-	// DefaultRetryAfter.
+	// RefreshBefore, RetryAfter and Timeout: see DefaultRefreshBefore,
+	// DefaultRetryAfter and DefaultTimeout. A fetch that outlasts Timeout
+	// (a metadata or token endpoint that never answers) fails as any
+	// other, and is remembered for RetryAfter, so that the host's other
+	// repositories fail at once instead of each waiting for it.
 	RefreshBefore time.Duration
 	RetryAfter    time.Duration
+	Timeout       time.Duration
 
 	// Now is the clock. Zero: time.Now.
 	Now func() time.Time
@@ -79,6 +86,7 @@ type Authenticator struct {
 	now           func() time.Time
 	refreshBefore time.Duration
 	retryAfter    time.Duration
+	timeout       time.Duration
 
 	mu        sync.Mutex
 	fetching  chan struct{} // non-nil while one caller fetches; closed when done
@@ -131,6 +139,7 @@ func New(opts Options) (*Authenticator, error) {
 		now:           opts.Now,
 		refreshBefore: opts.RefreshBefore,
 		retryAfter:    opts.RetryAfter,
+		timeout:       opts.Timeout,
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -147,6 +156,9 @@ func New(opts Options) (*Authenticator, error) {
 	if a.retryAfter <= 0 {
 		a.retryAfter = DefaultRetryAfter
 	}
+	if a.timeout <= 0 {
+		a.timeout = DefaultTimeout
+	}
 	rt := opts.Transport
 	if rt == nil {
 		rt = http.DefaultTransport.(*http.Transport).Clone()
@@ -162,7 +174,7 @@ func New(opts Options) (*Authenticator, error) {
 	case cloudhost.AWS:
 		a.src = &awsSource{host: opts.Host, info: info, transport: rt, remember: a.remember, log: a.log}
 	case cloudhost.GCP:
-		a.src = &gcpSource{host: opts.Host, transport: &recordingTransport{next: rt, remember: a.remember}}
+		a.src = &gcpSource{host: opts.Host, timeout: a.timeout, transport: &recordingTransport{next: rt, remember: a.remember}}
 	case cloudhost.Azure:
 		if info.Cloud == "" {
 			info.Cloud = "public"
@@ -231,10 +243,17 @@ func (a *Authenticator) AuthorizationContext(ctx context.Context) (*authn.AuthCo
 		a.fetching = done
 		a.mu.Unlock()
 
-		t, err := a.src.fetch(ctx)
+		fctx, cancel := context.WithTimeout(ctx, a.timeout)
+		t, err := a.src.fetch(fctx)
+		if err != nil && ctx.Err() == nil && errors.Is(fctx.Err(), context.DeadlineExceeded) {
+			err = a.timeoutError(err)
+		}
+		cancel()
 
 		a.mu.Lock()
-		cfg, err := a.settle(ctx, now, valid, t, err)
+		// A failure is remembered from when the fetch ended, which may
+		// be long after it started.
+		cfg, err := a.settle(ctx, a.now(), valid, t, err)
 		a.fetching = nil
 		close(done)
 		a.mu.Unlock()
@@ -242,7 +261,23 @@ func (a *Authenticator) AuthorizationContext(ctx context.Context) (*authn.AuthCo
 	}
 }
 
-// settle records the outcome of a fetch started at now (valid: the cached
+// timeoutError is the error of a fetch that outlasted the timeout: the
+// cloud's credential endpoints did not answer in time.
+func (a *Authenticator) timeoutError(err error) error {
+	var where string
+	switch a.provider {
+	case cloudhost.AWS:
+		where = "from AWS (STS, the ECR API, or the EC2 or EKS credential endpoints)"
+	case cloudhost.GCP:
+		where = "from Google (its token endpoint, or the GCE/GKE metadata server)"
+	default:
+		where = "from Azure (Entra ID, the managed identity endpoint, or the registry's /oauth2/exchange)"
+	}
+	return &Error{Provider: a.provider, Host: a.host, Step: fmt.Sprintf("no credentials %s within %v", where, a.timeout), Err: err,
+		Hint: fmt.Sprintf("check that this process reaches them (a proxy, NO_PROXY, a network policy, the VPC's endpoints); until %v have passed, the host's other repositories fail at once with this error (registries[].timeout sets how long to wait)", a.retryAfter)}
+}
+
+// settle records the outcome of a fetch that ended at now (valid: the cached
 // credentials were still good then) and returns what the caller gets.
 func (a *Authenticator) settle(ctx context.Context, now time.Time, valid bool, t *token, err error) (*authn.AuthConfig, error) {
 	if err == nil && t.cfg == (authn.AuthConfig{}) {

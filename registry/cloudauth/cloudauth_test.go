@@ -606,3 +606,49 @@ func TestCanceled(t *testing.T) {
 		t.Errorf("ECR calls signed by %q", got)
 	}
 }
+
+// TestHungEndpoint: a credential endpoint that never answers (here the
+// GKE metadata server) fails the fetch after Timeout, naming the cloud
+// and what to check, and that failure is remembered from when the fetch
+// ended: the next caller gets it at once, even when the fetch took longer
+// than RetryAfter.
+func TestHungEndpoint(t *testing.T) {
+	fake := fakecloud.NewGCP(t) // for its environment: HOME, gcloud's folder
+	fake.Env(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() }) // held open, never answered
+		}
+	}()
+	t.Setenv("GCE_METADATA_HOST", ln.Addr().String())
+	const timeout, retryAfter = 300 * time.Millisecond, 250 * time.Millisecond
+	a, err := cloudauth.New(cloudauth.Options{Host: "gcr.io", Provider: "gcp", Timeout: timeout, RetryAfter: retryAfter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = authorize(t, a)
+	took := time.Since(start)
+	for _, w := range []string{"gcp credentials for gcr.io: no credentials from Google (its token endpoint, or the GCE/GKE metadata server) within 300ms", "a network policy", "fail at once"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v\nlacks %q", err, w)
+		}
+	}
+	if took < timeout || took > timeout+2*time.Second {
+		t.Errorf("the fetch took %v, want about %v", took, timeout)
+	}
+	start = time.Now()
+	_, again := authorize(t, a)
+	if again == nil || again.Error() != err.Error() || time.Since(start) > timeout/2 {
+		t.Errorf("the next caller waited %v for %v; want the same error at once", time.Since(start), again)
+	}
+}

@@ -28,8 +28,17 @@ const gcpScope = "https://www.googleapis.com/auth/cloud-platform"
 // (golang.org/x/oauth2/google) is what this uses, directly.
 type gcpSource struct {
 	host      string
+	timeout   time.Duration // of each request
 	transport http.RoundTripper
 	ts        oauth2.TokenSource // found on first use, then kept: it caches the token
+
+	// finding is closed when a lookup of the credentials, started by a
+	// fetch and run on its own (the library takes no deadline for it),
+	// has set found or findErr. A fetch that gives up waiting leaves it
+	// running, for the next fetch to wait on.
+	finding chan struct{}
+	found   *google.Credentials
+	findErr error
 }
 
 // caches implements cachingSource: the token source renews its token ten
@@ -39,14 +48,9 @@ func (s *gcpSource) caches() bool { return s.ts != nil }
 
 func (s *gcpSource) fetch(ctx context.Context) (*token, error) {
 	if s.ts == nil {
-		// The token source keeps this context for every later refresh:
-		// give it one that outlives the request, carrying our client.
-		bg := context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, &http.Client{Transport: s.transport, Timeout: time.Minute})
-		creds, err := google.FindDefaultCredentialsWithParams(bg, google.CredentialsParams{Scopes: []string{gcpScope}})
-		if err != nil {
-			return nil, gcpCredentialsError(s.host, err)
+		if err := s.find(ctx); err != nil {
+			return nil, err
 		}
-		s.ts = creds.TokenSource
 	}
 	tok, err := tokenWithContext(ctx, s.ts)
 	if err != nil {
@@ -60,6 +64,36 @@ func (s *gcpSource) fetch(ctx context.Context) (*token, error) {
 		secrets: []string{tok.AccessToken, tok.RefreshToken},
 	}
 	return t, nil
+}
+
+// find looks Application Default Credentials up and keeps their token
+// source, giving up when ctx ends. The lookup may ask the metadata server
+// (for the project), and takes no deadline: it runs on, and the next
+// fetch waits for it rather than starting another. Calls are serialised,
+// as fetches are.
+func (s *gcpSource) find(ctx context.Context) error {
+	if s.finding == nil {
+		done := make(chan struct{})
+		s.finding = done
+		// The token source keeps this context for every later refresh:
+		// give it one that outlives the request, carrying our client.
+		bg := context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, &http.Client{Transport: s.transport, Timeout: s.timeout})
+		go func() {
+			s.found, s.findErr = google.FindDefaultCredentialsWithParams(bg, google.CredentialsParams{Scopes: []string{gcpScope}})
+			close(done)
+		}()
+	}
+	select {
+	case <-s.finding:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.finding = nil // a failed lookup is tried again by the next fetch
+	if s.findErr != nil {
+		return gcpCredentialsError(s.host, s.findErr)
+	}
+	s.ts = s.found.TokenSource
+	return nil
 }
 
 // tokenWithContext calls ts.Token, which takes no context, and gives up
