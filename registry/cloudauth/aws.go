@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ecr"
 	"github.com/aws/aws-sdk-go-v2/service/ecrpublic"
+	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
 	"github.com/google/go-containerregistry/pkg/authn"
 
@@ -37,6 +39,7 @@ type awsSource struct {
 	info      cloudhost.Host
 	transport http.RoundTripper
 	cfg       *aws.Config // loaded on first use, then kept: it caches credentials
+	source    string      // where the last credentials came from, as the SDK names it
 	remember  func(name, value string)
 	log       *slog.Logger
 }
@@ -84,6 +87,7 @@ func (s *awsSource) fetch(ctx context.Context) (*token, error) {
 	}
 	s.remember("aws secret access key", creds.SecretAccessKey)
 	s.remember("aws session token", creds.SessionToken)
+	s.source = creds.Source
 	if s.info.Public {
 		return s.public(ctx)
 	}
@@ -137,9 +141,30 @@ func (s *awsSource) decode(tok string, expiresAt *time.Time) (*token, error) {
 	return t, nil
 }
 
+// apiError explains a failed call to the ECR API, naming the credential
+// source it was made with and what to do for the kind of failure.
 func (s *awsSource) apiError(step string, err error) error {
-	return &Error{Provider: cloudhost.AWS, Host: s.host, Step: step, Err: err,
-		Hint: "the credentials need ecr:GetAuthorizationToken (ecr-public:GetAuthorizationToken and sts:GetServiceBearerToken for public.ecr.aws); for a registry of another account, its repository policy must allow this principal"}
+	e := &Error{Provider: cloudhost.AWS, Host: s.host, Step: step, Err: err}
+	if s.source != "" {
+		e.Step += " (with credentials from " + s.source + ")"
+	}
+	var api smithy.APIError
+	var dns *net.DNSError
+	var op *net.OpError
+	switch {
+	case errors.As(err, &api):
+		switch api.ErrorCode() {
+		case "ExpiredTokenException", "ExpiredToken", "RequestExpired", "TokenRefreshRequired":
+			e.Hint = "those credentials have expired: renew them (temporary keys come with a new AWS_SESSION_TOKEN; an SSO profile needs aws sso login)"
+		case "UnrecognizedClientException", "InvalidClientTokenId", "InvalidSignatureException", "SignatureDoesNotMatch", "IncompleteSignature":
+			e.Hint = "AWS does not accept those credentials: check the access key id, its secret and session token, and this machine's clock (a signature more than 5 minutes off is refused)"
+		default:
+			e.Hint = "the credentials need ecr:GetAuthorizationToken (ecr-public:GetAuthorizationToken and sts:GetServiceBearerToken for public.ecr.aws)"
+		}
+	case errors.As(err, &dns), errors.As(err, &op):
+		e.Hint = "the ECR API did not answer: check DNS, the proxy (HTTPS_PROXY, NO_PROXY) and, in a VPC without internet access, an interface endpoint for ecr.api (api.ecr-public in us-east-1 for public.ecr.aws)"
+	}
+	return e
 }
 
 // awsHTTPClient returns the SDK's own HTTP client (which AWS_CA_BUNDLE

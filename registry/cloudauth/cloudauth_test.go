@@ -157,7 +157,36 @@ func TestAWSErrors(t *testing.T) {
 				t.Setenv("AWS_SECRET_ACCESS_KEY", "static-secret-3")
 				a.FailECR.Store(true)
 			},
-			want: []string{"ecr:GetAuthorizationToken", "AccessDeniedException", "repository policy"},
+			want: []string{"ecr:GetAuthorizationToken (with credentials from EnvConfigCredentials)", "AccessDeniedException", "the credentials need ecr:GetAuthorizationToken"},
+		},
+		{
+			name: "GetAuthorizationToken with expired keys",
+			env: func(t *testing.T, a *fakecloud.AWS) {
+				t.Setenv("AWS_ACCESS_KEY_ID", "AKIASTATICENV00003")
+				t.Setenv("AWS_SECRET_ACCESS_KEY", "static-secret-3")
+				code := "ExpiredTokenException"
+				a.FailECRWith.Store(&code)
+			},
+			want: []string{"(with credentials from EnvConfigCredentials)", "ExpiredTokenException", "those credentials have expired"},
+		},
+		{
+			name: "GetAuthorizationToken with keys AWS does not know",
+			env: func(t *testing.T, a *fakecloud.AWS) {
+				t.Setenv("AWS_ACCESS_KEY_ID", "AKIASTATICENV00003")
+				t.Setenv("AWS_SECRET_ACCESS_KEY", "static-secret-3")
+				code := "UnrecognizedClientException"
+				a.FailECRWith.Store(&code)
+			},
+			want: []string{"UnrecognizedClientException", "AWS does not accept those credentials", "clock"},
+		},
+		{
+			name: "the ECR API does not answer",
+			env: func(t *testing.T, a *fakecloud.AWS) {
+				t.Setenv("AWS_ACCESS_KEY_ID", "AKIASTATICENV00003")
+				t.Setenv("AWS_SECRET_ACCESS_KEY", "static-secret-3")
+				t.Setenv("AWS_ENDPOINT_URL_ECR", "http://127.0.0.1:1") // nothing listens there
+			},
+			want: []string{"ecr:GetAuthorizationToken (with credentials from EnvConfigCredentials)", "the ECR API did not answer", "interface endpoint for ecr.api"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

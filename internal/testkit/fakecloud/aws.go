@@ -34,8 +34,11 @@ type AWS struct {
 	// WebIdentityKeyID and PodIdentityKeyID.
 	WebIdentityToken, PodIdentityToken string
 
-	// FailECR makes GetAuthorizationToken answer AccessDeniedException.
-	FailECR atomic.Bool
+	// FailECR makes GetAuthorizationToken answer AccessDeniedException;
+	// FailECRWith, when set, with that error code (ExpiredTokenException,
+	// say).
+	FailECR     atomic.Bool
+	FailECRWith atomic.Pointer[string]
 
 	// Echo makes GetAuthorizationToken and STS refuse every request with
 	// an error that repeats the session token or web identity token they
@@ -150,6 +153,10 @@ func (a *AWS) ecr(w http.ResponseWriter, r *http.Request) {
 	a.mu.Unlock()
 	if a.Echo.Load() {
 		writeJSON(w, 400, ct, map[string]string{"__type": "UnrecognizedClientException", "message": "bad session token " + r.Header.Get("X-Amz-Security-Token")})
+		return
+	}
+	if code := a.FailECRWith.Load(); code != nil {
+		writeJSON(w, 400, ct, map[string]string{"__type": *code, "message": "refused: " + *code})
 		return
 	}
 	if a.FailECR.Load() {
