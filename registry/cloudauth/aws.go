@@ -207,7 +207,7 @@ func awsCredentialsError(host string, err error) error {
 		e.Hint = "check the pod's Pod Identity association (or the ECS task role) and AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"
 	default:
 		e.Step = "no credentials: tried the environment (AWS_ACCESS_KEY_ID), the shared config and credentials files (default profile), web identity (AWS_ROLE_ARN with AWS_WEB_IDENTITY_TOKEN_FILE), EKS Pod Identity and ECS (AWS_CONTAINER_CREDENTIALS_FULL_URI) and the EC2 instance role (IMDS)"
-		e.Hint = "on EKS give the service account an IAM role (IRSA) or a Pod Identity association; on EC2 an instance profile; elsewhere set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+		e.Hint = "on EKS give the service account an IAM role (IRSA) or a Pod Identity association; on EC2 an instance profile (in a container there, the instance's metadata hop limit must be 2: aws ec2 modify-instance-metadata-options --http-put-response-hop-limit 2); elsewhere set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
 	}
 	return e
 }
