@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -563,9 +564,11 @@ func (r *initRun) configRel() (string, bool) {
 // writeDiff writes the config and the markers as one unified diff.
 func (r *initRun) writeDiff(w io.Writer) error {
 	var b bytes.Buffer
+	// Paths are from the top of the Git working tree, as plan's are.
+	prefix := gitPrefix(r.o.Repo)
 	if r.newConfig != nil {
 		if rel, ok := r.configRel(); ok {
-			writeFileDiff(&b, rel, r.configData, r.newConfig)
+			writeFileDiff(&b, path.Join(prefix, rel), r.configData, r.newConfig)
 		} else {
 			r.o.global.logger.Warn("the config lies outside --repo, so the diff leaves it out; run with -o text to see it", "config", r.configPath)
 		}
@@ -575,7 +578,7 @@ func (r *initRun) writeDiff(w io.Writer) error {
 	}
 	for _, fm := range r.marks {
 		if fm.Changed() {
-			_ = unidiff.Write(&b, fm.File, fm.Before, fm.After) // writes to memory cannot fail
+			_ = unidiff.Write(&b, path.Join(prefix, fm.File), fm.Before, fm.After) // writes to memory cannot fail
 		}
 	}
 	if b.Len() == 0 {

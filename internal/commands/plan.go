@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -201,9 +202,16 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 	diffs := map[string][]byte{}
 	var onEdit func(string, []byte, []byte)
 	if o.Output == "diff" {
+		// Paths are from the top of the Git working tree --repo is in, as
+		// git diff writes them, so that git apply takes the patch from
+		// anywhere in it; from --repo itself outside a Git tree.
+		prefix := ""
+		if o.Repo != "" {
+			prefix = gitPrefix(o.Repo)
+		}
 		onEdit = func(file string, before, after []byte) {
 			var b bytes.Buffer
-			_ = unidiff.Write(&b, file, before, after) // writes to memory cannot fail
+			_ = unidiff.Write(&b, path.Join(prefix, file), before, after) // writes to memory cannot fail
 			mu.Lock()
 			diffs[file] = b.Bytes()
 			mu.Unlock()
@@ -261,6 +269,11 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 		for _, p := range problemLines(rep) {
 			o.global.logger.Error(p)
 		}
+		if len(files) == 0 {
+			// git apply refuses an empty patch ("No valid patches in
+			// input"): say why nothing came.
+			o.global.logger.Info("nothing would change: the diff is empty (git apply refuses an empty one)")
+		}
 	default:
 		err = writePlanText(stdout, rep, o.Write)
 		if err == nil && pr != nil {
@@ -283,6 +296,33 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 		return silentExit(ExitChanges)
 	}
 	return nil
+}
+
+// gitPrefix returns the path of dir from the top of the Git working tree
+// it is in, slash-separated ("" at the top, or outside any Git tree), as
+// git diff prefixes paths: found by looking for .git upwards, as git does.
+func gitPrefix(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	for top := abs; ; {
+		if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {
+			rel, err := filepath.Rel(top, abs)
+			if err != nil || rel == "." {
+				return ""
+			}
+			return filepath.ToSlash(rel)
+		}
+		up := filepath.Dir(top)
+		if up == top {
+			return ""
+		}
+		top = up
+	}
 }
 
 // pickTarget returns the named target, the only target when there is one,

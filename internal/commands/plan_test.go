@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"flag"
 	"io"
 	"os"
@@ -463,6 +464,54 @@ func gitApply(t *testing.T, dir, patch string) {
 	cmd.Stdin = strings.NewReader(patch)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("git apply: %v\n%s\npatch:\n%s", err, out, patch)
+	}
+}
+
+// TestPlanDiffInGitTree: with --repo a folder inside a Git working tree,
+// plan -o diff writes paths from the tree's top, as git diff does, so that
+// git apply takes the patch from the top or from the folder (with paths
+// from the folder, it failed from the top and, from the folder, skipped
+// every file without a word); once applied, the empty diff is said to be
+// empty on stderr, as git apply refuses it.
+func TestPlanDiffInGitTree(t *testing.T) {
+	host := startMemRegistry(t)
+	cfg, demo := demoSetup(t, host)
+	top := t.TempDir()
+	sub := filepath.Join(top, "fleet")
+	if err := os.CopyFS(sub, os.DirFS(demo)); err != nil {
+		t.Fatal(err)
+	}
+	git := func(dir string, stdin string, args ...string) error {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.invalid"}, args...)...)
+		cmd.Dir, cmd.Stdin = dir, strings.NewReader(stdin)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %v in %s: %v\n%s", args, dir, err, out)
+		}
+		return nil
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "-m", "fleet"}} {
+		if err := git(top, "", args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := func() (string, string, int) {
+		return runMain(t, "plan", "-c", cfg, "--repo", sub, "-o", "diff", "--no-cache")
+	}
+	diffOut, stderr, code := plan()
+	if code != 0 || !strings.Contains(diffOut, "--- a/fleet/clusters/prod/web.yaml\n+++ b/fleet/clusters/prod/web.yaml\n") {
+		t.Fatalf("plan -o diff: exit %d, want paths from the Git tree's top:\n%s%s", code, diffOut, stderr)
+	}
+	for _, dir := range []string{top, sub} {
+		if err := git(dir, diffOut, "apply", "--check", "-"); err != nil {
+			t.Errorf("the patch does not apply from %s: %v", dir, err)
+		}
+	}
+	if err := git(sub, diffOut, "apply", "-"); err != nil {
+		t.Fatal(err)
+	}
+	diffOut, stderr, code = plan()
+	if code != 0 || diffOut != "" || !strings.Contains(stderr, "nothing would change: the diff is empty") {
+		t.Errorf("plan -o diff once applied: exit %d, stdout %q, stderr %q; want nothing, and the empty diff said so", code, diffOut, stderr)
 	}
 }
 
