@@ -47,6 +47,10 @@ type Plan struct {
 	PullRequest *pullrequest.Result `json:"pullRequest,omitempty"`
 	// PullRequestError says why the pull request could not be checked.
 	PullRequestError string `json:"pullRequestError,omitempty"`
+	// Error says why plan or apply stopped before it had a result (the
+	// config, the clone); the other fields are then empty, and the exit
+	// code is not 0.
+	Error string `json:"error,omitempty"`
 }
 
 // Policy is one policy's selection.

@@ -165,6 +165,22 @@ func addPlanFlags(cmd *cobra.Command, o *PlanOptions) {
 }
 
 func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
+	err := planOrApply(ctx, o, stdout)
+	var ee *exitError
+	if o.Output == "json" && errors.As(err, &ee) {
+		// Stopped before it had a result (the config, the clone): a JSON
+		// reader gets the document, empty but for the error, as the
+		// message goes to stderr.
+		out := report.NewPlan(&cycle.Report{}, false)
+		out.Error = ee.err.Error()
+		if werr := encodeJSON(stdout, out); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
+
+func planOrApply(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 	// Only plan without --repo clones the target's repository.
 	cfg, err := loadConfigFor(o.global, gitUse(o.Repo == ""))
 	if err != nil {

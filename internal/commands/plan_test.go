@@ -467,6 +467,38 @@ func gitApply(t *testing.T, dir, patch string) {
 	}
 }
 
+// TestPlanJSONWhenItStops: plan -o json that stops before it has a
+// result (a config it cannot load, a clone that fails) prints the
+// document with the error, where a JSON reader got nothing.
+func TestPlanJSONWhenItStops(t *testing.T) {
+	dir := t.TempDir()
+	bad := writeFile(t, dir, "bad.yaml", "images: [{name: apps:web}]\n")
+	noRepo := writeFile(t, dir, "norepo.yaml", `images:
+  - {name: apps:web, repository: ghcr.io/acme/web, policy: {semver: ">=1.0.0"}}
+git: {url: "file://`+filepath.Join(dir, "missing.git")+`", branch: main}
+`)
+	for _, c := range []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{"a config it cannot load", []string{"plan", "-c", bad, "-o", "json", "--repo", dir}, ExitUsage, "bad.yaml:1"},
+		{"a clone that fails", []string{"plan", "-c", noRepo, "-o", "json", "--detailed-exitcode"}, ExitFailure, "missing.git"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, stderr, code := runMain(t, c.args...)
+			var doc report.Plan
+			if err := json.Unmarshal([]byte(out), &doc); err != nil || code != c.wantCode || !strings.Contains(doc.Error, c.want) || doc.Version != 1 || doc.Changes == nil {
+				t.Errorf("exit %d (want %d), document %+v (%v); want one whose error says %q\nstdout: %s\nstderr: %s", code, c.wantCode, doc, err, c.want, out, stderr)
+			}
+			if !strings.Contains(stderr, c.want) {
+				t.Errorf("stderr lacks the error: %s", stderr)
+			}
+		})
+	}
+}
+
 // TestPlanDiffInGitTree: with --repo a folder inside a Git working tree,
 // plan -o diff writes paths from the tree's top, as git diff does, so that
 // git apply takes the patch from the top or from the folder (with paths
