@@ -447,7 +447,7 @@ const staleReason = "imagebump closes this pull request: the base branch already
 // request (with its review) carries it again once the hold ends, where
 // closing it would open another then.
 func pullRequestFor(ctx context.Context, p pullrequest.Provider, opts TargetOptions, base string, rep *Report, repository string, write bool, ready func() error) (*pullrequest.Result, error) {
-	if len(rep.Changes) == 0 && (rep.Failed() || rep.holdsMarked()) {
+	if len(rep.Changes) == 0 && (rep.Failed() || rep.HoldsMarked()) {
 		return nil, nil
 	}
 	t := opts.Target
@@ -483,9 +483,9 @@ func providerFor(opts TargetOptions) (pullrequest.Provider, error) {
 	return NewPullRequestProvider(opts.Target)
 }
 
-// holdsMarked reports whether a hold keeps a marker from moving: a held
+// HoldsMarked reports whether a hold keeps a marker from moving: a held
 // policy whose pick would give some marker naming it another value.
-func (r *Report) holdsMarked() bool {
+func (r *Report) HoldsMarked() bool {
 	held := map[string]setters.Image{}
 	for _, p := range r.Policies {
 		if p.Held != nil && p.Err == nil {

@@ -27,7 +27,8 @@ func TestHoldAndRelease(t *testing.T) {
 		t.Errorf("held config:\n%s\nwant:\n%s", data, want)
 	}
 	out, _, code = runMain(t, "apply", "-c", cfg, "--repo", repo)
-	if code != 0 || !strings.Contains(out, "Held: apps:web stays where it is, until released") || !strings.Contains(out, "1.2.0 (held)") {
+	if code != 0 || !strings.Contains(out, "Held: apps:web stays where it is, until released") || !strings.Contains(out, "1.2.0 (held)") ||
+		!strings.Contains(out, "No changes: every marked field is current, or held.") {
 		t.Errorf("apply of a held policy: exit %d\n%s", code, out)
 	}
 	if got, _ := os.ReadFile(filepath.Join(repo, "app.yaml")); string(got) != marker {
@@ -46,6 +47,12 @@ func TestHoldAndRelease(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(repo, "app.yaml")); !strings.Contains(string(got), "web:1.2.0 ") {
 		t.Errorf("the released marker did not move: %q", got)
 	}
+	// A marker with a problem is not current: the summary says so.
+	writeFile(t, repo, "bad.yaml", "image: x:1 # {\"$imagepolicy\": \"apps:nope\"}\n")
+	if out, _, _ = runMain(t, "plan", "-c", cfg, "--repo", repo); !strings.Contains(out, "No changes: every marked field is current; the markers with problems (below) are left as they are.") {
+		t.Errorf("plan with a marker problem and nothing to change:\n%s", out)
+	}
+	os.Remove(filepath.Join(repo, "bad.yaml"))
 	if _, stderr, code = runMain(t, "hold", "apps:web", "-c", cfg); code != ExitUsage || !strings.Contains(stderr, "--reason is required") {
 		t.Errorf("hold without a reason: exit %d %s", code, stderr)
 	}

@@ -24,8 +24,10 @@ func writePlanMarkdown(w io.Writer, rep *cycle.Report, pr *pullrequest.Result, p
 	switch {
 	case len(rep.Markers) == 0 && len(rep.Problems) == 0:
 		b.WriteString("No markers found: nothing to keep current.\n")
+	case len(rep.Changes) == 0 && rep.FailedPolicies() == 0:
+		b.WriteString(noChanges(rep) + ".\n")
 	case len(rep.Changes) == 0:
-		b.WriteString("No changes: every marked field is current.\n")
+		b.WriteString("No changes for the policies that resolved; the markers of the failed ones are left as they are.\n")
 	default:
 		b.WriteString("| File | Line | Policy | From | To |\n| --- | ---: | --- | --- | --- |\n")
 		for _, c := range rep.Changes {

@@ -314,6 +314,20 @@ func planOrApply(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 	return nil
 }
 
+// noChanges is the line that says a report has no changes, and no failed
+// policy: held markers and markers that could not be read are not current
+// for all that.
+func noChanges(rep *cycle.Report) string {
+	msg := "No changes: every marked field is current"
+	if rep.HoldsMarked() {
+		msg = "No changes: every marked field is current, or held"
+	}
+	if len(rep.Problems) > 0 {
+		msg += "; the markers with problems (below) are left as they are"
+	}
+	return msg
+}
+
 // gitPrefix returns the path of dir from the top of the Git working tree
 // it is in, slash-separated ("" at the top, or outside any Git tree), as
 // git diff prefixes paths: found by looking for .git upwards, as git does.
@@ -411,7 +425,7 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 	case len(rep.Markers) == 0 && len(rep.Problems) == 0:
 		b.WriteString("No markers found: nothing to keep current, and no registry was asked. Mark the fields imagebump owns (see docs/markers.md), or check git.paths and --repo.\n")
 	case len(rep.Changes) == 0 && failed == 0:
-		b.WriteString("No changes: every marked field is current.\n")
+		b.WriteString(noChanges(rep) + ".\n")
 	case len(rep.Changes) == 0:
 		fmt.Fprintf(&b, "No changes for the policies that resolved; the markers of %d failed %s were left as they are.\n", failed, plural(failed, "policy", "policies"))
 	default:

@@ -535,7 +535,15 @@ func explainTag(ctx context.Context, tag string, rep TagsReport, spec policy.Spe
 	if in(rep.Skipped) {
 		// A version the range leaves out is not one the rule cannot
 		// order.
-		if _, err := semver.NewVersion(tag); err == nil && spec.SemVer != "" && spec.FilterExtract == "" {
+		if v, err := semver.NewVersion(tag); err == nil && spec.SemVer != "" && spec.FilterExtract == "" {
+			// A range without a prerelease in it admits none, whatever
+			// the version's numbers: say so, where "outside" misleads.
+			if c, err := semver.NewConstraint(spec.SemVer); err == nil && v.Prerelease() != "" {
+				if core, err := v.SetPrerelease(""); err == nil && c.Check(&core) {
+					add("range", "stop", fmt.Sprintf("a prerelease, which the range %q does not admit: a range admits prereleases only when it names one, as >=1.0.0-0 does", spec.SemVer))
+					return out
+				}
+			}
 			add("range", "stop", fmt.Sprintf("a version, outside the range %q", spec.SemVer))
 			return out
 		}

@@ -380,14 +380,16 @@ func TestReadAsRepository(t *testing.T) {
 }
 
 // TestTagsExplainRange: --explain says a version outside the range is
-// outside it, and a tag the rule cannot read as a version cannot be
-// ordered.
+// outside it, a prerelease within it that the range does not admit, and
+// a tag the rule cannot read as a version cannot be ordered.
 func TestTagsExplainRange(t *testing.T) {
 	host := startMemRegistry(t)
 	t.Chdir(t.TempDir())
 	for tag, want := range map[string]string{
-		"0.9.0":  `a version, outside the range ">=1.0.0 <2"`,
-		"latest": "the rule cannot order it",
+		"0.9.0":      `a version, outside the range ">=1.0.0 <2"`,
+		"1.3.0-rc.1": `a prerelease, which the range ">=1.0.0 <2" does not admit`,
+		"2.0.0":      `a version, outside the range ">=1.0.0 <2"`,
+		"latest":     "the rule cannot order it",
 	} {
 		out, stderr, code := runMain(t, "tags", host+"/acme/web", "--insecure", "--semver", ">=1.0.0 <2", "-o", "json", "--explain", tag)
 		var rep TagsReport
