@@ -182,7 +182,7 @@ var (
 	errOutside  = errors.New("the symlink leads outside the repository root; not followed")
 	errPathOut  = errors.New("the path leads outside the repository root; not scanned")
 	errPathGit  = errors.New("the path is inside .git; not scanned")
-	errNotExist = errors.New("the path does not exist")
+	errNotExist = errors.New("the path does not exist: a paths entry (git.paths, or --paths) names a file or folder relative to the repository root")
 )
 
 // Apply scans the files under opts.Root (or opts.Paths) for markers and

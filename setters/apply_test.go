@@ -210,7 +210,7 @@ func TestApplyPaths(t *testing.T) {
 		"../outside: the path leads outside the repository root; not scanned",
 		".git: the path is inside .git; not scanned",
 		"/etc: the path leads outside the repository root; not scanned",
-		"missing: the path does not exist",
+		"missing: the path does not exist: a paths entry (git.paths, or --paths) names a file or folder relative to the repository root",
 		// Named by the file on the way, without the root's absolute path.
 		"single.yaml/x: single.yaml is a file, not a folder: give the file itself, or a folder",
 	}

@@ -73,6 +73,9 @@ from the flags; with no policy flag the tags are only listed.`,
 			if o.Output != "text" && o.Output != "json" {
 				return usageError(fmt.Errorf("-o %q: want text or json", o.Output))
 			}
+			if o.Platform != "" && !o.Digest {
+				return usageError(errors.New("--platform says which digest --digest resolves: give --digest too"))
+			}
 			if runF != nil {
 				return runF(cmd.Context(), o, stdout)
 			}
@@ -179,6 +182,9 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 		spec.Alphabetical = "asc"
 		hasPolicy = true
 	}
+	if o.Digest && !hasPolicy {
+		return usageError(errors.New("--digest resolves the digest of the tag a policy picks: give a rule (--semver, --alphabetical or --numerical), or a policy name from the config"))
+	}
 	var pol *policy.Policy
 	if hasPolicy {
 		pol, err = policy.New(spec)
@@ -198,6 +204,9 @@ func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 	}
 	tags, err := client.Tags(ctx, rep.Repository)
 	if err != nil {
+		if host, ok := registry.PlainHTTPRefused(err); ok && !o.Insecure {
+			err = fmt.Errorf("%w (or, for tags alone, pass --insecure to allow plain HTTP to %s)", err, host)
+		}
 		if !fromConfig {
 			if hint := readAsRepository(cfg, o.Target, rep.Repository, configName(o.global, cfg)); hint != "" {
 				err = fmt.Errorf("%w (%s)", err, hint)

@@ -402,3 +402,34 @@ func TestTagsExplainRange(t *testing.T) {
 		}
 	}
 }
+
+// TestTagsPlainHTTPHint: a registry that speaks plain HTTP, listed
+// without --insecure, gets the flag named beside the config's setting.
+func TestTagsPlainHTTPHint(t *testing.T) {
+	host := startMemRegistry(t)
+	t.Chdir(t.TempDir())
+	_, stderr, code := runMain(t, "tags", host+"/acme/web")
+	for _, want := range []string{"add {host: " + host + ", insecure: true} under registries:", "pass --insecure to allow plain HTTP to " + host} {
+		if code != ExitFailure || !strings.Contains(stderr, want) {
+			t.Errorf("tags over plain HTTP without --insecure: exit %d, want 1 and %q:\n%s", code, want, stderr)
+		}
+	}
+}
+
+// TestTagsFlagsThatNeedOthers: --platform without --digest, and --digest
+// without a policy, did nothing without a word; they are usage errors.
+func TestTagsFlagsThatNeedOthers(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tags", "ghcr.io/acme/web", "--semver", ">=1", "--platform", "linux/arm64"}, "--platform says which digest --digest resolves: give --digest too"},
+		{[]string{"tags", "ghcr.io/acme/web", "--digest"}, "--digest resolves the digest of the tag a policy picks"},
+	} {
+		out, stderr, code := runMain(t, c.args...)
+		if code != ExitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, want 64 and %q\n%s%s", c.args, code, c.want, out, stderr)
+		}
+	}
+}
