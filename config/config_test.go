@@ -885,6 +885,31 @@ bogus: true
 	}
 }
 
+// TestParseFilterErrorsBesideOthers: a bad filter is reported beside a
+// bad rule, where only the rule's error showed until it was fixed.
+func TestParseFilterErrorsBesideOthers(t *testing.T) {
+	_, err := Parse([]byte(`
+images:
+  - name: apps:web
+    repository: ghcr.io/acme/web
+    policy: {numerical: up}
+    filterTags: {pattern: '^v(?P<v>.*)$', extract: '$ver'}
+`), "imagebump.yaml")
+	var got []string
+	if err != nil {
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			var ce *Error
+			if errors.As(e, &ce) {
+				got = append(got, ce.Path)
+			}
+		}
+	}
+	want := []string{"images[0].policy.numerical", "images[0].filterTags.extract"}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("errors (-got +want):\n%s\n%v", diff, err)
+	}
+}
+
 func TestParseResolvesPaths(t *testing.T) {
 	yaml := `
 registries:

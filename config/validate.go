@@ -381,6 +381,7 @@ func (v *validator) images() {
 			}
 		}
 		if v.hasErrorsUnder(p) {
+			v.filterErrors(im, p)
 			continue
 		}
 		pol, err := policy.New(im.Spec())
@@ -389,6 +390,22 @@ func (v *validator) images() {
 			continue
 		}
 		im.policy = pol
+	}
+}
+
+// filterErrors reports the errors of an image's filterTags and exclude
+// when others (a bad rule, say) keep its policy from being compiled, so
+// that every error shows at once: they are checked with a stand-in rule.
+func (v *validator) filterErrors(im *Image, p string) {
+	if v.hasErrorsUnder(p+".filterTags") || v.hasErrorsUnder(p+".exclude") {
+		return
+	}
+	spec := im.Spec()
+	spec.SemVer, spec.Numerical, spec.Alphabetical, spec.Digest = "", "", "asc", policy.DigestNever
+	_, err := policy.New(spec)
+	var se *policy.SpecError
+	if errors.As(err, &se) && (strings.HasPrefix(se.Field, "filterTags.") || strings.HasPrefix(se.Field, "exclude[")) {
+		v.policyError(p, err)
 	}
 }
 
