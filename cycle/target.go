@@ -281,14 +281,25 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 			return nil, "", nil
 		}
 		if WantsPullRequest(t) && rep.FailedPolicies() > 0 {
-			// Nothing is committed: the files go back as the commit has
-			// them, and the index of this edit is dropped.
-			res.Held = true
-			work = nil
-			if err := repo.Restore(rep.FilesChanged); err != nil {
+			// Rebuilding the branch would drop the bumps it holds for the
+			// failed policies, which cannot be made again now; unless it
+			// holds none: the files of their markers are on it as they
+			// are here (a repository gone, say, keeps no target frozen).
+			keeps, err := repo.PushBranchKeeps(ctx, t.Push.Branch, rep.failedFiles())
+			if err != nil {
 				return nil, "", err
 			}
-			return nil, "", nil
+			if !keeps {
+				// Nothing is committed: the files go back as the commit
+				// has them, and the index of this edit is dropped.
+				res.Held = true
+				work = nil
+				if err := repo.Restore(rep.FilesChanged); err != nil {
+					return nil, "", err
+				}
+				return nil, "", nil
+			}
+			logger.Info("a policy failed, but the push branch holds none of its bumps: the others go ahead", "failed", rep.FailedPolicies())
 		}
 		msg, err := commitMessage(opts.Config.File, t, tmpl, NewMessageData(rep, res.Repository, t.Name), dir)
 		if err != nil {
@@ -483,6 +494,26 @@ func providerFor(opts TargetOptions) (pullrequest.Provider, error) {
 	return NewPullRequestProvider(opts.Target)
 }
 
+// failedFiles returns the files that hold markers of the policies that
+// failed.
+func (r *Report) failedFiles() []string {
+	failed := map[string]bool{}
+	for _, p := range r.Policies {
+		if p.Err != nil {
+			failed[p.Name] = true
+		}
+	}
+	seen := map[string]bool{}
+	var files []string
+	for _, m := range r.Markers {
+		if failed[m.Policy] && !seen[m.File] {
+			seen[m.File] = true
+			files = append(files, m.File)
+		}
+	}
+	return files
+}
+
 // HoldsMarked reports whether a hold keeps a marker from moving: a held
 // policy whose pick would give some marker naming it another value.
 func (r *Report) HoldsMarked() bool {
@@ -660,11 +691,16 @@ func fileChanges(in []gitwriter.FileChange) []setters.FileChange {
 	return out
 }
 
-// heldNotes lists, for a pull request's body, what a gate or a hold kept
-// from it: the better tags held back, and the policies held still.
+// heldNotes lists, for a pull request's body, what a gate, a hold or a
+// failure kept from it: the better tags held back, the policies held
+// still, and those that failed (when the branch held none of their bumps,
+// the others go ahead without them).
 func heldNotes(rep *Report) []string {
 	var notes []string
 	for _, p := range rep.Policies {
+		if p.Err != nil {
+			notes = append(notes, p.Name+": could not be checked this time (the run's log says why), so its markers are left as they are")
+		}
 		for _, h := range p.HeldBack {
 			notes = append(notes, fmt.Sprintf("%s %s: %s (%s)", p.Name, h.Tag, h.Gate, h.Detail))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/imagebump/imagebump/internal/retry"
@@ -555,6 +557,48 @@ func (r *Repo) CheckPushBranch(ctx context.Context, branch, email string) error 
 		return &ForeignCommitError{Remote: r.remote, Branch: branch, Commit: shortHash(h), Why: why, Subject: subject(c.Message)}
 	}
 	return nil
+}
+
+// PushBranchKeeps reports whether a commit of the working copy as it is
+// now, pushed to the remote branch, would keep each of files (slash-
+// separated, from the root) as the branch has it: the branch holds each
+// with the working copy's content, or lacks it as the working copy does.
+// A branch that does not exist has nothing to lose. A symbolic link or a
+// file the working copy cannot read counts as a difference. The caller
+// uses it to tell whether rebuilding its branch would drop bumps it
+// cannot make again now (their registry is down).
+func (r *Repo) PushBranchKeeps(ctx context.Context, branch string, files []string) (bool, error) {
+	if r.repo == nil {
+		return false, errors.New("checking the push branch: the working copy is not open")
+	}
+	remote, err := r.repo.Remote(remoteName)
+	if err != nil {
+		return false, err
+	}
+	h, err := r.remoteBranch(ctx, remote, branch)
+	if err != nil || h.IsZero() {
+		return err == nil, err
+	}
+	tree, err := r.commitTree(h)
+	if err != nil {
+		return false, err
+	}
+	for _, f := range files {
+		e, err := r.entryAt(tree, f)
+		if err != nil {
+			return false, err
+		}
+		data, rerr := os.ReadFile(filepath.Join(r.dir, filepath.FromSlash(f)))
+		switch {
+		case e == nil && errors.Is(rerr, fs.ErrNotExist):
+			continue
+		case e == nil || rerr != nil || e.Mode != filemode.Regular && e.Mode != filemode.Executable:
+			return false, nil
+		case plumbing.ComputeHash(plumbing.BlobObject, data) != e.Hash:
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // ownCommit says why c is not a commit imagebump makes on its push

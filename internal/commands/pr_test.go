@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagebump/imagebump/internal/testkit/testgitea"
+	"github.com/imagebump/imagebump/report"
 )
 
 // TestRunPullRequestGitea runs imagebump run against a real Gitea: the
@@ -218,10 +219,13 @@ func mustTag(t *testing.T, s string) name.Tag {
 	return tag
 }
 
-// TestRunHoldsPullRequestWhileAPolicyFails checks that a failing registry
-// does not rebuild imagebump's branch without that policy's bumps: the run
-// fails (exit 1), pushes nothing and opens no pull request.
-func TestRunHoldsPullRequestWhileAPolicyFails(t *testing.T) {
+// TestRunPullRequestWhileAPolicyFails: a failing policy holds imagebump's
+// branch only when the branch holds bumps of it, which rebuilding would
+// drop. With none there (its repository gone from the start), the others
+// go ahead: pushed, a pull request opened that notes the failed policy,
+// and the run still exits 1. Once the branch holds its bump, a failure
+// leaves the branch and the pull request as they are.
+func TestRunPullRequestWhileAPolicyFails(t *testing.T) {
 	gt := testgitea.Start(t)
 	host := startMemRegistry(t)
 	owner, repo, cloneURL := gt.CreateRepo(t, "fleet-held", demoRepoFiles(t, host))
@@ -233,20 +237,43 @@ func TestRunHoldsPullRequestWhileAPolicyFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	good := string(data)
 	// apps:api's markers stay, its repository is gone: the policy fails.
-	broken := strings.Replace(string(data), host+"/acme/api\n", host+"/acme/gone\n", 1)
-	if err := os.WriteFile(cfg, []byte(broken), 0o644); err != nil {
-		t.Fatal(err)
+	broken := strings.Replace(good, host+"/acme/api\n", host+"/acme/gone\n", 1)
+	run := func(config string) (report.Target, int) {
+		t.Helper()
+		if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, stderr, code := runMain(t, "run", "-c", cfg, "-o", "json")
+		if code != 0 && code != ExitFailure {
+			t.Fatalf("run exit %d\n%s\n%s", code, out, stderr)
+		}
+		return decodeRun(t, out).Targets[0], code
 	}
-	out, stderr, code := runMain(t, "run", "-c", cfg, "-o", "json")
-	if code != ExitFailure {
-		t.Fatalf("run exit %d, want 1\n%s\n%s", code, out, stderr)
+
+	got, code := run(broken)
+	if code != ExitFailure || got.Held || !got.Pushed || got.PullRequest == nil || got.PullRequest.Outcome != "opened" {
+		t.Fatalf("no branch yet, apps:api failing: exit %d held=%v pushed=%v pull request=%+v; want exit 1 and the others pushed and proposed", code, got.Held, got.Pushed, got.PullRequest)
 	}
-	got := decodeRun(t, out).Targets[0]
-	if !got.Held || got.Pushed || got.PullRequest != nil {
-		t.Errorf("held=%v pushed=%v pull request=%+v; want held, nothing pushed, no pull request", got.Held, got.Pushed, got.PullRequest)
+	prs := gt.PullRequests(t, owner, repo)
+	if len(prs) != 1 || strings.Contains(prs[0].Body, "charts/api/values.yaml") || !strings.Contains(prs[0].Body, "apps:api: could not be checked this time") {
+		t.Fatalf("pull request: %+v; want one without apps:api's bump, noting it", prs)
 	}
-	if prs := gt.PullRequests(t, owner, repo); len(prs) != 0 {
-		t.Errorf("pull requests opened while a policy failed: %+v", prs)
+	number := prs[0].Number
+
+	// Fixed: the same pull request carries its bump too.
+	if got, code = run(good); code != 0 || got.PullRequest == nil || got.PullRequest.Outcome != "updated" || got.PullRequest.Number != number {
+		t.Fatalf("apps:api fixed: exit %d, pull request %+v; want #%d updated", code, got.PullRequest, number)
+	}
+	branch := gt.PullRequests(t, owner, repo)[0].Body
+
+	// Failing again: the branch holds its bump, so it is held.
+	got, code = run(broken)
+	if code != ExitFailure || !got.Held || got.Pushed || got.PullRequest != nil {
+		t.Errorf("the branch holds apps:api's bump, which fails: exit %d held=%v pushed=%v pull request=%+v; want exit 1, held, nothing pushed", code, got.Held, got.Pushed, got.PullRequest)
+	}
+	if prs := gt.PullRequests(t, owner, repo); len(prs) != 1 || prs[0].Body != branch || !strings.Contains(prs[0].Body, "charts/api/values.yaml") {
+		t.Errorf("the pull request changed while held: %+v", prs)
 	}
 }
