@@ -74,6 +74,8 @@ func (e *Error) Error() string {
 		if e.API != "" {
 			b.WriteString("; or " + redact.String(e.API) + " is not the forge's API: check push.pullRequest.apiURL")
 		}
+	case e.Status >= 500:
+		fmt.Fprintf(&b, "the forge failed on its side (HTTP %d); the next cycle tries again", e.Status)
 	case e.Status != 0:
 		fmt.Fprintf(&b, "HTTP %d", e.Status)
 	case e.Err != nil:
@@ -82,10 +84,23 @@ func (e *Error) Error() string {
 		b.WriteString("failed")
 	}
 	if e.Message != "" && e.Status != 0 && !e.Exists {
-		fmt.Fprintf(&b, "; %s said: %s", e.Provider, redact.Text(e.Message))
+		msg := redact.Text(e.Message)
+		if e.Status >= 500 {
+			// A proxy's error page, or a dump of the request: its first
+			// line, shortened, says enough.
+			msg, _, _ = strings.Cut(strings.TrimSpace(msg), "\n")
+			if len(msg) > maxServerMessage {
+				msg = strings.ToValidUTF8(msg[:maxServerMessage], "") + "..."
+			}
+		}
+		fmt.Fprintf(&b, "; %s said: %s", e.Provider, msg)
 	}
 	return b.String()
 }
+
+// maxServerMessage bounds how much of a failing forge's answer an Error
+// repeats.
+const maxServerMessage = 200
 
 // Unwrap returns the client library's error.
 func (e *Error) Unwrap() error { return e.Err }
