@@ -129,7 +129,7 @@ func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
 		setters.PruneIndexes(filepath.Dir(opts.IndexFile), indexMaxAge)
 	}
 	res := &PlanResult{Report: rep}
-	if opts.Write || t == nil || !WantsPullRequest(*t) {
+	if opts.Write || t == nil || !WantsPullRequest(*t) || !rep.decidesPullRequest() {
 		return res, nil
 	}
 	if base == "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"path/filepath"
 	"strings"
 	"time"
@@ -285,7 +286,7 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 			// failed policies, which cannot be made again now; unless it
 			// holds none: the files of their markers are on it as they
 			// are here (a repository gone, say, keeps no target frozen).
-			keeps, err := repo.PushBranchKeeps(ctx, t.Push.Branch, rep.failedFiles())
+			keeps, err := branchKeepsFailed(ctx, repo, t.Push.Branch, rep)
 			if err != nil {
 				return nil, "", err
 			}
@@ -323,11 +324,7 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		// forge's "update branch", then the merge) holds nothing the base
 		// lacks: the next bump may replace it.
 		update.Replace = func(ctx context.Context, commit string) (bool, error) {
-			prs, err := prov.List(ctx, t.Push.Branch, repo.Branch())
-			if err != nil {
-				return false, err
-			}
-			return pullrequest.MergedHead(prs, commit), nil
+			return pullrequest.MergedHead(ctx, prov, t.Push.Branch, repo.Branch(), commit)
 		}
 	}
 	up, err := repo.Update(ctx, update, edit)
@@ -458,7 +455,7 @@ const staleReason = "imagebump closes this pull request: the base branch already
 // request (with its review) carries it again once the hold ends, where
 // closing it would open another then.
 func pullRequestFor(ctx context.Context, p pullrequest.Provider, opts TargetOptions, base string, rep *Report, repository string, write bool, ready func() error) (*pullrequest.Result, error) {
-	if len(rep.Changes) == 0 && (rep.Failed() || rep.HoldsMarked()) {
+	if !rep.decidesPullRequest() {
 		return nil, nil
 	}
 	t := opts.Target
@@ -485,6 +482,13 @@ func pullRequestFor(ctx context.Context, p pullrequest.Provider, opts TargetOpti
 	return pullrequest.Plan(ctx, p, req)
 }
 
+// decidesPullRequest reports whether a report decides anything about the
+// pull request: not when it has no changes while a policy failed (its
+// registry may only be down) or a hold keeps a marker from moving.
+func (r *Report) decidesPullRequest() bool {
+	return len(r.Changes) > 0 || !r.Failed() && !r.HoldsMarked()
+}
+
 // providerFor builds the target's pull-request provider, with the
 // caller's constructor when it gives one.
 func providerFor(opts TargetOptions) (pullrequest.Provider, error) {
@@ -494,24 +498,64 @@ func providerFor(opts TargetOptions) (pullrequest.Provider, error) {
 	return NewPullRequestProvider(opts.Target)
 }
 
-// failedFiles returns the files that hold markers of the policies that
-// failed.
-func (r *Report) failedFiles() []string {
+// branchKeepsFailed reports whether rebuilding the push branch from the
+// working copy keeps every marked value of the policies that failed as
+// the branch has it: the branch holds no bump of theirs, which could not
+// be made again now. A branch that does not exist holds none. Only those
+// markers are compared, so a file shared with a policy that moved does
+// not count as a difference.
+func branchKeepsFailed(ctx context.Context, repo *gitwriter.Repo, branch string, rep *Report) (bool, error) {
 	failed := map[string]bool{}
-	for _, p := range r.Policies {
+	for _, p := range rep.Policies {
 		if p.Err != nil {
 			failed[p.Name] = true
 		}
 	}
-	seen := map[string]bool{}
+	// The failed policies' markers are as the commit has them: an edit
+	// leaves them.
+	here := map[string][]string{}
 	var files []string
-	for _, m := range r.Markers {
-		if failed[m.Policy] && !seen[m.File] {
-			seen[m.File] = true
-			files = append(files, m.File)
+	for _, m := range rep.Markers {
+		if failed[m.Policy] {
+			if _, ok := here[m.File]; !ok {
+				files = append(files, m.File)
+			}
+			here[m.File] = append(here[m.File], markerKey(m))
 		}
 	}
-	return files
+	on, exists, err := repo.PushBranchFiles(ctx, branch, files)
+	if err != nil || !exists {
+		return err == nil, err
+	}
+	for _, f := range files {
+		bf := on[f]
+		switch {
+		case !bf.Present:
+			// Not on the branch (git.branch got it since): nothing of
+			// it to drop.
+			continue
+		case !bf.Regular:
+			return false, nil
+		}
+		var there []string
+		for _, m := range setters.Markers(f, bf.Data) {
+			if failed[m.Policy] {
+				there = append(there, markerKey(m))
+			}
+		}
+		slices.Sort(there)
+		slices.Sort(here[f])
+		if !slices.Equal(there, here[f]) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// markerKey is what branchKeepsFailed compares of a marker: its policy,
+// field and value, not its line.
+func markerKey(m setters.Marker) string {
+	return m.Policy + "\x00" + string(m.Field) + "\x00" + m.Value
 }
 
 // HoldsMarked reports whether a hold keeps a marker from moving: a held

@@ -491,3 +491,51 @@ func TestRunTargetPullRequestLabelsRefused(t *testing.T) {
 		t.Errorf("result: pushed=%v pull request %+v; want #1 opened, without labels", res.Pushed, res.PullRequest)
 	}
 }
+
+// TestRunTargetFailingPolicyInASharedFile: a failing policy holds the
+// push branch only when the branch holds a bump of it. Its markers alone
+// are compared, so a file it shares with a policy that moves again does
+// not hold the branch; a bump of its own on the branch does.
+func TestRunTargetFailingPolicyInASharedFile(t *testing.T) {
+	cfg, target, bare := pullRequestTarget(t)
+	testgit.Commit(t, bare, "main", map[string]string{
+		"both.yaml": "web: reg.example/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\napi: 1.0.0 # {\"$imagepolicy\": \"apps:api:tag\"}\n",
+	}, nil, "a file with both")
+	forge := &recordingForge{}
+	reg := &fakeRegistry{tags: map[string][]string{"reg.example/web": {"1.2.0"}, "reg.example/api": {"1.0.0"}}}
+	opts := TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: t.TempDir(),
+		PullRequests: func(config.Target) (pullrequest.Provider, error) { return forge, nil }}
+	cycle := func(what string) *TargetResult {
+		t.Helper()
+		res, err := RunTarget(context.Background(), opts)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return res
+	}
+	if res := cycle("web moves"); !res.Pushed || res.PullRequest == nil || res.PullRequest.Outcome != pullrequest.Opened {
+		t.Fatalf("web moves: pushed=%v pull request %+v", res.Pushed, res.PullRequest)
+	}
+
+	// api fails, web moves again: both.yaml differs from the branch's,
+	// but not in api's marker.
+	reg.fail = map[string]error{"reg.example/api": context.DeadlineExceeded}
+	reg.tags["reg.example/web"] = []string{"1.2.0", "1.3.0"}
+	if res := cycle("api fails, web moves"); res.Held || !res.Pushed || res.PullRequest == nil || res.PullRequest.Outcome != pullrequest.Updated {
+		t.Errorf("api fails with no bump on the branch: held=%v pushed=%v pull request %+v; want web's bump pushed, the pull request updated", res.Held, res.Pushed, res.PullRequest)
+	}
+
+	// api resolves and moves: its bump is on the branch.
+	reg.fail = nil
+	reg.tags["reg.example/api"] = []string{"1.0.0", "1.1.0"}
+	cycle("api moves")
+	branch := testgit.Refs(t, bare)["refs/heads/imagebump/main"]
+	reg.fail = map[string]error{"reg.example/api": context.DeadlineExceeded}
+	reg.tags["reg.example/web"] = []string{"1.2.0", "1.3.0", "1.4.0"}
+	if res := cycle("api fails again, web moves"); !res.Held || res.Pushed {
+		t.Errorf("api fails with its bump on the branch: held=%v pushed=%v; want held", res.Held, res.Pushed)
+	}
+	if now := testgit.Refs(t, bare)["refs/heads/imagebump/main"]; now != branch {
+		t.Errorf("the branch moved while it held the failed policy's bump: %s -> %s", branch, now)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -559,46 +558,56 @@ func (r *Repo) CheckPushBranch(ctx context.Context, branch, email string) error 
 	return nil
 }
 
-// PushBranchKeeps reports whether a commit of the working copy as it is
-// now, pushed to the remote branch, would keep each of files (slash-
-// separated, from the root) as the branch has it: the branch holds each
-// with the working copy's content, or lacks it as the working copy does.
-// A branch that does not exist has nothing to lose. A symbolic link or a
-// file the working copy cannot read counts as a difference. The caller
-// uses it to tell whether rebuilding its branch would drop bumps it
-// cannot make again now (their registry is down).
-func (r *Repo) PushBranchKeeps(ctx context.Context, branch string, files []string) (bool, error) {
+// BranchFile is a file as a branch holds it.
+type BranchFile struct {
+	// Present is false when the branch has no such path.
+	Present bool
+	// Regular is true for a file (executable or not); a symbolic link or a
+	// submodule is not one, and has no Data.
+	Regular bool
+	// Data is the file's content.
+	Data []byte
+}
+
+// PushBranchFiles returns files (slash-separated, from the root) as the
+// remote branch holds them, and whether the branch exists at all. The
+// caller compares them with what it would commit, to tell whether
+// rebuilding the branch would drop changes it cannot make again now.
+func (r *Repo) PushBranchFiles(ctx context.Context, branch string, files []string) (map[string]BranchFile, bool, error) {
 	if r.repo == nil {
-		return false, errors.New("checking the push branch: the working copy is not open")
+		return nil, false, errors.New("reading the push branch: the working copy is not open")
 	}
 	remote, err := r.repo.Remote(remoteName)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	h, err := r.remoteBranch(ctx, remote, branch)
 	if err != nil || h.IsZero() {
-		return err == nil, err
+		return nil, false, err
 	}
 	tree, err := r.commitTree(h)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
+	out := make(map[string]BranchFile, len(files))
 	for _, f := range files {
 		e, err := r.entryAt(tree, f)
-		if err != nil {
-			return false, err
-		}
-		data, rerr := os.ReadFile(filepath.Join(r.dir, filepath.FromSlash(f)))
 		switch {
-		case e == nil && errors.Is(rerr, fs.ErrNotExist):
-			continue
-		case e == nil || rerr != nil || e.Mode != filemode.Regular && e.Mode != filemode.Executable:
-			return false, nil
-		case plumbing.ComputeHash(plumbing.BlobObject, data) != e.Hash:
-			return false, nil
+		case err != nil:
+			return nil, false, err
+		case e == nil:
+			out[f] = BranchFile{}
+		case e.Mode != filemode.Regular && e.Mode != filemode.Executable:
+			out[f] = BranchFile{Present: true}
+		default:
+			data, err := r.blob(f, e.Hash)
+			if err != nil {
+				return nil, false, err
+			}
+			out[f] = BranchFile{Present: true, Regular: true, Data: data}
 		}
 	}
-	return true, nil
+	return out, true, nil
 }
 
 // ownCommit says why c is not a commit imagebump makes on its push

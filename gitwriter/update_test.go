@@ -743,57 +743,32 @@ func TestUpdateKeepsFileMode(t *testing.T) {
 	}
 }
 
-// TestPushBranchKeeps: whether a commit of the working copy pushed to the
-// push branch would keep the given files as the branch has them.
-func TestPushBranchKeeps(t *testing.T) {
+// TestPushBranchFiles: the files of the remote push branch, as it holds
+// them, and whether it exists.
+func TestPushBranchFiles(t *testing.T) {
 	const pushBranch = "imagebump/main"
 	bare := testgit.NewBare(t, seed)
 	r := mustOpen(t, Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()})
-	keeps := func(files ...string) bool {
-		t.Helper()
-		ok, err := r.PushBranchKeeps(t.Context(), pushBranch, files)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ok
+	files := []string{"clusters/prod/app.yaml", "clusters/prod/web.yaml", "clusters/prod/gone.yaml", "clusters"}
+	got, exists, err := r.PushBranchFiles(t.Context(), pushBranch, files)
+	if err != nil || exists || got != nil {
+		t.Fatalf("no branch yet: %v, %v, %v; want it not to exist", got, exists, err)
 	}
-	if !keeps("clusters/prod/app.yaml") {
-		t.Error("no branch yet: want true, as it has nothing to lose")
-	}
-	// The branch bumps app.yaml.
 	if _, err := r.Update(t.Context(), Update{Commit: author, PushBranch: pushBranch},
 		setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", nil)); err != nil {
 		t.Fatal(err)
 	}
-	// The working copy is the tracked branch's: app.yaml at 1.0.0.
-	write := func(p, content string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(r.Dir(), filepath.FromSlash(p)), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	got, exists, err = r.PushBranchFiles(t.Context(), pushBranch, files)
+	if err != nil || !exists {
+		t.Fatalf("PushBranchFiles: %v, %v", exists, err)
 	}
-	for _, c := range []struct {
-		name  string
-		app   string // app.yaml in the working copy
-		files []string
-		want  bool
-	}{
-		{"the branch's bump would be dropped", "image: app:1.0.0\n", []string{"clusters/prod/app.yaml"}, false},
-		{"the working copy has it as the branch does", "image: app:1.1.0\n", []string{"clusters/prod/app.yaml"}, true},
-		{"a file the branch did not change", "image: app:1.0.0\n", []string{"clusters/prod/web.yaml"}, true},
-		{"a file neither has", "image: app:1.0.0\n", []string{"clusters/prod/gone.yaml"}, true},
-		{"one of two would change", "image: app:1.0.0\n", []string{"clusters/prod/web.yaml", "clusters/prod/app.yaml"}, false},
-	} {
-		write("clusters/prod/app.yaml", c.app)
-		if got := keeps(c.files...); got != c.want {
-			t.Errorf("%s: PushBranchKeeps = %v, want %v", c.name, got, c.want)
-		}
+	want := map[string]BranchFile{
+		"clusters/prod/app.yaml":  {Present: true, Regular: true, Data: []byte("image: app:1.1.0\n")},
+		"clusters/prod/web.yaml":  {Present: true, Regular: true, Data: []byte("image: web:1.0.0\n")},
+		"clusters/prod/gone.yaml": {},
+		"clusters":                {Present: true}, // a folder is no file
 	}
-	// A file the branch has and the working copy lacks would be dropped.
-	if err := os.Remove(filepath.Join(r.Dir(), "clusters", "prod", "web.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	if keeps("clusters/prod/web.yaml") {
-		t.Error("web.yaml removed from the working copy: want false")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("PushBranchFiles (-want +got):\n%s", diff)
 	}
 }

@@ -470,8 +470,20 @@ func TestLongTitle(t *testing.T) {
 	}
 }
 
+// recorder is a scripted provider that also records heads, as Gitea does.
+type recorder struct {
+	*scripted
+	heads map[int]string
+}
+
+func (r *recorder) RecordedHead(_ context.Context, number int) (string, error) {
+	r.calls = append(r.calls, fmt.Sprintf("recorded head #%d", number))
+	return r.heads[number], nil
+}
+
 func TestMergedHead(t *testing.T) {
 	const tip = "5d0b2f5c1e9a4c7b8d3e6f0a1b2c3d4e5f6a7b8c"
+	const other = "0000000000000000000000000000000000000000"
 	withHead := func(n int, state State, head string) PR {
 		p := pr(n, state, "Bump a", changeA)
 		p.HeadCommit = head
@@ -486,17 +498,42 @@ func TestMergedHead(t *testing.T) {
 		{"hashes compare without case", []PR{withHead(2, StateMerged, strings.ToUpper(tip))}, true},
 		{"closed, not merged", []PR{withHead(2, StateClosed, tip)}, false},
 		{"open with that head", []PR{withHead(2, StateOpen, tip)}, false},
-		{"merged with another head", []PR{withHead(2, StateMerged, "0000000000000000000000000000000000000000")}, false},
+		{"merged with another head", []PR{withHead(2, StateMerged, other)}, false},
 		{"the forge said no head", []PR{withHead(2, StateMerged, "")}, false},
 		{"none", nil, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := MergedHead(c.prs, tip); got != c.want {
-				t.Errorf("MergedHead = %v, want %v", got, c.want)
+			got, err := MergedHead(context.Background(), &scripted{prs: c.prs}, "imagebump/main", "main", tip)
+			if err != nil || got != c.want {
+				t.Errorf("MergedHead = %v, %v; want %v", got, err, c.want)
 			}
 		})
 	}
-	if MergedHead([]PR{withHead(2, StateMerged, "")}, "") {
+	if got, _ := MergedHead(context.Background(), &scripted{prs: []PR{withHead(2, StateMerged, "")}}, "imagebump/main", "main", ""); got {
 		t.Error("an empty commit matched an empty head")
+	}
+
+	// A forge that lists a merged pull request's head as its branch's
+	// tip (Forgejo) must also have recorded it as the merged head: a
+	// commit pushed after the merge is not one.
+	live := []PR{withHead(2, StateMerged, tip)}
+	for _, c := range []struct {
+		name     string
+		recorded string
+		want     bool
+	}{
+		{"recorded at the merge", tip, true},
+		{"pushed after the merge", other, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := &recorder{scripted: &scripted{prs: live}, heads: map[int]string{2: c.recorded}}
+			got, err := MergedHead(context.Background(), r, "imagebump/main", "main", tip)
+			if err != nil || got != c.want {
+				t.Errorf("MergedHead = %v, %v; want %v", got, err, c.want)
+			}
+			if diff := cmp.Diff([]string{"list", "recorded head #2"}, r.calls); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -221,14 +221,49 @@ func finish(ctx context.Context, p Provider, pr *PR, o Outcome, labels []string)
 	return res, nil
 }
 
+// HeadRecorder is implemented by a Provider whose List may report a merged
+// pull request's HeadCommit as its branch's current tip rather than the
+// commit that was merged (Forgejo, and Gitea's API in places, read the
+// branch when it still exists). RecordedHead returns the head the forge
+// recorded for the pull request (Gitea's refs/pull/N/head), which stops
+// moving once it is merged.
+type HeadRecorder interface {
+	RecordedHead(ctx context.Context, number int) (string, error)
+}
+
 // MergedHead reports whether commit, a full hash, is the head of one of
-// prs that was merged: what a branch still holds after its pull request
-// was merged (one a forge's "update branch" made, say) is in the base,
-// so replacing that branch drops nothing.
-func MergedHead(prs []PR, commit string) bool {
-	return commit != "" && slices.ContainsFunc(prs, func(pr PR) bool {
-		return pr.State == StateMerged && strings.EqualFold(pr.HeadCommit, commit)
-	})
+// the pull requests from head into base that was merged: what the branch
+// still holds after its pull request was merged (a commit a forge's
+// "update branch" made, say) is in the base, so replacing the branch
+// drops nothing. A commit pushed to the branch after the merge is not
+// such a head. It trusts the forge's record of the merged head: GitHub's
+// and GitLab's freeze at the merge; for a HeadRecorder, its RecordedHead
+// must agree.
+func MergedHead(ctx context.Context, p Provider, head, base, commit string) (bool, error) {
+	if commit == "" {
+		return false, nil
+	}
+	prs, err := p.List(ctx, head, base)
+	if err != nil {
+		return false, err
+	}
+	for _, pr := range prs {
+		if pr.State != StateMerged || !strings.EqualFold(pr.HeadCommit, commit) {
+			continue
+		}
+		rec, ok := p.(HeadRecorder)
+		if !ok {
+			return true, nil
+		}
+		recorded, err := rec.RecordedHead(ctx, pr.Number)
+		if err != nil {
+			return false, err
+		}
+		if strings.EqualFold(recorded, commit) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Plan returns what Ensure would do for req, calling only p.List.

@@ -195,6 +195,12 @@ func rewrite(file string, src []byte, e env) outcome {
 	return out
 }
 
+// Markers returns the markers of one file's bytes, as Apply finds them,
+// named file; a file that does not parse has none.
+func Markers(file string, src []byte) []Marker {
+	return rewrite(file, src, scanEnv).markers
+}
+
 // editorLines converts the lines of out from yaml.v3's count to an
 // editor's.
 func editorLines(ix *lineIndex, out *outcome) {

@@ -330,14 +330,14 @@ func noChanges(rep *cycle.Report) string {
 
 // gitPrefix returns the path of dir from the top of the Git working tree
 // it is in, slash-separated ("" at the top, or outside any Git tree), as
-// git diff prefixes paths: found by looking for .git upwards, as git does.
+// git diff prefixes paths: found by looking for .git upwards, as git does
+// (GIT_DIR and GIT_WORK_TREE are not read).
 func gitPrefix(dir string) string {
+	// The path as given, not through symbolic links: a --repo linked into
+	// another tree is still where the user applies the patch.
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return ""
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
 	}
 	for top := abs; ; {
 		if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {

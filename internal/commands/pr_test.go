@@ -208,6 +208,32 @@ func TestRunPullRequestGiteaUpdatedThenMerged(t *testing.T) {
 	if len(prs) != 2 || prs[0].State != "open" || !strings.Contains(prs[0].Body, "2.3.9") || !prs[1].Merged {
 		t.Errorf("pull requests: %+v; want the new one open with 2.3.9, the first merged", prs)
 	}
+
+	// That one merged too, a person pushes to the branch left behind: a
+	// commit after the merge is kept, as any other person's.
+	second := got.PullRequest.Number
+	gt.MergePR(t, owner, repo, second)
+	gt.PushBranch(t, owner, repo, "imagebump/main", "imagebump/main", map[string]string{"NOTES.md": "after the merge\n"})
+	gt.API(t, http.MethodGet, "/repos/"+owner+"/"+repo+"/branches/imagebump%2Fmain", nil, http.StatusOK, &branch)
+	if branch.Commit.Message == "" || strings.HasPrefix(branch.Commit.Message, "Bump") {
+		t.Fatalf("the person's commit is not the branch's tip: %+v", branch.Commit)
+	}
+	if err := remote.Write(mustTag(t, host+"/acme/api:2.3.10"), img); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code = runMain(t, "run", "-c", cfg, "-o", "json")
+	if got := decodeRun(t, out).Targets[0]; code != ExitFailure || got.Pushed || !strings.Contains(got.Error, "which imagebump did not make") {
+		t.Errorf("run over a commit pushed after the merge: exit %d, pushed=%v, error %q; want it refused\n%s", code, got.Pushed, got.Error, stderr)
+	}
+	var after struct {
+		Commit struct {
+			Message string `json:"message"`
+		} `json:"commit"`
+	}
+	gt.API(t, http.MethodGet, "/repos/"+owner+"/"+repo+"/branches/imagebump%2Fmain", nil, http.StatusOK, &after)
+	if after.Commit.Message != branch.Commit.Message {
+		t.Errorf("the branch's tip is now %q, want the person's commit %q kept", after.Commit.Message, branch.Commit.Message)
+	}
 }
 
 func mustTag(t *testing.T, s string) name.Tag {

@@ -66,7 +66,10 @@ type Provider struct {
 	http        *http.Client
 }
 
-var _ pullrequest.Provider = (*Provider)(nil)
+var (
+	_ pullrequest.Provider     = (*Provider)(nil)
+	_ pullrequest.HeadRecorder = (*Provider)(nil)
+)
 
 // New returns a Provider for the repository opts names. It makes no
 // request. The SDK's server version checks are turned off: Forgejo reports
@@ -299,6 +302,25 @@ func (p *Provider) Close(ctx context.Context, number int) error {
 		return p.fail(fmt.Sprintf("closing pull request #%d", number), needsWrite, resp, err)
 	}
 	return nil
+}
+
+// RecordedHead implements pullrequest.HeadRecorder: the commit
+// refs/pull/NUMBER/head points at, which Gitea and Forgejo move with the
+// branch while the pull request is open and leave at the merge, where the
+// head.sha of their API is the branch's current tip while it exists.
+func (p *Provider) RecordedHead(ctx context.Context, number int) (string, error) {
+	c, err := p.client(ctx)
+	if err != nil {
+		return "", err
+	}
+	ref, resp, err := c.GetRepoRef(p.owner, p.repo, fmt.Sprintf("refs/pull/%d/head", number))
+	if err != nil {
+		return "", p.fail(fmt.Sprintf("reading the recorded head of pull request #%d", number), needsRead, resp, err)
+	}
+	if ref == nil || ref.Object == nil {
+		return "", nil
+	}
+	return ref.Object.SHA, nil
 }
 
 // convert reads the forge's pull request; its address, which is shown, is

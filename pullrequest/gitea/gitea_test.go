@@ -131,6 +131,12 @@ func TestList(t *testing.T) {
 	if len(prs) == 1 && (branch.Commit.ID == "" || prs[0].HeadCommit != branch.Commit.ID) {
 		t.Errorf("merged #%d: head commit %q, want the branch's %q", fourth, prs[0].HeadCommit, branch.Commit.ID)
 	}
+	// A push to the branch after the merge does not move the recorded
+	// head.
+	s.PushBranch(t, owner, repo, "imagebump/main", "imagebump/main", map[string]string{"app.yaml": "image: a:5\n"})
+	if got, err := p.RecordedHead(ctx, fourth); err != nil || got != branch.Commit.ID {
+		t.Errorf("RecordedHead(#%d) after a push = %q, %v; want the merged head %q", fourth, got, err, branch.Commit.ID)
+	}
 }
 
 // TestAddLabels checks that labels are found by name whatever their case,

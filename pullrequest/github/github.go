@@ -57,7 +57,7 @@ type Options struct {
 // Provider is the GitHub pullrequest.Provider for one repository.
 type Provider struct {
 	client      *gh.Client
-	api         string
+	api         string // named in a 404's error; "" for GitHub's own
 	owner, repo string
 	token       string
 }
@@ -100,7 +100,13 @@ func New(opts Options) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("github: making the API client: %w", err)
 	}
-	return &Provider{client: c, api: base, owner: opts.Owner, repo: opts.Repo, token: opts.Token}, nil
+	// A 404 names the API only when it is not GitHub's own, which answers
+	// 404 for a private repository the token cannot see.
+	named := base
+	if base == DefaultAPIURL {
+		named = ""
+	}
+	return &Provider{client: c, api: named, owner: opts.Owner, repo: opts.Repo, token: opts.Token}, nil
 }
 
 // Name returns "github".
