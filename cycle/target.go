@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
