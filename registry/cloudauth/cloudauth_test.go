@@ -152,38 +152,23 @@ func TestAWSErrors(t *testing.T) {
 		},
 		{
 			name: "GetAuthorizationToken denied",
-			env: func(t *testing.T, a *fakecloud.AWS) {
-				t.Setenv("AWS_ACCESS_KEY_ID", "AKIASTATICENV00003")
-				t.Setenv("AWS_SECRET_ACCESS_KEY", "static-secret-3")
-				a.FailECR.Store(true)
-			},
+			env:  staticKeysECRFails("AccessDeniedException"),
 			want: []string{"ecr:GetAuthorizationToken (with credentials from EnvConfigCredentials)", "AccessDeniedException", "the credentials need ecr:GetAuthorizationToken"},
 		},
 		{
 			name: "GetAuthorizationToken with expired keys",
-			env: func(t *testing.T, a *fakecloud.AWS) {
-				t.Setenv("AWS_ACCESS_KEY_ID", "AKIASTATICENV00003")
-				t.Setenv("AWS_SECRET_ACCESS_KEY", "static-secret-3")
-				code := "ExpiredTokenException"
-				a.FailECRWith.Store(&code)
-			},
+			env:  staticKeysECRFails("ExpiredTokenException"),
 			want: []string{"(with credentials from EnvConfigCredentials)", "ExpiredTokenException", "those credentials have expired"},
 		},
 		{
 			name: "GetAuthorizationToken with keys AWS does not know",
-			env: func(t *testing.T, a *fakecloud.AWS) {
-				t.Setenv("AWS_ACCESS_KEY_ID", "AKIASTATICENV00003")
-				t.Setenv("AWS_SECRET_ACCESS_KEY", "static-secret-3")
-				code := "UnrecognizedClientException"
-				a.FailECRWith.Store(&code)
-			},
+			env:  staticKeysECRFails("UnrecognizedClientException"),
 			want: []string{"UnrecognizedClientException", "AWS does not accept those credentials", "clock"},
 		},
 		{
 			name: "the ECR API does not answer",
 			env: func(t *testing.T, a *fakecloud.AWS) {
-				t.Setenv("AWS_ACCESS_KEY_ID", "AKIASTATICENV00003")
-				t.Setenv("AWS_SECRET_ACCESS_KEY", "static-secret-3")
+				staticKeysECRFails("")(t, a)
 				t.Setenv("AWS_ENDPOINT_URL_ECR", "http://127.0.0.1:1") // nothing listens there
 			},
 			want: []string{"ecr:GetAuthorizationToken (with credentials from EnvConfigCredentials)", "the ECR API did not answer", "interface endpoint for ecr.api"},
@@ -213,6 +198,18 @@ func TestAWSErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// staticKeysECRFails sets static keys in the environment and has the
+// fake's GetAuthorizationToken answer with the error code ("": none).
+func staticKeysECRFails(code string) func(*testing.T, *fakecloud.AWS) {
+	return func(t *testing.T, a *fakecloud.AWS) {
+		t.Setenv("AWS_ACCESS_KEY_ID", "AKIASTATICENV00003")
+		t.Setenv("AWS_SECRET_ACCESS_KEY", "static-secret-3")
+		if code != "" {
+			a.FailECRWith.Store(&code)
+		}
 	}
 }
 
