@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -537,5 +539,39 @@ func TestRunTargetFailingPolicyInASharedFile(t *testing.T) {
 	}
 	if now := testgit.Refs(t, bare)["refs/heads/imagebump/main"]; now != branch {
 		t.Errorf("the branch moved while it held the failed policy's bump: %s -> %s", branch, now)
+	}
+}
+
+// TestRunTargetWorkingCopyNotWritten: a file of the working copy that
+// cannot be written fails the target, naming the working copy, where it
+// was a problem of the file's beside "No changes"; the next cycle that
+// can write it makes the bump. (Tests run as root here, whom permissions
+// do not stop: a hard link, which imagebump will not split, stands in.)
+func TestRunTargetWorkingCopyNotWritten(t *testing.T) {
+	cfg, bare := targetSetup(t, "")
+	reg := &fakeRegistry{tags: map[string][]string{"reg.example/web": {"1.0.0"}, "reg.example/api": {"1.0.0"}}}
+	opts := TargetOptions{Config: cfg, Target: cfg.Targets()[0], Registry: reg, Workdir: t.TempDir()}
+	if _, err := RunTarget(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	wc := WorkdirFor(opts.Workdir, opts.Target.Name)
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Link(filepath.Join(wc, "web.yaml"), link); err != nil {
+		t.Fatal(err)
+	}
+	reg.tags["reg.example/web"] = []string{"1.0.0", "1.2.0"}
+	before := testgit.Refs(t, bare)["refs/heads/main"]
+	res, err := RunTarget(context.Background(), opts)
+	if err == nil || !strings.Contains(err.Error(), "the working copy in "+wc+" could not be written (web.yaml:") || res.Pushed {
+		t.Fatalf("RunTarget = %+v, %v; want the working copy named, nothing pushed", res, err)
+	}
+	if now := testgit.Refs(t, bare)["refs/heads/main"]; now != before {
+		t.Errorf("main moved: %s -> %s", before, now)
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := RunTarget(context.Background(), opts); err != nil || !res.Pushed {
+		t.Errorf("once it can be written: %+v, %v; want the bump pushed", res, err)
 	}
 }

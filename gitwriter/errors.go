@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 )
 
 // ErrBranchNotFound is wrapped by the error of Open and Update when the
@@ -108,8 +112,21 @@ func (r *Repo) netError(ctx context.Context, op, branch string, err error) error
 		return nil
 	}
 	err = r.secrets.Error(err)
+	if errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed) || errors.Is(err, transport.ErrRepositoryNotFound) {
+		// go-git put the whole body of the HTTP answer in the message.
+		err = &shortError{msg: shortAnswer(err.Error()), err: err}
+	}
 	var hk *HostKeyError
+	var pe *fs.PathError
+	var ue *plumbing.UnexpectedError
+	var he *githttp.Err
 	switch {
+	case errors.As(err, &pe) && r.dir != "" && strings.HasPrefix(filepath.Clean(pe.Path), filepath.Clean(r.dir)+string(filepath.Separator)):
+		// Writing the working copy failed (a full disk, a folder the
+		// process may not write): the remote is not at fault.
+		return fmt.Errorf("%s %s (branch %q): the working copy in %s could not be written (free space, or let this user write it; see --workdir); the remote is not at fault: %w", op, r.remote, branch, r.dir, err)
+	case errors.As(err, &ue) && errors.As(ue.Err, &he) && he.StatusCode() >= 500:
+		return fmt.Errorf("%s %s (branch %q): the server failed on its side (HTTP %d); try again later (serve retries on its next cycle): %w", op, r.remote, branch, he.StatusCode(), err)
 	case errors.As(err, &hk):
 		return fmt.Errorf("%s %s: %w", op, r.remote, err)
 	case isAuthError(err):
@@ -117,13 +134,64 @@ func (r *Repo) netError(ctx context.Context, op, branch string, err error) error
 	case isBranchMissing(err):
 		return fmt.Errorf("%s %s: remote has no branch %q: %w", op, r.remote, branch, ErrBranchNotFound)
 	case errors.Is(err, transport.ErrRepositoryNotFound):
-		return fmt.Errorf("%s %s (branch %q): no repository at that URL: %w", op, r.remote, branch, err)
+		why := "no repository at that URL, or the credential may not see it (forges answer 404 for a repository a token cannot read)"
+		if strings.HasPrefix(op, "pushing") {
+			why = "no repository at that URL, or the credential may read but not write it (some forges answer 404 then): check that it may push"
+		}
+		return fmt.Errorf("%s %s (branch %q): %s: %w", op, r.remote, branch, why, err)
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return fmt.Errorf("%s %s: the remote repository is empty, branch %q does not exist: %w", op, r.remote, branch, ErrBranchNotFound)
 	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%s %s (branch %q): timed out after %v: %w", op, r.remote, branch, r.opts.Timeout, err)
 	}
 	return fmt.Errorf("%s %s (branch %q): %w", op, r.remote, branch, err)
+}
+
+// shortError is an error whose text is cut (see shortAnswer), keeping the
+// original for errors.Is and errors.As.
+type shortError struct {
+	msg string
+	err error
+}
+
+func (e *shortError) Error() string { return e.msg }
+func (e *shortError) Unwrap() error { return e.err }
+
+// maxAnswer bounds the first line of an error that repeats a server's
+// answer.
+const maxAnswer = 400
+
+// htmlStart finds where an HTML page begins in a message.
+var htmlStart = regexp.MustCompile(`(?i)<(!doctype|html|head|body)\b`)
+
+// htmlTitle finds an HTML page's title.
+var htmlTitle = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
+
+// shortAnswer cuts what a server answered (go-git puts the whole body of
+// an HTTP error in its message: a proxy's or a firewall's HTML page, many
+// kilobytes) to its first line, at most maxAnswer bytes, and an HTML page
+// to its title.
+func shortAnswer(msg string) string {
+	if i := htmlStart.FindStringIndex(msg); i != nil {
+		page := "an HTML page"
+		if m := htmlTitle.FindStringSubmatch(msg[i[0]:]); m != nil {
+			page += ": " + strings.Join(strings.Fields(m[1]), " ")
+		}
+		msg = strings.TrimRight(msg[:i[0]], " :\n") + ": " + page
+	}
+	msg = strings.TrimSpace(msg)
+	head, rest, cut := strings.Cut(msg, "\n")
+	if cut {
+		rest = strings.TrimSpace(rest)
+		cut = rest != ""
+	}
+	if len(head) > maxAnswer {
+		head, cut = strings.ToValidUTF8(head[:maxAnswer], ""), true
+	}
+	if cut {
+		head += " (cut)"
+	}
+	return head
 }
 
 // isAuthError reports whether err says the remote refused or wanted

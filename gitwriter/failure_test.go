@@ -8,18 +8,22 @@ import (
 	"io/fs"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
@@ -889,6 +893,56 @@ func TestLostPushAnswerWaitsForSync(t *testing.T) {
 			}
 			if !slices.Contains(naming, "refs/remotes/origin/main") {
 				t.Errorf("local refs naming the commit: %q, want the remote-tracking ref among them", naming)
+			}
+		})
+	}
+}
+
+// TestNetErrorWording: what a failed network operation says: a server's
+// HTML page cut to its title, a long or many-line answer to its first
+// line, a 5xx as the server's failure, a 404 on a push as what the
+// credential may lack, and a local write error as the working copy's.
+func TestNetErrorWording(t *testing.T) {
+	dir := t.TempDir()
+	r := &Repo{dir: dir, remote: "https://git.example.com/acme/fleet.git"}
+	page := "<!DOCTYPE html>\n<html><head><title>403 Forbidden\n by WAF</title></head><body>" + strings.Repeat("x", 20000) + "</body></html>\n"
+	resp := func(code int) *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, "https://git.example.com/acme/fleet.git/info/refs", nil)
+		return &http.Response{StatusCode: code, Request: req}
+	}
+	for _, c := range []struct {
+		name, op string
+		err      error
+		want     []string
+		notWant  string
+	}{
+		{"an HTML page", "fetching", fmt.Errorf("%w: %s", transport.ErrAuthorizationFailed, page),
+			[]string{"authorization failed: an HTML page: 403 Forbidden by WAF"}, "xxxx"},
+		{"many lines", "fetching", fmt.Errorf("%w: %s", transport.ErrAuthenticationRequired, "bad credentials\nline two\n"),
+			[]string{"authentication required: bad credentials (cut)"}, "line two"},
+		{"a trailing newline", "fetching", fmt.Errorf("%w: %s", transport.ErrAuthenticationRequired, "bad credentials\n"),
+			[]string{"authentication required: bad credentials"}, "(cut)"},
+		{"a 503", "fetching", plumbing.NewUnexpectedError(&githttp.Err{Response: resp(503)}),
+			[]string{"the server failed on its side (HTTP 503); try again later"}, ""},
+		{"a 404 on a push", "pushing to", fmt.Errorf("%w: %s", transport.ErrRepositoryNotFound, "not found"),
+			[]string{"or the credential may read but not write it"}, ""},
+		{"a 404 on a fetch", "fetching", fmt.Errorf("%w: %s", transport.ErrRepositoryNotFound, "not found"),
+			[]string{"or the credential may not see it"}, ""},
+		{"a full disk", "fetching", &fs.PathError{Op: "write", Path: filepath.Join(dir, ".git", "objects", "pack", "tmp_pack_1"), Err: syscall.ENOSPC},
+			[]string{"the working copy in " + dir + " could not be written", "the remote is not at fault", "no space left on device"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := r.netError(context.Background(), c.op, "main", c.err)
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if c.notWant != "" && strings.Contains(err.Error(), c.notWant) {
+				t.Errorf("error %q holds %q", err, c.notWant)
+			}
+			if !errors.Is(err, c.err) && !errors.Is(err, errors.Unwrap(c.err)) {
+				t.Errorf("error %v does not unwrap to the cause", err)
 			}
 		})
 	}

@@ -107,7 +107,14 @@ func (r *Repo) push(ctx context.Context, branch string, dst plumbing.ReferenceNa
 			return said.wrap(err)
 		}
 		if rs != nil {
-			return said.wrap(rs.Error())
+			if err := rs.Error(); err != nil {
+				return said.wrap(err)
+			}
+		}
+		// A hook may say something worth reading on a push it accepts (a
+		// repository moving, a deprecation).
+		if lines := said.lines(); len(lines) > 0 {
+			r.log.Info("the server said, accepting the push", "ref", dst.String(), "text", strings.Join(lines, " / "))
 		}
 		return nil
 	})

@@ -1,8 +1,10 @@
 package gitwriter
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -194,11 +196,16 @@ func TestPushRefusalSaysWhy(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := mainSHA(t, bare)
-			r := mustOpen(t, Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: t.TempDir()})
+			var logs bytes.Buffer
+			r := mustOpen(t, Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			res, err := r.Update(t.Context(), Update{Commit: author}, edit)
 			if tt.wantErr == "" {
 				if err != nil || mainSHA(t, bare) != res.Commit {
 					t.Fatalf("Update() = %+v, %v; want the push accepted", res, err)
+				}
+				// What it said is logged, where it was dropped.
+				if !strings.Contains(logs.String(), `msg="the server said, accepting the push"`) || !strings.Contains(logs.String(), `ref=refs/heads/main text="thanks for the push"`) {
+					t.Errorf("the accepting hook's words are not in the log:\n%s", logs.String())
 				}
 				return
 			}

@@ -117,6 +117,14 @@ type Problem struct {
 	Err error
 }
 
+// WriteError is a Problem's Err when a file could not be written: the
+// disk, not the file's content, is at fault (full, read-only, not this
+// user's).
+type WriteError struct{ Err error }
+
+func (e *WriteError) Error() string { return "writing file: " + e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }
+
 // Error returns "file:line: message", or "file: message" when Line is 0.
 func (p Problem) Error() string {
 	if p.Line > 0 {
@@ -358,7 +366,7 @@ func (r *run) rewriteFile(j job, src []byte, key *statKey) {
 		var err error
 		st, err = stage(j.abs, src, out.out, !r.opts.NoSync)
 		if err != nil {
-			out.problems = append(out.problems, Problem{File: j.rel, Err: fmt.Errorf("writing file: %w", err)})
+			out.problems = append(out.problems, Problem{File: j.rel, Err: &WriteError{Err: err}})
 			out.changes, out.out = nil, nil
 		} else {
 			// The changes count once the file is renamed, in commit.
@@ -428,7 +436,7 @@ func (r *run) commit(ctx context.Context, workers int) error {
 	if err := r.makeDurable(syncs.staged, files); err != nil {
 		for _, s := range files {
 			s.discard()
-			r.res.Problems = append(r.res.Problems, Problem{File: s.rel, Err: fmt.Errorf("writing file: %w", err)})
+			r.res.Problems = append(r.res.Problems, Problem{File: s.rel, Err: &WriteError{Err: err}})
 		}
 		return nil
 	}
@@ -452,7 +460,7 @@ func (r *run) commit(ctx context.Context, workers int) error {
 	slices.SortFunc(files, func(a, b *staged) int { return strings.Compare(a.rel, b.rel) })
 	for _, s := range files {
 		if s.err != nil {
-			r.res.Problems = append(r.res.Problems, Problem{File: s.rel, Err: fmt.Errorf("writing file: %w", s.err)})
+			r.res.Problems = append(r.res.Problems, Problem{File: s.rel, Err: &WriteError{Err: s.err}})
 			continue
 		}
 		r.log.Debug("rewrote file", "file", s.rel, "changes", len(s.changes), "write", true)

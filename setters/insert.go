@@ -466,7 +466,7 @@ func WriteFiles(ctx context.Context, root string, edits []FileEdit) ([]Problem, 
 				continue
 			}
 		}
-		problems = append(problems, Problem{File: ed.File, Err: fmt.Errorf("writing file: %w", err)})
+		problems = append(problems, Problem{File: ed.File, Err: &WriteError{Err: err}})
 	}
 	if len(files) == 0 {
 		return problems, nil
@@ -476,7 +476,7 @@ func WriteFiles(ctx context.Context, root string, edits []FileEdit) ([]Problem, 
 	}
 	if err := syncStaged(files); err != nil {
 		for _, s := range files {
-			problems = append(problems, Problem{File: s.rel, Err: fmt.Errorf("writing file: %w", err)})
+			problems = append(problems, Problem{File: s.rel, Err: &WriteError{Err: err}})
 		}
 		return problems, nil
 	}
@@ -491,7 +491,7 @@ func WriteFiles(ctx context.Context, root string, edits []FileEdit) ([]Problem, 
 			s.err = s.commit(&buf)
 		}
 		if s.err != nil {
-			problems = append(problems, Problem{File: s.rel, Err: fmt.Errorf("writing file: %w", s.err)})
+			problems = append(problems, Problem{File: s.rel, Err: &WriteError{Err: s.err}})
 		}
 	}
 	_ = syncRenamed(files) // as in Apply: not every file system can
