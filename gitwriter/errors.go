@@ -132,7 +132,7 @@ func (r *Repo) netError(ctx context.Context, op, branch string, err error) error
 	case isAuthError(err):
 		return fmt.Errorf("%s %s (branch %q): %w", op, r.remote, branch, &AuthError{Remote: r.remote, Sent: r.opts.Auth.describe(r.kind), Err: err})
 	case isBranchMissing(err):
-		return fmt.Errorf("%s %s: remote has no branch %q: %w", op, r.remote, branch, ErrBranchNotFound)
+		return fmt.Errorf("%s %s: remote has no branch %q (check git.branch, or whether the branch was renamed or deleted): %w", op, r.remote, branch, ErrBranchNotFound)
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		why := "no repository at that URL, or the credential may not see it (forges answer 404 for a repository a token cannot read)"
 		if strings.HasPrefix(op, "pushing") {

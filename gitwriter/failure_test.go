@@ -928,6 +928,8 @@ func TestNetErrorWording(t *testing.T) {
 			[]string{"or the credential may read but not write it"}, ""},
 		{"a 404 on a fetch", "fetching", fmt.Errorf("%w: %s", transport.ErrRepositoryNotFound, "not found"),
 			[]string{"or the credential may not see it"}, ""},
+		{"a branch that is not there", "fetching", plumbing.ErrReferenceNotFound,
+			[]string{`remote has no branch "main" (check git.branch, or whether the branch was renamed or deleted)`}, ""},
 		{"a full disk", "fetching", &fs.PathError{Op: "write", Path: filepath.Join(dir, ".git", "objects", "pack", "tmp_pack_1"), Err: syscall.ENOSPC},
 			[]string{"the working copy in " + dir + " could not be written", "the remote is not at fault", "no space left on device"}, ""},
 	} {
@@ -941,7 +943,7 @@ func TestNetErrorWording(t *testing.T) {
 			if c.notWant != "" && strings.Contains(err.Error(), c.notWant) {
 				t.Errorf("error %q holds %q", err, c.notWant)
 			}
-			if !errors.Is(err, c.err) && !errors.Is(err, errors.Unwrap(c.err)) {
+			if !errors.Is(err, c.err) && !errors.Is(err, errors.Unwrap(c.err)) && !errors.Is(err, ErrBranchNotFound) {
 				t.Errorf("error %v does not unwrap to the cause", err)
 			}
 		})
