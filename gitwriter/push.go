@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 
+	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/internal/redact"
 )
 
@@ -264,9 +265,7 @@ func (t *remoteText) lines() []string {
 			continue
 		}
 		l = redactTokens(l)
-		if len(l) > 200 {
-			l = strings.ToValidUTF8(l[:200], "") + "..."
-		}
+		l = printable.Cut(l, 200)
 		out = append(out, l)
 	}
 	// The end says why.

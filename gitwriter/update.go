@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/internal/retry"
 )
 
@@ -537,14 +538,7 @@ func (r *Repo) mayBeRace(ctx context.Context, err error) bool {
 // exist. A caller about to act on that branch's pull request without
 // pushing (closing it as proposing nothing) asks first, as a push does.
 func (r *Repo) CheckPushBranch(ctx context.Context, branch, email string) error {
-	if r.repo == nil {
-		return errors.New("checking the push branch: the working copy is not open")
-	}
-	remote, err := r.repo.Remote(remoteName)
-	if err != nil {
-		return err
-	}
-	h, err := r.remoteBranch(ctx, remote, branch)
+	h, err := r.pushBranchTip(ctx, "checking", branch)
 	if err != nil || h.IsZero() {
 		return err
 	}
@@ -556,6 +550,20 @@ func (r *Repo) CheckPushBranch(ctx context.Context, branch, email string) error 
 		return &ForeignCommitError{Remote: r.remote, Branch: branch, Commit: shortHash(h), Why: why, Subject: subject(c.Message)}
 	}
 	return nil
+}
+
+// pushBranchTip returns the commit the remote's branch points at, in the
+// store, or the zero hash when the branch does not exist; verb says what
+// the caller does with it, for the error of a Repo not open.
+func (r *Repo) pushBranchTip(ctx context.Context, verb, branch string) (plumbing.Hash, error) {
+	if r.repo == nil {
+		return plumbing.ZeroHash, errors.New(verb + " the push branch: the working copy is not open")
+	}
+	remote, err := r.repo.Remote(remoteName)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return r.remoteBranch(ctx, remote, branch)
 }
 
 // BranchFile is a file as a branch holds it.
@@ -574,14 +582,7 @@ type BranchFile struct {
 // caller compares them with what it would commit, to tell whether
 // rebuilding the branch would drop changes it cannot make again now.
 func (r *Repo) PushBranchFiles(ctx context.Context, branch string, files []string) (map[string]BranchFile, bool, error) {
-	if r.repo == nil {
-		return nil, false, errors.New("reading the push branch: the working copy is not open")
-	}
-	remote, err := r.repo.Remote(remoteName)
-	if err != nil {
-		return nil, false, err
-	}
-	h, err := r.remoteBranch(ctx, remote, branch)
+	h, err := r.pushBranchTip(ctx, "reading", branch)
 	if err != nil || h.IsZero() {
 		return nil, false, err
 	}
@@ -636,8 +637,5 @@ func signature(s object.Signature) string {
 // subject is the first line of a commit message, cut to 72 bytes.
 func subject(message string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(message), "\n")
-	if len(line) > 72 {
-		line = strings.ToValidUTF8(line[:72], "") + "..."
-	}
-	return line
+	return printable.Cut(line, 72)
 }

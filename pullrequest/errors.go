@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/internal/redact"
 )
 
@@ -89,9 +90,7 @@ func (e *Error) Error() string {
 			// A proxy's error page, or a dump of the request: its first
 			// line, shortened, says enough.
 			msg, _, _ = strings.Cut(strings.TrimSpace(msg), "\n")
-			if len(msg) > maxServerMessage {
-				msg = strings.ToValidUTF8(msg[:maxServerMessage], "") + "..."
-			}
+			msg = printable.Cut(msg, maxServerMessage)
 		}
 		fmt.Fprintf(&b, "; %s said: %s", e.Provider, msg)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/imagebump/imagebump/internal/cloudhost"
+	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/internal/redact"
 	"github.com/imagebump/imagebump/registry/cloudauth"
 )
@@ -169,11 +170,7 @@ func (e *Error) Error() string {
 // as Go would quote it, less the quotes, so that no control character
 // (a terminal escape, a forged line) leaves this package.
 func (e *Error) cutCause(s string) string {
-	s = e.secrets.Text(s)
-	if len(s) > maxCauseLen {
-		s = strings.ToValidUTF8(s[:maxCauseLen], "") + "..."
-	}
-	return escapeControl(s)
+	return escapeControl(printable.Cut(e.secrets.Text(s), maxCauseLen))
 }
 
 // escapeControl replaces control characters and invalid UTF-8 in s with

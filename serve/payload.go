@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/policy"
 )
 
@@ -145,13 +146,13 @@ func checkRepository(repo string) (string, error) {
 	}
 	r, err := name.NewRepository(repo)
 	if err != nil {
-		return "", fmt.Errorf("repository %q: %w", truncate(repo, 200), err)
+		return "", fmt.Errorf("repository %q: %w", printable.Cut(repo, 200), err)
 	}
 	// go-containerregistry admits paths the OCI distribution grammar
 	// does not (a//b, a..b); no registry sends those.
 	for c := range strings.SplitSeq(r.RepositoryStr(), "/") {
 		if !pathComponentRE.MatchString(c) {
-			return "", fmt.Errorf("repository %q: path component %q is not [a-z0-9]+ joined by '.', '_', '__' or dashes", truncate(repo, 200), truncate(c, 100))
+			return "", fmt.Errorf("repository %q: path component %q is not [a-z0-9]+ joined by '.', '_', '__' or dashes", printable.Cut(repo, 200), printable.Cut(c, 100))
 		}
 	}
 	return repo, nil
@@ -201,7 +202,7 @@ func parseDistribution(body []byte) (payload, error) {
 		}
 		host := ev.Request.Host
 		if host == "" {
-			return payload{}, fmt.Errorf("%w: distribution event for %q has no request.host", errPayload, truncate(ev.Target.Repository, 200))
+			return payload{}, fmt.Errorf("%w: distribution event for %q has no request.host", errPayload, printable.Cut(ev.Target.Repository, 200))
 		}
 		p.Pushes = append(p.Pushes, push{Repository: host + "/" + ev.Target.Repository, Tag: ev.Target.Tag})
 	}
@@ -280,7 +281,7 @@ func parseHarborCloudEvent(body []byte) (payload, error) {
 		return payload{}, err
 	}
 	if !strings.HasPrefix(ce.Type, "harbor.") {
-		return payload{}, fmt.Errorf("%w: a CloudEvent of type %q; only Harbor's are read", errPayload, truncate(ce.Type, 100))
+		return payload{}, fmt.Errorf("%w: a CloudEvent of type %q; only Harbor's are read", errPayload, printable.Cut(ce.Type, 100))
 	}
 	return harborPayload(ce.Type == "harbor.artifact.pushed", ce.Data)
 }
@@ -398,12 +399,4 @@ func parseGeneric(body []byte) (payload, error) {
 		tag = g.Tag
 	}
 	return payload{Kind: PayloadGeneric, Pushes: []push{{Repository: repo, Tag: tag}}}, nil
-}
-
-// truncate shortens s to about n bytes for a message.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "..."
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/internal/secretfile"
 )
 
@@ -157,7 +158,7 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 		if status == http.StatusInternalServerError {
 			level = s.log.Error
 		}
-		level("webhook refused", "hook", truncate(name, 100), "status", status, "result", result,
+		level("webhook refused", "hook", printable.Cut(name, 100), "status", status, "result", result,
 			"reason", why, "remote", r.RemoteAddr, "content_length", r.ContentLength)
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		if status == http.StatusInternalServerError {
@@ -169,7 +170,7 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		refuse(http.StatusMethodNotAllowed, hookMethodNotAllowed, "method "+truncate(r.Method, 20)+": registries POST their events")
+		refuse(http.StatusMethodNotAllowed, hookMethodNotAllowed, "method "+printable.Cut(r.Method, 20)+": registries POST their events")
 		return
 	}
 	if !known {
@@ -240,7 +241,7 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := parsePayload(body, r.Header)
 	if err != nil {
-		refuse(http.StatusBadRequest, hookBadRequest, truncate(err.Error(), 300))
+		refuse(http.StatusBadRequest, hookBadRequest, printable.Cut(err.Error(), 300))
 		return
 	}
 	if p.Ping {

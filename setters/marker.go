@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/imagebump/imagebump/internal/printable"
 )
 
 // Field says which part of an image reference a marker owns.
@@ -169,10 +171,7 @@ func decodeMarker(text string) (ref, reason string, err error) {
 	if off := dec.InputOffset(); strings.TrimSpace(text[off:]) != "" {
 		// Words after the object ("# {...} keep at 1.x") would fail the
 		// decoder as a JSON literal it does not know: say what it is.
-		rest := strings.TrimSpace(text[off:])
-		if len(rest) > 40 {
-			rest = strings.ToValidUTF8(rest[:40], "") + "..."
-		}
+		rest := printable.Cut(strings.TrimSpace(text[off:]), 40)
 		return fail(fmt.Sprintf("text after the JSON object: %q; a marker comment holds the object alone, so put other words in a comment of their own, on the line above", rest), nil)
 	}
 	if !found {

@@ -23,6 +23,16 @@ const MaxLen = 512
 // left out. Printable text comes back unchanged.
 func String(s string) string { return escape(s, MaxLen) }
 
+// Cut returns s cut to at most n bytes, at a character's boundary, with
+// "..." marking a cut; s comes back as it is when it fits. It escapes
+// nothing: see String for text that may hold control characters.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "..."
+}
+
 // escape is String with its own limit.
 func escape(s string, limit int) string {
 	if clean(s) && len(s) <= limit {

@@ -101,3 +101,21 @@ func FuzzString(f *testing.F) {
 		}
 	})
 }
+
+func TestCut(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly", 7, "exactly"},
+		{"a longer line", 8, "a longer..."},
+		{"héllo", 2, "h..."}, // é is two bytes: not split
+		{"", 0, ""},
+	} {
+		if got := Cut(c.s, c.n); got != c.want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}

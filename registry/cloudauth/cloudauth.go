@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 
 	"github.com/imagebump/imagebump/internal/cloudhost"
+	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/internal/redact"
 )
 
@@ -379,10 +380,7 @@ func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s credentials for %s: %s", e.Provider, e.Host, e.Step)
 	if e.Err != nil {
-		cause := strings.Join(strings.Fields(e.secrets.Text(e.Err.Error())), " ")
-		if len(cause) > maxCause {
-			cause = strings.ToValidUTF8(cause[:maxCause], "") + "..."
-		}
+		cause := printable.Cut(strings.Join(strings.Fields(e.secrets.Text(e.Err.Error())), " "), maxCause)
 		b.WriteString(": ")
 		b.WriteString(cause)
 	}
