@@ -72,8 +72,6 @@ type Config struct {
 
 	// images maps a normalized image name to its index in Images.
 	images map[string]int
-	// topGitLine is the line of the top-level git key.
-	topGitLine int
 	// keyLines are the lines of the keys written, by key path
 	// (registries[0].auth.dockerConfig).
 	keyLines map[string]int
@@ -578,7 +576,7 @@ func (c *Config) gitLine() int {
 	if c.Git == nil {
 		return 0
 	}
-	return c.topGitLine
+	return c.keyLines["git"]
 }
 
 // Policy returns the image's compiled policy. It is nil only for an Image

@@ -91,7 +91,7 @@ func (c *Config) entryLine(key string) int {
 	case scan(key, "targets[%d]", &i) && i < len(c.TargetList):
 		return c.TargetList[i].Line
 	case strings.HasPrefix(key, "git."):
-		return c.topGitLine
+		return c.keyLines["git"]
 	}
 	return 0
 }

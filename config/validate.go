@@ -484,7 +484,6 @@ func (v *validator) topLevel() {
 		}
 		return
 	}
-	v.c.topGitLine = v.keyAt("git").line
 	v.target("", v.c.Git, &v.c.Commit, v.c.Push, v.c.Schedule)
 }
 
