@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/imagebump/imagebump/internal/gittop"
 )
 
 // rootedFS is the file system kustomize builds on: the disk, read-only,
@@ -30,16 +32,8 @@ func newRootedFS(path string) (*rootedFS, error) {
 		abs = real
 	}
 	root := abs
-	for dir := abs; ; {
-		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
-			root = dir
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
+	if top, ok := gittop.Find(abs); ok {
+		root = top
 	}
 	return &rootedFS{FileSystem: filesys.MakeFsOnDisk(), root: root}, nil
 }

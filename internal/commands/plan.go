@@ -21,6 +21,7 @@ import (
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/internal/gittop"
 	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/internal/unidiff"
 	"github.com/imagebump/imagebump/pullrequest"
@@ -339,20 +340,15 @@ func gitPrefix(dir string) string {
 	if err != nil {
 		return ""
 	}
-	for top := abs; ; {
-		if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {
-			rel, err := filepath.Rel(top, abs)
-			if err != nil || rel == "." {
-				return ""
-			}
-			return filepath.ToSlash(rel)
-		}
-		up := filepath.Dir(top)
-		if up == top {
-			return ""
-		}
-		top = up
+	top, ok := gittop.Find(abs)
+	if !ok {
+		return ""
 	}
+	rel, err := filepath.Rel(top, abs)
+	if err != nil || rel == "." {
+		return ""
+	}
+	return filepath.ToSlash(rel)
 }
 
 // pickTarget returns the named target, the only target when there is one,
