@@ -407,10 +407,33 @@ status: {}
 	}
 }
 
-// TestMappingErrors checks what Native refuses, with the Flux position.
-func TestMappingErrors(t *testing.T) {
-	policy := func(extra string) string {
-		return `---
+// imageRepositoryYAML is the ImageRepository apps/NAME of
+// ghcr.io/acme/NAME, followed by extra (more of its spec).
+func imageRepositoryYAML(name, extra string) string {
+	return `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: ` + name + `, namespace: apps}
+spec:
+  image: ghcr.io/acme/` + name + `
+` + extra
+}
+
+// imagePolicyYAML is the ImagePolicy apps/NAME, semver >=1.0.0, of the
+// ImageRepository apps/REPO, followed by extra (more of its spec).
+func imagePolicyYAML(name, repo, extra string) string {
+	return `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: ` + name + `, namespace: apps}
+spec:
+  imageRepositoryRef: {name: ` + repo + `}
+  policy: {semver: {range: ">=1.0.0"}}
+` + extra
+}
+
+// appPolicyYAML is the ImagePolicy apps/app of repoYAML's repository, a
+// document to append, followed by extra (more of its spec).
+func appPolicyYAML(extra string) string {
+	return `---
 apiVersion: image.toolkit.fluxcd.io/v1
 kind: ImagePolicy
 metadata: {name: app, namespace: apps}
@@ -418,9 +441,12 @@ spec:
   imageRepositoryRef: {name: app}
   policy: {semver: {range: ">=1"}}
 ` + extra
-	}
-	automation := func(name, extra string) string {
-		return `---
+}
+
+// automationYAML is an ImageUpdateAutomation of the GitRepository
+// apps/fleet, followed by extra (more of its spec.git).
+func automationYAML(name, extra string) string {
+	return `---
 apiVersion: image.toolkit.fluxcd.io/v1
 kind: ImageUpdateAutomation
 metadata: {name: ` + name + `, namespace: apps}
@@ -431,15 +457,22 @@ spec:
     commit:
       author: {email: bot@example.com}
 ` + extra
-	}
-	auto := func(extra string) string {
-		return `---
+}
+
+// fleetAutoYAML is the GitRepository apps/fleet on main and its
+// automation apps/auto, followed by extra.
+func fleetAutoYAML(extra string) string {
+	return `---
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
 metadata: {name: fleet, namespace: apps}
 spec: {url: "https://git.example.com/fleet.git", interval: 1m, ref: {branch: main}}
-` + automation("auto", extra)
-	}
+` + automationYAML("auto", extra)
+}
+
+// TestMappingErrors checks what Native refuses, with the Flux position.
+func TestMappingErrors(t *testing.T) {
+	policy, automation, auto := appPolicyYAML, automationYAML, fleetAutoYAML
 	tests := []struct {
 		name, text, want string
 	}{
@@ -827,41 +860,13 @@ spec: {imageRepositoryRef: {name: ` + name + `}, policy: {alphabetical: {}}}
 // unknown one), noted at the suspend's line. A hold exports as suspend and
 // comes back as a hold.
 func TestSuspendIsHold(t *testing.T) {
-	set := loadText(t, `apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImageRepository
-metadata: {name: web, namespace: apps}
-spec:
-  image: ghcr.io/acme/web
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImageRepository
-metadata: {name: api, namespace: apps}
-spec:
-  image: ghcr.io/acme/api
-  suspend: true
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImagePolicy
-metadata: {name: web, namespace: apps}
-spec:
-  imageRepositoryRef: {name: web}
-  policy: {semver: {range: ">=1.0.0"}}
-  suspend: true
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImagePolicy
-metadata: {name: api, namespace: apps}
-spec:
-  imageRepositoryRef: {name: api}
-  policy: {semver: {range: ">=1.0.0"}}
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImagePolicy
-metadata: {name: db, namespace: apps}
-spec:
-  imageRepositoryRef: {name: web}
-  policy: {semver: {range: ">=1.0.0"}}
-`)
+	set := loadText(t, strings.Join([]string{
+		imageRepositoryYAML("web", ""),
+		imageRepositoryYAML("api", "  suspend: true\n"),
+		imagePolicyYAML("web", "web", "  suspend: true\n"),
+		imagePolicyYAML("api", "api", ""),
+		imagePolicyYAML("db", "web", ""),
+	}, "---\n"))
 	n := mustNative(t, set, NativeOptions{})
 	holds := map[string]string{}
 	for _, im := range n.Config.Images {
@@ -908,19 +913,7 @@ func TestKustomizeLoadsAsFlux(t *testing.T) {
 		t.Fatal(err)
 	}
 	policy := func(name string) string {
-		return `apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImageRepository
-metadata: {name: ` + name + `, namespace: apps}
-spec:
-  image: ghcr.io/acme/` + name + `
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImagePolicy
-metadata: {name: ` + name + `, namespace: apps}
-spec:
-  imageRepositoryRef: {name: ` + name + `}
-  policy: {semver: {range: ">=1.0.0"}}
-`
+		return imageRepositoryYAML(name, "") + "---\n" + imagePolicyYAML(name, name, "")
 	}
 	writeFile(t, repo, "base/web.yaml", policy("web"))
 	writeFile(t, top, "secret.yaml", policy("outside"))
@@ -955,30 +948,8 @@ spec:
 // whatever the remote's default branch; a warning says so at the
 // automation's git.
 func TestNoBranchIsMaster(t *testing.T) {
-	set := loadText(t, repoYAML+`---
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImagePolicy
-metadata: {name: app, namespace: apps}
-spec:
-  imageRepositoryRef: {name: app}
-  policy: {semver: {range: ">=1"}}
----
-apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: fleet, namespace: apps}
-spec: {url: "https://git.example.com/fleet.git", interval: 1m}
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImageUpdateAutomation
-metadata: {name: auto, namespace: apps}
-spec:
-  interval: 5m
-  sourceRef: {kind: GitRepository, name: fleet}
-  git:
-    commit:
-      author: {email: bot@example.com}
-    push: {branch: auto}
-`)
+	noRef := strings.Replace(fleetAutoYAML("    push: {branch: auto}\n"), ", ref: {branch: main}", "", 1)
+	set := loadText(t, repoYAML+appPolicyYAML("")+noRef)
 	n := mustNative(t, set, NativeOptions{})
 	tg := n.Config.Targets()
 	if len(tg) != 1 || tg[0].Git.Branch != "master" || tg[0].Push.Branch != "auto" {
@@ -1090,14 +1061,7 @@ func TestMissingKind(t *testing.T) {
 // that manifest is and what to do, as imagebump reads no Secret manifest.
 func TestUnmappedSecretManifest(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, dir, "repos.yaml", strings.Replace(repoYAML, "  image: ghcr.io/acme/app\n", "  image: ghcr.io/acme/app\n  secretRef: {name: pull}\n  certSecretRef: {name: ca}\n", 1)+`---
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImagePolicy
-metadata: {name: app, namespace: apps}
-spec:
-  imageRepositoryRef: {name: app}
-  policy: {semver: {range: ">=1"}}
-`)
+	writeFile(t, dir, "repos.yaml", strings.Replace(repoYAML, "  image: ghcr.io/acme/app\n", "  image: ghcr.io/acme/app\n  secretRef: {name: pull}\n  certSecretRef: {name: ca}\n", 1)+appPolicyYAML(""))
 	pull := writeFile(t, dir, "secrets/pull.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: pull, namespace: apps}\ntype: kubernetes.io/dockerconfigjson\ndata:\n  .dockerconfigjson: ENC[AES256_GCM,data:xyz]\nsops:\n  version: 3.8.1\n")
 	ca := writeFile(t, dir, "secrets/ca.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: ca, namespace: apps}\nstringData:\n  ca.crt: pem\n")
 	set, err := Load(context.Background(), []string{dir}, LoadOptions{})
@@ -1165,30 +1129,10 @@ func TestFileOfAKustomization(t *testing.T) {
 // from (spec.interval, spec.filterTags.extract), all at once, not under a
 // native key such as targets[0].schedule.
 func TestNativeErrorsInFluxTerms(t *testing.T) {
-	set := loadText(t, repoYAML+`---
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImagePolicy
-metadata: {name: app, namespace: apps}
-spec:
-  imageRepositoryRef: {name: app}
-  policy: {alphabetical: {}}
-  filterTags: {pattern: "^v(?P<x>.*)$", extract: "$y"}
----
-apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: fleet, namespace: apps}
-spec: {url: "https://git.example.com/fleet.git", interval: 1m, ref: {branch: main}}
----
-apiVersion: image.toolkit.fluxcd.io/v1
-kind: ImageUpdateAutomation
-metadata: {name: auto, namespace: apps}
-spec:
-  interval: 500ms
-  sourceRef: {kind: GitRepository, name: fleet}
-  git:
-    commit:
-      author: {email: bot@example.com}
-`)
+	policy := strings.Replace(appPolicyYAML(`  filterTags: {pattern: "^v(?P<x>.*)$", extract: "$y"}
+`), `{semver: {range: ">=1"}}`, "{alphabetical: {}}", 1)
+	auto := strings.Replace(fleetAutoYAML(""), "interval: 5m", "interval: 500ms", 1)
+	set := loadText(t, repoYAML+policy+auto)
 	_, err := set.Native(NativeOptions{})
 	for _, want := range []string{
 		"f.yaml:9: ImagePolicy apps/app: spec.filterTags.extract: invalid template",
