@@ -105,7 +105,7 @@ func (a Auth) validate(k kind) error {
 	return nil
 }
 
-// readSecret reads a secret file and drops one trailing newline. Its
+// readSecret reads a secret file and drops its trailing line endings. Its
 // errors name the file and never its content.
 func readSecret(what, path string) (string, error) {
 	s, err := secretfile.Read(path)

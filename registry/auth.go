@@ -69,7 +69,7 @@ func (a *fileAuth) Authorization() (*authn.AuthConfig, error) {
 	return &authn.AuthConfig{Username: user, Password: pass}, nil
 }
 
-// readSecret reads a one-line secret file and drops its trailing newline.
+// readSecret reads a one-line secret file and drops its trailing line endings.
 // Its errors name the file and never its content.
 // key is the registries[].auth key that names the file.
 func readSecret(key, path string) (string, error) {

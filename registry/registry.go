@@ -58,8 +58,8 @@ type Host struct {
 	DockerConfig string
 
 	// UsernameFile and PasswordFile, set together, give basic credentials.
-	// Both files are read at each use, so they may be rotated in place; one
-	// trailing newline is ignored.
+	// Both files are read at each use, so they may be rotated in place;
+	// trailing line endings are ignored.
 	UsernameFile string
 	PasswordFile string
 

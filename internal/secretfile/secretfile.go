@@ -52,15 +52,18 @@ func CheckRef(ref string) error {
 }
 
 // Read returns the secret that ref names (a file path, or env:NAME) without
-// one trailing line ending ("\n" or "\r\n"), as editors and `echo` leave
-// one. Its errors name the path or the variable, never the content.
+// its trailing line endings ("\n", "\r\n"), as editors, `echo` and a
+// here-document leave them: no token, password or key a forge or registry
+// issues ends with a line break, and a stray blank line after one would
+// otherwise only surface as "credentials refused". Spaces and tabs are
+// kept: a password may end with one. Its errors name the path or the
+// variable, never the content.
 func Read(ref string) (string, error) {
 	b, err := ReadBytes(ref)
 	if err != nil {
 		return "", err
 	}
-	s := strings.TrimSuffix(string(b), "\n")
-	s = strings.TrimSuffix(s, "\r")
+	s := strings.TrimRight(string(b), "\r\n")
 	if s == "" {
 		if IsEnv(ref) {
 			return "", fmt.Errorf("environment variable %s: %w", strings.TrimPrefix(ref, EnvPrefix), ErrEmpty)

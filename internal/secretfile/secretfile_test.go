@@ -19,10 +19,13 @@ func TestRead(t *testing.T) {
 		{name: "plain", content: "s3cret", want: "s3cret"},
 		{name: "trailing newline", content: "s3cret\n", want: "s3cret"},
 		{name: "crlf", content: "s3cret\r\n", want: "s3cret"},
-		{name: "only one line ending is trimmed", content: "s3cret\n\n", want: "s3cret\n"},
+		{name: "blank lines after it", content: "s3cret\n\n\r\n", want: "s3cret"},
+		{name: "inner line endings kept", content: "s3\ncret\n", want: "s3\ncret"},
+		{name: "trailing spaces kept", content: "s3cret \t\n", want: "s3cret \t"},
 		{name: "inner spaces kept", content: " a b \n", want: " a b "},
 		{name: "empty", content: "", wantErr: ErrEmpty},
 		{name: "newline only", content: "\n", wantErr: ErrEmpty},
+		{name: "blank lines only", content: "\r\n\n", wantErr: ErrEmpty},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
