@@ -576,8 +576,13 @@ targets:
 		t.Error("a removed target pushed")
 	}
 	m := scrape(t, srv.Handler())
-	if _, found := metricValue(m, "imagebump_cycles_total", "target", "one"); found {
-		t.Error("the removed target's series are still exported")
+	for _, name := range []string{"imagebump_cycles_total", "imagebump_target_failing"} {
+		if _, found := metricValue(m, name, "target", "one"); found {
+			t.Errorf("the removed target's %s series is still exported", name)
+		}
+	}
+	if _, found := metricValue(m, "imagebump_target_failing", "target", "two"); !found {
+		t.Error("the added target has no imagebump_target_failing series")
 	}
 	if got, _ := metricValue(m, "imagebump_config_reloads_total", "result", "success"); got != 1 {
 		t.Errorf("successful reloads: %v, want 1", got)

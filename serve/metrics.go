@@ -23,6 +23,7 @@ type metrics struct {
 	duration     *prometheus.HistogramVec // target, result
 	running      prometheus.Gauge
 	lastSuccess  *prometheus.GaugeVec   // target
+	failing      *prometheus.GaugeVec   // target
 	requests     *prometheus.CounterVec // host, code
 	throttled    *prometheus.CounterVec // host
 	waits        *prometheus.CounterVec // host
@@ -63,6 +64,8 @@ func newMetrics() *metrics {
 			Help: "Cycles running now."}),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "last_success_timestamp_seconds",
 			Help: "End of the last successful cycle of a target, as a Unix time."}, []string{"target"}),
+		failing: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "target_failing",
+			Help: "1 while the target's last finished cycle failed or had problems (result error or partial), else 0; 0 before its first cycle."}, []string{"target"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "registry_requests_total",
 			Help: "HTTP requests to registries (and their token services), by host and status code; code is \"error\" when no response came."}, []string{"host", "code"}),
 		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "registry_throttled_total",
@@ -97,7 +100,7 @@ func newMetrics() *metrics {
 			Help: "1, labelled with this process's shard index and the shard count (0 and 1 when not sharded)."}, []string{"index", "count"}),
 	}
 	m.own = []prometheus.Collector{
-		m.cycles, m.duration, m.running, m.lastSuccess, m.requests, m.throttled, m.waits, m.waitSeconds,
+		m.cycles, m.duration, m.running, m.lastSuccess, m.failing, m.requests, m.throttled, m.waits, m.waitSeconds,
 		m.tagsSeen, m.files, m.bumps, m.pushes, m.pullRequests, m.reloads, m.reloadTime, m.targets,
 		m.webhooks, m.webhookImages, m.targetsConfigured, m.shardInfo,
 	}
@@ -121,6 +124,12 @@ func (m *metrics) shard(sh Shard) {
 // cycle records a finished cycle of target.
 func (m *metrics) cycle(target string, o outcome, res *cycle.TargetResult, end time.Time) {
 	m.cycles.WithLabelValues(target, o.result).Inc()
+	switch {
+	case o.result == ResultSuccess:
+		m.failing.WithLabelValues(target).Set(0)
+	case o.failed():
+		m.failing.WithLabelValues(target).Set(1)
+	}
 	if res == nil {
 		return
 	}
@@ -150,12 +159,24 @@ func (m *metrics) cycle(target string, o outcome, res *cycle.TargetResult, end t
 	}
 }
 
+// addTarget exports a target's failing gauge from the start (0 unless
+// failing, for a target added back whose history says so), so that an
+// alert on it covers a target that has never finished a cycle.
+func (m *metrics) addTarget(target string, failing bool) {
+	v := 0.0
+	if failing {
+		v = 1
+	}
+	m.failing.WithLabelValues(target).Set(v)
+}
+
 // forgetTarget drops a removed target's series.
 func (m *metrics) forgetTarget(target string) {
 	labels := prometheus.Labels{"target": target}
 	m.cycles.DeletePartialMatch(labels)
 	m.duration.DeletePartialMatch(labels)
 	m.lastSuccess.DeletePartialMatch(labels)
+	m.failing.DeletePartialMatch(labels)
 	m.pushes.DeletePartialMatch(labels)
 	m.files.DeletePartialMatch(labels)
 	m.pullRequests.DeletePartialMatch(labels)

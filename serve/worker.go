@@ -77,6 +77,14 @@ func newWorker(s *Server, sp *spec, prev *worker) *worker {
 	return w
 }
 
+// failing reports whether w's last finished cycle failed (from its
+// inherited history, for a target added back).
+func (w *worker) failing() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.failingSince.IsZero()
+}
+
 // prevWorker returns the removed worker w waits for, or nil.
 func (w *worker) prevWorker() *worker {
 	w.mu.Lock()

@@ -602,6 +602,14 @@ func TestServeReadyz(t *testing.T) {
 		}
 		return nil
 	}
+	failingGauge := func(target string) (float64, bool) {
+		return metricValue(scrape(t, f.Handler()), "imagebump_target_failing", "target", target)
+	}
+	for _, target := range []string{"a", "b"} {
+		if v, found := failingGauge(target); !found || v != 0 {
+			t.Errorf("imagebump_target_failing{target=%q} before any cycle = %v (found %v), want 0", target, v, found)
+		}
+	}
 	f.start()
 	get := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
@@ -630,12 +638,21 @@ func TestServeReadyz(t *testing.T) {
 	if b := f.target(t, "b"); b.ConsecutiveFailures != 12 || b.FailingSince == nil || !b.FailingSince.Equal(t0) {
 		t.Errorf("target b: failures %d since %v", b.ConsecutiveFailures, b.FailingSince)
 	}
+	if a, _ := failingGauge("a"); a != 0 {
+		t.Errorf("imagebump_target_failing{target=\"a\"} = %v, want 0", a)
+	}
+	if b, _ := failingGauge("b"); b != 1 {
+		t.Errorf("imagebump_target_failing{target=\"b\"} while failing = %v, want 1", b)
+	}
 	mu.Lock()
 	failing = false
 	mu.Unlock()
 	step()
 	if code, body := get("/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz after a success: %d %s", code, body)
+	}
+	if b, _ := failingGauge("b"); b != 0 {
+		t.Errorf("imagebump_target_failing{target=\"b\"} after a success = %v, want 0", b)
 	}
 }
 
