@@ -59,6 +59,11 @@ type AuthError struct {
 	// Sent says which credentials were offered, by their files, never
 	// their content: "a token from /run/secrets/git-token", say.
 	Sent string
+	// RedirectedTo is the URL the remote redirected the operation to, if
+	// it did; OtherOrigin is true when that is another host or port, where
+	// the credentials were not sent.
+	RedirectedTo string
+	OtherOrigin  bool
 	// Err is the underlying error.
 	Err error
 }
@@ -69,6 +74,13 @@ func (e *AuthError) Error() string {
 	sent := e.Sent
 	if sent == "" {
 		sent = "no credentials"
+	}
+	if e.OtherOrigin {
+		return "credentials not sent: the remote redirected to " + e.RedirectedTo + ", another host or port, and credentials never follow a redirect there; " +
+			"if the repository is there now, set git.url to it: " + e.Err.Error()
+	}
+	if e.RedirectedTo != "" {
+		sent += " to " + e.RedirectedTo + ", where the remote redirected (set git.url to it)"
 	}
 	return "credentials refused or missing: sent " + sent + "; check that the file holds a current credential with write access to this repository (GitHub: contents read and write; GitLab: write_repository; Gitea: repository write), that it has not expired, and that the URL is right: " + e.Err.Error()
 }
@@ -130,7 +142,12 @@ func (r *Repo) netError(ctx context.Context, op, branch string, err error) error
 	case errors.As(err, &hk):
 		return fmt.Errorf("%s %s: %w", op, r.remote, err)
 	case isAuthError(err):
-		return fmt.Errorf("%s %s (branch %q): %w", op, r.remote, branch, &AuthError{Remote: r.remote, Sent: r.opts.Auth.describe(r.kind), Err: err})
+		ae := &AuthError{Remote: r.remote, Sent: r.opts.Auth.describe(r.kind), Err: err}
+		var rd *redirectedError
+		if errors.As(err, &rd) {
+			ae.RedirectedTo, ae.OtherOrigin = rd.to, rd.otherOrigin
+		}
+		return fmt.Errorf("%s %s (branch %q): %w", op, r.remote, branch, ae)
 	case isBranchMissing(err):
 		return fmt.Errorf("%s %s: remote has no branch %q (check git.branch, or whether the branch was renamed or deleted): %w", op, r.remote, branch, ErrBranchNotFound)
 	case errors.Is(err, transport.ErrRepositoryNotFound):

@@ -385,6 +385,7 @@ func (r *Repo) network(ctx context.Context, op, branch string, f func(ctx contex
 	}
 	tctx, cancel := r.withTimeout(ctx)
 	defer cancel()
+	tctx, moved := withRedirects(tctx)
 	o := netOpts{auth: auth}
 	if r.kind == kindSSH {
 		var done func()
@@ -392,8 +393,15 @@ func (r *Repo) network(ctx context.Context, op, branch string, f func(ctx contex
 		defer done()
 	}
 	err = f(tctx, o)
+	to, otherOrigin, redirected := moved.target()
+	if redirected {
+		r.log.Warn("the Git remote redirects to another URL, which go-git followed; set git.url to it", "op", op, "remote", r.remote, "to", to)
+	}
 	if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return err
+	}
+	if redirected && isAuthError(err) {
+		err = &redirectedError{to: to, otherOrigin: otherOrigin, err: err}
 	}
 	if hk := hostKeyError(auth); hk != nil {
 		// Report the refused host key alone, whatever the SSH package
