@@ -368,6 +368,55 @@ push:
 	}
 }
 
+// TestValidateProviders: validate says what each registry's provider
+// stands for, auto resolved from the host name, and warns of auto on a
+// host no cloud serves (no cloud credentials go there).
+func TestValidateProviders(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "imagebump.yaml", `registries:
+  - host: 123456789012.dkr.ecr.eu-west-1.amazonaws.com
+    provider: auto
+  - host: europe-docker.pkg.dev
+    provider: gcp
+  - host: registry.example.com
+    provider: auto
+  - host: ghcr.io
+images:
+  - name: apps:web
+    repository: ghcr.io/acme/web
+    policy: {semver: ">=1.0.0"}
+`)
+	out, stderr, code := runMain(t, "validate", "-c", cfg)
+	for _, want := range []string{
+		cfg + ":2: registry 123456789012.dkr.ecr.eu-west-1.amazonaws.com: provider auto resolves to aws: credentials from AWS",
+		cfg + ":4: registry europe-docker.pkg.dev: provider gcp: credentials from Google",
+		"warning: " + cfg + ":6: registry registry.example.com: provider auto resolves to generic",
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("validate: exit %d, want 0 and %q:\n%s%s", code, want, out, stderr)
+		}
+	}
+	if strings.Contains(out, "ghcr.io:") {
+		t.Errorf("a registry without provider is described:\n%s", out)
+	}
+	out, _, code = runMain(t, "validate", "-c", cfg, "-o", "json")
+	var rep ValidateReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("validate -o json: exit %d, %v:\n%s", code, err, out)
+	}
+	want := []ProviderReport{
+		{Host: "123456789012.dkr.ecr.eu-west-1.amazonaws.com", Line: 2, Provider: "auto", Resolved: "aws"},
+		{Host: "europe-docker.pkg.dev", Line: 4, Provider: "gcp", Resolved: "gcp"},
+		{Host: "registry.example.com", Line: 6, Provider: "auto", Resolved: "generic"},
+	}
+	if diff := cmp.Diff(rep.Providers, want); diff != "" {
+		t.Errorf("providers (-got +want):\n%s", diff)
+	}
+	if len(rep.Warnings) != 1 || rep.Warnings[0].Line != 6 {
+		t.Errorf("warnings: %+v, want the one for auto at line 6", rep.Warnings)
+	}
+}
+
 // TestValidateKeyFile: a verify.key file that holds no public key (a
 // private key, junk) is a problem validate reports at the policy, where it
 // said the config was valid and each cycle failed.

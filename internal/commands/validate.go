@@ -13,6 +13,7 @@ import (
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/internal/cloudhost"
 	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/report"
 	"github.com/imagebump/imagebump/verify"
@@ -77,10 +78,24 @@ type ValidateReport struct {
 	FilesScanned     int              `json:"filesScanned"`
 	Warnings         []report.Problem `json:"warnings"`
 	Problems         []report.Problem `json:"problems"`
+	// Providers lists the registries whose provider is not generic, with
+	// what it stands for on their host (auto resolved).
+	Providers []ProviderReport `json:"providers"`
+}
+
+// ProviderReport is one registries[] entry with a cloud provider, or auto.
+type ProviderReport struct {
+	Host string `json:"host"`
+	Line int    `json:"line"`
+	// Provider is as written: auto, aws, gcp or azure.
+	Provider string `json:"provider"`
+	// Resolved is the provider in use: aws, gcp, azure, or generic (auto
+	// on a host no cloud is known to serve).
+	Resolved string `json:"resolved"`
 }
 
 func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) error {
-	out := ValidateReport{Version: 1, Config: o.global.ConfigFile, Valid: true, Warnings: []report.Problem{}, Problems: []report.Problem{}}
+	out := ValidateReport{Version: 1, Config: o.global.ConfigFile, Valid: true, Warnings: []report.Problem{}, Problems: []report.Problem{}, Providers: []ProviderReport{}}
 	cfg, err := loadConfigFor(o.global, noGit) // validate never clones
 	if err != nil {
 		if o.Output != "json" {
@@ -127,6 +142,27 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 		len(cfg.Registries), plural(len(cfg.Registries), "registry", "registries"))
 	for _, p := range out.Problems {
 		fmt.Fprintf(&b, "error: %s: %s\n", fileLine(p.File, p.Line), printable.Message(p.Message))
+	}
+	// Where each cloud registry's credentials come from, auto resolved:
+	// auto on a host no cloud is known to serve (a custom name in front
+	// of ECR, say) falls back to generic, which is worth a warning.
+	for _, r := range cfg.Registries {
+		if r.Provider == "" || r.Provider == cloudhost.Generic {
+			continue
+		}
+		resolved := cloudhost.Resolve(r.Provider, r.Host)
+		out.Providers = append(out.Providers, ProviderReport{Host: r.Host, Line: r.Line, Provider: r.Provider, Resolved: resolved})
+		if resolved == cloudhost.Generic {
+			msg := fmt.Sprintf("registry %s: provider auto resolves to generic, as %s is no cloud's registry host name, so its credentials come from the Docker keychain: cloud credentials go to a cloud's own registry host names only (docs/cloud-registries.md); write provider: generic (or leave it out) to say so", r.Host, r.Host)
+			out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Line: r.Line, Message: msg})
+			fmt.Fprintf(&b, "warning: %s: %s\n", fileLine(cfg.File, r.Line), printable.Message(msg))
+			continue
+		}
+		how := "provider " + r.Provider
+		if r.Provider == cloudhost.Auto {
+			how = "provider auto resolves to " + resolved
+		}
+		fmt.Fprintf(&b, "%s: registry %s: %s: credentials from %s\n", fileLine(cfg.File, r.Line), printable.Message(r.Host), how, cloudCredentials(resolved))
 	}
 	// A glob in a target's policies that matches no policy is most
 	// likely a typo: the target then applies none of what it meant to,
@@ -255,4 +291,18 @@ func fileLine(file string, line int) string {
 		return file
 	}
 	return fmt.Sprintf("%s:%d", file, line)
+}
+
+// cloudCredentials names where a cloud provider's registry credentials
+// come from, for validate's summary.
+func cloudCredentials(provider string) string {
+	switch provider {
+	case cloudhost.AWS:
+		return "AWS (ECR GetAuthorizationToken, with the SDK's credential chain)"
+	case cloudhost.GCP:
+		return "Google (Application Default Credentials)"
+	case cloudhost.Azure:
+		return "Azure (Entra ID, exchanged at the registry for an ACR token)"
+	}
+	return provider
 }
