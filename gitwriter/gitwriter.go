@@ -439,14 +439,20 @@ func (r *Repo) open(ctx context.Context) error {
 		return fmt.Errorf("workdir %s is not empty and holds no git repository; refusing to delete its files: "+
 			"point the workdir at an empty or new folder, or, if imagebump made this one (an older imagebump stopped while it emptied it can leave it so), delete it", r.dir)
 	case dirRepo:
-		reason, err := r.reuse(ctx)
+		reason, routine, err := r.reuse(ctx)
 		if err == nil {
 			return nil
 		}
 		if reason == "" {
 			return err
 		}
-		r.log.Info("re-cloning the working copy", "reason", reason, "workdir", r.dir)
+		if routine {
+			r.log.Info("re-cloning the working copy", "reason", reason, "workdir", r.dir)
+		} else {
+			// Damage: a disk, a killed process or a hand in .git; worth
+			// a look when it comes back.
+			r.log.Warn("re-cloning the working copy, which cannot be used as it is", "reason", reason, "workdir", r.dir)
+		}
 		r.closeStorage()
 		r.repo = nil
 		r.discard = "" // what it was set for goes with the files
@@ -676,39 +682,41 @@ func (r *Repo) clone(ctx context.Context) error {
 // head. When it fails because the working copy cannot be used, reason
 // says why and the caller clones afresh; network and auth failures return
 // an empty reason, since a new clone would fail the same way.
-func (r *Repo) reuse(ctx context.Context) (reason string, err error) {
+func (r *Repo) reuse(ctx context.Context) (reason string, routine bool, err error) {
 	start := time.Now()
-	repo, reason := r.openExisting()
+	repo, reason, routine := r.openExisting()
 	if reason != "" {
-		return reason, errors.New(reason)
+		return reason, routine, errors.New(reason)
 	}
 	r.repo = repo
 	if err := r.fetch(ctx); err != nil {
 		if isLocalDamage(err) {
-			return "fetching failed on the local object store: " + err.Error(), err
+			return "fetching failed on the local object store: " + err.Error(), false, err
 		}
-		return "", err
+		return "", false, err
 	}
 	if err := r.resetIfNeeded(); err != nil {
 		if errors.Is(err, errBadTree) {
 			// A clone would refuse the same commit.
-			return "", err
+			return "", false, err
 		}
-		return "resetting the worktree failed: " + err.Error(), err
+		return "resetting the worktree failed: " + err.Error(), false, err
 	}
 	if err := r.checkNamesOnce(); err != nil {
 		if errors.Is(err, errBadTree) {
-			return "", err
+			return "", false, err
 		}
-		return "checking the worktree's names failed: " + err.Error(), err
+		return "checking the worktree's names failed: " + err.Error(), false, err
 	}
 	r.log.Info("reused the working copy", "head", r.head.String(), "duration", time.Since(start).Round(time.Millisecond))
-	return "", nil
+	return "", false, nil
 }
 
 // openExisting opens the working copy and checks that it is a usable
-// clone of the configured URL. It returns why not, or "".
-func (r *Repo) openExisting() (*git.Repository, string) {
+// clone of the configured URL. It returns why not, or "", and whether the
+// new clone is routine (housekeeping, or a config naming another URL)
+// rather than a repair of a damaged working copy.
+func (r *Repo) openExisting() (*git.Repository, string, bool) {
 	// A working copy has one writer at a time (cycle locks the workdir):
 	// an index.lock is what a killed cycle left between writing the index
 	// and renaming it. The state file, removed before any change, already
@@ -719,56 +727,56 @@ func (r *Repo) openExisting() (*git.Repository, string) {
 	}
 	packs, err := filepath.Glob(filepath.Join(r.dir, ".git", "objects", "pack", "*.pack"))
 	if err == nil && len(packs) > maxPacks {
-		return nil, fmt.Sprintf("it has collected %d pack files", len(packs))
+		return nil, fmt.Sprintf("it has collected %d pack files", len(packs)), true
 	}
 	if reason := r.storeGrown(packs); reason != "" {
-		return nil, reason
+		return nil, reason, true
 	}
 	if _, err := os.Stat(filepath.Join(r.dir, ".git", "config")); err != nil {
-		return nil, "opening it failed: " + err.Error()
+		return nil, "opening it failed: " + err.Error(), false
 	}
 	sto, wt := r.openStorage()
 	repo, err := git.Open(sto, wt)
 	if err != nil {
 		r.closeStorage()
-		return nil, "opening it failed: " + err.Error()
+		return nil, "opening it failed: " + err.Error(), false
 	}
 	cfg, err := repo.Config()
 	if err != nil {
-		return nil, "reading its config failed: " + err.Error()
+		return nil, "reading its config failed: " + err.Error(), false
 	}
 	rc, ok := cfg.Remotes[remoteName]
 	if !ok || len(rc.URLs) == 0 {
-		return nil, "it has no remote " + remoteName
+		return nil, "it has no remote " + remoteName, false
 	}
 	if rc.URLs[0] != r.url {
-		return nil, "it is a clone of another URL"
+		return nil, "it is a clone of another URL", true
 	}
 	if _, err := repo.Worktree(); err != nil {
-		return nil, "it has no worktree: " + err.Error()
+		return nil, "it has no worktree: " + err.Error(), false
 	}
 	head, err := repo.Head()
 	if err != nil {
-		return nil, "its HEAD cannot be resolved: " + err.Error()
+		return nil, "its HEAD cannot be resolved: " + err.Error(), false
 	}
 	tree, err := checkCommit(repo, r.objects, head.Hash())
 	if err != nil {
-		return nil, "its HEAD commit cannot be read: " + err.Error()
+		return nil, "its HEAD commit cannot be read: " + err.Error(), false
 	}
 	r.trees = map[plumbing.Hash]plumbing.Hash{head.Hash(): tree}
 	if _, err := treeObject(repo, r.objects, tree); err != nil {
-		return nil, "its HEAD tree cannot be read: " + err.Error()
+		return nil, "its HEAD tree cannot be read: " + err.Error(), false
 	}
 	if err := checkIndex(r.dir); errors.Is(err, errIndexFormat) {
 		// A format the fast reader does not patch: go-git's reader
 		// checks it, and the next commit resets the worktree whole.
 		if _, err := repo.Storer.Index(); err != nil {
-			return nil, "its index cannot be read: " + err.Error()
+			return nil, "its index cannot be read: " + err.Error(), false
 		}
 	} else if err != nil {
-		return nil, "its index cannot be read: " + err.Error()
+		return nil, "its index cannot be read: " + err.Error(), false
 	}
-	return repo, ""
+	return repo, "", false
 }
 
 // isLocalDamage reports whether a fetch error comes from the local object

@@ -756,6 +756,9 @@ func TestStoreGrownReclones(t *testing.T) {
 		if recloned != grown {
 			t.Fatalf("round %d: packs of %d objects against %d at the clone; re-cloned: %v\n%s", round, packsNow(), cloned, recloned, logs)
 		}
+		if recloned && !strings.Contains(logs.String(), "level=INFO msg=\"re-cloning the working copy\"") {
+			t.Errorf("round %d: housekeeping's re-clone is not logged at info: %s", round, logs)
+		}
 		if recloned && !strings.Contains(logs.String(), "its packs hold") {
 			t.Errorf("round %d: re-cloned for another reason: %s", round, logs)
 		}

@@ -241,8 +241,8 @@ func TestOpenReclonesForUnreadablePack(t *testing.T) {
 			opts.Logger = logger
 			r = mustOpen(t, opts)
 			defer r.Close()
-			if !strings.Contains(logs.String(), "re-cloning the working copy") {
-				t.Errorf("Open with the clone's index %s did not clone afresh:\n%s", damage, logs)
+			if !strings.Contains(logs.String(), "level=WARN msg=\"re-cloning the working copy, which cannot be used as it is\"") {
+				t.Errorf("Open with the clone's index %s did not clone afresh with a warning:\n%s", damage, logs)
 			}
 			edit := setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:3.0.0\n"}, "Bump app", nil)
 			if res, err := r.Update(t.Context(), Update{Commit: author}, edit); err != nil || !res.Pushed {
