@@ -270,6 +270,10 @@ func (e *Error) hint() string {
 	case KindServer:
 		return fmt.Sprintf("%s is failing on its side; try again later", h)
 	case KindBadResponse:
+		var le *linkError
+		if errors.As(e.Err, &le) {
+			return fmt.Sprintf("the tag list of %s continues on pages imagebump cannot follow, and a partial list could move markers back; fix the address the registry (or a proxy in front of it) writes in its Link headers", h)
+		}
 		return fmt.Sprintf("%s sent something that is not a registry API answer; check that it is an OCI registry (and any proxy in between)", h)
 	case KindLimit:
 		var le *limitError

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -345,17 +346,22 @@ func TestLinkFaults(t *testing.T) {
 	otherSrv := httptest.NewServer(other.wrap(http.NotFoundHandler()))
 	t.Cleanup(otherSrv.Close)
 
+	// A Link that cannot be followed fails the listing: the tags of the
+	// first page alone would be a partial list. wantErr is in the error.
 	tests := []struct {
 		name     string
 		link     string
 		wantWarn string
+		wantErr  string
 		wantHits int
 	}{
 		{name: "link to itself", link: `</v2/acme/app/tags/list?n=1000>; rel="next"`, wantWarn: "repeats a page already fetched", wantHits: 1},
-		{name: "malformed", link: `/v2/acme/app/tags/list?n=1000; rel="next"`, wantWarn: "unusable Link header", wantHits: 1},
-		{name: "unterminated", link: `</v2/acme/app/tags/list?n=1000; rel="next"`, wantWarn: "unusable Link header", wantHits: 1},
-		{name: "another host", link: fmt.Sprintf(`<%s/v2/acme/app/tags/list?last=1.0>; rel="next"`, otherSrv.URL), wantWarn: "next link leaves", wantHits: 1},
-		{name: "https on the same host", link: `<https://HOST/v2/acme/app/tags/list?last=1.0>; rel="next"`, wantWarn: "next link leaves", wantHits: 1},
+		{name: "malformed", link: `/v2/acme/app/tags/list?n=1000; rel="next"`, wantErr: "does not parse as RFC 8288 links", wantHits: 1},
+		{name: "unterminated", link: `</v2/acme/app/tags/list?n=1000; rel="next"`, wantErr: "does not parse as RFC 8288 links", wantHits: 1},
+		{name: "another host", link: fmt.Sprintf(`<%s/v2/acme/app/tags/list?last=1.0>; rel="next"`, strings.Replace(otherSrv.URL, "127.0.0.1", "localhost", 1)), wantErr: "announced on another host, localhost:", wantHits: 1},
+		// Followed on the registry's own scheme (plain HTTP here): the
+		// test registry ignores last, so page 2 repeats the tags.
+		{name: "https on the same host", link: `<https://HOST/v2/acme/app/tags/list?last=1.0>; rel="next"`, wantWarn: "registry repeated tags already listed", wantHits: 2},
 		{name: "no next relation", link: `</v2/acme/app/tags/list?n=1>; rel="prev"`, wantHits: 1},
 		{name: "next to tags already listed", link: `</v2/acme/app/tags/list?last=zzz>; rel="next"`, wantWarn: "repeated tags already listed", wantHits: 2},
 	}
@@ -383,10 +389,17 @@ func TestLinkFaults(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("Tags did not return: a pagination loop?")
 			}
-			if err != nil {
+			if tt.wantErr != "" {
+				var re *Error
+				if !errors.As(err, &re) || re.Kind != KindBadResponse || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "a partial list could move markers back") {
+					t.Errorf("Tags = %q, %v; want a bad response error with %q and the hint", got, err, tt.wantErr)
+				}
+				if got != nil {
+					t.Errorf("Tags returned the partial list %q with the error", got)
+				}
+			} else if err != nil {
 				t.Fatalf("Tags: %v", err)
-			}
-			if len(got) != 2 || got[0] != "1.0" || got[1] != "2.0" {
+			} else if len(got) != 2 || got[0] != "1.0" || got[1] != "2.0" {
 				t.Errorf("Tags = %q, want [1.0 2.0]", got)
 			}
 			if tt.wantWarn != "" && (!strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), tt.wantWarn)) {

@@ -211,11 +211,15 @@ func TestNextPage(t *testing.T) {
 	}{
 		{name: "relative path", header: `</v2/a/tags/list?last=x&n=10>; rel="next"`, want: "https://reg.io/v2/a/tags/list?last=x&n=10"},
 		{name: "relative query", header: `<?last=x&n=10>; rel="next"`, want: "https://reg.io/v2/a/tags/list?last=x&n=10"},
-		{name: "absolute same host", header: `<https://REG.io/v2/a/tags/list?last=x>; rel="next"`, want: "https://REG.io/v2/a/tags/list?last=x"},
+		{name: "absolute same host", header: `<https://REG.io/v2/a/tags/list?last=x>; rel="next"`, want: "https://reg.io/v2/a/tags/list?last=x"},
 		{name: "no next", header: `</v2/a/tags/list?n=10>; rel="prev"`, want: ""},
 		{name: "other host", header: `<https://evil.io/v2/a/tags/list>; rel="next"`, wantErr: true},
-		{name: "other port", header: `<https://reg.io:8443/v2/a/tags/list>; rel="next"`, wantErr: true},
-		{name: "downgrade to http", header: `<http://reg.io/v2/a/tags/list>; rel="next"`, wantErr: true},
+		{name: "other host, same port", header: `<https://reg.io.evil.io/v2/a/tags/list>; rel="next"`, wantErr: true},
+		// A proxy's backend writing its own port or scheme: the path and
+		// query are taken, on the page's origin.
+		{name: "other port", header: `<https://reg.io:8443/v2/a/tags/list?last=x>; rel="next"`, want: "https://reg.io/v2/a/tags/list?last=x"},
+		{name: "http on the same host", header: `<http://reg.io/v2/a/tags/list?last=x>; rel="next"`, want: "https://reg.io/v2/a/tags/list?last=x"},
+		{name: "user info dropped", header: `<https://u:p@reg.io/v2/a/tags/list>; rel="next"`, want: "https://reg.io/v2/a/tags/list"},
 		{name: "protocol relative other host", header: `<//evil.io/x>; rel="next"`, wantErr: true},
 		{name: "malformed", header: `garbage`, wantErr: true},
 		{name: "bad url", header: `<http://[::1>; rel="next"`, wantErr: true},

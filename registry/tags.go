@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/internal/redact"
 )
 
@@ -31,12 +32,17 @@ func (c *Client) Tags(ctx context.Context, repository string) ([]string, error) 
 // unchecked: package policy sets aside those that are not valid tags.
 //
 // It asks for Options.PageSize tags per page and follows the pages the
-// registry announces in Link headers (RFC 8288, relative or absolute). A Link
-// header that cannot be parsed, that points to another host or scheme, that
-// repeats a page already fetched, or whose page holds only tags already
-// listed ends the listing with a logged warning and the tags gathered so
-// far. A registry that fills a page without ever sending a Link header is
-// asked for the next page with "last", as the distribution spec allows.
+// registry announces in Link headers (RFC 8288, relative or absolute). A
+// Link to another port or scheme of the same host name (a registry behind a
+// TLS proxy that writes its own address) is followed on the registry's own
+// scheme and port. A Link header that cannot be parsed, or that points to
+// another host, fails the listing (KindBadResponse): the tags gathered so
+// far would be a partial list, and a policy picking from it could move a
+// marker back. A Link that repeats a page already fetched, or whose page
+// holds only tags already listed, ends the listing with a logged warning
+// and the tags gathered so far. A registry that fills a page without ever
+// sending a Link header is asked for the next page with "last", as the
+// distribution spec allows.
 //
 // A registry that keeps announcing new pages meets the host's caps: past
 // MaxPages pages, MaxTags tags (or MaxTags*128 bytes of tags) or its
@@ -118,8 +124,7 @@ func (y *Cycle) Tags(ctx context.Context, repository string) ([]string, error) {
 			u, err := nextPage(pageURL, link)
 			switch {
 			case err != nil:
-				log.Warn("ignoring unusable Link header; the tag list may be incomplete", "reason", c.secrets.Text(err.Error()), "link", c.secrets.Text(link), "tags", len(tags))
-				return tags, nil
+				return nil, k.fail(ctx, 0, &badResponseError{what: fmt.Sprintf("following the tag list's Link header after %d tags", len(tags)), err: err})
 			case u == "":
 				return tags, nil
 			case fetched[u]:
@@ -162,12 +167,16 @@ func withLast(page *url.URL, last string, n int) string {
 }
 
 // nextPage returns the absolute URL of the rel="next" link in a Link header
-// value, resolved against the page that sent it, or "" if there is none. The
-// link must stay on the same scheme and host.
+// value, resolved against the page that sent it, or "" if there is none.
+// Only its path and query are taken: a link to another scheme or port of
+// the page's host name is followed on the page's own scheme and port (a
+// registry behind a proxy often writes http:// or its own port), which
+// never leaves the origin already trusted. A link to another host name,
+// or a header that does not parse, is a *linkError.
 func nextPage(page *url.URL, header string) (string, error) {
 	links, err := parseLinks(header)
 	if err != nil {
-		return "", err
+		return "", &linkError{header: header}
 	}
 	for _, l := range links {
 		if !l.next {
@@ -175,16 +184,31 @@ func nextPage(page *url.URL, header string) (string, error) {
 		}
 		ref, err := url.Parse(l.target)
 		if err != nil {
-			return "", fmt.Errorf("next link %q is not a URL", l.target)
+			return "", &linkError{header: header}
 		}
 		u := page.ResolveReference(ref)
-		if !strings.EqualFold(u.Host, page.Host) || u.Scheme != page.Scheme {
-			return "", fmt.Errorf("next link leaves %s://%s", page.Scheme, page.Host)
+		if !strings.EqualFold(u.Hostname(), page.Hostname()) {
+			return "", &linkError{host: u.Host, page: page.Host}
 		}
-		u.Fragment = ""
+		u.Scheme, u.Host, u.User, u.Fragment = page.Scheme, page.Host, nil, ""
 		return u.String(), nil
 	}
 	return "", nil
+}
+
+// linkError is a Link header of a tag list that cannot be followed: one
+// that does not parse (header), or one whose next page is on another host
+// than the page (host, page).
+type linkError struct {
+	header     string
+	host, page string
+}
+
+func (e *linkError) Error() string {
+	if e.host != "" {
+		return fmt.Sprintf("the next page is announced on another host, %s, which imagebump does not follow from %s", e.host, e.page)
+	}
+	return fmt.Sprintf("the header does not parse as RFC 8288 links: %q", printable.Cut(e.header, 200))
 }
 
 // link is one link-value of a Link header.
