@@ -3,11 +3,14 @@ package registry
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/internal/redact"
 	"github.com/imagebump/imagebump/internal/retry"
 )
@@ -266,6 +270,14 @@ func (c *Client) newSession(ctx context.Context, h *host, b *breaker, repo name.
 			scopes := []string{repo.Scope(transport.PullScope)}
 			n, err = c.retry(ctx, h, b, "token", func(ctx context.Context) error {
 				t, err := transport.Exchange(ctx, repo.Registry, auth, h.rt, scopes, ch)
+				if err != nil && strings.HasPrefix(err.Error(), noTokenPrefix) {
+					// A 200 answer without "token" or "access_token":
+					// go-containerregistry quotes the whole body, which
+					// may hold a refresh token, or a token under a name
+					// of its own. Say which fields came, never a value.
+					return &badResponseError{what: "the token service answered without a token (no \"token\" or \"access_token\" field" +
+						tokenFields(strings.TrimPrefix(err.Error(), noTokenPrefix)) + ")"}
+				}
 				if err != nil {
 					return err
 				}
@@ -385,4 +397,27 @@ func (c *Client) checkRealm(h *host, ch *transport.Challenge) error {
 		return nil
 	}
 	return &realmError{realm: redact.URL(u), host: h.name}
+}
+
+// noTokenPrefix starts go-containerregistry's error for a token answer
+// without a token, followed by the whole body (transport/bearer.go);
+// TestTokenAnswerWithoutToken fails if it changes.
+const noTokenPrefix = "no token in bearer response:\n"
+
+// tokenFields names the top-level fields of a token answer without a
+// token, for its error: never their values.
+func tokenFields(body string) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal([]byte(body), &fields) != nil || len(fields) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(fields))
+	for k := range fields {
+		names = append(names, strconv.Quote(printable.Cut(k, 40)))
+	}
+	slices.Sort(names)
+	if len(names) > 10 {
+		names = append(names[:10], "...")
+	}
+	return "; it had " + strings.Join(names, ", ")
 }

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -286,6 +287,14 @@ type noAnswerError struct{ err error }
 
 func (e *noAnswerError) Error() string { return e.err.Error() }
 func (e *noAnswerError) Unwrap() error { return e.err }
+
+// Timeout passes on whether the request timed out: net/http's url.Error
+// asks its cause directly, and a TLS handshake that timed out (net/http's
+// own 10 s limit) would otherwise look like a TLS failure.
+func (e *noAnswerError) Timeout() bool {
+	var t interface{ Timeout() bool }
+	return errors.As(e.err, &t) && t.Timeout()
+}
 
 type breakerKey struct{}
 

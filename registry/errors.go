@@ -428,6 +428,9 @@ func (e *timeoutError) Error() string {
 
 func (e *timeoutError) Unwrap() error { return e.err }
 
+// Timeout reports true, for net/http's url.Error that wraps it.
+func (e *timeoutError) Timeout() bool { return true }
+
 // limitError reports a repository that went past one of the host's caps
 // (MaxPages, MaxTags, RepositoryTimeout). setting is its config key.
 type limitError struct {

@@ -199,6 +199,11 @@ func TestClassify(t *testing.T) {
 		{name: "418", ctx: live, err: statusErr(418), want: verdict{kind: KindBadResponse, status: 418}},
 		{name: "wrapped status", ctx: live, err: fmt.Errorf("pinging: %w", statusErr(502)), want: verdict{kind: KindServer, status: 502, retry: true}},
 		{name: "request timeout", ctx: live, err: &timeoutError{err: context.DeadlineExceeded}, want: verdict{kind: KindTimeout, retry: true}},
+		// As the transport returns them through http.Client, whose
+		// url.Error asks its cause for Timeout directly; beside the
+		// refused plain HTTP fallback of a ping, as ggcr joins them.
+		{name: "TLS handshake timeout", ctx: live, err: fmt.Errorf("pinging registry: %w", errors.Join(urlErr(&noAnswerError{err: handshakeTimeout{}}), &plainHTTPError{host: "r.io"})), want: verdict{kind: KindTimeout, retry: true}},
+		{name: "request timeout through url.Error", ctx: live, err: errors.Join(urlErr(&noAnswerError{err: &timeoutError{err: context.DeadlineExceeded}}), &plainHTTPError{host: "r.io"}), want: verdict{kind: KindTimeout, retry: true}},
 		{name: "connection refused", ctx: live, err: urlErr(&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}), want: verdict{kind: KindNetwork, retry: true}},
 		{name: "connection reset", ctx: live, err: urlErr(syscall.ECONNRESET), want: verdict{kind: KindNetwork, retry: true}},
 		{name: "EOF", ctx: live, err: urlErr(io.EOF), want: verdict{kind: KindNetwork, retry: true}},
@@ -284,3 +289,11 @@ func TestKindLimitText(t *testing.T) {
 		t.Errorf("Error() =\n%q\nwant\n%q", got, want)
 	}
 }
+
+// handshakeTimeout stands for net/http's TLS handshake timeout error, a
+// net.Error whose Timeout is true.
+type handshakeTimeout struct{}
+
+func (handshakeTimeout) Error() string   { return "net/http: TLS handshake timeout" }
+func (handshakeTimeout) Timeout() bool   { return true }
+func (handshakeTimeout) Temporary() bool { return true }

@@ -418,6 +418,32 @@ func TestLinkFaults(t *testing.T) {
 	}
 }
 
+// TestTokenAnswerWithoutToken: a token service that answers 200 without
+// "token" or "access_token" (a refresh token alone, or a token under a
+// name of its own) fails the repository without its body, which
+// go-containerregistry's error quotes whole.
+func TestTokenAnswerWithoutToken(t *testing.T) {
+	const secret = "refresh-SECRET-d0n0tleak"
+	ts := &tokenServer{}
+	f := newFaults(&rule{name: "rule", path: "/token", action: status(200, map[string]string{"Content-Type": "application/json"},
+		`{"refresh_token": "`+secret+`", "expires_in": 300, "jwt": "`+secret+`"}`)})
+	host := newRegistry(t, chain(f.wrap, ts.wrap))
+	push(t, host, "acme/app", "1.0")
+	var logs logBuffer
+	c := newClient(t, Options{Logger: newLogger(&logs)}, host)
+	_, err := c.Tags(context.Background(), host+"/acme/app")
+	var re *Error
+	if !errors.As(err, &re) || re.Kind != KindBadResponse || !strings.Contains(err.Error(), "answered without a token") || !strings.Contains(err.Error(), `it had "expires_in", "jwt", "refresh_token"`) {
+		t.Fatalf("Tags: %v; want a bad response naming the fields", err)
+	}
+	if strings.Contains(err.Error(), secret) || strings.Contains(logs.String(), secret) {
+		t.Errorf("the token answer's body leaked:\n%v\n%s", err, logs.String())
+	}
+	if got := f.hit("rule"); got != 1 {
+		t.Errorf("%d token requests, want 1 (a wrong answer is not retried)", got)
+	}
+}
+
 // TestTokenFetchRetried checks that token requests go through the retries
 // too: the token endpoint fails once with 503.
 func TestTokenFetchRetried(t *testing.T) {

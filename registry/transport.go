@@ -218,7 +218,8 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		timedOut := rctx.Err() != nil && ctx.Err() == nil
 		cancel()
 		<-t.sem
-		t.log.Debug("registry request failed", "method", req.Method, "url", t.logURL(req), "duration", time.Since(start))
+		t.log.Debug("registry request failed", "method", req.Method, "url", t.logURL(req), "duration", time.Since(start),
+			"error", t.secrets.Text(redact.Text(err.Error()), redact.AuthorizationSecrets(req.Header.Get("Authorization"))...))
 		if timedOut {
 			err = &timeoutError{err: err}
 		}
