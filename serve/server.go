@@ -18,7 +18,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/robfig/cron/v3"
-	"golang.org/x/net/netutil"
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/cycle"
@@ -38,10 +37,11 @@ const (
 	// DefaultDebounce is how long a trigger waits for more triggers of the
 	// same target before its cycle starts.
 	DefaultDebounce = 2 * time.Second
-	// MaxConnections bounds the HTTP connections open at once; more wait
-	// to be accepted. Clients that open connections and keep them idle
-	// (no credentials are needed for /healthz) could otherwise take every
-	// file descriptor, and the cycles could open no file.
+	// MaxConnections bounds the HTTP connections open at once. Clients
+	// that open connections and keep them (no credentials are needed for
+	// /healthz) could otherwise take every file descriptor, and the cycles
+	// could open no file. At the cap, each new connection closes the one
+	// idle longest (connLimit); with none idle, it waits.
 	MaxConnections = 512
 )
 
@@ -400,9 +400,11 @@ func (s *Server) Run(ctx context.Context) error {
 	if ln != nil {
 		// A webhook body (at most MaxWebhookBody) that takes longer than
 		// ReadTimeout to arrive is a client holding a connection open.
+		limited := newConnLimit(ln, MaxConnections, s.log)
 		srv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
-			ErrorLog: slog.NewLogLogger(s.log.With("component", "http").Handler(), slog.LevelWarn)}
-		go func() { httpErr <- srv.Serve(netutil.LimitListener(ln, MaxConnections)) }()
+			ConnState: limited.track,
+			ErrorLog:  slog.NewLogLogger(s.log.With("component", "http").Handler(), slog.LevelWarn)}
+		go func() { httpErr <- srv.Serve(limited) }()
 		s.log.Info("serving", "address", ln.Addr().String())
 	}
 

@@ -1,9 +1,11 @@
 package serve
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -706,23 +708,40 @@ targets:
 	}
 }
 
-// countingListener counts the connections it accepted.
+// countingListener counts the connections it accepted, and those of
+// them still open.
 type countingListener struct {
 	net.Listener
 	accepted atomic.Int64
+	open     atomic.Int64
 }
 
 func (l *countingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	if err == nil {
-		l.accepted.Add(1)
+	if err != nil {
+		return nil, err
 	}
-	return c, err
+	l.accepted.Add(1)
+	l.open.Add(1)
+	return &countedConn{Conn: c, l: l}, nil
 }
 
-// TestServeBoundsConnections: clients that open connections and leave
-// them idle get at most MaxConnections accepted, so they cannot take
-// every file descriptor the cycles need.
+type countedConn struct {
+	net.Conn
+	l    *countingListener
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.l.open.Add(-1) })
+	return c.Conn.Close()
+}
+
+// TestServeBoundsConnections: clients that open connections and keep
+// them hold at most MaxConnections open at the server, so they cannot take
+// every file descriptor the cycles need; and at the cap, a new client is
+// still answered at once, in the place of the connection idle longest
+// (keep-alives left idle would otherwise hold /healthz for minutes).
 func TestServeBoundsConnections(t *testing.T) {
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -730,27 +749,55 @@ func TestServeBoundsConnections(t *testing.T) {
 	}
 	ln := &countingListener{Listener: inner}
 	startFake(t, Options{Config: mustConfig(t, "1h"), MaxJitter: -1, Listener: ln})
+	addr := inner.Addr().String()
 	var conns []net.Conn
 	t.Cleanup(func() {
 		for _, c := range conns {
 			c.Close()
 		}
 	})
-	for range MaxConnections + 100 {
-		c, err := net.Dial("tcp", inner.Addr().String())
+	// Keep-alives: each asks once, then stays idle.
+	for range MaxConnections {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	// More connections that never send a request.
+	for range 100 {
+		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		conns = append(conns, c)
 	}
-	waitFor(t, func() bool { return ln.accepted.Load() >= MaxConnections }, "the first connections accepted")
-	time.Sleep(200 * time.Millisecond)
-	if n := ln.accepted.Load(); n != MaxConnections {
-		t.Errorf("%d idle connections accepted, want at most %d", n, MaxConnections)
+	waitFor(t, func() bool { return ln.accepted.Load() >= MaxConnections+100 }, "the connections accepted, idle ones closed to make room")
+	if n := ln.open.Load(); n > MaxConnections {
+		t.Errorf("%d connections open at the server, want at most %d", n, MaxConnections)
 	}
-	// One closes: one more is accepted.
-	conns[0].Close()
-	waitFor(t, func() bool { return ln.accepted.Load() == MaxConnections+1 }, "a connection accepted after one closed")
+	// A probe at the cap is answered at once.
+	client := &http.Client{Timeout: 5 * time.Second}
+	start := time.Now()
+	resp, err := client.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatalf("/healthz at the cap: %v", err)
+	}
+	resp.Body.Close()
+	if d := time.Since(start); resp.StatusCode != http.StatusOK || d > 2*time.Second {
+		t.Errorf("/healthz at the cap: %d after %v", resp.StatusCode, d)
+	}
+	if n := ln.open.Load(); n > MaxConnections {
+		t.Errorf("%d connections open at the server, want at most %d", n, MaxConnections)
+	}
 }
 
 // TestServeReaddedTargetKeepsHistory removes a target while its cycle
