@@ -91,7 +91,7 @@ func newMetrics() *metrics {
 		targets: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "targets",
 			Help: "Targets this process owns."}),
 		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "webhooks_total",
-			Help: "Webhook requests, by hook and result (triggered, ignored, not_owned, skipped, ping; refused: unauthorized, too_large, bad_request, method_not_allowed, not_found, error). hook is empty for a path no webhook has."}, []string{"hook", "result"}),
+			Help: "Webhook requests, by hook and result (triggered, ignored, not_owned, skipped, ping; refused: unauthorized, too_large, bad_request, method_not_allowed, not_found, error, stopping). hook is empty for a path no webhook has."}, []string{"hook", "result"}),
 		webhookImages: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "webhook_images_total",
 			Help: "Images named by accepted webhook events, by hook and result: triggered (a target of this process watches it), not_owned (only targets of other shards do), ignored (no policy watches it)."}, []string{"hook", "result"}),
 		targetsConfigured: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "targets_configured",

@@ -82,9 +82,14 @@ func parsePayload(body []byte, h http.Header) (payload, error) {
 		p   payload
 		err error
 	)
-	switch {
-	case h.Get("X-GitHub-Event") == "ping":
+	switch ev := h.Get("X-GitHub-Event"); {
+	case ev == "ping":
 		return payload{Kind: PayloadGitHub, Ping: true}, nil
+	case ev != "" && ev != "package" && ev != "registry_package":
+		// A GitHub webhook sending every event (push, workflow_run...):
+		// accepted and skipped, so GitHub's delivery log does not show
+		// them all as failures.
+		return payload{Kind: PayloadGitHub, Skipped: 1}, nil
 	case has("events"):
 		p, err = parseDistribution(body)
 	case has("push_data"):

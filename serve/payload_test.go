@@ -98,6 +98,22 @@ func TestParsePayloadInline(t *testing.T) {
 	}
 }
 
+// TestParsePayloadGitHubOtherEvents: a GitHub webhook that sends every
+// event is answered for each, the events other than packages skipped,
+// whatever their body.
+func TestParsePayloadGitHubOtherEvents(t *testing.T) {
+	for _, ev := range []string{"push", "workflow_run", "star"} {
+		got, err := parsePayload([]byte(`{"ref": "refs/heads/main", "repository": {"full_name": "acme/fleet"}}`), http.Header{"X-Github-Event": {ev}})
+		if err != nil || got.Kind != PayloadGitHub || got.Skipped != 1 || len(got.Pushes) != 0 {
+			t.Errorf("X-GitHub-Event %s: %+v, %v; want a skipped GitHub event", ev, got, err)
+		}
+	}
+	got, err := parsePayload([]byte(`{"action": "published", "package": {"name": "app", "namespace": "acme", "package_type": "container", "package_version": {"container_metadata": {"tag": {"name": "2.0.0"}}}}}`), http.Header{"X-Github-Event": {"package"}})
+	if err != nil || len(got.Pushes) != 1 {
+		t.Errorf("X-GitHub-Event package: %+v, %v; want its push", got, err)
+	}
+}
+
 // TestParsePayloadRefused lists bodies that are no payload serve reads:
 // each is an errPayload error that says why.
 func TestParsePayloadRefused(t *testing.T) {
