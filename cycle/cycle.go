@@ -84,6 +84,11 @@ type Options struct {
 	// name, and reads only the files whose markers move. Nil reads every
 	// file.
 	Index *setters.Index
+	// Warned holds the tag warnings (invalid tags, say) a caller's last
+	// cycle logged, as WarnedBy gives them: Run logs those again at debug
+	// only, so that serve does not repeat one every cycle. Nil logs every
+	// warning at warn.
+	Warned map[string]bool
 	// prefetch, when set, holds results selected while the working copy
 	// was fetched (see prefetch.go); Run asks only for what it lacks.
 	prefetch *prefetch
@@ -261,6 +266,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		} else {
 			results = selectListed(ctx, list, opts.Registry, gates, images, current, opts.Concurrency, logger)
 		}
+		logTagWarnings(results, opts.Warned, logger)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -478,9 +484,6 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 			continue
 		}
 		results[i].Selection = sel
-		for _, w := range sel.Warnings {
-			logger.Warn(w, "policy", im.Name, "repository", im.Repository)
-		}
 		if sel.Latest == "" {
 			detail := strings.TrimPrefix(sel.Summary(), ErrNoMatch.Error()+": ")
 			results[i].Err = fmt.Errorf("policy %s: %w in %s: %s (see why with: imagebump tags %s, with the same -c)", im.Name, ErrNoMatch, im.Repository, detail, im.Name)
@@ -576,4 +579,33 @@ func describeHeld(held []HeldBack) string {
 		parts = append(parts, fmt.Sprintf("%d %s", counts[g], g))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// logTagWarnings logs the policies' tag warnings: at warn, or at debug
+// for those warned holds.
+func logTagWarnings(results []PolicyResult, warned map[string]bool, logger *slog.Logger) {
+	for _, r := range results {
+		for _, w := range r.Selection.Warnings {
+			level := slog.LevelWarn
+			if warned[r.Name+"\n"+w] {
+				level = slog.LevelDebug
+			}
+			logger.Log(context.Background(), level, w, "policy", r.Name, "repository", r.Repository)
+		}
+	}
+}
+
+// WarnedBy returns the tag warnings rep's policies had, for Options.Warned
+// of the next cycle; nil for a nil rep.
+func WarnedBy(rep *Report) map[string]bool {
+	if rep == nil {
+		return nil
+	}
+	warned := map[string]bool{}
+	for _, p := range rep.Policies {
+		for _, w := range p.Selection.Warnings {
+			warned[p.Name+"\n"+w] = true
+		}
+	}
+	return warned
 }

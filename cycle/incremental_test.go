@@ -1,8 +1,10 @@
 package cycle
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -332,6 +334,51 @@ func TestPrefetchFromPrevious(t *testing.T) {
 	}
 	f.replaceWebByAPI(t)
 	f.checkAPIBump(t, run(first))
+}
+
+// TestTagWarningsOncePerChange: a registry listing a tag that is not a
+// valid OCI tag is warned about by the first cycle; the next cycles, given
+// their last as serve gives it, log the same warning at debug only, and a
+// new warning (another bad tag) at warn again.
+func TestTagWarningsOncePerChange(t *testing.T) {
+	f := newPrefetchFixture(t)
+	f.reg.tags["reg.example/web"] = []string{"1.0.0", "bad tag"}
+	run := func(prev *TargetResult) (*TargetResult, string) {
+		t.Helper()
+		var logs bytes.Buffer
+		res, err := RunTarget(context.Background(), TargetOptions{Config: f.cfg, Target: f.target, Registry: f.reg, Workdir: f.workdir, Previous: prev,
+			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, logs.String()
+	}
+	warned := func(logs, tag string) string {
+		for line := range strings.Lines(logs) {
+			if strings.Contains(line, "valid OCI tag") && strings.Contains(line, tag) {
+				return strings.Fields(strings.SplitN(line, "level=", 2)[1])[0]
+			}
+		}
+		return ""
+	}
+	first, logs := run(nil)
+	if got := warned(logs, "bad tag"); got != "WARN" {
+		t.Errorf("first cycle: the bad tag logged at %q, want WARN:\n%s", got, logs)
+	}
+	second, logs := run(first)
+	if got := warned(logs, "bad tag"); got != "DEBUG" {
+		t.Errorf("second cycle: the bad tag logged at %q, want DEBUG:\n%s", got, logs)
+	}
+	f.reg.mu.Lock()
+	f.reg.tags["reg.example/web"] = []string{"1.0.0", "bad tag", "worse tag"}
+	f.reg.mu.Unlock()
+	if _, logs = run(second); warned(logs, "worse tag") != "WARN" {
+		t.Errorf("a new bad tag is not warned about:\n%s", logs)
+	}
+	// Without a last cycle (run, plan), every warning is at warn.
+	if _, logs = run(nil); warned(logs, "bad tag") != "WARN" {
+		t.Errorf("without Previous: not at WARN:\n%s", logs)
+	}
 }
 
 // TestFullScanResetsTheWorkingCopy: when a new commit makes the kept index

@@ -231,6 +231,10 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		}
 	}
 	var selection []PolicyResult
+	var warned map[string]bool // the tag warnings the last cycle logged
+	if opts.Previous != nil {
+		warned = WarnedBy(opts.Previous.Report)
+	}
 	var work *setters.Index // the index of the last edit
 	edit := func(ctx context.Context, dir string) ([]string, string, error) {
 		var rep *Report
@@ -252,6 +256,7 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 				Logger:    logger,
 				Index:     work,
 				prefetch:  pf,
+				Warned:    warned,
 				// gitwriter syncs the files the edit wrote while the
 				// push runs, before its Git index records them.
 				workingCopy: true,

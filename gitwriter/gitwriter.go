@@ -708,7 +708,7 @@ func (r *Repo) reuse(ctx context.Context) (reason string, routine bool, err erro
 		}
 		return "checking the worktree's names failed: " + err.Error(), false, err
 	}
-	r.log.Info("reused the working copy", "head", r.head.String(), "duration", time.Since(start).Round(time.Millisecond))
+	r.log.Debug("reused the working copy", "head", r.head.String(), "duration", time.Since(start).Round(time.Millisecond))
 	return "", false, nil
 }
 

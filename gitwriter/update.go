@@ -187,7 +187,7 @@ func (r *Repo) update(ctx context.Context, u Update, edit Edit) (*Result, error)
 			if res.Pushed {
 				log.Info("pushed", "commit", res.Commit, "forced", res.Forced, "attempts", attempt, "files", len(res.Changed))
 			} else {
-				log.Info("nothing to push", "commit", res.Commit, "files", len(res.Changed))
+				log.Debug("nothing to push", "commit", res.Commit, "files", len(res.Changed))
 			}
 			return res, nil
 		}
