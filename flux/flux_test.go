@@ -941,6 +941,30 @@ func TestKustomizeLoadsAsFlux(t *testing.T) {
 			}
 		})
 	}
+
+	// .git is in the repository, but Flux's sources carry none, and a CI
+	// checkout keeps its token in .git/config: a kustomization reading it
+	// into a field whose error quotes the value would print the token.
+	const token = "c2VjcmV0LXRva2Vu"
+	writeFile(t, repo, ".git/config", "[http]\n\textraheader = AUTHORIZATION: basic "+token+"\n")
+	if err := os.Symlink(filepath.Join(repo, ".git", "config"), filepath.Join(repo, "base/git-config")); err != nil {
+		t.Fatal(err)
+	}
+	for name, file := range map[string]string{
+		"directly":     "../.git/config",
+		"through link": "../base/git-config",
+	} {
+		t.Run(".git "+name, func(t *testing.T) {
+			writeFile(t, repo, "overlay/kustomization.yaml", "resources: [../base/web.yaml]\nconfigMapGenerator: [{name: leak, files: [tok="+file+"]}]\n")
+			_, err := Load(context.Background(), []string{filepath.Join(repo, "overlay")}, LoadOptions{})
+			if err == nil || !strings.Contains(err.Error(), "kustomize build failed") || !strings.Contains(err.Error(), "is in a .git folder") {
+				t.Fatalf("Load of a kustomization reading %s: %v; want the build refused", file, err)
+			}
+			if strings.Contains(err.Error(), token) {
+				t.Errorf("the error holds .git/config's token: %v", err)
+			}
+		})
+	}
 }
 
 // TestNoBranchIsMaster: a GitRepository without a ref, under an automation

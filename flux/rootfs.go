@@ -45,8 +45,16 @@ func (e *errOutsideRoot) Error() string {
 	return fmt.Sprintf("%s is outside %s: a kustomization may only read files of the repository it is in, as under Flux", e.path, e.root)
 }
 
+// errGitDir refuses a path in a .git folder.
+type errGitDir struct{ path string }
+
+func (e *errGitDir) Error() string {
+	return fmt.Sprintf("%s is in a .git folder: a kustomization may not read Git's own files (they may hold credentials, such as a CI checkout's token), as under Flux, whose sources carry no .git", e.path)
+}
+
 // check returns an error when p, its symbolic links followed, lies
-// outside the root.
+// outside the root, or in a .git folder of it: Flux builds from a source
+// artifact without one, and .git/config may hold a checkout's token.
 func (f *rootedFS) check(p string) error {
 	abs, err := filepath.Abs(p)
 	if err != nil {
@@ -57,6 +65,12 @@ func (f *rootedFS) check(p string) error {
 	}
 	if abs != f.root && !strings.HasPrefix(abs, f.root+string(filepath.Separator)) && f.root != string(filepath.Separator) {
 		return &errOutsideRoot{path: p, root: f.root}
+	}
+	rel := strings.TrimPrefix(strings.TrimPrefix(abs, f.root), string(filepath.Separator))
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		if strings.EqualFold(part, ".git") {
+			return &errGitDir{path: p}
+		}
 	}
 	return nil
 }
