@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/imagebump/imagebump/internal/msgtemplate"
+	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/setters"
 )
 
@@ -15,11 +16,17 @@ type (
 	PolicyUpdate  = msgtemplate.PolicyUpdate
 )
 
-// NewMessageData gathers the template data of a report's changes.
+// NewMessageData gathers the template data of a report's changes. The
+// values that come from the repository's files (a file's path, a marked
+// field's old value) are escaped as printable.String escapes them, and
+// cut: a value written to forge a commit trailer ("1.0\n\nSigned-off-by:
+// ...") or to carry a terminal escape or a NUL byte reaches the message
+// as inert text.
 func NewMessageData(rep *Report, repository, target string) MessageData {
 	d := MessageData{Repository: repository, Target: target}
 	byPolicy := map[string]*PolicyUpdate{}
 	for _, c := range rep.Changes {
+		c.File, c.Old = printable.String(c.File), printable.String(c.Old)
 		d.Changes = append(d.Changes, MessageChange{File: c.File, Line: c.Line, Policy: c.Policy, Field: fieldString(c.Field), Old: c.Old, New: c.New})
 		u := byPolicy[c.Policy]
 		if u == nil {

@@ -72,6 +72,45 @@ func TestRenderTemplate(t *testing.T) {
 	}
 }
 
+// TestMessageDataEscapesRepositoryValues: a marked value or a file name
+// of the repository written to forge commit trailers, or to carry a
+// terminal escape or a NUL byte, reaches the commit message as inert
+// text, one line; a template's own NUL is refused, as Git refuses it.
+func TestMessageDataEscapesRepositoryValues(t *testing.T) {
+	forged := "1.0.0\n\nSigned-off-by: Mallory <m@evil.example>\x1b[2J\x00"
+	rep := &Report{
+		Policies: []PolicyResult{{Name: "apps:web", Repository: "ghcr.io/acme/web", Selection: policy.Result{Latest: "1.2.0"}}},
+		Changes: []setters.Change{
+			{File: "zz\n\nCo-authored-by: Mallory <m@evil.example>/web.yaml", Line: 3, Policy: "apps:web", Field: setters.FieldTag, Old: forged, New: "1.2.0"},
+			{File: "a/web.yaml", Line: 3, Policy: "apps:web", Field: setters.FieldImage, Old: "ghcr.io/acme/web:" + strings.Repeat("9", 2000), New: "ghcr.io/acme/web:1.2.0"},
+		},
+	}
+	data := NewMessageData(rep, "https://git.example/fleet.git", "prod")
+	for _, tmpl := range []string{DefaultMessageTemplate, "{{ range .Changes }}{{ .File }} {{ .Old }}\n{{ end }}"} {
+		msg, err := RenderTemplate("commit.messageTemplate", tmpl, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(msg) {
+			if strings.HasPrefix(line, "Signed-off-by") || strings.HasPrefix(line, "Co-authored-by") {
+				t.Errorf("a forged trailer line: %q in\n%s", line, msg)
+			}
+		}
+		if strings.ContainsAny(msg, "\x1b\x00") {
+			t.Errorf("a control character reached the message: %q", msg)
+		}
+		if !strings.Contains(msg, `1.0.0\n\nSigned-off-by`) || len(msg) > 1500 {
+			t.Errorf("the values are not escaped and cut (%d bytes): %q", len(msg), msg)
+		}
+	}
+	if _, err := RenderTemplate("commit.messageTemplate", "a{{ \"\\x00\" }}b", data); err == nil || !strings.Contains(err.Error(), "NUL byte") {
+		t.Errorf("a template writing NUL: %v, want refused", err)
+	}
+	if _, err := RenderTemplate("commit.messageTemplate", "{{ range $.Changes }}{{ range $.Changes }}{{ range $.Changes }}{{ range $.Changes }}{{ range $.Changes }}{{ range $.Changes }}{{ range $.Changes }}{{ range $.Changes }}{{ range $.Changes }}{{ range $.Changes }}{{ range $.Changes }}{{ range $.Changes }}{{ range $.Changes }}{{ range $.Changes }}{{ range $.Changes }}{{ range $.Changes }}{{ range $.Changes }}{{ range $.Changes }}{{ range $.Changes }}{{ range $.Changes }}{{ .Old }}{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}", data); err == nil || !strings.Contains(err.Error(), "longer than") {
+		t.Errorf("a template writing 2^20 values: %v, want refused past the limit", err)
+	}
+}
+
 func TestDefaultTitleOnePolicy(t *testing.T) {
 	rep := sampleReport()
 	rep.Changes = rep.Changes[:1]

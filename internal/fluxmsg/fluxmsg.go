@@ -23,12 +23,14 @@ import (
 	"path"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/Masterminds/sprig/v3"
 	"github.com/google/go-containerregistry/pkg/name"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/imagebump/imagebump/internal/msgtemplate"
+	"github.com/imagebump/imagebump/internal/printable"
 )
 
 // API versions of ImageUpdateAutomation, which decide the template data.
@@ -115,23 +117,98 @@ func Execute(apiVersion, text string, data any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var b strings.Builder
+	var b msgtemplate.Limited
 	if err := t.Execute(&b, data); err != nil {
 		if rf := removedField(apiVersion, err); rf != nil {
 			return "", rf
 		}
 		return "", fmt.Errorf("running the Flux message template: %w", err)
 	}
+	if err := msgtemplate.CheckText(b.String()); err != nil {
+		return "", fmt.Errorf("running the Flux message template: %w", err)
+	}
 	return b.String(), nil
 }
 
-// Parse parses a Flux message template with Flux's functions.
+// Parse parses a Flux message template with Flux's functions. Sprig's
+// functions that make a list or a string of any length (repeat, until,
+// untilStep, seq) take at most maxCount items here, and, called again
+// after the template has run for maxRun, fail: a template from a
+// repository cannot hold the process for minutes or take gigabytes of
+// memory, where Flux's would (its output is also capped, at
+// msgtemplate.MaxLen).
 func Parse(text string) (*template.Template, error) {
-	t, err := template.New("commit message").Funcs(sprig.HermeticTxtFuncMap()).Parse(text)
+	t, err := template.New("commit message").Funcs(boundedFuncs(time.Now().Add(maxRun))).Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the Flux message template: %w", err)
 	}
 	return t, nil
+}
+
+// maxCount bounds the items of a list or the copies of repeat.
+const maxCount = 10000
+
+// maxRun bounds the run of one template (from Parse to the last call of a
+// bounded function); a variable for tests.
+var maxRun = 10 * time.Second
+
+// boundedFuncs is Sprig's hermetic set with its unbounded makers
+// replaced by bounded ones that stop past deadline.
+func boundedFuncs(deadline time.Time) template.FuncMap {
+	funcs := sprig.HermeticTxtFuncMap()
+	check := func(name string, n int) error {
+		if n > maxCount {
+			return fmt.Errorf("%s: %d items is over the %d a commit message template may make", name, n, maxCount)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: the template has run for more than %v", name, maxRun)
+		}
+		return nil
+	}
+	repeat := funcs["repeat"].(func(int, string) string)
+	funcs["repeat"] = func(n int, s string) (string, error) {
+		if err := check("repeat", n); err != nil {
+			return "", err
+		}
+		return repeat(n, s), nil
+	}
+	until := funcs["until"].(func(int) []int)
+	funcs["until"] = func(n int) ([]int, error) {
+		if err := check("until", n); err != nil {
+			return nil, err
+		}
+		return until(n), nil
+	}
+	untilStep := funcs["untilStep"].(func(int, int, int) []int)
+	funcs["untilStep"] = func(start, stop, step int) ([]int, error) {
+		n := stop - start
+		if step != 0 {
+			n /= step
+		}
+		if err := check("untilStep", max(n, -n)); err != nil {
+			return nil, err
+		}
+		return untilStep(start, stop, step), nil
+	}
+	seq := funcs["seq"].(func(...int) string)
+	funcs["seq"] = func(params ...int) (string, error) {
+		n := 0
+		switch len(params) {
+		case 1:
+			n = params[0]
+		case 2:
+			n = params[1] - params[0]
+		case 3:
+			if params[1] != 0 {
+				n = (params[2] - params[0]) / params[1]
+			}
+		}
+		if err := check("seq", max(n, -n)); err != nil {
+			return "", err
+		}
+		return seq(params...), nil
+	}
+	return funcs
 }
 
 // removedField turns text/template's error about a field a v1 template
@@ -193,7 +270,11 @@ func Build(in Input) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		rel := relative(in.UpdatePath, c.File)
+		// The repository's values reach the message escaped (see
+		// cycle.NewMessageData).
+		rel := printable.String(relative(in.UpdatePath, c.File))
+		oid.Name, oid.Namespace, oid.Kind = printable.String(oid.Name), printable.String(oid.Namespace), printable.String(oid.Kind)
+		c.Old = printable.String(c.Old)
 		setter := c.Policy
 		if c.Field != "" && c.Field != "image" {
 			setter += ":" + c.Field

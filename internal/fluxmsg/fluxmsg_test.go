@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -288,6 +289,41 @@ func TestCheck(t *testing.T) {
 				t.Errorf("Check = %v, want it to contain %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestBoundedFunctions: a template from a repository cannot take
+// gigabytes (repeat, until, seq of any length), write a message of any
+// length, or run for minutes (loops nested deep enough to never end).
+func TestBoundedFunctions(t *testing.T) {
+	defer func(d time.Duration) { maxRun = d }(maxRun)
+	maxRun = 300 * time.Millisecond
+	tests := []struct{ tmpl, wantErr string }{
+		{tmpl: `{{ repeat 2000000000 "x" }}`, wantErr: "repeat: 2000000000 items is over the 10000"},
+		{tmpl: `{{ range until 100000000 }}{{ end }}`, wantErr: "until: 100000000 items"},
+		{tmpl: `{{ range untilStep 0 100000000 1 }}{{ end }}`, wantErr: "untilStep: 100000000 items"},
+		{tmpl: `{{ seq 100000000 }}`, wantErr: "seq: 100000000 items"},
+		{tmpl: `{{ range until 10000 }}{{ repeat 10000 "x" }}{{ end }}`, wantErr: "longer than 1048576 bytes"},
+		{tmpl: `{{ range until 10000 }}{{ range until 10000 }}{{ range until 10000 }}{{ end }}{{ end }}{{ end }}`, wantErr: "has run for more than 300ms"},
+		{tmpl: `{{ repeat 3 "ab" }} {{ range until 3 }}{{ . }}{{ end }} {{ seq 3 }}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tmpl, func(t *testing.T) {
+			start := time.Now()
+			err := Check(APIVersionV1, tt.tmpl)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("Check: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("Check = %v, want it to contain %q", err, tt.wantErr)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("Check took %v", d)
+			}
+		})
+	}
+	if msg, err := Execute(APIVersionV1, `{{ repeat 3 "ab" }} {{ range until 3 }}{{ . }}{{ end }} {{ seq 3 }}`, sample(APIVersionV1)); err != nil || msg != "ababab 012 1 2 3" {
+		t.Errorf("bounded functions within their bounds: %q, %v", msg, err)
 	}
 }
 

@@ -6,7 +6,6 @@
 package msgtemplate
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"text/template"
@@ -76,11 +75,47 @@ func Render(what, text string, data Data) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", what, err)
 	}
-	var b bytes.Buffer
+	var b Limited
 	if err := t.Execute(&b, data); err != nil {
 		return "", fmt.Errorf("%s: %w", what, err)
 	}
-	return strings.TrimRight(b.String(), "\n") + "\n", nil
+	msg := strings.TrimRight(b.String(), "\n") + "\n"
+	if err := CheckText(msg); err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	return msg, nil
+}
+
+// MaxLen bounds a rendered message: a commit message of every file of a
+// first run over a 50,000-file fleet is a few hundred kilobytes.
+const MaxLen = 1 << 20
+
+// ErrTooLong is the error of a template whose output passes MaxLen.
+var ErrTooLong = fmt.Errorf("the message would be longer than %d bytes", MaxLen)
+
+// Limited collects a template's output up to MaxLen bytes; a write past
+// that fails with ErrTooLong, which stops the template there.
+type Limited struct{ b strings.Builder }
+
+func (l *Limited) Write(p []byte) (int, error) {
+	if l.b.Len()+len(p) > MaxLen {
+		return 0, ErrTooLong
+	}
+	return l.b.Write(p)
+}
+
+// String returns what was written.
+func (l *Limited) String() string { return l.b.String() }
+
+// CheckText refuses a rendered message Git would refuse, or that its
+// readers could not: one holding a NUL byte. (The values of the
+// repository that templates see are escaped; a NUL comes from the
+// template.)
+func CheckText(msg string) error {
+	if i := strings.IndexByte(msg, 0); i >= 0 {
+		return fmt.Errorf("the message holds a NUL byte (at byte %d), which Git refuses in a commit", i)
+	}
+	return nil
 }
 
 // Check parses text and runs it over Sample, so a template that names a
@@ -91,7 +126,7 @@ func Check(name, text string) error {
 	if err != nil {
 		return err
 	}
-	var b bytes.Buffer
+	var b Limited
 	return t.Execute(&b, Sample())
 }
 
