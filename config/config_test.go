@@ -568,6 +568,18 @@ registries:
   - host: localhost:5000
     provider: azure
 `, "imagebump.yaml:4:15: registries[0].provider:", "provider azure needs an ACR host name"},
+		{"a cloud provider over plain HTTP", `
+registries:
+  - host: acme.azurecr.io
+    provider: azure
+    insecure: true
+`, "imagebump.yaml:5:15: registries[0].insecure:", "a cloud's registry never serves plain HTTP"},
+		{"auto on a cloud host over plain HTTP", `
+registries:
+  - host: 123456789012.dkr.ecr.eu-west-1.amazonaws.com
+    provider: auto
+    insecure: true
+`, "imagebump.yaml:5:15: registries[0].insecure:", "insecure with provider auto"},
 		{"empty auth", `
 registries:
   - host: ghcr.io

@@ -187,6 +187,10 @@ func (v *validator) registryProvider(p string, r *Registry) {
 	if why := cloudhost.Mismatch(r.Provider, r.Host); why != "" {
 		v.add(v.at(pp), pp, "%s", why)
 	}
+	if r.Insecure && cloudhost.Resolve(r.Provider, r.Host) != cloudhost.Generic {
+		ip := p + ".insecure"
+		v.add(v.at(ip), ip, "insecure with provider %s: a cloud's registry never serves plain HTTP, and the workload's cloud token would cross the network in the clear; remove insecure", r.Provider)
+	}
 }
 
 // minRequestsPerSecond is the slowest rate limit: one request every 100

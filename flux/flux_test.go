@@ -512,6 +512,8 @@ func TestMappingErrors(t *testing.T) {
 			`f.yaml:8: ImageRepository apps/app: spec.provider: "oci" is not generic, aws, azure or gcp (the Kubernetes API server refuses it)`},
 		{"a cloud provider on another cloud's host", strings.Replace(repoYAML, "  image: ghcr.io/acme/app\n", "  image: ghcr.io/acme/app\n  provider: gcp\n", 1) + policy(""),
 			`f.yaml:8: ImageRepository apps/app: spec.provider: provider gcp needs a Google host name (gcr.io, *.gcr.io or *-docker.pkg.dev)`},
+		{"a cloud provider over plain HTTP", strings.Replace(repoYAML, "  image: ghcr.io/acme/app\n", "  image: acme.azurecr.io/app\n  provider: azure\n  insecure: true\n", 1) + policy(""),
+			`f.yaml:9: ImageRepository apps/app: spec.insecure: provider azure with plain HTTP to acme.azurecr.io`},
 		{"no author email", repoYAML + policy("") + strings.Replace(auto(""), "author: {email: bot@example.com}", "author: {name: bot}", 1),
 			`f.yaml:29: ImageUpdateAutomation apps/auto: spec.git.commit.author.email: missing: Flux requires the commit author's email`},
 		{"no commit", repoYAML + policy("") + strings.Replace(auto("    push: {branch: auto}\n"), "    commit:\n      author: {email: bot@example.com}\n", "", 1),

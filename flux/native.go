@@ -231,6 +231,9 @@ type hostSettings struct {
 	// anonymous are the repositories without a secretRef read before
 	// any with one, warned about as secure are.
 	anonymous []*ImageRepository
+	// plainCloud is set once a cloud provider with plain HTTP to the
+	// host was refused, so that it is refused once.
+	plainCloud bool
 }
 
 func (m *mapper) index() {
@@ -521,6 +524,18 @@ func (m *mapper) registry(repo *ImageRepository, host string) {
 		plainToo(repo)
 	default:
 		h.secure = append(h.secure, repo)
+	}
+	if h.reg.Insecure && h.providerFrom != nil && !h.plainCloud {
+		// A cloud's registry never serves plain HTTP, and the
+		// workload's token would cross the network in the clear.
+		h.plainCloud = true
+		field := "spec.provider"
+		if repo.Spec.Insecure {
+			field = "spec.insecure"
+		}
+		m.p.fail(repo.Object, field, src.line(field), nil,
+			"provider %s with plain HTTP to %s (spec.insecure of %s): a cloud's registry never serves plain HTTP, and the workload's cloud token would cross the network in the clear; remove spec.insecure",
+			h.reg.Provider, host, h.insecureFrom.Ref())
 	}
 	// Credentials are per host too: a repository without a Secret is
 	// read with those of another on its host.
