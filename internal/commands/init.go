@@ -210,6 +210,10 @@ func runInit(ctx context.Context, o *InitOptions, stdout io.Writer) error {
 	r.configPath = filepath.Join(r.repo, "imagebump.yaml")
 	if o.global.configSet {
 		r.configPath = o.global.ConfigFile
+	} else if err := insideRepo(r.repo, r.configPath); err != nil {
+		// The checkout's own imagebump.yaml, a link out of it: as the
+		// scan follows no such link, init neither reads nor extends it.
+		return usageError(err)
 	}
 	if st, err := os.Stat(r.configPath); err == nil && st.IsDir() {
 		return usageError(fmt.Errorf("-c %s is a folder: init writes one config file; name it, such as -c %s", r.configPath, filepath.Join(r.configPath, "imagebump.yaml")))
@@ -952,4 +956,25 @@ func initRule(s policy.Spec) InitRule {
 		r.Digest = string(s.Digest)
 	}
 	return r
+}
+
+// insideRepo refuses path, in repo, when it is a symbolic link that leads
+// outside repo; a path that does not exist passes.
+func insideRepo(repo, path string) error {
+	st, err := os.Lstat(path)
+	if err != nil || st.Mode()&os.ModeSymlink == 0 {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil // a dangling link: reading it fails as a missing file would
+	}
+	top, err := filepath.EvalSymlinks(repo)
+	if err != nil {
+		return nil
+	}
+	if rel, err := filepath.Rel(top, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s is a symbolic link to %s, outside the repository: init neither reads nor extends it, as no scan follows a link out; to extend that file, name it with -c", path, real)
+	}
+	return nil
 }

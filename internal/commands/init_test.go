@@ -357,6 +357,20 @@ func TestInitUsage(t *testing.T) {
 	if got, _ := snapshot(repo); len(got) != 1 {
 		t.Errorf("files written: %v", got)
 	}
+
+	// The checkout's imagebump.yaml as a link out of it (a contributor's
+	// to the operator's file): neither read nor extended, unless -c
+	// names it.
+	outside := writeFile(t, t.TempDir(), "operator.yaml", "images:\n  - name: secret-policy\n    repository: ghcr.io/acme/secret\n    policy: {semver: \">=1\"}\n")
+	linked := t.TempDir()
+	writeFile(t, linked, "app.yaml", "image: ghcr.io/acme/app:1.0.0\n")
+	if err := os.Symlink(outside, filepath.Join(linked, "imagebump.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runMain(t, "init", "--repo", linked, "-o", "json")
+	if code != ExitUsage || !strings.Contains(stderr, "is a symbolic link to "+outside+", outside the repository") || strings.Contains(out+stderr, "secret-policy") {
+		t.Errorf("init with imagebump.yaml linking out: exit %d, stderr %q; want 64 naming the link, and nothing of the file", code, stderr)
+	}
 }
 
 // TestInitConfigElsewhere writes the config where -c says, outside the
