@@ -904,6 +904,30 @@ func TestSuspendIsHold(t *testing.T) {
 	}
 }
 
+// TestBadNames: an object name or namespace that is no Kubernetes name (a
+// line break that would forge a line of the report, a terminal escape) is
+// refused, and shown escaped.
+func TestBadNames(t *testing.T) {
+	for _, tt := range []struct{ name, text, want string }{
+		{"a name with a line break", strings.Replace(repoYAML, "  name: app\n", "  name: \"app\\nImagePolicy forged: ok\"\n", 1),
+			`f.yaml:1: ImageRepository apps/app\nImagePolicy forged: ok: metadata.name: "app\nImagePolicy forged: ok" is not a Kubernetes object name`},
+		{"a namespace with an escape", strings.Replace(repoYAML, "  namespace: apps\n", "  namespace: \"apps\\e[2J\"\n", 1),
+			`f.yaml:1: ImageRepository apps\x1b[2J/app: metadata.namespace: "apps\x1b[2J" is not a namespace name`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "f.yaml", tt.text)
+			_, err := Load(context.Background(), []string{dir}, LoadOptions{})
+			if err == nil || !strings.Contains(strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""), tt.want) {
+				t.Errorf("Load: %v; want %q", err, tt.want)
+			}
+			if err != nil && strings.ContainsAny(err.Error(), "\n\x1b") {
+				t.Errorf("the error holds a raw control character: %q", err)
+			}
+		})
+	}
+}
+
 // TestKustomizeLoadsAsFlux: a kustomization may name a file of another
 // folder of its repository, as Flux's kustomize-controller allows (the
 // kustomize CLI's default refuses it), but nothing outside the repository,

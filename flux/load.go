@@ -15,11 +15,13 @@ import (
 	automationv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	reflectorv1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/kustomize/api/krusty"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/internal/yamlstream"
 )
 
@@ -412,8 +414,11 @@ func (l *loader) object(s *source) {
 		return
 	}
 	s.obj.APIVersion, s.obj.Kind = apiVersion, kind
-	s.obj.Name = s.str("metadata.name")
-	s.obj.Namespace = s.str("metadata.namespace")
+	// Names reach every report and error: one that is no Kubernetes name
+	// (a line break, a terminal escape) is shown escaped, and refused
+	// below for the kinds read.
+	rawName, rawNamespace := s.str("metadata.name"), s.str("metadata.namespace")
+	s.obj.Name, s.obj.Namespace = printable.String(rawName), printable.String(rawNamespace)
 	if kind == "" {
 		l.p.fail(s.obj, "kind", s.obj.Line, nil, "missing: a Kubernetes object names its kind beside its apiVersion %s (ImageRepository, ImagePolicy, ImageUpdateAutomation, GitRepository...)", apiVersion)
 		return
@@ -443,6 +448,14 @@ func (l *loader) object(s *source) {
 	}
 	if s.obj.Name == "" {
 		l.p.fail(s.obj, "metadata.name", s.obj.Line, nil, "missing")
+		return
+	}
+	if errs := validation.IsDNS1123Subdomain(rawName); len(errs) > 0 {
+		l.p.fail(s.obj, "metadata.name", s.obj.Line, nil, "%q is not a Kubernetes object name (the API server refuses it): %s", printable.Cut(rawName, 80), errs[0])
+		return
+	}
+	if errs := validation.IsDNS1123Label(rawNamespace); rawNamespace != "" && len(errs) > 0 {
+		l.p.fail(s.obj, "metadata.namespace", s.obj.Line, nil, "%q is not a namespace name (the API server refuses it): %s", printable.Cut(rawNamespace, 80), errs[0])
 		return
 	}
 	key := s.obj.Ref()
