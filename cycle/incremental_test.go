@@ -381,6 +381,35 @@ func TestTagWarningsOncePerChange(t *testing.T) {
 	}
 }
 
+// TestNewURLDropsTheLastIndex: a target whose git.url changes (a reload,
+// in serve) clones the new repository into its working copy; the last
+// cycle's index, of the other repository, is dropped for a full scan that
+// says why, where it was tried and failed on a commit the new clone lacks.
+func TestNewURLDropsTheLastIndex(t *testing.T) {
+	workdir := t.TempDir()
+	a := testgit.NewBare(t, map[string]string{"web.yaml": "image: reg.example/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\n"})
+	b := testgit.NewBare(t, map[string]string{"api.yaml": "image: reg.example/api:1.0.0 # {\"$imagepolicy\": \"apps:api\"}\n"})
+	reg := &fakeRegistry{tags: map[string][]string{"reg.example/web": {"1.0.0"}, "reg.example/api": {"1.0.0", "1.1.0"}}}
+	cfgA, ta := incrementalTarget(t, a, "")
+	first, err := RunTarget(context.Background(), TargetOptions{Config: cfgA, Target: ta, Registry: reg, Workdir: workdir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgB, tb := incrementalTarget(t, b, "")
+	var logs bytes.Buffer
+	res, err := RunTarget(context.Background(), TargetOptions{Config: cfgB, Target: tb, Registry: reg, Workdir: workdir, Previous: first,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Pushed || len(res.Report.Changes) != 1 || res.Report.Changes[0].File != "api.yaml" {
+		t.Errorf("the cycle on the new URL: pushed %v, changes %+v", res.Pushed, res.Report.Changes)
+	}
+	if !strings.Contains(logs.String(), "the working copy was cloned afresh") || strings.Contains(logs.String(), "not found") {
+		t.Errorf("the full scan's reason:\n%s", logs.String())
+	}
+}
+
 // TestFullScanResetsTheWorkingCopy: when a new commit makes the kept index
 // unusable (a symbolic link comes into scope, or above a path in scope,
 // so the cycle scans every file), a file someone changed in the working

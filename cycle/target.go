@@ -644,6 +644,12 @@ func openIndex(repo *gitwriter.Repo, t config.Target, sopts setters.Options, kep
 	if noCache {
 		return ti, nil
 	}
+	if kept != nil && repo.Cloned() && kept.Built() {
+		// The last cycle's index is of a working copy that is gone (of
+		// another URL, perhaps), and a shallow clone may not hold the
+		// commit it was built for.
+		kept, keptWhy = setters.NewIndex(setters.ByBlob, sopts), "the working copy was cloned afresh"
+	}
 	if kept != nil {
 		ti.file = IndexFile(repo.Dir())
 		ti.base = kept

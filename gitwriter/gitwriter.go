@@ -115,6 +115,7 @@ type Repo struct {
 	head    plumbing.Hash       // the tracked branch's remote head as last fetched
 	at      plumbing.Hash       // the commit the worktree and index hold
 	dirty   bool                // the worktree may differ from head
+	cloned  bool                // Open cloned the working copy afresh
 	// discard says why Close must empty the working copy, so that the
 	// next Open clones afresh: what a commit wrote could not be made
 	// durable, or an object read does not hash to its name. Empty: keep.
@@ -360,6 +361,11 @@ func (r *Repo) Close() error {
 func (r *Repo) noteSecret(name, s string) {
 	r.secrets.Set(name, s)
 }
+
+// Cloned reports whether Open cloned the working copy afresh (a first
+// cycle, a working copy of another URL, grown or damaged), rather than
+// reusing it.
+func (r *Repo) Cloned() bool { return r.cloned }
 
 // withTimeout bounds one network operation.
 func (r *Repo) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -671,7 +677,7 @@ func (r *Repo) clone(ctx context.Context) error {
 		}
 		return fmt.Errorf("checking out the clone of %s: %w", r.remote, err)
 	}
-	r.dirty, r.verified = false, true
+	r.dirty, r.verified, r.cloned = false, true, true
 	r.recordCloneObjects()
 	r.markNamesChecked()
 	r.log.Info("cloned", "fetch", fetched.Round(time.Millisecond), "head", r.head.String(), "depth", r.opts.Depth, "duration", time.Since(start).Round(time.Millisecond))
