@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -160,8 +163,22 @@ func (r *Repo) netError(ctx context.Context, op, branch string, err error) error
 		return fmt.Errorf("%s %s: the remote repository is empty, branch %q does not exist: %w", op, r.remote, branch, ErrBranchNotFound)
 	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%s %s (branch %q): timed out after %v: %w", op, r.remote, branch, r.opts.Timeout, err)
+	case ctx.Err() == nil && isUnreachable(err):
+		return fmt.Errorf("%s %s (branch %q): %w; check that the server is reachable from here (name, port, firewall, HTTPS_PROXY/NO_PROXY) and up; serve retries on its next cycle", op, r.remote, branch, err)
 	}
 	return fmt.Errorf("%s %s (branch %q): %w", op, r.remote, branch, err)
+}
+
+// isUnreachable reports an error of the connection to the remote: refused,
+// reset, cut before an answer (EOF), a name that does not resolve, a host
+// or network that cannot be reached.
+func isUnreachable(err error) bool {
+	var dns *net.DNSError
+	var op *net.OpError
+	return errors.As(err, &dns) || errors.As(err, &op) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // shortError is an error whose text is cut (see shortAnswer), keeping the

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -930,6 +932,10 @@ func TestNetErrorWording(t *testing.T) {
 			[]string{"or the credential may not see it"}, ""},
 		{"a branch that is not there", "fetching", plumbing.ErrReferenceNotFound,
 			[]string{`remote has no branch "main" (check git.branch, or whether the branch was renamed or deleted)`}, ""},
+		{"connection refused", "fetching", &url.Error{Op: "Get", URL: "https://git.example.com/acme/fleet.git/info/refs", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}},
+			[]string{"connection refused; check that the server is reachable from here", "serve retries"}, ""},
+		{"cut before an answer", "fetching", fmt.Errorf(`Get "https://git.example.com/acme/fleet.git/info/refs": %w`, io.EOF),
+			[]string{"EOF; check that the server is reachable from here"}, ""},
 		{"a full disk", "fetching", &fs.PathError{Op: "write", Path: filepath.Join(dir, ".git", "objects", "pack", "tmp_pack_1"), Err: syscall.ENOSPC},
 			[]string{"the working copy in " + dir + " could not be written", "the remote is not at fault", "no space left on device"}, ""},
 	} {
