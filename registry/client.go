@@ -285,7 +285,7 @@ func (c *Client) newSession(ctx context.Context, h *host, b *breaker, repo name.
 				return nil
 			})
 			if err != nil {
-				return nil, n, fmt.Errorf("getting a token: %w", err)
+				return nil, n, &tokenError{realmHost: realmHost(ch.Parameters["realm"]), err: err}
 			}
 			if tok.Token == "" {
 				tok.Token = tok.AccessToken
@@ -420,4 +420,23 @@ func tokenFields(body string) string {
 		names = append(names[:10], "...")
 	}
 	return "; it had " + strings.Join(names, ", ")
+}
+
+// tokenError is a failure to get a bearer token from the registry's token
+// service (its realm), which may be on another host than the registry.
+type tokenError struct {
+	realmHost string // the token service's host, "" when unknown
+	err       error
+}
+
+func (e *tokenError) Error() string { return "getting a token: " + e.err.Error() }
+func (e *tokenError) Unwrap() error { return e.err }
+
+// realmHost returns the host of a token realm URL, or "".
+func realmHost(realm string) string {
+	u, err := url.Parse(realm)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }

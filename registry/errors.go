@@ -184,7 +184,7 @@ func escapeControl(s string) string {
 }
 
 func (e *Error) summary() string {
-	h := e.Host
+	h := e.failedHost()
 	switch e.Kind {
 	case KindAuth:
 		if e.Status == http.StatusForbidden {
@@ -214,6 +214,18 @@ func (e *Error) summary() string {
 	default:
 		return "failed at " + h
 	}
+}
+
+// failedHost names the host that did not answer: the registry, or, for a
+// token request that could not reach its token service on another host,
+// that service.
+func (e *Error) failedHost() string {
+	var te *tokenError
+	if (e.Kind == KindNetwork || e.Kind == KindTimeout || e.Kind == KindServer) && errors.As(e.Err, &te) &&
+		te.realmHost != "" && !strings.EqualFold(te.realmHost, e.Host) {
+		return te.realmHost + " (the token service of " + e.Host + ")"
+	}
+	return e.Host
 }
 
 // hint says what the user can do about the failure, naming the setting of
@@ -264,13 +276,21 @@ func (e *Error) hint() string {
 	case KindRateLimited:
 		return fmt.Sprintf("set a lower registries[].rateLimit for %s, or try again later", h)
 	case KindNetwork:
-		return fmt.Sprintf("check that %s is reachable from here (name, port, firewall, HTTPS_PROXY/NO_PROXY)", h)
+		return fmt.Sprintf("check that %s is reachable from here (name, port, firewall, HTTPS_PROXY/NO_PROXY)", e.failedHost())
 	case KindTimeout:
-		return fmt.Sprintf("%s did not answer in time: it may be overloaded or unreachable; try again later", h)
+		return fmt.Sprintf("%s did not answer in time: it may be overloaded or unreachable; try again later", e.failedHost())
 	case KindServer:
-		return fmt.Sprintf("%s is failing on its side; try again later", h)
+		return fmt.Sprintf("%s is failing on its side; try again later", e.failedHost())
 	case KindBadResponse:
 		var le *linkError
+		if msg := e.Err.Error(); strings.Contains(msg, "invalid realm in www-authenticate") {
+			// go-containerregistry's check of the token service's
+			// address (the realm of the registry's challenge).
+			if strings.Contains(msg, "private or link-local") {
+				return fmt.Sprintf("%s names a token service (realm) at a private or link-local IP address on another host or port than its own, which is refused (it could reach a cloud's metadata service): give the token service a DNS name in the registry's auth settings, or serve it on the registry's own host and port", h)
+			}
+			return fmt.Sprintf("%s names a token service (realm) that is refused: serve it over HTTPS (plain HTTP only for a registry with insecure: true)", h)
+		}
 		if errors.As(e.Err, &le) {
 			return fmt.Sprintf("the tag list of %s continues on pages imagebump cannot follow, and a partial list could move markers back; fix the address the registry (or a proxy in front of it) writes in its Link headers", h)
 		}

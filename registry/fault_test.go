@@ -444,6 +444,40 @@ func TestTokenAnswerWithoutToken(t *testing.T) {
 	}
 }
 
+// TestTokenServiceUnreachable: a registry whose token service (on another
+// host) cannot be reached fails naming that service, where the error blamed
+// the registry, which answered.
+func TestTokenServiceUnreachable(t *testing.T) {
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadPort := dead.Addr().(*net.TCPAddr).Port
+	dead.Close() // nothing listens there now
+	realm := fmt.Sprintf("https://localhost:%d/token", deadPort)
+	f := newFaults(&rule{name: "rule", path: "/v2/", action: status(401, map[string]string{"WWW-Authenticate": `Bearer realm="` + realm + `",service="test"`}, "")})
+	host := newRegistry(t, f.wrap)
+	c := newClient(t, Options{MaxBackoff: time.Millisecond}, host)
+	_, err = c.Tags(context.Background(), host+"/acme/app")
+	want := fmt.Sprintf("cannot reach localhost:%d (the token service of %s)", deadPort, host)
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), fmt.Sprintf("check that localhost:%d (the token service", deadPort)) {
+		t.Errorf("Tags: %v; want it to name the token service: %q", err, want)
+	}
+}
+
+// TestTokenRealmRefused: a token realm at a private IP address on another
+// port than the registry's is refused by go-containerregistry; the hint
+// says what to change, where it said to check that the host is a registry.
+func TestTokenRealmRefused(t *testing.T) {
+	f := newFaults(&rule{name: "rule", path: "/v2/", action: status(401, map[string]string{"WWW-Authenticate": `Bearer realm="https://10.1.2.3:5001/token",service="test"`}, "")})
+	host := newRegistry(t, f.wrap)
+	c := newClient(t, Options{MaxBackoff: time.Millisecond}, host)
+	_, err := c.Tags(context.Background(), host+"/acme/app")
+	if err == nil || !strings.Contains(err.Error(), "give the token service a DNS name") || strings.Contains(err.Error(), "check that it is an OCI registry") {
+		t.Errorf("Tags: %v; want the realm hint", err)
+	}
+}
+
 // TestTokenFetchRetried checks that token requests go through the retries
 // too: the token endpoint fails once with 503.
 func TestTokenFetchRetried(t *testing.T) {
