@@ -192,7 +192,7 @@ func (b *breaker) limited(delay time.Duration, asked, last bool, err error) (ok 
 		return false, nil
 	}
 	if left := b.budget - time.Since(b.firstLimit); delay >= left {
-		nw := &notWaitedError{host: b.host, wait: delay, asked: asked, budget: b.budget, err: err}
+		nw := &notWaitedError{host: b.host, wait: delay, asked: asked, budget: b.budget, spent: time.Since(b.firstLimit), err: err}
 		b.down = &hostDownError{host: b.host, err: nw, why: downLimited}
 		return false, nw
 	}
@@ -215,7 +215,7 @@ func (b *breaker) pause(d time.Duration) error {
 		b.firstLimit = time.Now()
 	}
 	if left := b.budget - time.Since(b.firstLimit); d >= left {
-		b.down = &hostDownError{host: b.host, err: &notWaitedError{host: b.host, wait: d, asked: true, budget: b.budget}, why: downLimited}
+		b.down = &hostDownError{host: b.host, err: &notWaitedError{host: b.host, wait: d, asked: true, budget: b.budget, spent: time.Since(b.firstLimit)}, why: downLimited}
 		return b.down
 	}
 	return nil
@@ -259,18 +259,24 @@ type notWaitedError struct {
 	wait   time.Duration
 	asked  bool // by a Retry-After; otherwise the backoff after 429s
 	budget time.Duration
+	spent  time.Duration // since the host's first refusal
 	err    error
 }
 
 func (e *notWaitedError) Error() string {
-	wait := e.wait.Round(time.Millisecond)
-	if e.wait >= time.Second {
-		wait = e.wait.Round(time.Second)
+	round := func(d time.Duration) time.Duration {
+		if d >= time.Second {
+			return d.Round(time.Second)
+		}
+		return d.Round(time.Millisecond)
 	}
 	var s string
-	if e.asked {
-		s = fmt.Sprintf("%s asked to wait %v (Retry-After), longer than a cycle waits for one registry (%v, its registries[].timeout), so it was not waited for", e.host, wait, e.budget)
-	} else {
+	switch {
+	case e.asked && e.spent >= time.Second:
+		s = fmt.Sprintf("%s asked to wait %v more (Retry-After, at most the host's backoff cap) after %v of refusals, longer together than a cycle waits for one registry (%v, its registries[].timeout), so it was not waited for", e.host, round(e.wait), round(e.spent), e.budget)
+	case e.asked:
+		s = fmt.Sprintf("%s asked to wait %v (Retry-After, at most the host's backoff cap), longer than a cycle waits for one registry (%v, its registries[].timeout), so it was not waited for", e.host, round(e.wait), e.budget)
+	default:
 		s = fmt.Sprintf("%s kept answering 429 Too Many Requests for longer than a cycle waits for one registry (%v, its registries[].timeout), so it was not asked again", e.host, e.budget)
 	}
 	if e.err != nil {

@@ -510,13 +510,24 @@ func TestRateLimitedHostLeftToNextCycle(t *testing.T) {
 		opts     Options
 		maxHits  int // requests the limited host may get
 		wantText string
+		shortNap bool // the host's pause is over before the next cycle
 	}{
 		{
 			name:     "Retry-After longer than the timeout",
 			action:   status(429, map[string]string{"Retry-After": "60"}, ""),
 			opts:     Options{Timeout: 2 * time.Second, MaxBackoff: time.Minute},
 			maxHits:  concurrency, // no retry at all
-			wantText: "asked to wait 1m0s (Retry-After), longer than a cycle waits for one registry (2s, its registries[].timeout), so it was not waited for",
+			wantText: "asked to wait 1m0s (Retry-After, at most the host's backoff cap), longer than a cycle waits for one registry (2s, its registries[].timeout), so it was not waited for",
+		},
+		{
+			// The first wait fits the budget; the second does not, with
+			// the first: the message counts both.
+			name:     "Retry-After again, after a wait",
+			action:   status(429, map[string]string{"Retry-After": "2"}, ""),
+			opts:     Options{Timeout: 3 * time.Second, MaxBackoff: time.Minute},
+			maxHits:  concurrency * 2,
+			wantText: "asked to wait 2s more (Retry-After, at most the host's backoff cap) after 2s of refusals, longer together than a cycle waits for one registry (3s",
+			shortNap: true,
 		},
 		{
 			name:     "retries used up",
@@ -574,7 +585,7 @@ func TestRateLimitedHostLeftToNextCycle(t *testing.T) {
 			if !strings.Contains(all, "not tried: "+limited+" asked to be left alone") {
 				t.Errorf("no repository says it was not tried:\n%s", all)
 			}
-			if tt.opts.Timeout == 0 {
+			if tt.opts.Timeout == 0 || tt.shortNap {
 				return
 			}
 			// The next cycle, within the 60 s pause: nothing is sent.
