@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
@@ -627,7 +628,7 @@ func (s *Server) Status() Status {
 		Started:  s.started,
 		Now:      now,
 		Stopping: s.isStopping(),
-		Config:   ConfigStatus{File: s.cfg.File, Loaded: s.loaded, LastReload: s.lastReload},
+		Config:   ConfigStatus{File: absPath(s.cfg.File), Loaded: s.loaded, LastReload: s.lastReload},
 		Targets:  make([]TargetStatus, 0, len(s.workers)),
 	}
 	workers := make([]*worker, 0, len(s.workers)+len(s.leaving))
@@ -695,4 +696,16 @@ func (s *Server) notReady(now time.Time, stopping bool, targets []TargetStatus) 
 		}
 	}
 	return why
+}
+
+// absPath returns p made absolute, for the status (a -c given relative
+// means nothing to a reader of the page), or p when it cannot be.
+func absPath(p string) string {
+	if p == "" {
+		return p
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }

@@ -113,7 +113,7 @@ type WebhookRequest struct {
 
 // ConfigStatus describes the config in force.
 type ConfigStatus struct {
-	// File is the config file.
+	// File is the config file (or Flux objects' path), made absolute.
 	File string `json:"file"`
 	// Loaded is when the config in force was loaded.
 	Loaded time.Time `json:"loaded"`

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -291,6 +292,21 @@ func TestServeScheduleRetryThenTick(t *testing.T) {
 	}
 	if ts.Schedule != "1m" {
 		t.Errorf("schedule %q", ts.Schedule)
+	}
+}
+
+// TestStatusConfigFileAbsolute: the status names the config file by its
+// absolute path, whatever -c said.
+func TestStatusConfigFileAbsolute(t *testing.T) {
+	cfg := mustConfig(t, "1h")
+	cfg.File = "imagebump.yaml" // as -c gives it, relative
+	f := newFake(t, Options{Config: cfg})
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.Status().Config.File, filepath.Join(wd, "imagebump.yaml"); got != want {
+		t.Errorf("status config.file = %q, want %q", got, want)
 	}
 }
 
