@@ -300,7 +300,7 @@ func TestServeScheduleRetryThenTick(t *testing.T) {
 func TestStatusConfigFileAbsolute(t *testing.T) {
 	cfg := mustConfig(t, "1h")
 	cfg.File = "imagebump.yaml" // as -c gives it, relative
-	f := newFake(t, Options{Config: cfg})
+	f := startFake(t, Options{Config: cfg})
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
