@@ -212,9 +212,11 @@ type CycleStatus struct {
 	// DurationSeconds is how long the cycle took.
 	DurationSeconds float64 `json:"durationSeconds"`
 	// Reason is why it ran: start, schedule, retry or trigger; Triggers
-	// lists the reasons given to Trigger that it served.
-	Reason   string   `json:"reason"`
-	Triggers []string `json:"triggers,omitempty"`
+	// lists the different reasons given to Trigger that it served (the
+	// first 10), TriggersTotal counts every trigger it served.
+	Reason        string   `json:"reason"`
+	Triggers      []string `json:"triggers,omitempty"`
+	TriggersTotal int      `json:"triggersTotal,omitempty"`
 	// Result is success, partial, error or abandoned.
 	Result string `json:"result"`
 	// Commit is the commit pushed, or the head that already held the

@@ -35,6 +35,7 @@ type worker struct {
 	sp       *spec
 	tt       *timetable // nil until loop starts
 	pending  []string   // trigger reasons not yet served
+	pendingN int // triggers received for the pending cycle, repeats and those past maxTriggers included
 	trigAt   time.Time  // when the pending triggers' cycle may start
 	next     time.Time  // when the next cycle starts, and why
 	nextWhy  string
@@ -157,6 +158,7 @@ func (w *worker) trigger(reason string, now time.Time) {
 	if len(w.pending) == 0 {
 		w.trigAt = now.Add(w.s.opts.Debounce)
 	}
+	w.pendingN++
 	if !slices.Contains(w.pending, reason) && len(w.pending) < maxTriggers {
 		w.pending = append(w.pending, reason)
 	}
@@ -279,8 +281,8 @@ func (w *worker) run(why string) {
 	s := w.s
 	w.mu.Lock()
 	sp := w.sp
-	triggers := w.pending
-	w.pending = nil
+	triggers, triggersN := w.pending, w.pendingN
+	w.pending, w.pendingN = nil, 0
 	if why != ReasonTrigger && len(triggers) > 0 {
 		// A trigger that came while this cycle waited is served by it.
 		why = ReasonTrigger
@@ -320,6 +322,7 @@ func (w *worker) run(why string) {
 	o := classify(res, err, err != nil && s.cycleCtx.Err() != nil)
 	s.metrics.cycle(w.name, o, res, end)
 	c := cycleStatus(started, why, triggers, o, res, err)
+	c.TriggersTotal = triggersN
 
 	w.mu.Lock()
 	if err == nil && res != nil {

@@ -457,6 +457,9 @@ func TestServeTriggerDebounced(t *testing.T) {
 	if diff := cmp.Diff(ts.Cycles[1].Triggers, []string{"hook 1", "hook 2"}); diff != "" {
 		t.Errorf("first triggered cycle's triggers (-got +want):\n%s", diff)
 	}
+	if ts.Cycles[1].TriggersTotal != 3 || ts.Cycles[0].TriggersTotal != 1 {
+		t.Errorf("triggers served: %d and %d, want 3 (hook 1 twice) and 1", ts.Cycles[1].TriggersTotal, ts.Cycles[0].TriggersTotal)
+	}
 	if err := f.Trigger("nope", "x"); !errors.Is(err, ErrUnknownTarget) {
 		t.Errorf("Trigger of an unknown target: %v", err)
 	}
