@@ -35,7 +35,7 @@ type worker struct {
 	sp       *spec
 	tt       *timetable // nil until loop starts
 	pending  []string   // trigger reasons not yet served
-	pendingN int // triggers received for the pending cycle, repeats and those past maxTriggers included
+	pendingN int        // triggers received for the pending cycle, repeats and those past maxTriggers included
 	trigAt   time.Time  // when the pending triggers' cycle may start
 	next     time.Time  // when the next cycle starts, and why
 	nextWhy  string
