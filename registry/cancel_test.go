@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -149,5 +150,18 @@ func TestDeadlineIsTimeout(t *testing.T) {
 	}
 	if got := f.hit("r"); got != 1 {
 		t.Errorf("%d requests, want 1: a deadline of the caller is not retried", got)
+	}
+}
+
+// TestRequestTimeoutNamesTheSetting: a request that outlives the host's
+// timeout fails saying how long that was and which setting it is.
+func TestRequestTimeoutNamesTheSetting(t *testing.T) {
+	f := newFaults(&rule{name: "r", path: "/acme/", action: hang})
+	host := newRegistry(t, f.wrap)
+	push(t, host, "acme/app", "1.0")
+	c := newClient(t, Options{Timeout: 200 * time.Millisecond, MaxRetries: NoRetries}, host)
+	_, err := c.Tags(context.Background(), host+"/acme/app")
+	if KindOf(err) != KindTimeout || !strings.Contains(err.Error(), "request timed out after 200ms (registries[].timeout)") {
+		t.Errorf("error %v, want a timeout naming 200ms and registries[].timeout", err)
 	}
 }

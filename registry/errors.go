@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
@@ -439,10 +440,14 @@ func (e *notFoundError) Error() string { return e.msg }
 // caller's context was still live, so it is retried as a timeout and not
 // mistaken for a cancellation.
 type timeoutError struct {
-	err error
+	err   error
+	after time.Duration // the host's timeout; 0 when unknown
 }
 
 func (e *timeoutError) Error() string {
+	if e.after > 0 {
+		return fmt.Sprintf("request timed out after %v (registries[].timeout): %v", e.after, e.err)
+	}
 	return fmt.Sprintf("request timed out: %v", e.err)
 }
 

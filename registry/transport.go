@@ -226,7 +226,7 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.log.Debug("registry request failed", "method", req.Method, "url", t.logURL(req), "duration", time.Since(start),
 			"error", t.secrets.Text(redact.Text(err.Error()), redact.AuthorizationSecrets(req.Header.Get("Authorization"))...))
 		if timedOut {
-			err = &timeoutError{err: err}
+			err = &timeoutError{err: err, after: t.timeout}
 		}
 		if ctx.Err() == nil {
 			if k := classify(ctx, err).kind; k == KindNetwork || k == KindTimeout {
@@ -243,9 +243,10 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp.Body = &releasingBody{
-		rc:     resp.Body,
-		parent: ctx,
-		ctx:    rctx,
+		rc:      resp.Body,
+		parent:  ctx,
+		ctx:     rctx,
+		timeout: t.timeout,
 		done: func() {
 			cancel()
 			<-t.sem
@@ -316,17 +317,18 @@ func (t *hostTransport) pauseLeft() time.Duration {
 // releasingBody gives back the request's concurrency slot and cancels its
 // timeout when closed, and reports reads cut off by the timeout as such.
 type releasingBody struct {
-	rc     io.ReadCloser
-	parent context.Context
-	ctx    context.Context
-	once   sync.Once
-	done   func()
+	rc      io.ReadCloser
+	timeout time.Duration
+	parent  context.Context
+	ctx     context.Context
+	once    sync.Once
+	done    func()
 }
 
 func (b *releasingBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if err != nil && err != io.EOF && b.ctx.Err() != nil && b.parent.Err() == nil {
-		err = &timeoutError{err: err}
+		err = &timeoutError{err: err, after: b.timeout}
 	}
 	return n, err
 }
