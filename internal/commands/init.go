@@ -417,6 +417,9 @@ func checkInitPath(repo, p string) error {
 	if filepath.IsAbs(p) {
 		return fmt.Errorf("--paths %s: absolute paths are refused; give it relative to --repo %s", p, repo)
 	}
+	if c := filepath.Clean(p); c == ".." || strings.HasPrefix(c, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("--paths %s: leads outside --repo %s; give a path inside it", p, repo)
+	}
 	if _, err := os.Lstat(filepath.Join(repo, p)); errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("--paths %s: no such file or folder under --repo %s", p, repo)
 	}

@@ -342,6 +342,7 @@ func TestInitUsage(t *testing.T) {
 		{"invalid config", []string{"init", "--repo", repo, "-c", bad}, "fix it first (imagebump validate -c " + bad + "): " + bad + ":2:"},
 		{"no such path", []string{"init", "--repo", repo, "--paths", "nosuch"}, "--paths nosuch: no such file or folder under --repo"},
 		{"absolute path", []string{"init", "--repo", repo, "--paths", filepath.Join(repo, "app.yaml")}, "absolute paths are refused"},
+		{"path out of the repository", []string{"init", "--repo", repo, "--paths", "../" + filepath.Base(repo)}, "leads outside --repo"},
 		{"config in no folder", []string{"init", "--repo", repo, "-c", filepath.Join(repo, "ib", "imagebump.yaml"), "--write"}, "does not exist; create it first"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
