@@ -379,6 +379,12 @@ func (r *run) rewriteFile(j job, src []byte, key *statKey) {
 			}
 		}
 	}
+	if out.out != nil && !r.opts.Write {
+		if err := wouldStage(j.abs); err != nil {
+			out.problems = append(out.problems, Problem{File: j.rel, Err: err})
+			out.changes, out.out = nil, nil
+		}
+	}
 	if out.out != nil && st == nil {
 		r.log.Debug("rewrote file", "file", j.rel, "changes", len(out.changes), "write", false)
 		if r.opts.OnEdit != nil {

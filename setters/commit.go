@@ -63,10 +63,8 @@ func stage(abs string, old, data []byte, durable bool) (*staged, error) {
 		return nil, fmt.Errorf("%s is no longer a regular file", filepath.Base(abs))
 	}
 	own := ownerOf(fi)
-	if own.links > 1 {
-		// A rename would give this name a new file and leave the other
-		// names on the old one: the links would silently split.
-		return nil, fmt.Errorf("the file has %d hard links, and replacing it would split them; not rewritten (make it a single file, or a symlink)", own.links)
+	if err := checkLinks(own); err != nil {
+		return nil, err
 	}
 	dir, base := filepath.Split(abs)
 	tmp, err := writeTemp(dir, base, fi.Mode(), own, data, durable && syncEachFile)
@@ -74,6 +72,26 @@ func stage(abs string, old, data []byte, durable bool) (*staged, error) {
 		return nil, err
 	}
 	return &staged{abs: abs, tmp: tmp, dev: devOf(fi), size: len(old), sum: sha256.Sum256(old)}, nil
+}
+
+// checkLinks refuses a file with more than one name: a rename would give
+// this name a new file and leave the other names on the old one, so the
+// links would silently split.
+func checkLinks(own owner) error {
+	if own.links > 1 {
+		return fmt.Errorf("the file has %d hard links, and replacing it would split them; not rewritten (make it a single file, or a symlink)", own.links)
+	}
+	return nil
+}
+
+// wouldStage reports why stage would refuse to rewrite the file at abs,
+// for a run that does not write: so that plan reports what apply would.
+func wouldStage(abs string) error {
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		return err
+	}
+	return checkLinks(ownerOf(fi))
 }
 
 // discard removes the temporary file, if it is still there.
