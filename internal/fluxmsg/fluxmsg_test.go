@@ -305,7 +305,11 @@ func TestBoundedFunctions(t *testing.T) {
 		{tmpl: `{{ seq 100000000 }}`, wantErr: "seq: 100000000 items"},
 		{tmpl: `{{ range until 10000 }}{{ repeat 10000 "x" }}{{ end }}`, wantErr: "longer than 1048576 bytes"},
 		{tmpl: `{{ range until 10000 }}{{ range until 10000 }}{{ range until 10000 }}{{ end }}{{ end }}{{ end }}`, wantErr: "has run for more than 300ms"},
+		{tmpl: `{{ $x := "ab" }}{{ range until 100 }}{{ $x = printf "%s%s" $x $x }}{{ end }}{{ $x }}`, wantErr: "printf: a string of 2097152 bytes is longer than a message may be"},
+		{tmpl: `{{ $x := "ab" }}{{ range until 100 }}{{ $x = cat $x $x }}{{ end }}`, wantErr: "cat: a string of"},
+		{tmpl: `{{ $x := list 1 }}{{ range until 10000 }}{{ range until 10000 }}{{ $x = list 1 }}{{ end }}{{ end }}`, wantErr: "has run for more than 300ms"},
 		{tmpl: `{{ repeat 3 "ab" }} {{ range until 3 }}{{ . }}{{ end }} {{ seq 3 }}`},
+		{tmpl: `{{ default "x" "" }} {{ printf "%d-%s" 3 "a" }} {{ lower "AB" | upper }} {{ list 1 2 | len }}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tmpl, func(t *testing.T) {
