@@ -111,6 +111,16 @@ func TestMessageDataEscapesRepositoryValues(t *testing.T) {
 	}
 }
 
+// TestTemplateFunctionsBounded: a loop doubling a string with printf
+// fails at the message's limit, before it takes the memory.
+func TestTemplateFunctionsBounded(t *testing.T) {
+	data := NewMessageData(sampleReport(), "https://git.example/fleet.git", "prod")
+	tmpl := `{{ $x := "ab" }}` + strings.Repeat(`{{ range $.Changes }}`, 20) + `{{ $x = printf "%s%s" $x $x }}` + strings.Repeat(`{{ end }}`, 20)
+	if _, err := RenderTemplate("commit.messageTemplate", tmpl, data); err == nil || !strings.Contains(err.Error(), "printf: a string of") {
+		t.Errorf("a template doubling a string: %v, want refused at the limit", err)
+	}
+}
+
 func TestDefaultTitleOnePolicy(t *testing.T) {
 	rep := sampleReport()
 	rep.Changes = rep.Changes[:1]

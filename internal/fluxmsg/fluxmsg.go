@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"reflect"
 	"strings"
 	"text/template"
 	"time"
@@ -154,70 +153,10 @@ const maxCount = 10000
 var maxRun = 10 * time.Second
 
 // boundedFuncs is Sprig's hermetic set with its unbounded makers
-// replaced by bounded ones, and every function (text/template's printf,
-// print and println too) failing past deadline or when it returns a
-// string longer than a message may be: a loop that doubles a string with
-// printf would otherwise take all memory before writing a byte.
+// replaced by bounded ones, every function bounded as msgtemplate.Bound
+// bounds them.
 func boundedFuncs(deadline time.Time) template.FuncMap {
-	funcs := makersBounded(deadline)
-	funcs["printf"], funcs["print"], funcs["println"] = fmt.Sprintf, fmt.Sprint, fmt.Sprintln
-	for name, f := range funcs {
-		funcs[name] = bounded(name, f, deadline)
-	}
-	return funcs
-}
-
-var errorType = reflect.TypeFor[error]()
-
-// bounded wraps f, a template function, so that it fails when called past
-// deadline or when a string it returns is longer than msgtemplate.MaxLen.
-// A function without an error result gains one.
-func bounded(name string, f any, deadline time.Time) any {
-	v := reflect.ValueOf(f)
-	t := v.Type()
-	ins := make([]reflect.Type, t.NumIn())
-	for i := range ins {
-		ins[i] = t.In(i)
-	}
-	outs := make([]reflect.Type, t.NumOut())
-	for i := range outs {
-		outs[i] = t.Out(i)
-	}
-	hasErr := len(outs) > 0 && outs[len(outs)-1] == errorType
-	if !hasErr {
-		outs = append(outs, errorType)
-	}
-	fail := func(err error) []reflect.Value {
-		res := make([]reflect.Value, len(outs))
-		for i, o := range outs[:len(outs)-1] {
-			res[i] = reflect.Zero(o)
-		}
-		res[len(res)-1] = reflect.ValueOf(&err).Elem()
-		return res
-	}
-	return reflect.MakeFunc(reflect.FuncOf(ins, outs, t.IsVariadic()), func(args []reflect.Value) []reflect.Value {
-		if time.Now().After(deadline) {
-			return fail(fmt.Errorf("%s: the template has run for more than %v", name, maxRun))
-		}
-		var res []reflect.Value
-		if t.IsVariadic() {
-			res = v.CallSlice(args)
-		} else {
-			res = v.Call(args)
-		}
-		for _, r := range res {
-			if r.Kind() == reflect.Interface && !r.IsNil() {
-				r = r.Elem()
-			}
-			if r.Kind() == reflect.String && r.Len() > msgtemplate.MaxLen {
-				return fail(fmt.Errorf("%s: a string of %d bytes is longer than a message may be (%d)", name, r.Len(), msgtemplate.MaxLen))
-			}
-		}
-		if !hasErr {
-			res = append(res, reflect.Zero(errorType))
-		}
-		return res
-	}).Interface()
+	return msgtemplate.Bound(makersBounded(deadline), deadline, maxRun)
 }
 
 // makersBounded is Sprig's hermetic set with its unbounded makers

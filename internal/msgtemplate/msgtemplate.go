@@ -7,8 +7,10 @@ package msgtemplate
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"text/template"
+	"time"
 )
 
 // Data is what a template sees.
@@ -62,9 +64,82 @@ var Funcs = template.FuncMap{
 }
 
 // Parse parses text as a template named name, with Funcs, failing on
-// missing map keys at execution.
+// missing map keys at execution. Its functions are bounded (Bound), for
+// a run starting now.
 func Parse(name, text string) (*template.Template, error) {
-	return template.New(name).Funcs(Funcs).Option("missingkey=error").Parse(text)
+	return template.New(name).Funcs(Bound(Funcs, time.Now().Add(MaxRun), MaxRun)).Option("missingkey=error").Parse(text)
+}
+
+// MaxRun bounds the run of one template: past it, its next function call
+// fails.
+const MaxRun = 10 * time.Second
+
+var errorType = reflect.TypeFor[error]()
+
+// Bound returns funcs, with text/template's printf, print and println
+// added, each wrapped to fail when called past deadline (maxRun after the
+// run began, for the message) or when it returns a string longer than
+// MaxLen: a loop that doubles a string with printf would otherwise take
+// all memory before the output's limit is met. A function without an
+// error result gains one.
+func Bound(funcs template.FuncMap, deadline time.Time, maxRun time.Duration) template.FuncMap {
+	out := template.FuncMap{"printf": fmt.Sprintf, "print": fmt.Sprint, "println": fmt.Sprintln}
+	for name, f := range funcs {
+		out[name] = f
+	}
+	for name, f := range out {
+		out[name] = bounded(name, f, deadline, maxRun)
+	}
+	return out
+}
+
+// bounded wraps one template function for Bound.
+func bounded(name string, f any, deadline time.Time, maxRun time.Duration) any {
+	v := reflect.ValueOf(f)
+	t := v.Type()
+	ins := make([]reflect.Type, t.NumIn())
+	for i := range ins {
+		ins[i] = t.In(i)
+	}
+	outs := make([]reflect.Type, t.NumOut())
+	for i := range outs {
+		outs[i] = t.Out(i)
+	}
+	hasErr := len(outs) > 0 && outs[len(outs)-1] == errorType
+	if !hasErr {
+		outs = append(outs, errorType)
+	}
+	fail := func(err error) []reflect.Value {
+		res := make([]reflect.Value, len(outs))
+		for i, o := range outs[:len(outs)-1] {
+			res[i] = reflect.Zero(o)
+		}
+		res[len(res)-1] = reflect.ValueOf(&err).Elem()
+		return res
+	}
+	return reflect.MakeFunc(reflect.FuncOf(ins, outs, t.IsVariadic()), func(args []reflect.Value) []reflect.Value {
+		if time.Now().After(deadline) {
+			return fail(fmt.Errorf("%s: the template has run for more than %v", name, maxRun))
+		}
+		var res []reflect.Value
+		if t.IsVariadic() {
+			res = v.CallSlice(args)
+		} else {
+			res = v.Call(args)
+		}
+		for _, r := range res {
+			if r.Kind() == reflect.Interface && !r.IsNil() {
+				r = r.Elem()
+			}
+			if r.Kind() == reflect.String && r.Len() > MaxLen {
+				return fail(fmt.Errorf("%s: a string of %d bytes is longer than a message may be (%d)", name, r.Len(), MaxLen))
+			}
+		}
+		if !hasErr {
+			res = append(res, reflect.Zero(errorType))
+		}
+		return res
+	}).Interface()
 }
 
 // Render runs the template text over data. what names the template in
