@@ -42,7 +42,7 @@ const (
 	// that open connections and keep them (no credentials are needed for
 	// /healthz) could otherwise take every file descriptor, and the cycles
 	// could open no file. At the cap, each new connection closes the one
-	// idle longest (connLimit); with none idle, it waits.
+	// idle longest (connLimit); with none idle, it waits for one.
 	MaxConnections = 512
 )
 

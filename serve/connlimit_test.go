@@ -1,0 +1,121 @@
+package serve
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+)
+
+// limitedServer serves handler on loopback through a connLimit of n
+// connections, as Run does, and returns its address.
+func limitedServer(t *testing.T, n int, handler http.Handler) string {
+	t.Helper()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := newConnLimit(inner, n, slog.New(slog.DiscardHandler))
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ConnState: ln.track}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return inner.Addr().String()
+}
+
+// getOn sends one GET on c and reads the answer's status line.
+func getOn(c net.Conn, path string) (int, error) {
+	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path); err != nil {
+		return 0, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// TestConnLimitNeverCutsARequest: at the cap, with every connection's
+// request in flight and no one else connecting, no connection is closed:
+// a connection is only closed for a new one, and only one without a
+// request.
+func TestConnLimitNeverCutsARequest(t *testing.T) {
+	const n = 4
+	addr := limitedServer(t, n, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(300 * time.Millisecond)
+	}))
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			if code, err := getOn(c, "/slow"); err != nil || code != http.StatusOK {
+				errs <- fmt.Errorf("status %d, %v", code, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a request at the cap: %v", err)
+	}
+}
+
+// TestConnLimitWaitsThenTakesAnIdleOne: at the cap with every request in
+// flight, a new connection waits; once those requests are answered and
+// their keep-alives go idle, it is served at once, in place of one of
+// them, not after their idle timeout.
+func TestConnLimitWaitsThenTakesAnIdleOne(t *testing.T) {
+	const n = 4
+	addr := limitedServer(t, n, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(500 * time.Millisecond)
+		}
+	}))
+	var busy []net.Conn
+	var wg sync.WaitGroup
+	for range n {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		busy = append(busy, c)
+		wg.Go(func() {
+			if code, err := getOn(c, "/slow"); err != nil || code != http.StatusOK {
+				t.Errorf("a busy connection's request: status %d, %v", code, err)
+			}
+		})
+	}
+	defer func() {
+		for _, c := range busy {
+			c.Close()
+		}
+	}()
+	time.Sleep(100 * time.Millisecond) // the four requests are in flight
+	start := time.Now()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	code, err := getOn(c, "/fast")
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("the new connection: status %d, %v", code, err)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond || d > 3*time.Second {
+		t.Errorf("the new connection was served after %v, want once the busy ones were answered (about 400ms)", d)
+	}
+	wg.Wait()
+}
