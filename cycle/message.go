@@ -26,6 +26,12 @@ func NewMessageData(rep *Report, repository, target string) MessageData {
 	d := MessageData{Repository: repository, Target: target}
 	byPolicy := map[string]*PolicyUpdate{}
 	for _, c := range rep.Changes {
+		// The old tag is split from the raw value, then escaped with it.
+		oldTag := c.Old
+		if c.Field == setters.FieldImage {
+			oldTag = splitReference(c.Old).tag
+		}
+		oldTag = printable.String(oldTag)
 		c.File, c.Old = printable.String(c.File), printable.String(c.Old)
 		d.Changes = append(d.Changes, MessageChange{File: c.File, Line: c.Line, Policy: c.Policy, Field: fieldString(c.Field), Old: c.Old, New: c.New})
 		u := byPolicy[c.Policy]
@@ -39,12 +45,10 @@ func NewMessageData(rep *Report, repository, target string) MessageData {
 			byPolicy[c.Policy] = u
 		}
 		switch c.Field {
-		case setters.FieldImage:
-			if tag := splitReference(c.Old).tag; tag != "" {
-				u.Old = appendUnique(u.Old, tag)
+		case setters.FieldImage, setters.FieldTag:
+			if oldTag != "" {
+				u.Old = appendUnique(u.Old, oldTag)
 			}
-		case setters.FieldTag:
-			u.Old = appendUnique(u.Old, c.Old)
 		}
 		u.Files = appendUnique(u.Files, c.File)
 	}

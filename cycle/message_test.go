@@ -1,6 +1,7 @@
 package cycle
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -113,6 +114,20 @@ func TestMessageDataEscapesRepositoryValues(t *testing.T) {
 
 // TestTemplateFunctionsBounded: a loop doubling a string with printf
 // fails at the message's limit, before it takes the memory.
+func TestLongOldReferenceKeepsItsTag(t *testing.T) {
+	// The escaped value is cut at 512 bytes; the tag is split from the
+	// whole value first.
+	rep := &Report{
+		Policies: []PolicyResult{{Name: "apps:web", Repository: "ghcr.io/acme/web", Selection: policy.Result{Latest: "1.2.0"}}},
+		Changes: []setters.Change{{File: "a.yaml", Line: 1, Policy: "apps:web", Field: setters.FieldImage,
+			Old: "ghcr.io/acme/" + strings.Repeat("a", 600) + ":1.0.0", New: "ghcr.io/acme/web:1.2.0"}},
+	}
+	d := NewMessageData(rep, "https://git.example/fleet.git", "prod")
+	if len(d.Updated) != 1 || !slices.Equal(d.Updated[0].Old, []string{"1.0.0"}) {
+		t.Errorf("old tags %q, want [1.0.0]", d.Updated[0].Old)
+	}
+}
+
 func TestTemplateFunctionsBounded(t *testing.T) {
 	data := NewMessageData(sampleReport(), "https://git.example/fleet.git", "prod")
 	tmpl := `{{ $x := "ab" }}` + strings.Repeat(`{{ range $.Changes }}`, 20) + `{{ $x = printf "%s%s" $x $x }}` + strings.Repeat(`{{ end }}`, 20)

@@ -2,6 +2,8 @@ package gitwriter
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -141,7 +143,7 @@ func (r *Repo) netError(ctx context.Context, op, branch string, err error) error
 		// process may not write): the remote is not at fault.
 		return fmt.Errorf("%s %s (branch %q): the working copy in %s could not be written (free space, or let this user write it; see --workdir); the remote is not at fault: %w", op, r.remote, branch, r.dir, err)
 	case errors.As(err, &ue) && errors.As(ue.Err, &he) && he.StatusCode() >= 500:
-		return fmt.Errorf("%s %s (branch %q): the server failed on its side (HTTP %d); try again later (serve retries on its next cycle): %w", op, r.remote, branch, he.StatusCode(), err)
+		return fmt.Errorf("%s %s (branch %q): the server failed on its side (HTTP %d); the next cycle (or run) tries again: %w", op, r.remote, branch, he.StatusCode(), err)
 	case errors.As(err, &hk):
 		return fmt.Errorf("%s %s: %w", op, r.remote, err)
 	case isAuthError(err):
@@ -164,7 +166,7 @@ func (r *Repo) netError(ctx context.Context, op, branch string, err error) error
 	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%s %s (branch %q): timed out after %v: %w", op, r.remote, branch, r.opts.Timeout, err)
 	case ctx.Err() == nil && isUnreachable(err):
-		return fmt.Errorf("%s %s (branch %q): %w; check that the server is reachable from here (name, port, firewall, HTTPS_PROXY/NO_PROXY) and up; serve retries on its next cycle", op, r.remote, branch, err)
+		return fmt.Errorf("%s %s (branch %q): %w; check that the server is reachable from here (name, port, firewall, HTTPS_PROXY/NO_PROXY) and up; the next cycle (or run) tries again", op, r.remote, branch, err)
 	}
 	return fmt.Errorf("%s %s (branch %q): %w", op, r.remote, branch, err)
 }
@@ -173,8 +175,18 @@ func (r *Repo) netError(ctx context.Context, op, branch string, err error) error
 // reset, cut before an answer (EOF), a name that does not resolve, a host
 // or network that cannot be reached.
 func isUnreachable(err error) bool {
-	var dns *net.DNSError
-	var op *net.OpError
+	var (
+		dns    *net.DNSError
+		op     *net.OpError
+		alert  tls.AlertError
+		record tls.RecordHeaderError
+		verify *tls.CertificateVerificationError
+		ca     x509.UnknownAuthorityError
+		host   x509.HostnameError
+	)
+	if errors.As(err, &alert) || errors.As(err, &record) || errors.As(err, &verify) || errors.As(err, &ca) || errors.As(err, &host) {
+		return false // reached, and refused on TLS
+	}
 	return errors.As(err, &dns) || errors.As(err, &op) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) ||

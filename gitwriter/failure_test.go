@@ -3,6 +3,7 @@ package gitwriter
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -925,7 +926,7 @@ func TestNetErrorWording(t *testing.T) {
 		{"a trailing newline", "fetching", fmt.Errorf("%w: %s", transport.ErrAuthenticationRequired, "bad credentials\n"),
 			[]string{"authentication required: bad credentials"}, "(cut)"},
 		{"a 503", "fetching", plumbing.NewUnexpectedError(&githttp.Err{Response: resp(503)}),
-			[]string{"the server failed on its side (HTTP 503); try again later"}, ""},
+			[]string{"the server failed on its side (HTTP 503); the next cycle (or run) tries again"}, ""},
 		{"a 404 on a push", "pushing to", fmt.Errorf("%w: %s", transport.ErrRepositoryNotFound, "not found"),
 			[]string{"or the credential may read but not write it"}, ""},
 		{"a 404 on a fetch", "fetching", fmt.Errorf("%w: %s", transport.ErrRepositoryNotFound, "not found"),
@@ -933,7 +934,9 @@ func TestNetErrorWording(t *testing.T) {
 		{"a branch that is not there", "fetching", plumbing.ErrReferenceNotFound,
 			[]string{`remote has no branch "main" (check git.branch, or whether the branch was renamed or deleted)`}, ""},
 		{"connection refused", "fetching", &url.Error{Op: "Get", URL: "https://git.example.com/acme/fleet.git/info/refs", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}},
-			[]string{"connection refused; check that the server is reachable from here", "serve retries"}, ""},
+			[]string{"connection refused; check that the server is reachable from here", "the next cycle (or run) tries again"}, ""},
+		{"a TLS refusal is no network failure", "fetching", &url.Error{Op: "Get", URL: "https://git.example.com/acme/fleet.git/info/refs", Err: &net.OpError{Op: "remote error", Err: tls.AlertError(42)}},
+			[]string{"bad certificate"}, "reachable from here"},
 		{"cut before an answer", "fetching", fmt.Errorf(`Get "https://git.example.com/acme/fleet.git/info/refs": %w`, io.EOF),
 			[]string{"EOF; check that the server is reachable from here"}, ""},
 		{"a full disk", "fetching", &fs.PathError{Op: "write", Path: filepath.Join(dir, ".git", "objects", "pack", "tmp_pack_1"), Err: syscall.ENOSPC},

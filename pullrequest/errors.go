@@ -76,7 +76,7 @@ func (e *Error) Error() string {
 			b.WriteString("; or " + redact.String(e.API) + " is not the forge's API: check push.pullRequest.apiURL")
 		}
 	case e.Status >= 500:
-		fmt.Fprintf(&b, "the forge failed on its side (HTTP %d); try again later (serve retries on its next cycle)", e.Status)
+		fmt.Fprintf(&b, "the forge failed on its side (HTTP %d); the next cycle (or run) tries again", e.Status)
 	case e.Status != 0:
 		fmt.Fprintf(&b, "HTTP %d", e.Status)
 	case e.Err != nil:

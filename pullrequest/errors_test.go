@@ -36,13 +36,13 @@ func TestErrorMessages(t *testing.T) {
 		{"rate limited before sending", with(func(e *Error) { e.RateLimited = true }),
 			"github: creating a pull request in acme/fleet: rate limited by the forge; retry later"},
 		{"500", with(func(e *Error) { e.Status = 500; e.Message = "see https://user:pw@example.com/x?token=abc" }),
-			"github: creating a pull request in acme/fleet: the forge failed on its side (HTTP 500); try again later (serve retries on its next cycle); github said: see https://example.com/x?token=REDACTED"},
+			"github: creating a pull request in acme/fleet: the forge failed on its side (HTTP 500); the next cycle (or run) tries again; github said: see https://example.com/x?token=REDACTED"},
 		{"502 with a dump of the request", with(func(e *Error) {
 			e.Provider, e.Status = "gitea", 502
 			e.Message = "unknown API error: 502\nRequest: '/api/v1/repos/acme/fleet/pulls/4' with 'PATCH' method and '<html>" + strings.Repeat("x", 5000) + "' body"
-		}), "gitea: creating a pull request in acme/fleet: the forge failed on its side (HTTP 502); try again later (serve retries on its next cycle); gitea said: unknown API error: 502"},
+		}), "gitea: creating a pull request in acme/fleet: the forge failed on its side (HTTP 502); the next cycle (or run) tries again; gitea said: unknown API error: 502"},
 		{"a long first line is cut", with(func(e *Error) { e.Status = 503; e.Message = strings.Repeat("y", 300) }),
-			"github: creating a pull request in acme/fleet: the forge failed on its side (HTTP 503); try again later (serve retries on its next cycle); github said: " + strings.Repeat("y", 200) + "..."},
+			"github: creating a pull request in acme/fleet: the forge failed on its side (HTTP 503); the next cycle (or run) tries again; github said: " + strings.Repeat("y", 200) + "..."},
 		{"a 4xx message is kept whole", with(func(e *Error) { e.Status = 422; e.Message = "Validation Failed\nfield: title" }),
 			"github: creating a pull request in acme/fleet: HTTP 422; github said: Validation Failed\nfield: title"},
 		{"network", with(func(e *Error) {

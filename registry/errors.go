@@ -288,7 +288,7 @@ func (e *Error) hint() string {
 			// go-containerregistry's check of the token service's
 			// address (the realm of the registry's challenge).
 			if strings.Contains(msg, "private or link-local") {
-				return fmt.Sprintf("%s names a token service (realm) at a private or link-local IP address on another host or port than its own, which is refused (it could reach a cloud's metadata service): give the token service a DNS name in the registry's auth settings, or serve it on the registry's own host and port", h)
+				return fmt.Sprintf("%s names a token service (realm) at a private or link-local IP address on another host or port than its own, which is refused (it could reach a cloud's metadata service): give the token service a DNS name in the registry's own token settings (distribution's auth.token.realm, say), or serve it on the registry's own host and port", h)
 			}
 			return fmt.Sprintf("%s names a token service (realm) that is refused: serve it over HTTPS (plain HTTP only for a registry with insecure: true)", h)
 		}

@@ -268,7 +268,7 @@ func TestErrors(t *testing.T) {
 		fake, p := newFake(t)
 		fake.FailWith(http.StatusBadGateway)
 		_, err := p.Update(ctx, 1, "t", "b")
-		if err == nil || !strings.HasPrefix(err.Error(), "github: updating pull request #1 in acme/fleet: the forge failed on its side (HTTP 502); try again later (serve retries on its next cycle)") {
+		if err == nil || !strings.HasPrefix(err.Error(), "github: updating pull request #1 in acme/fleet: the forge failed on its side (HTTP 502); the next cycle (or run) tries again") {
 			t.Errorf("got %v", err)
 		}
 	})
