@@ -131,8 +131,13 @@ func TestLongOldReferenceKeepsItsTag(t *testing.T) {
 func TestTemplateFunctionsBounded(t *testing.T) {
 	data := NewMessageData(sampleReport(), "https://git.example/fleet.git", "prod")
 	tmpl := `{{ $x := "ab" }}` + strings.Repeat(`{{ range $.Changes }}`, 20) + `{{ $x = printf "%s%s" $x $x }}` + strings.Repeat(`{{ end }}`, 20)
-	if _, err := RenderTemplate("commit.messageTemplate", tmpl, data); err == nil || !strings.Contains(err.Error(), "printf: a string of") {
+	if _, err := RenderTemplate("commit.messageTemplate", tmpl, data); err == nil || !strings.Contains(err.Error(), "printf: its arguments hold more than 1048576 bytes") {
 		t.Errorf("a template doubling a string: %v, want refused at the limit", err)
+	}
+	for _, tmpl := range []string{`{{ range 9223372036854775807 }}{{ end }}`, strings.Repeat(`{{ range $.Changes }}`, 20) + strings.Repeat(`{{ end }}`, 20)} {
+		if _, err := RenderTemplate("commit.messageTemplate", tmpl, data); err == nil || !strings.Contains(err.Error(), "loops go over more than 200000 items") {
+			t.Errorf("a loop of no end: %v, want refused", err)
+		}
 	}
 }
 

@@ -21,6 +21,8 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
+	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -142,6 +144,7 @@ func Parse(text string) (*template.Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing the Flux message template: %w", err)
 	}
+	msgtemplate.BoundRanges(t)
 	return t, nil
 }
 
@@ -163,59 +166,157 @@ func boundedFuncs(deadline time.Time) template.FuncMap {
 // replaced by bounded ones.
 func makersBounded(deadline time.Time) template.FuncMap {
 	funcs := sprig.HermeticTxtFuncMap()
-	check := func(name string, n int) error {
-		if n > maxCount {
-			return fmt.Errorf("%s: %d items is over the %d a commit message template may make", name, n, maxCount)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: the template has run for more than %v", name, maxRun)
+	// Each maker is checked before it allocates; what it returns is
+	// checked again by msgtemplate.Bound.
+	fits := func(name string, n int) error {
+		if n < 0 || n > msgtemplate.MaxLen {
+			return fmt.Errorf("%s: the result would be longer than a message may be (%d bytes)", name, msgtemplate.MaxLen)
 		}
 		return nil
 	}
 	repeat := funcs["repeat"].(func(int, string) string)
 	funcs["repeat"] = func(n int, s string) (string, error) {
-		if err := check("repeat", n); err != nil {
+		if n > maxCount || n < 0 {
+			return "", fmt.Errorf("repeat: %d items is over the %d a commit message template may make", n, maxCount)
+		}
+		if err := fits("repeat", n*len(s)); err != nil {
 			return "", err
 		}
 		return repeat(n, s), nil
 	}
-	until := funcs["until"].(func(int) []int)
 	funcs["until"] = func(n int) ([]int, error) {
-		if err := check("until", n); err != nil {
-			return nil, err
+		step := 1
+		if n < 0 {
+			step = -1
 		}
-		return until(n), nil
+		return steps("until", 0, n, step)
 	}
-	untilStep := funcs["untilStep"].(func(int, int, int) []int)
 	funcs["untilStep"] = func(start, stop, step int) ([]int, error) {
-		n := stop - start
-		if step != 0 {
-			n /= step
-		}
-		if err := check("untilStep", max(n, -n)); err != nil {
-			return nil, err
-		}
-		return untilStep(start, stop, step), nil
+		return steps("untilStep", start, stop, step)
 	}
-	seq := funcs["seq"].(func(...int) string)
-	funcs["seq"] = func(params ...int) (string, error) {
-		n := 0
-		switch len(params) {
-		case 1:
-			n = params[0]
-		case 2:
-			n = params[1] - params[0]
-		case 3:
-			if params[1] != 0 {
-				n = (params[2] - params[0]) / params[1]
+	funcs["seq"] = seqBounded
+	for _, name := range []string{"indent", "nindent"} {
+		f := funcs[name].(func(int, string) string)
+		funcs[name] = func(spaces int, v string) (string, error) {
+			if spaces < 0 || spaces > msgtemplate.MaxLen {
+				return "", fmt.Errorf("%s: %d spaces", name, spaces)
 			}
+			if err := fits(name, len(v)+1+spaces*(strings.Count(v, "\n")+1)); err != nil {
+				return "", err
+			}
+			return f(spaces, v), nil
 		}
-		if err := check("seq", max(n, -n)); err != nil {
+	}
+	replace := funcs["replace"].(func(string, string, string) string)
+	funcs["replace"] = func(old, new, src string) (string, error) {
+		if err := fits("replace", len(src)+strings.Count(src, old)*max(len(new)-len(old), 0)); err != nil {
 			return "", err
 		}
-		return seq(params...), nil
+		return replace(old, new, src), nil
+	}
+	wrapWith := funcs["wrapWith"].(func(int, string, string) string)
+	funcs["wrapWith"] = func(l int, sep, str string) (string, error) {
+		if err := fits("wrapWith", len(str)+(len(str)/max(l, 1)+1)*len(sep)); err != nil {
+			return "", err
+		}
+		return wrapWith(l, sep, str), nil
+	}
+	// A regular expression's matches, times what each is replaced by
+	// ($1 in repl may take a match's length again).
+	regexFits := func(name, regex, s, repl string) error {
+		re, err := regexp.Compile(regex)
+		if err != nil {
+			return nil // the function reports it
+		}
+		per := len(repl) + strings.Count(repl, "$")*len(s)
+		return fits(name, len(s)+len(re.FindAllStringIndex(s, msgtemplate.MaxLen+1))*per)
+	}
+	for _, name := range []string{"regexReplaceAll", "regexReplaceAllLiteral"} {
+		f := funcs[name].(func(string, string, string) string)
+		funcs[name] = func(regex, s, repl string) (string, error) {
+			if err := regexFits(name, regex, s, repl); err != nil {
+				return "", err
+			}
+			return f(regex, s, repl), nil
+		}
+	}
+	for _, name := range []string{"mustRegexReplaceAll", "mustRegexReplaceAllLiteral"} {
+		f := funcs[name].(func(string, string, string) (string, error))
+		funcs[name] = func(regex, s, repl string) (string, error) {
+			if err := regexFits(name, regex, s, repl); err != nil {
+				return "", err
+			}
+			return f(regex, s, repl)
+		}
 	}
 	return funcs
+}
+
+// steps is Sprig's untilStep (start, start+step, ... short of stop), made
+// without overflow and failing past maxCount items instead of making them.
+func steps(name string, start, stop, step int) ([]int, error) {
+	v := []int{}
+	more := func(i int) bool {
+		switch {
+		case stop < start:
+			return step < 0 && i > stop
+		default:
+			return step > 0 && i < stop
+		}
+	}
+	for i := start; more(i); {
+		if len(v) == maxCount {
+			return nil, fmt.Errorf("%s: more than the %d items a commit message template may make", name, maxCount)
+		}
+		v = append(v, i)
+		next := i + step
+		if (step > 0 && next < i) || (step < 0 && next > i) {
+			break // past the int range: nothing more short of stop
+		}
+		i = next
+	}
+	return v, nil
+}
+
+// seqBounded is Sprig's seq, as a Unix seq: seq END, seq START END, seq
+// START STEP END, the numbers joined by spaces, made by steps.
+func seqBounded(params ...int) (string, error) {
+	var v []int
+	var err error
+	switch len(params) {
+	case 1:
+		inc := 1
+		if params[0] < 1 {
+			inc = -1
+		}
+		v, err = steps("seq", 1, params[0]+inc, inc)
+	case 2:
+		inc := 1
+		if params[1] < params[0] {
+			inc = -1
+		}
+		v, err = steps("seq", params[0], params[1]+inc, inc)
+	case 3:
+		start, step, end := params[0], params[1], params[2]
+		inc := 1
+		if end < start {
+			inc = -1
+			if step > 0 {
+				return "", nil
+			}
+		}
+		v, err = steps("seq", start, end+inc, step)
+	default:
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	out := make([]string, len(v))
+	for i, n := range v {
+		out[i] = strconv.Itoa(n)
+	}
+	return strings.Join(out, " "), nil
 }
 
 // removedField turns text/template's error about a field a v1 template

@@ -300,16 +300,29 @@ func TestBoundedFunctions(t *testing.T) {
 	maxRun = 300 * time.Millisecond
 	tests := []struct{ tmpl, wantErr string }{
 		{tmpl: `{{ repeat 2000000000 "x" }}`, wantErr: "repeat: 2000000000 items is over the 10000"},
-		{tmpl: `{{ range until 100000000 }}{{ end }}`, wantErr: "until: 100000000 items"},
-		{tmpl: `{{ range untilStep 0 100000000 1 }}{{ end }}`, wantErr: "untilStep: 100000000 items"},
-		{tmpl: `{{ seq 100000000 }}`, wantErr: "seq: 100000000 items"},
+		{tmpl: `{{ range until 100000000 }}{{ end }}`, wantErr: "until: more than the 10000 items"},
+		{tmpl: `{{ range until -200000000 }}{{ end }}`, wantErr: "until: more than the 10000 items"},
+		{tmpl: `{{ range untilStep 0 100000000 1 }}{{ end }}`, wantErr: "untilStep: more than the 10000 items"},
+		{tmpl: `{{ range untilStep 0 -9223372036854775808 -1 }}{{ end }}`, wantErr: "untilStep: "},
+		{tmpl: `{{ range untilStep 0 9223372036854775807 4611686018427387904 }}{{ end }}`},
+		{tmpl: `{{ seq 100000000 }}`, wantErr: "seq: "},
+		{tmpl: `{{ seq -9223372036854775808 }}`}, // wraps, as in Sprig: empty
 		{tmpl: `{{ range until 10000 }}{{ repeat 10000 "x" }}{{ end }}`, wantErr: "longer than 1048576 bytes"},
-		{tmpl: `{{ range until 10000 }}{{ range until 10000 }}{{ range until 10000 }}{{ end }}{{ end }}{{ end }}`, wantErr: "has run for more than 300ms"},
-		{tmpl: `{{ $x := "ab" }}{{ range until 100 }}{{ $x = printf "%s%s" $x $x }}{{ end }}{{ $x }}`, wantErr: "printf: a string of 2097152 bytes is longer than a message may be"},
-		{tmpl: `{{ $x := "ab" }}{{ range until 100 }}{{ $x = cat $x $x }}{{ end }}`, wantErr: "cat: a string of"},
-		{tmpl: `{{ $x := list 1 }}{{ range until 10000 }}{{ range until 10000 }}{{ $x = list 1 }}{{ end }}{{ end }}`, wantErr: "has run for more than 300ms"},
+		{tmpl: `{{ range 9223372036854775807 }}{{ end }}`, wantErr: "range: the template's loops go over more than 200000 items"},
+		{tmpl: `{{ $l := until 10000 }}{{ range $l }}{{ range $l }}{{ range $l }}{{ end }}{{ end }}{{ end }}`, wantErr: "range: the template's loops go over more than 200000 items"},
+		{tmpl: `{{ $x := "ab" }}{{ range until 100 }}{{ $x = printf "%s%s" $x $x }}{{ end }}{{ $x }}`, wantErr: "printf: its arguments hold more than 1048576 bytes"},
+		{tmpl: `{{ $x := "ab" }}{{ range until 100 }}{{ $x = cat $x $x }}{{ end }}`, wantErr: "cat: its arguments hold more than"},
+		{tmpl: `{{ printf "%*d" 1000000 1 }}{{ printf "%1000000d%1000000d" 1 2 }}`, wantErr: "longer than 1048576 bytes"},
+		{tmpl: `{{ indent 3000000000 "x" }}`, wantErr: "indent: "},
+		{tmpl: `{{ $s := repeat 1000 "abcdefghij" }}{{ replace "" $s $s }}`, wantErr: "replace: "},
+		{tmpl: `{{ $s := repeat 1000 "abcdefghij" }}{{ regexReplaceAll "" $s $s }}`, wantErr: "regexReplaceAll: "},
+		{tmpl: `{{ $s := repeat 1000 "abcdefghij" }}{{ regexReplaceAllLiteral "" $s $s }}`, wantErr: "regexReplaceAllLiteral: "},
+		{tmpl: `{{ $s := repeat 1000 "abcdefghij" }}{{ wrapWith 1 $s $s }}`, wantErr: "wrapWith: "},
+		{tmpl: `{{ $s := repeat 10000 "abcdefghij" }}{{ repeat 3000 $s }}`, wantErr: "repeat: "},
+		{tmpl: `{{ $l := list 1 }}{{ range until 40 }}{{ $l = concat $l $l }}{{ end }}`, wantErr: "concat: "},
+		{tmpl: `{{ $s := repeat 10000 "abcdefghij" }}{{ $l := list $s }}{{ range until 20 }}{{ $l = concat $l $l }}{{ end }}{{ join "," $l }}`, wantErr: "its arguments hold more than"},
 		{tmpl: `{{ repeat 3 "ab" }} {{ range until 3 }}{{ . }}{{ end }} {{ seq 3 }}`},
-		{tmpl: `{{ default "x" "" }} {{ printf "%d-%s" 3 "a" }} {{ lower "AB" | upper }} {{ list 1 2 | len }}`},
+		{tmpl: `{{ default "x" "" }} {{ printf "%d-%s" 3 "a" }} {{ lower "AB" | upper }} {{ list 1 2 | len }} {{ range $i, $e := list "a" "b" }}{{ $i }}{{ $e }}{{ end }} {{ indent 2 "a" }} {{ replace "a" "b" "aa" }}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tmpl, func(t *testing.T) {
