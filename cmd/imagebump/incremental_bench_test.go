@@ -335,6 +335,9 @@ func missed(b *testing.B, what string, ratio, target float64) {
 // BenchmarkPolicyMove times, inside serve, the cycle after one policy's
 // repository got a new tag: it bumps the files that policy's markers are
 // in (about 20), commits and pushes.
+// moveTags numbers the tags BenchmarkPolicyMove pushes, across its runs.
+var moveTags atomic.Int64
+
 func BenchmarkPolicyMove(b *testing.B) {
 	f, g := getBig(b)
 	g.setMain(b, g.bumped)
@@ -351,14 +354,14 @@ func BenchmarkPolicyMove(b *testing.B) {
 	minor := strings.Split(repo.Latest, ".")[1]
 	var grepMS, moveMS, serverMS, pushMS []float64
 	var changed, read []float64
-	n := 0
 	// -inprocess.cpuprofile: the cycles, and the pushes of their new tags.
 	defer profile(b)()
 	for b.Loop() {
 		for range *reps {
-			n++
 			b.StopTimer()
-			tag := fmt.Sprintf("1.%s.%d", minor, 100+n)
+			// A tag newer than every one pushed before, in this run of
+			// the benchmark or an earlier one of the process (-count).
+			tag := fmt.Sprintf("1.%s.%d", minor, 100+moveTags.Add(1))
 			if err := pushTags(ctx, pusher, f.host, treegen.Repository{Path: repo.Path, Tags: []string{tag}}, img); err != nil {
 				b.Fatal(err)
 			}
