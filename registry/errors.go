@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -171,7 +172,29 @@ func (e *Error) Error() string {
 // as Go would quote it, less the quotes, so that no control character
 // (a terminal escape, a forged line) leaves this package.
 func (e *Error) cutCause(s string) string {
-	return escapeControl(printable.Cut(e.secrets.Text(s), maxCauseLen))
+	return escapeControl(printable.Cut(e.secrets.Text(readableDiagnostics(e.Err, s)), maxCauseLen))
+}
+
+// readableDiagnostics rewrites, in s (err's text), the registry's error
+// diagnostics as go-containerregistry prints them, whose details are Go
+// values ("NAME_UNKNOWN: ...; map[name:acme/app]"), with their details as
+// JSON ("NAME_UNKNOWN: ... (detail: {"name":"acme/app"})").
+func readableDiagnostics(err error, s string) string {
+	var te *transport.Error
+	if !errors.As(err, &te) || len(te.Errors) == 0 {
+		return s
+	}
+	for _, d := range te.Errors {
+		if d.Detail == nil {
+			continue
+		}
+		detail, jerr := json.Marshal(d.Detail)
+		if jerr != nil {
+			continue
+		}
+		s = strings.Replace(s, d.String(), fmt.Sprintf("%s: %s (detail: %s)", d.Code, d.Message, printable.Cut(string(detail), 200)), 1)
+	}
+	return s
 }
 
 // escapeControl replaces control characters and invalid UTF-8 in s with

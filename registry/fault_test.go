@@ -478,6 +478,19 @@ func TestTokenRealmRefused(t *testing.T) {
 	}
 }
 
+// TestDiagnosticDetailAsJSON: a registry's error detail is shown as
+// JSON, where go-containerregistry prints a Go map.
+func TestDiagnosticDetailAsJSON(t *testing.T) {
+	f := newFaults(&rule{name: "rule", path: "/tags/list", action: status(404, map[string]string{"Content-Type": "application/json"},
+		`{"errors":[{"code":"NAME_UNKNOWN","message":"repository name not known to registry","detail":{"name":"acme/missing"}}]}`)})
+	host := newRegistry(t, f.wrap)
+	c := newClient(t, Options{}, host)
+	_, err := c.Tags(context.Background(), host+"/acme/missing")
+	if err == nil || !strings.Contains(err.Error(), `NAME_UNKNOWN: repository name not known to registry (detail: {"name":"acme/missing"})`) || strings.Contains(err.Error(), "map[") {
+		t.Errorf("Tags: %v; want the detail as JSON", err)
+	}
+}
+
 // TestTokenFetchRetried checks that token requests go through the retries
 // too: the token endpoint fails once with 503.
 func TestTokenFetchRetried(t *testing.T) {
