@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
@@ -500,8 +499,8 @@ func (e *realmError) Error() string {
 }
 
 func (e *realmError) realmHost() string {
-	if u, err := url.Parse(e.realm); err == nil && u.Host != "" {
-		return u.Host
+	if h := realmHost(e.realm); h != "" {
+		return h
 	}
 	return e.realm
 }
