@@ -132,15 +132,14 @@ func Execute(apiVersion, text string, data any) (string, error) {
 	return b.String(), nil
 }
 
-// Parse parses a Flux message template with Flux's functions. Sprig's
-// functions that make a list or a string of any length (repeat, until,
-// untilStep, seq) take at most maxCount items here, and, called again
-// after the template has run for maxRun, fail: a template from a
-// repository cannot hold the process for minutes or take gigabytes of
-// memory, where Flux's would (its output is also capped, at
-// msgtemplate.MaxLen).
+// Parse parses a Flux message template with Flux's functions, bounded:
+// the makers of lists and strings (makersBounded) stop at maxCount items
+// or before a result past msgtemplate.MaxLen, and every function and
+// range is bounded as msgtemplate.Bound and BoundRanges bound them, so
+// that a template from a repository cannot hold the process for minutes
+// or take gigabytes of memory, as Flux's can.
 func Parse(text string) (*template.Template, error) {
-	t, err := template.New("commit message").Funcs(boundedFuncs(time.Now().Add(maxRun))).Parse(text)
+	t, err := template.New("commit message").Funcs(msgtemplate.Bound(makersBounded(), time.Now().Add(maxRun), maxRun)).Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the Flux message template: %w", err)
 	}
@@ -151,20 +150,12 @@ func Parse(text string) (*template.Template, error) {
 // maxCount bounds the items of a list or the copies of repeat.
 const maxCount = 10000
 
-// maxRun bounds the run of one template (from Parse to the last call of a
-// bounded function); a variable for tests.
-var maxRun = 10 * time.Second
+// maxRun is msgtemplate.MaxRun, a variable for tests.
+var maxRun = msgtemplate.MaxRun
 
-// boundedFuncs is Sprig's hermetic set with its unbounded makers
-// replaced by bounded ones, every function bounded as msgtemplate.Bound
-// bounds them.
-func boundedFuncs(deadline time.Time) template.FuncMap {
-	return msgtemplate.Bound(makersBounded(deadline), deadline, maxRun)
-}
-
-// makersBounded is Sprig's hermetic set with its unbounded makers
-// replaced by bounded ones.
-func makersBounded(deadline time.Time) template.FuncMap {
+// makersBounded is Sprig's hermetic set with its functions that make a
+// list or a string of any length checked before they allocate.
+func makersBounded() template.FuncMap {
 	funcs := sprig.HermeticTxtFuncMap()
 	// Each maker is checked before it allocates; what it returns is
 	// checked again by msgtemplate.Bound.
@@ -222,32 +213,30 @@ func makersBounded(deadline time.Time) template.FuncMap {
 		return wrapWith(l, sep, str), nil
 	}
 	// A regular expression's matches, times what each is replaced by
-	// ($1 in repl may take a match's length again).
-	regexFits := func(name, regex, s, repl string) error {
-		re, err := regexp.Compile(regex)
-		if err != nil {
-			return nil // the function reports it
-		}
-		per := len(repl) + strings.Count(repl, "$")*len(s)
-		return fits(name, len(s)+len(re.FindAllStringIndex(s, msgtemplate.MaxLen+1))*per)
-	}
-	for _, name := range []string{"regexReplaceAll", "regexReplaceAllLiteral"} {
-		f := funcs[name].(func(string, string, string) string)
-		funcs[name] = func(regex, s, repl string) (string, error) {
-			if err := regexFits(name, regex, s, repl); err != nil {
+	// ($1 in repl may take a match's length again), checked before the
+	// replacement; the must- forms are the same, as Sprig's are but for
+	// a bad expression, which both report as an error here.
+	replaceAll := func(name string, literal bool) func(regex, s, repl string) (string, error) {
+		return func(regex, s, repl string) (string, error) {
+			re, err := regexp.Compile(regex)
+			if err != nil {
 				return "", err
 			}
-			return f(regex, s, repl), nil
-		}
-	}
-	for _, name := range []string{"mustRegexReplaceAll", "mustRegexReplaceAllLiteral"} {
-		f := funcs[name].(func(string, string, string) (string, error))
-		funcs[name] = func(regex, s, repl string) (string, error) {
-			if err := regexFits(name, regex, s, repl); err != nil {
+			per := len(repl) + strings.Count(repl, "$")*len(s)
+			if err := fits(name, len(s)+len(re.FindAllStringIndex(s, msgtemplate.MaxLen+1))*per); err != nil {
 				return "", err
 			}
-			return f(regex, s, repl)
+			if literal {
+				return re.ReplaceAllLiteralString(s, repl), nil
+			}
+			return re.ReplaceAllString(s, repl), nil
 		}
+	}
+	for _, name := range []string{"regexReplaceAll", "mustRegexReplaceAll"} {
+		funcs[name] = replaceAll(name, false)
+	}
+	for _, name := range []string{"regexReplaceAllLiteral", "mustRegexReplaceAllLiteral"} {
+		funcs[name] = replaceAll(name, true)
 	}
 	return funcs
 }

@@ -342,6 +342,9 @@ func TestBoundedFunctions(t *testing.T) {
 	if msg, err := Execute(APIVersionV1, `{{ repeat 3 "ab" }} {{ range until 3 }}{{ . }}{{ end }} {{ seq 3 }}`, sample(APIVersionV1)); err != nil || msg != "ababab 012 1 2 3" {
 		t.Errorf("bounded functions within their bounds: %q, %v", msg, err)
 	}
+	if msg, err := Execute(APIVersionV1, `{{ regexReplaceAll "a(.)" "xaby" "<$1>" }} {{ mustRegexReplaceAllLiteral "a." "xab" "$1" }}`, sample(APIVersionV1)); err != nil || msg != "x<b>y x$1" {
+		t.Errorf("the regular expression replacers, as Sprig's: %q, %v", msg, err)
+	}
 }
 
 func TestRelative(t *testing.T) {
