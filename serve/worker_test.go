@@ -1,11 +1,9 @@
 package serve
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -782,14 +780,9 @@ func TestServeBoundsConnections(t *testing.T) {
 			t.Fatal(err)
 		}
 		conns = append(conns, c)
-		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		if _, err := getOn(c, "/healthz"); err != nil {
 			t.Fatal(err)
 		}
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
 	}
 	// More connections that never send a request.
 	for range 100 {
