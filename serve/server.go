@@ -164,6 +164,7 @@ type Server struct {
 
 	mu         sync.Mutex
 	cfg        *config.Config
+	cfgFile    string // cfg.File made absolute, for the status
 	loaded     time.Time
 	lastReload *ReloadStatus
 	workers    map[string]*worker
@@ -252,7 +253,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.cfg, s.loaded = opts.Config, s.clock.Now()
+	s.cfg, s.cfgFile, s.loaded = opts.Config, absPath(opts.Config.File), s.clock.Now()
 	s.metrics.reloadTime.Set(float64(s.loaded.UnixNano()) / 1e9)
 	s.metrics.shard(opts.Shard)
 	s.install(opts.Config, specs)
@@ -542,7 +543,7 @@ func (s *Server) Reload() error {
 	s.metrics.reloads.WithLabelValues("success").Inc()
 	s.metrics.reloadTime.Set(float64(now.UnixNano()) / 1e9)
 	s.mu.Lock()
-	s.cfg, s.loaded = cfg, now
+	s.cfg, s.cfgFile, s.loaded = cfg, absPath(cfg.File), now
 	s.lastReload = &ReloadStatus{Time: now, Result: "success"}
 	n := len(s.workers)
 	s.mu.Unlock()
@@ -628,7 +629,7 @@ func (s *Server) Status() Status {
 		Started:  s.started,
 		Now:      now,
 		Stopping: s.isStopping(),
-		Config:   ConfigStatus{File: absPath(s.cfg.File), Loaded: s.loaded, LastReload: s.lastReload},
+		Config:   ConfigStatus{File: s.cfgFile, Loaded: s.loaded, LastReload: s.lastReload},
 		Targets:  make([]TargetStatus, 0, len(s.workers)),
 	}
 	workers := make([]*worker, 0, len(s.workers)+len(s.leaving))
@@ -699,7 +700,8 @@ func (s *Server) notReady(now time.Time, stopping bool, targets []TargetStatus) 
 }
 
 // absPath returns p made absolute, for the status (a -c given relative
-// means nothing to a reader of the page), or p when it cannot be.
+// means nothing to a reader of the page), or p when it cannot be. It is
+// worked out when a config is loaded, not at each status request.
 func absPath(p string) string {
 	if p == "" {
 		return p
