@@ -124,12 +124,6 @@ func (m *metrics) shard(sh Shard) {
 // cycle records a finished cycle of target.
 func (m *metrics) cycle(target string, o outcome, res *cycle.TargetResult, end time.Time) {
 	m.cycles.WithLabelValues(target, o.result).Inc()
-	switch {
-	case o.result == ResultSuccess:
-		m.failing.WithLabelValues(target).Set(0)
-	case o.failed():
-		m.failing.WithLabelValues(target).Set(1)
-	}
 	if res == nil {
 		return
 	}
@@ -159,10 +153,11 @@ func (m *metrics) cycle(target string, o outcome, res *cycle.TargetResult, end t
 	}
 }
 
-// addTarget exports a target's failing gauge from the start (0 unless
-// failing, for a target added back whose history says so), so that an
-// alert on it covers a target that has never finished a cycle.
-func (m *metrics) addTarget(target string, failing bool) {
+// setFailing sets a target's failing gauge from its worker's state: when
+// the target is added (0 unless its history says it fails, for a target
+// added back), so that an alert on it covers a target that has never
+// finished a cycle, and after each cycle.
+func (m *metrics) setFailing(target string, failing bool) {
 	v := 0.0
 	if failing {
 		v = 1

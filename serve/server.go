@@ -339,7 +339,7 @@ func (s *Server) install(cfg *config.Config, specs map[string]*spec) {
 		}
 		w := newWorker(s, sp, s.leaving[name])
 		s.workers[name] = w
-		s.metrics.addTarget(name, w.failing())
+		s.metrics.setFailing(name, w.failing())
 		if s.running {
 			s.startWorker(w)
 		}

@@ -342,6 +342,7 @@ func (w *worker) run(why string) {
 		}
 		w.failures++
 	}
+	s.metrics.setFailing(w.name, !w.failingSince.IsZero())
 	if res != nil {
 		if res.Branch != "" {
 			w.branch = res.Branch
