@@ -41,7 +41,9 @@ func NewCmdValidate(g *globalOptions, stdout io.Writer, runF func(context.Contex
 		Long: `Check the config (strict keys, policies, patterns, ranges) and, with --repo,
 every marker in the checkout: markers naming unknown policies, malformed
 markers, markers on flow collections, YAML files that do not parse. Policies
-that no marker uses are warned about. Exit 64 when anything is invalid.`,
+that no marker uses are warned about, and so are files the config names that
+are not here. Each registry with a provider is shown with where its
+credentials come from (auto resolved). Exit 64 when anything is invalid.`,
 		Example: `  imagebump validate
   imagebump validate -c imagebump.yaml --repo .`,
 		Args: cobra.NoArgs,
