@@ -30,8 +30,9 @@ import (
 const indexMagic = "imagebump marker index\n"
 
 // indexFormat is the version of the index layout and of what a scan
-// records in it.
-const indexFormat = 2
+// records in it. 3: marker comments end at every YAML line break, not at
+// LF only.
+const indexFormat = 3
 
 // buildID names the build that writes an index: the module's version and,
 // when the binary records them, the commit it was built from and whether

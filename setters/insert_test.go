@@ -319,7 +319,10 @@ func FuzzInsert(f *testing.F) {
 				continue
 			}
 			for _, p := range res3.Problems {
-				if p.Line == EditorLine(out, r.Line) {
+				// A marker already there for another policy may share the
+				// editor's line (a file whose breaks are lone CRs is one
+				// line to an editor): its problems are not the insertion's.
+				if p.Line == EditorLine(out, r.Line) && (p.Policy == "" || p.Policy == "apps:fuzz") {
 					t.Fatalf("validate reports a problem on a marked line: %v", p)
 				}
 			}

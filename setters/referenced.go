@@ -71,19 +71,19 @@ func Referenced(ctx context.Context, opts Options) (References, error) {
 }
 
 // scanReferences calls add with the policy of each well-formed marker
-// comment in src.
+// comment in src. A comment ends at any line break YAML knows (LF, CR,
+// NEL, LINE SEPARATOR, PARAGRAPH SEPARATOR), as the parser ends it: a
+// marker on a line that a lone CR ends is found as Apply finds it.
 func scanReferences(src []byte, add func(policy string)) {
 	for len(src) > 0 {
 		i := bytes.Index(src, token)
 		if i < 0 {
 			return
 		}
-		start := bytes.LastIndexByte(src[:i], '\n') + 1
-		end := bytes.IndexByte(src[i:], '\n')
-		if end < 0 {
-			end = len(src)
-		} else {
-			end += i
+		start := lastBreakEnd(src[:i])
+		end := len(src)
+		if at, n := nextBreak(src, i); n > 0 {
+			end = at
 		}
 		line := src[start:end]
 		// The comment starts at one of the '#' before the token; try each
@@ -102,4 +102,24 @@ func scanReferences(src []byte, add func(policy string)) {
 		}
 		src = src[end:]
 	}
+}
+
+// lastBreakEnd returns the index just past the last YAML line break in b,
+// or 0.
+func lastBreakEnd(b []byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		switch b[i] {
+		case '\n', '\r':
+			return i + 1
+		case 0x85:
+			if i > 0 && b[i-1] == 0xC2 {
+				return i + 1
+			}
+		case 0xA8, 0xA9:
+			if i > 1 && b[i-2] == 0xE2 && b[i-1] == 0x80 {
+				return i + 1
+			}
+		}
+	}
+	return 0
 }
