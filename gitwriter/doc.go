@@ -106,4 +106,8 @@
 // git, refuses a ref update when the ref moved since it was read, refuses
 // to move the checked-out branch of a non-bare remote, and runs no
 // server-side hooks.
+//
+// A reused shallow working copy fetches a new head of its branch as a thin
+// pack (http, https and ssh remotes; see thinfetch.go): go-git's own fetch
+// at depth 1 gets the new head's whole tree from git's server each time.
 package gitwriter

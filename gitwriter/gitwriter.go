@@ -817,9 +817,27 @@ func (r *Repo) fetch(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if h == tracked.Hash() && hasObject(r.repo, r.objects, h) {
-			r.head = h
-			return nil
+		if hasObject(r.repo, r.objects, tracked.Hash()) {
+			if h == tracked.Hash() {
+				r.head = h
+				return nil
+			}
+			if r.opts.Depth == 1 && !h.IsZero() {
+				h, err := r.fetchThin(ctx, r.branch, tracked.Hash())
+				var se *thinStoreError
+				switch {
+				case err == nil:
+					if h != r.head {
+						r.log.Debug("fetched", "head", h.String(), "thin", true)
+					}
+					r.head = h
+					return nil
+				case errors.As(err, &se):
+					r.log.Warn("the fetched objects could not be stored as they came; fetching the whole tree", "err", err)
+				case !errors.Is(err, errThinUnsupported):
+					return err
+				}
+			}
 		}
 	}
 	h, err := r.fetchBranch(ctx, r.branch, r.opts.Depth)
