@@ -130,7 +130,7 @@ func rewrite(t *testing.T, bare, script string) {
 	}
 }
 
-func randomBytes(t *testing.T, n int) []byte {
+func randomBytes(t testing.TB, n int) []byte {
 	t.Helper()
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
@@ -138,7 +138,7 @@ func randomBytes(t *testing.T, n int) []byte {
 }
 
 // dirBytes returns the size of the files under dir.
-func dirBytes(t *testing.T, dir string) int64 {
+func dirBytes(t testing.TB, dir string) int64 {
 	t.Helper()
 	var n int64
 	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
