@@ -85,7 +85,9 @@ type Options struct {
 	// fails. Zero: DefaultUnreadyAfter. Negative: never.
 	UnreadyAfter time.Duration
 	// Concurrency bounds the cycles running at once. Zero:
-	// DefaultConcurrency.
+	// DefaultConcurrency. A cycle running past DefaultSlowAfter may give
+	// its place to another, so that up to Concurrency-1 slow cycles run
+	// beside Concurrency others.
 	Concurrency int
 	// Debounce is how long a Trigger waits for more triggers of the same
 	// target before the cycle starts. Zero: DefaultDebounce. Negative: no
@@ -144,8 +146,12 @@ type Server struct {
 	// failSlots are taken, before a slot, by a target whose last cycle
 	// failed: one fewer than the slots (at least one), so that targets
 	// that keep failing or hanging (a git server that never answers holds
-	// a slot until the git timeout) always leave a slot to the others.
+	// a slot until the git timeout) always leave a slot to the others. A
+	// cycle still running after slowAfter takes one too, when one is
+	// free, and gives its slot back: targets that start hanging all at
+	// once leave a slot to the others as well.
 	failSlots    chan struct{}
+	slowAfter    time.Duration // DefaultSlowAfter; tests shorten it
 	stopping     chan struct{} // closed when a stop begins
 	reloadMu     sync.Mutex    // held through a Reload
 	stopOnce     sync.Once
@@ -247,6 +253,7 @@ func New(opts Options) (*Server, error) {
 	s.opts.History = orDefault(opts.History, DefaultHistory)
 	s.slots = make(chan struct{}, orDefault(opts.Concurrency, DefaultConcurrency))
 	s.failSlots = make(chan struct{}, max(1, cap(s.slots)-1))
+	s.slowAfter = DefaultSlowAfter
 	s.cycleCtx, s.cancelCycles = context.WithCancel(context.Background())
 
 	specs, err := s.prepare(opts.Config)

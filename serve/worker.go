@@ -229,11 +229,63 @@ func (w *worker) loop() {
 		if !w.takeSlot(failing) {
 			return
 		}
+		slow := w.slowWatch(failing)
 		w.run(why)
-		<-s.slots
-		if failing {
+		if !slow() {
+			<-s.slots
+		}
+		if failing || slow() {
 			<-s.failSlots
 		}
+	}
+}
+
+// DefaultSlowAfter is how long a cycle runs before it counts as slow: a
+// cycle with nothing new takes milliseconds, a bump seconds, the first
+// clone of a 50,000-file repository half a minute.
+const DefaultSlowAfter = 10 * time.Second
+
+// slowWatch moves a cycle that started with a slot of its own, and still
+// runs after slowAfter, to the failing targets' share: it takes a free
+// failing slot (never waiting for one) and gives its slot back. So
+// targets whose cycles start hanging all at once (a registry host or git
+// server that stops answering) cannot hold every slot until their
+// timeouts; at most all slots but one are held by the slow and failing
+// together, beside the slots of the others. The returned function, called
+// once the cycle ended, reports whether the cycle moved (and so holds a
+// failing slot and no slot).
+func (w *worker) slowWatch(failing bool) (moved func() bool) {
+	if failing {
+		return func() bool { return false }
+	}
+	s := w.s
+	done := make(chan struct{})
+	result := make(chan bool, 1)
+	go func() {
+		t := time.NewTimer(s.slowAfter)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			select {
+			case s.failSlots <- struct{}{}:
+				<-s.slots
+				s.log.Debug("cycle is slow; its slot goes to the other targets", "target", w.name, "after", s.slowAfter)
+				result <- true
+				return
+			default:
+			}
+		case <-done:
+		}
+		result <- false
+	}()
+	var once sync.Once
+	var did bool
+	return func() bool {
+		once.Do(func() {
+			close(done)
+			did = <-result
+		})
+		return did
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -417,6 +418,54 @@ func TestServeFailingTargetsLeaveASlot(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("c did not run while the failing targets hang")
+	}
+}
+
+// TestServeSlowTargetsLeaveASlot: targets whose cycles start hanging while
+// they are not failing yet (a git server that stops answering, after a
+// restart too) give their slots back once slow, as far as the failing
+// share allows, so a healthy target still runs. Without it, two hanging
+// cycles held both slots of Concurrency 2 until their timeouts.
+func TestServeSlowTargetsLeaveASlot(t *testing.T) {
+	for _, concurrency := range []int{2, 4} {
+		t.Run(fmt.Sprintf("concurrency %d", concurrency), func(t *testing.T) {
+			// concurrency targets hang from their first cycle on; one more,
+			// the last, is healthy.
+			intervals := make([]string, concurrency+1)
+			for i := range intervals {
+				intervals[i] = "1m"
+			}
+			f := newFake(t, Options{Config: mustConfig(t, intervals...), MaxJitter: -1, Concurrency: concurrency})
+			f.slowAfter = 50 * time.Millisecond
+			var hanging []string
+			for i := range concurrency {
+				name := string(rune('a' + i))
+				hanging = append(hanging, name)
+				defer f.holdTarget(name)()
+			}
+			healthy := string(rune('a' + concurrency))
+			waitStart := func(want map[string]bool) {
+				t.Helper()
+				deadline := time.After(5 * time.Second)
+				for len(want) > 0 {
+					select {
+					case name := <-f.runner.started:
+						delete(want, name)
+					case <-deadline:
+						t.Fatalf("%v did not start while %v hang in %d slots", slices.Collect(maps.Keys(want)), hanging, concurrency)
+					}
+				}
+			}
+			f.start()
+			all := map[string]bool{healthy: true}
+			for _, name := range hanging {
+				all[name] = true
+			}
+			waitStart(all)
+			time.Sleep(200 * time.Millisecond) // every hanging cycle is slow by now
+			f.clock.Advance(time.Minute)
+			waitStart(map[string]bool{healthy: true})
+		})
 	}
 }
 
