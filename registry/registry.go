@@ -93,7 +93,9 @@ type Host struct {
 
 	// Concurrency bounds the requests in flight to this host at once,
 	// counted from sending a request until its body is closed. Zero:
-	// DefaultConcurrency (4).
+	// DefaultConcurrency (4). A request still running after 5 s moves to
+	// a share of its own, as large, when that has room, and gives its
+	// place back: up to twice Concurrency requests are then in flight.
 	Concurrency int
 
 	// Timeout bounds each HTTP request to this host, as Options.Timeout

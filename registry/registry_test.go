@@ -283,6 +283,58 @@ func TestHostConcurrencyLimit(t *testing.T) {
 	}
 }
 
+// TestHangingRepositoriesLeaveTheHost: requests that hang (repositories a
+// registry never answers for) move to the slow share once slow, so a
+// repository the host answers is listed at once, not after the hung
+// requests' timeouts and retries, while fewer than twice the host's
+// concurrency hang (three, here, beside a concurrency of 2); and the slow
+// share is bounded too.
+func TestHangingRepositoriesLeaveTheHost(t *testing.T) {
+	defer func(was time.Duration) { slowRequestAfter = was }(slowRequestAfter)
+	slowRequestAfter = 100 * time.Millisecond
+	cnt := newCounter()
+	hang := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.Contains(r.URL.Path, "/hang") {
+				<-r.Context().Done()
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	host := newRegistry(t, chain(cnt.wrap, hang))
+	push(t, host, "acme/ok", "1.0.0")
+	c := newClient(t, Options{Hosts: []Host{{Host: host, Insecure: true, Concurrency: 2, Timeout: time.Minute}}})
+	if _, err := c.Tags(context.Background(), host+"/acme/ok"); err != nil { // the ping
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	var hung []string
+	for i := range 6 {
+		hung = append(hung, fmt.Sprintf("%s/acme/hang%d", host, i))
+	}
+	wg.Go(func() { c.Scan(ctx, hung, 3) })
+	for deadline := time.Now().Add(5 * time.Second); cnt.maxInflight.Load() < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the hung requests did not arrive")
+		}
+	}
+	start := time.Now()
+	if _, err := c.Tags(context.Background(), host+"/acme/ok"); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("listing acme/ok took %v while other repositories hang, want it listed once the hung requests are slow", d)
+	}
+	// Two places and two slow ones: at most four in flight.
+	if m := cnt.maxInflight.Load(); m > 4 {
+		t.Errorf("max requests in flight = %d, want at most twice the host's concurrency 2", m)
+	}
+}
+
 func TestRateLimit(t *testing.T) {
 	cnt := newCounter()
 	host := newRegistry(t, cnt.wrap)

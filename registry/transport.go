@@ -100,6 +100,7 @@ func (c *Client) buildHost(key string, hc Host, base http.RoundTripper) *host {
 		onRequest:    c.onRequest,
 		onWait:       c.onWait,
 		sem:          make(chan struct{}, concurrency),
+		slowSem:      make(chan struct{}, concurrency),
 		secrets:      c.secrets,
 		log:          c.log,
 	}
@@ -129,6 +130,7 @@ type hostTransport struct {
 	onRequest    func(host string, status int, err error)
 	onWait       func(host string, d time.Duration)
 	sem          chan struct{}
+	slowSem      chan struct{} // the slow requests' own share; see hostHold
 	limiter      *rate.Limiter
 	secrets      *redact.Secrets
 	log          *slog.Logger
@@ -138,6 +140,63 @@ type hostTransport struct {
 }
 
 var _ http.RoundTripper = (*hostTransport)(nil)
+
+// slowRequestAfter is how long a request (with the reading of its body)
+// runs before it counts as slow. A variable for tests.
+var slowRequestAfter = 5 * time.Second
+
+// hostHold is one request's hold on its host's concurrency. A request
+// still running after slowRequestAfter moves to the slow requests' share
+// (as large as the host's concurrency) when it has room, and gives its
+// place back: repositories that hang on a host (each request held until
+// its timeout, and again for each retry) then leave the host's places to
+// the requests that are answered, those of other targets in serve too. A
+// host slow for everyone gets at most twice its concurrency in flight.
+type hostHold struct {
+	t     *hostTransport
+	timer *time.Timer
+
+	mu       sync.Mutex
+	slow     bool // holds a place in slowSem, not in sem
+	released bool
+}
+
+// watch starts the clock of the request.
+func (h *hostHold) watch() {
+	h.timer = time.AfterFunc(slowRequestAfter, h.moveToSlow)
+}
+
+func (h *hostHold) moveToSlow() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released || h.slow {
+		return
+	}
+	select {
+	case h.t.slowSem <- struct{}{}:
+		h.slow = true
+		<-h.t.sem
+	default:
+	}
+}
+
+// release gives the request's place back, once.
+func (h *hostHold) release() {
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released {
+		return
+	}
+	h.released = true
+	if h.slow {
+		<-h.t.slowSem
+	} else {
+		<-h.t.sem
+	}
+}
 
 // logURL is req's URL as the debug log shows it: without URL credentials,
 // and without any secret the client holds or the request carries, which a
@@ -182,6 +241,7 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case <-ctx.Done():
 		return refuse(ctx.Err())
 	}
+	hold := &hostHold{t: t}
 	// The rate limiter is consulted after the slot is taken so that the
 	// request leaves the moment its token is granted; taking tokens first
 	// would let requests queued on the slots go out in bursts.
@@ -192,7 +252,7 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			t.onWait(t.host, d)
 		}
 		if err != nil {
-			<-t.sem
+			hold.release()
 			if ctx.Err() != nil {
 				return refuse(ctx.Err())
 			}
@@ -206,6 +266,7 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.Header.Set("User-Agent", t.userAgent)
 	}
 	start := time.Now()
+	hold.watch()
 	resp, err := t.inner.RoundTrip(out)
 	if t.onRequest != nil {
 		switch {
@@ -222,7 +283,7 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		timedOut := rctx.Err() != nil && ctx.Err() == nil
 		cancel()
-		<-t.sem
+		hold.release()
 		t.log.Debug("registry request failed", "method", req.Method, "url", t.logURL(req), "duration", time.Since(start),
 			"error", t.secrets.Text(redact.Text(err.Error()), redact.AuthorizationSecrets(req.Header.Get("Authorization"))...))
 		if timedOut {
@@ -249,7 +310,7 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		timeout: t.timeout,
 		done: func() {
 			cancel()
-			<-t.sem
+			hold.release()
 		},
 	}
 	if resp.StatusCode >= 400 && req.Method != http.MethodHead {
