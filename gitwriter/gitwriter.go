@@ -731,6 +731,21 @@ func (r *Repo) openExisting() (*git.Repository, string, bool) {
 	if err := os.Remove(filepath.Join(r.dir, ".git", "index.lock")); err == nil {
 		r.log.Info("removed the index.lock an interrupted cycle left", "workdir", r.dir)
 	}
+	// The same holds for the temporary files of a pack being written (a
+	// fetch's, a commit's, a fold's): one killed meanwhile leaves its
+	// part, which a crash loop would pile up until a fold, perhaps months
+	// away, removed it.
+	if temps, _ := filepath.Glob(filepath.Join(r.dir, ".git", "objects", "pack", "tmp_*")); len(temps) > 0 {
+		removed := 0
+		for _, p := range temps {
+			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && os.Remove(p) == nil {
+				removed++
+			}
+		}
+		if removed > 0 {
+			r.log.Info("removed the partial pack files an interrupted cycle left", "files", removed, "workdir", r.dir)
+		}
+	}
 	packs, err := filepath.Glob(filepath.Join(r.dir, ".git", "objects", "pack", "*.pack"))
 	if err == nil && len(packs) > maxPacks {
 		return nil, fmt.Sprintf("it has collected %d pack files", len(packs)), true

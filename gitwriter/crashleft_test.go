@@ -1,0 +1,47 @@
+package gitwriter
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
+)
+
+// TestOpenRemovesPartialPacks: the part of a pack that a cycle killed
+// while it fetched or committed left in the working copy is removed by
+// the next Open, which holds the working copy alone; before, only a fold
+// removed it, an hour old at least, and a crash loop piled them up.
+func TestOpenRemovesPartialPacks(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	wd := t.TempDir()
+	opts := Options{URL: fileURL(bare), Workdir: wd}
+	open := func() {
+		t.Helper()
+		r, err := Open(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open()
+	packDir := filepath.Join(wd, ".git", "objects", "pack")
+	left := []string{"tmp_pack_3507458405", "tmp_idx_12"}
+	for _, name := range left {
+		if err := os.WriteFile(filepath.Join(packDir, name), []byte("PACK part"), 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open()
+	for _, name := range left {
+		if _, err := os.Lstat(filepath.Join(packDir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after Open (%v)", name, err)
+		}
+	}
+	if got := testgit.Refs(t, filepath.Join(wd, ".git"))["refs/remotes/origin/main"]; got != mainSHA(t, bare) {
+		t.Errorf("the working copy tracks %s, want %s", got, mainSHA(t, bare))
+	}
+}
