@@ -254,6 +254,79 @@ func TestSplitReference(t *testing.T) {
 	}
 }
 
+// TestPinnedValues: the tag and digest a policy's markers hold are merged
+// only while the markers agree; markers that disagree leave the policy out,
+// so that ifNotPresent resolves its digest again. The bug it guards
+// against: r:2.0 in one file and r:1.0@B in another merged into 2.0@B, and
+// tag 2.0 written with the digest of 1.0.
+func TestPinnedValues(t *testing.T) {
+	image := func(policy, value string) setters.Marker {
+		return setters.Marker{Policy: policy, Field: setters.FieldImage, Value: value}
+	}
+	field := func(policy string, f setters.Field, value string) setters.Marker {
+		return setters.Marker{Policy: policy, Field: f, Value: value}
+	}
+	for _, tt := range []struct {
+		name    string
+		markers []setters.Marker
+		want    map[string]pinned
+	}{
+		{"one image marker", []setters.Marker{image("a:r", "reg/r:2.0@"+digestB)},
+			map[string]pinned{"a:r": {tag: "2.0", digest: digestB}}},
+		{"tag and digest fields merge", []setters.Marker{field("a:r", setters.FieldTag, "2.0"), field("a:r", setters.FieldDigest, digestB)},
+			map[string]pinned{"a:r": {tag: "2.0", digest: digestB}}},
+		{"a tag without digest merges with the same tag pinned", []setters.Marker{image("a:r", "reg/r:2.0"), image("a:r", "reg/r:2.0@"+digestB)},
+			map[string]pinned{"a:r": {tag: "2.0", digest: digestB}}},
+		{"tags disagree", []setters.Marker{image("a:r", "reg/r:2.0"), image("a:r", "reg/r:1.0@"+digestB)},
+			map[string]pinned{}},
+		{"tags disagree, the pinned one first", []setters.Marker{image("a:r", "reg/r:1.0@"+digestB), field("a:r", setters.FieldTag, "2.0")},
+			map[string]pinned{}},
+		{"digests disagree", []setters.Marker{image("a:r", "reg/r:2.0@"+digestA), field("a:r", setters.FieldDigest, digestB)},
+			map[string]pinned{}},
+		{"a conflict leaves other policies", []setters.Marker{image("a:r", "reg/r:2.0"), image("a:s", "reg/s:3.0@"+digestA), image("a:r", "reg/r:1.0@"+digestB)},
+			map[string]pinned{"a:s": {tag: "3.0", digest: digestA}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := pinnedValues(tt.markers)
+			if diff := cmp.Diff(got, tt.want, cmp.AllowUnexported(pinned{})); diff != "" {
+				t.Errorf("pinnedValues (-got +want):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRunIfNotPresentConflictingMarkers: with digest ifNotPresent, markers
+// of one policy pinning different tags (r:2.0.0 and r:1.0.0@B) make the
+// cycle resolve the digest of the pick again, and every marker gets that
+// digest. The bug it guards against: 2.0.0 written with 1.0.0's digest B.
+func TestRunIfNotPresentConflictingMarkers(t *testing.T) {
+	cfg, root := setup(t, `images:
+  - name: a:r
+    repository: reg.example/r
+    policy: {semver: ">=1.0.0"}
+    digest: ifNotPresent
+`, map[string]string{"x.yaml": "a: reg.example/r:2.0.0 # {\"$imagepolicy\": \"a:r\"}\n" +
+		"b: reg.example/r:1.0.0@" + digestB + " # {\"$imagepolicy\": \"a:r\"}\n"})
+	reg := &fakeRegistry{
+		tags:    map[string][]string{"reg.example/r": {"1.0.0", "2.0.0"}},
+		digests: map[string]string{"reg.example/r:2.0.0": digestA, "reg.example/r:1.0.0": digestB},
+	}
+	rep, err := Run(context.Background(), Options{Config: cfg, Registry: reg, Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(reg.digestCalls, []string{"reg.example/r:2.0.0"}); diff != "" {
+		t.Errorf("digest lookups (-got +want):\n%s", diff)
+	}
+	var got []string
+	for _, c := range rep.Changes {
+		got = append(got, c.New)
+	}
+	if want := []string{"reg.example/r:2.0.0@" + digestA, "reg.example/r:2.0.0@" + digestA}; !slices.Equal(got, want) {
+		t.Errorf("new values = %q, want %q", got, want)
+	}
+}
+
 // TestUnknownPolicyHint checks that a marker naming a policy in the wrong
 // namespace, the commonest slip when moving from Flux, gets the name meant.
 func TestUnknownPolicyHint(t *testing.T) {

@@ -2,7 +2,9 @@ package cycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,6 +190,116 @@ func TestGateFailureFailsThePolicy(t *testing.T) {
 	if len(rep.Changes) != 0 {
 		t.Errorf("changes = %v, want none", rep.Changes)
 	}
+}
+
+// TestAgeGateWithVerify: a policy with both minAge and verify holds back a
+// tag that is signed but too young; a signature does not excuse the age.
+// The bug it guards against: a young, signed image rolled out before the
+// minAge the user asked for.
+func TestAgeGateWithVerify(t *testing.T) {
+	srv, client, opts, root := gateSetup(t)
+	repo := srv.Host + "/app"
+	key := signed.NewKey(t)
+	now := time.Now()
+	sign := func(d string) { signed.SignClassic(t, opts, repo, d, signed.Spec{Key: key}) }
+	sign(pushCreated(t, opts, repo, "1.0.0", now.Add(-72*time.Hour)))
+	pushCreated(t, opts, repo, "1.1.0", now.Add(-48*time.Hour)) // old enough, unsigned
+	young := now.Add(-time.Hour).Truncate(time.Second)
+	sign(pushCreated(t, opts, repo, "1.2.0", young))
+	pub := key.WritePublic(t, t.TempDir(), "cosign.pub")
+	cfg, err := config.Parse([]byte(fmt.Sprintf("images:\n  - name: app\n    repository: %s\n    policy: {semver: \">=1.0.0\"}\n    minAge: 24h\n    verify: {key: %s}\n", repo, pub)), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(t.Context(), Options{Config: cfg, Registry: client, Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rep.Policies[0]
+	if p.Err != nil || p.Latest() != "1.0.0" {
+		t.Fatalf("picked %q (%v), want 1.0.0, the newest both old enough and signed", p.Latest(), p.Err)
+	}
+	want := []string{"1.2.0 " + string(GateAge), "1.1.0 " + string(GateUnsigned)}
+	if diff := cmp.Diff(heldTags(p.HeldBack), want); diff != "" {
+		t.Errorf("held back (-got +want):\n%s", diff)
+	}
+	if until := young.Add(24 * time.Hour); len(p.HeldBack) > 0 && !p.HeldBack[0].Until.Equal(until) {
+		t.Errorf("1.2.0 held until %s, want %s", p.HeldBack[0].Until, until)
+	}
+}
+
+// TestSignatureLookupFailureFailsThePolicy: when the registry fails (HTTP
+// 500) while the verify gate looks for a signature, in either of cosign's
+// places, the policy fails with that error; the tag, whose signature was
+// never checked, is not picked and no marker moves. The bug it guards
+// against: an unverified image rolled out because the registry hiccupped.
+func TestSignatureLookupFailureFailsThePolicy(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		fail func(op, ref string) bool
+	}{
+		{"signature tag", func(op, ref string) bool { return op == "manifest" && strings.HasSuffix(ref, ".sig") }},
+		{"referrers", func(op, _ string) bool { return op == "referrers" }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, client, opts, root := gateSetup(t)
+			repo := srv.Host + "/app"
+			pushCreated(t, opts, repo, "1.1.0", time.Now().Add(-72*time.Hour)) // unsigned
+			pub := signed.NewKey(t).WritePublic(t, t.TempDir(), "cosign.pub")
+			cfg, err := config.Parse([]byte(fmt.Sprintf("images:\n  - name: app\n    repository: %s\n    policy: {semver: \">=1.0.0\"}\n    verify: {key: %s}\n", repo, pub)), "imagebump.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg := &failingGateRegistry{GateRegistry: client, fail: tt.fail}
+			rep, err := Run(t.Context(), Options{Config: cfg, Registry: reg, Root: root, Write: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reg.failed == 0 {
+				t.Fatal("the signature lookup never reached the failing call; the test checks nothing")
+			}
+			p := rep.Policies[0]
+			var re *registry.Error
+			if p.Err == nil || !errors.As(p.Err, &re) || re.Status != http.StatusInternalServerError ||
+				!strings.Contains(p.Err.Error(), "checking the signature of 1.1.0") {
+				t.Errorf("policy error = %v (picked %q); want the registry's 500 while checking the signature of 1.1.0", p.Err, p.Selection.Latest)
+			}
+			if len(rep.Changes) != 0 {
+				t.Errorf("changes = %+v, want none", rep.Changes)
+			}
+			if got, err := os.ReadFile(filepath.Join(root, "app.yaml")); err != nil || !strings.Contains(string(got), "/app:1.0.0 ") {
+				t.Errorf("app.yaml = %q (%v), want the marker left at 1.0.0", got, err)
+			}
+		})
+	}
+}
+
+// failingGateRegistry answers with a server error (HTTP 500) the manifest
+// or referrers requests fail selects.
+type failingGateRegistry struct {
+	GateRegistry
+	fail   func(op, ref string) bool
+	failed int
+}
+
+func (f *failingGateRegistry) serverError(repo, ref string) error {
+	f.failed++
+	return &registry.Error{Op: "fetch", Repository: repo, Tag: ref, Kind: registry.KindServer, Status: http.StatusInternalServerError,
+		Attempts: 1, Err: errors.New("500 Internal Server Error")}
+}
+
+func (f *failingGateRegistry) Manifest(ctx context.Context, repo, ref string) (registry.Manifest, error) {
+	if f.fail("manifest", ref) {
+		return registry.Manifest{}, f.serverError(repo, ref)
+	}
+	return f.GateRegistry.Manifest(ctx, repo, ref)
+}
+
+func (f *failingGateRegistry) Referrers(ctx context.Context, repo, digest, artifactType string) ([]v1.Descriptor, error) {
+	if f.fail("referrers", digest) {
+		return nil, f.serverError(repo, digest)
+	}
+	return f.GateRegistry.Referrers(ctx, repo, digest, artifactType)
 }
 
 // countingGateRegistry counts the fetches signature checks make.

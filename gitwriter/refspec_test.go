@@ -3,6 +3,7 @@ package gitwriter
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -216,6 +217,36 @@ func TestPushRefusalSaysWhy(t *testing.T) {
 				t.Errorf("main moved to %s after a refused push", got)
 			}
 		})
+	}
+}
+
+// TestPushRefusalNotRetried: a push refused by the server (a hook, a
+// protected branch) while the remote branch did not move is not a race:
+// Update tries once and returns the refusal, not ErrConflict. The bug it
+// guards against: a refusal redone MaxAttempts times, with backoff, and
+// reported as a conflict with a concurrent push that never happened.
+func TestPushRefusalNotRetried(t *testing.T) {
+	bare, s, auth := httpRemote(t)
+	hook := "#!/bin/sh\necho 'GitLab: You are not allowed to push code to protected branches' >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(bare, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := mainSHA(t, bare)
+	r := mustOpen(t, Options{URL: s.URL, Branch: "main", Auth: auth, Workdir: t.TempDir()})
+	var calls int
+	edit := setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:1.1.0\n"}, "Bump app", &calls)
+	_, err := r.Update(t.Context(), Update{Commit: author, MaxAttempts: 3}, edit)
+	if err == nil || !strings.Contains(err.Error(), "You are not allowed to push code to protected branches") {
+		t.Fatalf("Update() error = %v; want the hook's refusal", err)
+	}
+	if errors.Is(err, ErrConflict) {
+		t.Errorf("Update() error = %v; a refusal is not a conflict", err)
+	}
+	if calls != 1 {
+		t.Errorf("the edit ran %d times, want 1: a refusal is not retried", calls)
+	}
+	if got := mainSHA(t, bare); got != before {
+		t.Errorf("main moved to %s after a refused push", got)
 	}
 }
 

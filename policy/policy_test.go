@@ -262,6 +262,15 @@ func TestSelectNumerical(t *testing.T) {
 			want: result(3, "1.0", nil, nil, nil, []string{"1", "1.0", "2"}),
 		},
 		{
+			// Two groups and no text between: the value is both
+			// expanded, not the last group alone (which would rank
+			// 20250101-9 above 20250102-1).
+			name: "two groups joined with nothing between",
+			spec: policy.Spec{Numerical: "asc", FilterPattern: `^(?P<d>\d{8})-(?P<n>\d)$`, FilterExtract: "$d$n"},
+			tags: []string{"20250101-9", "20250102-1"},
+			want: result(2, "20250102-1", nil, nil, nil, []string{"20250101-9", "20250102-1"}),
+		},
+		{
 			name: "build numbers extracted with $1",
 			spec: policy.Spec{Numerical: "asc", FilterPattern: `^main-[a-f0-9]+-(\d+)$`, FilterExtract: "$1"},
 			tags: []string{"main-abc123-99", "main-def456-100", "pr-7-1000", "main-0a1b-98"},
@@ -578,6 +587,48 @@ func TestDefaultExclusions(t *testing.T) {
 	got[0] = "changed"
 	if policy.DefaultExclusions()[0] != want[0] {
 		t.Error("DefaultExclusions() returned shared storage")
+	}
+}
+
+// TestPickListFilteredVersions: a semver policy with a filter orders tags
+// by the version it extracts, and PickList, over a list other policies of
+// the repository share, picks as Pick does. The bug it guards against: a
+// policy with filterTags (prod-1.2.0 and the like) picking nothing, or the
+// unfiltered 1.5.0, once several policies share a repository's tag list.
+func TestPickListFilteredVersions(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		spec policy.Spec
+		tags []string
+		want string
+	}{
+		{"prefix extracted", policy.Spec{SemVer: ">=1.0.0", FilterPattern: `^prod-(?P<v>.*)$`, FilterExtract: "$v"},
+			[]string{"prod-1.0.0", "prod-1.2.0", "1.5.0"}, "prod-1.2.0"},
+		{"suffix extracted", policy.Spec{SemVer: "<2", FilterPattern: `^(?P<v>\d+\.\d+\.\d+)-alpine$`, FilterExtract: "$v"},
+			[]string{"1.9.0-alpine", "1.10.0-alpine", "1.11.0", "2.0.0-alpine"}, "1.10.0-alpine"},
+		{"filter without extract", policy.Spec{SemVer: ">=1.0.0", FilterPattern: `^1\.`},
+			[]string{"1.0.0", "1.2.0", "2.0.0"}, "1.2.0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := policy.New(tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := p.Pick(t.Context(), tt.tags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want.Latest != tt.want {
+				t.Fatalf("Pick(%q) = %q, want %q", tt.tags, want.Latest, tt.want)
+			}
+			got, err := p.PickList(t.Context(), policy.NewTagList(tt.tags))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("PickList differs from Pick (-Pick +PickList):\n%s", diff)
+			}
+		})
 	}
 }
 

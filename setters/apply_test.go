@@ -54,6 +54,44 @@ func TestRewrite(t *testing.T) {
 	}
 }
 
+// TestValueFor: the value each kind of marker takes from a pick, and the
+// picks that give it none. The bug it guards against: a policy resolved
+// to a digest alone (no tag) refused, or written as "repo:@sha256:...",
+// which no registry accepts.
+func TestValueFor(t *testing.T) {
+	const repo = "ghcr.io/acme/app"
+	for _, tt := range []struct {
+		name    string
+		img     Image
+		field   Field
+		want    string
+		wantErr string
+	}{
+		{"image: tag", Image{Repository: repo, Tag: "1.5.0"}, FieldImage, repo + ":1.5.0", ""},
+		{"image: tag and digest", Image{Repository: repo, Tag: "1.5.0", Digest: testDigest}, FieldImage, repo + ":1.5.0@" + testDigest, ""},
+		{"image: digest alone", Image{Repository: repo, Digest: testDigest}, FieldImage, repo + "@" + testDigest, ""},
+		{"image: neither tag nor digest", Image{Repository: repo}, FieldImage, "", "resolved no tag"},
+		{"image: no repository", Image{Tag: "1.5.0"}, FieldImage, "", "resolved no repository"},
+		{"tag", Image{Repository: repo, Tag: "1.5.0", Digest: testDigest}, FieldTag, "1.5.0", ""},
+		{"tag: digest alone", Image{Repository: repo, Digest: testDigest}, FieldTag, "", "resolved no tag"},
+		{"name", Image{Repository: repo, Digest: testDigest}, FieldName, repo, ""},
+		{"digest", Image{Repository: repo, Digest: testDigest}, FieldDigest, testDigest, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ValueFor(tt.img, "apps:app", tt.field)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("ValueFor(%+v, %q) = %q, %v; want an error with %q", tt.img, tt.field, got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("ValueFor(%+v, %q) = %q, %v; want %q", tt.img, tt.field, got, err, tt.want)
+			}
+		})
+	}
+}
+
 func TestVerify(t *testing.T) {
 	for _, tc := range []struct {
 		name, old, new, value, want string

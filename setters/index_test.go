@@ -423,6 +423,95 @@ func TestIndexRacy(t *testing.T) {
 	}
 }
 
+// TestIndexRacySaved: a ByStat entry found racy stays racy through Save
+// and LoadIndex, so the next run reads the file again however its stat
+// data look. The bug it guards against: a file edited within the
+// timestamp granularity of the scan that read it, its change missed for
+// good once the index was saved and loaded (the next cycle, or plan then
+// apply).
+func TestIndexRacySaved(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.yaml"), markedOutside)
+	writeFile(t, filepath.Join(dir, "b.yaml"), "plain: x\n")
+	opts := Options{Root: dir, Images: map[string]Image{"apps:app": {Repository: "ghcr.io/acme/app", Tag: "1.4.2"}}}
+	ctx := context.Background()
+	now := time.Now()
+	racyNow = func() time.Time { return now }
+	t.Cleanup(func() { racyNow = time.Now })
+	ix := NewIndex(ByStat, opts)
+	opts.Index = ix
+	if err := ix.Scan(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "index")
+	if err := ix.Save(file); err != nil {
+		t.Fatal(err)
+	}
+	// Long after: the files' times alone would be trusted now.
+	racyNow = func() time.Time { return now.Add(time.Hour) }
+	for _, tt := range []struct {
+		name     string
+		wantRead int
+	}{
+		{"loaded: the racy files are read again", 2},
+		{"loaded again: trusted", 0},
+	} {
+		loaded, reason := LoadIndex(file, ByStat, opts)
+		if reason != "" || loaded.Files() != 2 {
+			t.Fatalf("%s: LoadIndex = %d files, reason %q; want the 2 saved", tt.name, loaded.Files(), reason)
+		}
+		opts.Index = loaded
+		if err := loaded.Scan(ctx, opts); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Apply(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.FilesRead != tt.wantRead {
+			t.Errorf("%s: read %d files, want %d", tt.name, res.FilesRead, tt.wantRead)
+		}
+		if err := loaded.Save(file); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestIsRacy: a file is racy when its modification time or its change
+// time falls within racyWindow of the scan. The bug it guards against: a
+// file whose content changed with its modification time set back (tar -x,
+// cp -p, git checkout of an old mtime) kept its stat key but for the
+// change time, and was served from the index with its old markers.
+func TestIsRacy(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	old := now.Add(-time.Hour).UnixNano()
+	fresh := now.Add(-racyWindow / 2).UnixNano()
+	edge := now.Add(-racyWindow).UnixNano()
+	for _, tt := range []struct {
+		name         string
+		mtime, ctime int64
+		want         bool
+	}{
+		{"both old", old, old, false},
+		{"mtime fresh", fresh, old, true},
+		{"ctime fresh, mtime old", old, fresh, true},
+		{"both fresh", fresh, fresh, true},
+		{"mtime at the window's edge", edge, old, true},
+		{"ctime at the window's edge", old, edge, true},
+		{"both just before the window", edge - 1, edge - 1, false},
+		{"ctime in the future", old, now.Add(time.Minute).UnixNano(), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := isRacy(statKey{mtime: tt.mtime, ctime: tt.ctime}, now); got != tt.want {
+				t.Errorf("isRacy(mtime %v, ctime %v) = %v, want %v", time.Unix(0, tt.mtime).Sub(now), time.Unix(0, tt.ctime).Sub(now), got, tt.want)
+			}
+		})
+	}
+}
+
 // TestIndexStale checks that a ByBlob index refuses to edit a worktree
 // file that is not the blob it was told of, and reports it.
 func TestIndexStale(t *testing.T) {
@@ -647,6 +736,92 @@ func TestIndexSymlinkUnsupported(t *testing.T) {
 		}
 		if !ix.Built() || res.FilesRead != want {
 			t.Errorf("run %d without the symlink: built %v, read %d files; want %d", i, ix.Built(), res.FilesRead, want)
+		}
+	}
+}
+
+// TestIndexUpdateOutsidePaths: a ByBlob index made for Paths ["app"] is
+// told of a change to apps/b.yaml, a sibling whose name merely starts with
+// "app": the file is outside the paths, and Scan and Apply leave it out,
+// as a full Apply does. The bug it guards against: markers under apps/
+// reported and edited by a run limited to app/.
+func TestIndexUpdateOutsidePaths(t *testing.T) {
+	trustClock(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "app", "a.yaml"), markedOutside)
+	const plain = "plain: x\n"
+	writeFile(t, filepath.Join(dir, "apps", "b.yaml"), plain)
+	ctx := context.Background()
+	opts := Options{Root: dir, Paths: []string{"app"}, Images: map[string]Image{"apps:app": {Repository: "ghcr.io/acme/app", Tag: "1.5.0"}}}
+	ix := NewIndex(ByBlob, opts)
+	io := opts
+	io.Index = ix
+	if err := ix.Scan(ctx, io); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, io); err != nil {
+		t.Fatal(err)
+	}
+	// A commit adds a marker to apps/b.yaml.
+	writeFile(t, filepath.Join(dir, "apps", "b.yaml"), markedOutside)
+	ix.Update("h2", []FileChange{{Path: "apps/b.yaml", Old: BlobHash([]byte(plain)), New: BlobHash([]byte(markedOutside))}}, opts.Paths)
+	if err := ix.Scan(ctx, io); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Apply(ctx, io)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Apply(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(normal(got), normal(want)); diff != "" {
+		t.Errorf("the indexed Apply differs from the full one (-indexed +full):\n%s", diff)
+	}
+	for _, m := range got.Markers {
+		if !strings.HasPrefix(m.File, "app/") {
+			t.Errorf("marker in %s reported by a run limited to app", m.File)
+		}
+	}
+	if slices.Contains(got.FilesChanged, "apps/b.yaml") {
+		t.Errorf("apps/b.yaml would be edited by a run limited to app: changed %v", got.FilesChanged)
+	}
+}
+
+// TestIndexPathsChanged: one ByBlob index kept in memory, scanned for
+// Paths ["a"] then for Paths ["b"], starts over for the new paths and
+// finds b's markers, as a full Apply does. The bug it guards against: a
+// run whose paths changed (config edited, another target) served the old
+// paths' markers and never saw the new ones.
+func TestIndexPathsChanged(t *testing.T) {
+	trustClock(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a", "x.yaml"), markedOutside)
+	writeFile(t, filepath.Join(dir, "b", "y.yaml"), strings.Replace(markedOutside, "image:", "other:", 1))
+	ctx := context.Background()
+	opts := Options{Root: dir, Images: map[string]Image{"apps:app": {Repository: "ghcr.io/acme/app", Tag: "1.5.0"}}}
+	ix := NewIndex(ByBlob, opts)
+	for _, paths := range [][]string{{"a"}, {"b"}, {"a", "b"}} {
+		opts.Paths = paths
+		io := opts
+		io.Index = ix
+		if err := ix.Scan(ctx, io); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Apply(ctx, io)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Apply(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want.Markers) != len(paths) {
+			t.Fatalf("paths %q: the full Apply found %d markers, want %d: the test checks nothing", paths, len(want.Markers), len(paths))
+		}
+		if diff := cmp.Diff(normal(got), normal(want)); diff != "" {
+			t.Errorf("paths %q: the indexed Apply differs from the full one (-indexed +full):\n%s", paths, diff)
 		}
 	}
 }
