@@ -917,6 +917,36 @@ func TestPruneIndexes(t *testing.T) {
 	}
 }
 
+// TestSaveRemovesStaleTemps: a save removes the temporary files that
+// killed saves of the same index left, an hour old or more, and leaves a
+// younger one (another process's save in progress) and other indexes'.
+// A working copy's index, which serve saves, has no PruneIndexes.
+func TestSaveRemovesStaleTemps(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "markers")
+	for name, age := range map[string]time.Duration{
+		"markers.tmp-1": 3 * time.Hour, "markers.tmp-2": time.Minute, "other.tmp-3": 3 * time.Hour,
+	} {
+		p := filepath.Join(dir, name)
+		writeFile(t, p, "x")
+		at := time.Now().Add(-age)
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := NewIndex(ByBlob, Options{}).Save(path); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if want := []string{"markers", "markers.tmp-2", "other.tmp-3"}; !slices.Equal(left, want) {
+		t.Errorf("left %v, want %v", left, want)
+	}
+}
+
 // TestIndexPaths: the files in path order, kept while they hold and
 // sorted again once files come or go, whatever their count.
 func TestIndexPaths(t *testing.T) {

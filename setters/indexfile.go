@@ -170,6 +170,7 @@ func (ix *Index) Save(path string) error {
 		os.Remove(tmp)
 		return fmt.Errorf("saving the marker index: %w", err)
 	}
+	removeStaleTemps(path)
 	ix.dirty = false
 	// What ReloadIndex compares; a file replaced between the rename and
 	// this stat is one the caller's lock on path should have kept out.
@@ -487,6 +488,19 @@ func decodeError(d *decoder) error {
 			d.err = fmt.Errorf("unknown problem kind %d", k)
 		}
 		return errors.New("unknown problem")
+	}
+}
+
+// removeStaleTemps removes the temporary files that saves of path killed
+// before their rename left, an hour old at least (a save running beside
+// this one, of another process, is younger). A working copy's index has
+// no PruneIndexes to do it.
+func removeStaleTemps(path string) {
+	temps, _ := filepath.Glob(path + ".tmp-*")
+	for _, p := range temps {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > time.Hour {
+			_ = os.Remove(p)
+		}
 	}
 }
 
