@@ -735,16 +735,16 @@ func (r *Repo) openExisting() (*git.Repository, string, bool) {
 	// fetch's, a commit's, a fold's): one killed meanwhile leaves its
 	// part, which a crash loop would pile up until a fold, perhaps months
 	// away, removed it.
-	if temps, _ := filepath.Glob(filepath.Join(r.dir, ".git", "objects", "pack", "tmp_*")); len(temps) > 0 {
-		removed := 0
-		for _, p := range temps {
-			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && os.Remove(p) == nil {
-				removed++
-			}
+	packDir := filepath.Join(r.dir, ".git", "objects", "pack")
+	entries, _ := os.ReadDir(packDir)
+	removed := 0
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "tmp_") && e.Type().IsRegular() && os.Remove(filepath.Join(packDir, e.Name())) == nil {
+			removed++
 		}
-		if removed > 0 {
-			r.log.Info("removed the partial pack files an interrupted cycle left", "files", removed, "workdir", r.dir)
-		}
+	}
+	if removed > 0 {
+		r.log.Info("removed the partial pack files an interrupted cycle left", "files", removed, "workdir", r.dir)
 	}
 	packs, err := filepath.Glob(filepath.Join(r.dir, ".git", "objects", "pack", "*.pack"))
 	if err == nil && len(packs) > maxPacks {

@@ -280,6 +280,11 @@ var zlibReaders sync.Pool
 // bounded by maxPackedRead: a larger one is errNotWhole, and so is a
 // delta when wholeOnly is set, before its data is inflated.
 func readStoredEntry(f io.ReaderAt, off int64, wholeOnly bool) (storedPackEntry, error) {
+	return readStoredEntryUpTo(f, off, wholeOnly, maxPackedRead)
+}
+
+// readStoredEntryUpTo is readStoredEntry with its own size bound.
+func readStoredEntryUpTo(f io.ReaderAt, off int64, wholeOnly bool, limit uint64) (storedPackEntry, error) {
 	var e storedPackEntry
 	br := bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 512)
 	c, err := br.ReadByte()
@@ -330,7 +335,7 @@ func readStoredEntry(f io.ReaderAt, off int64, wholeOnly bool) (storedPackEntry,
 	default:
 		return e, fmt.Errorf("unknown object type %d", e.t)
 	}
-	if size > maxPackedRead {
+	if size > limit {
 		return e, errNotWhole
 	}
 	zr, _ := zlibReaders.Get().(io.ReadCloser)

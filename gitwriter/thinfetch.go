@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -152,7 +155,29 @@ func (r *Repo) thinSession(ctx context.Context, branch string, have plumbing.Has
 	case req.Capabilities.Supports(capability.Sideband):
 		pack = sideband.NewDemuxer(sideband.Sideband, resp)
 	}
-	if err := r.storeThin(pack); err != nil {
+	// The pack goes to a file first: an error reading it is the
+	// network's (reported as such, with no second fetch), and the
+	// parser, given a file, reads deltas again from it instead of
+	// keeping them all in memory.
+	tmp, err := os.CreateTemp(filepath.Join(r.objects, "pack"), "tmp_thin_")
+	if err != nil {
+		return plumbing.ZeroHash, &thinStoreError{err}
+	}
+	defer func() {
+		tmp.Close()
+		os.Remove(tmp.Name())
+	}()
+	if _, err := io.Copy(tmp, pack); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return plumbing.ZeroHash, &thinStoreError{err}
+		}
+		return plumbing.ZeroHash, err
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return plumbing.ZeroHash, &thinStoreError{err}
+	}
+	if err := r.storeThin(tmp); err != nil {
 		return plumbing.ZeroHash, err
 	}
 	for _, s := range resp.Shallows {
@@ -241,7 +266,8 @@ func (s *packSink) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbi
 	if err := s.w.bw.Flush(); err != nil {
 		return nil, err
 	}
-	e, err := readStoredEntry(s.w.f, off, true)
+	// Its own entries are whole, of the size the parser gave them.
+	e, err := readStoredEntryUpTo(s.w.f, off, true, math.MaxUint64)
 	if err != nil {
 		return nil, fmt.Errorf("reading object %s back from the pack being written: %w", h, err)
 	}

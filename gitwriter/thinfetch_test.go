@@ -5,9 +5,15 @@ import (
 	"context"
 	"crypto/rand"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
@@ -155,4 +161,79 @@ func dirBytes(t testing.TB, dir string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestThinFetchCutOff: a connection that breaks while the thin pack comes
+// is the network's failure: the fetch fails with it, and is not done again
+// as a whole-tree fetch (which would spend a second timeout); nothing of
+// the partial pack stays, and the next Open fetches the change.
+func TestThinFetchCutOff(t *testing.T) {
+	files := map[string]string{"clusters/app.yaml": "image: app:1.0.0\n", "blobs/a": string(randomBytes(t, 1<<20))}
+	bare := testgit.NewBare(t, files)
+	hs := testgit.StartHTTP(t, bare, false)
+	target, err := url.Parse(hs.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target.Path = ""
+	var cut atomic.Bool
+	var uploads atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
+			httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+			return
+		}
+		uploads.Add(1)
+		if !cut.Load() {
+			httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+			return
+		}
+		// The answer's first bytes, then a broken connection.
+		rec := httptest.NewRecorder()
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(rec, r)
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		body := rec.Body.Bytes()
+		_, _ = w.Write(body[:min(len(body), 300)])
+		w.(http.Flusher).Flush()
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(proxy.Close)
+	wd := t.TempDir()
+	opts := Options{URL: proxy.URL + target.Path + strings.TrimPrefix(hs.URL, "http://"+target.Host), Workdir: wd}
+	open := func() error {
+		r, err := Open(context.Background(), opts)
+		if err != nil {
+			return err
+		}
+		return r.Close()
+	}
+	if err := open(); err != nil {
+		t.Fatal(err)
+	}
+	testgit.Commit(t, bare, "main", map[string]string{"clusters/app.yaml": "image: app:1.1.0\n", "blobs/b": string(randomBytes(t, 64<<10))}, nil, "bump")
+	cut.Store(true)
+	uploads.Store(0)
+	err = open()
+	if err == nil {
+		t.Fatal("Open succeeded over a connection cut in the middle of the pack")
+	}
+	if n := uploads.Load(); n != 1 {
+		t.Errorf("%d fetch requests after the cut, want 1 (no whole-tree fetch after a network error): %v", n, err)
+	}
+	if temps, _ := filepath.Glob(filepath.Join(wd, ".git", "objects", "pack", "tmp_*")); len(temps) > 0 {
+		t.Errorf("partial files left: %v", temps)
+	}
+	cut.Store(false)
+	if err := open(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(wd, "clusters", "app.yaml")); string(got) != "image: app:1.1.0\n" {
+		t.Errorf("after the connection came back, app.yaml = %q", got)
+	}
 }

@@ -303,6 +303,9 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			t.pause(min(d, t.maxPause))
 		}
 	}
+	// A body its reader never closes gives its place back at the
+	// request's deadline, not never.
+	context.AfterFunc(rctx, hold.release)
 	resp.Body = &releasingBody{
 		rc:      resp.Body,
 		parent:  ctx,

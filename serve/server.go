@@ -86,8 +86,8 @@ type Options struct {
 	UnreadyAfter time.Duration
 	// Concurrency bounds the cycles running at once. Zero:
 	// DefaultConcurrency. A cycle running past DefaultSlowAfter may give
-	// its place to another, so that up to Concurrency-1 slow cycles run
-	// beside Concurrency others.
+	// its place to another, so that up to max(1, Concurrency-1) slow
+	// cycles run beside Concurrency others.
 	Concurrency int
 	// Debounce is how long a Trigger waits for more triggers of the same
 	// target before the cycle starts. Zero: DefaultDebounce. Negative: no

@@ -462,7 +462,7 @@ func TestServeSlowTargetsLeaveASlot(t *testing.T) {
 				all[name] = true
 			}
 			waitStart(all)
-			time.Sleep(200 * time.Millisecond) // every hanging cycle is slow by now
+			f.clock.WaitTimers(t, 1) // the healthy target's next cycle
 			f.clock.Advance(time.Minute)
 			waitStart(map[string]bool{healthy: true})
 		})

@@ -496,10 +496,14 @@ func decodeError(d *decoder) error {
 // this one, of another process, is younger). A working copy's index has
 // no PruneIndexes to do it.
 func removeStaleTemps(path string) {
-	temps, _ := filepath.Glob(path + ".tmp-*")
-	for _, p := range temps {
-		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > time.Hour {
-			_ = os.Remove(p)
+	dir, prefix := filepath.Dir(path), filepath.Base(path)+".tmp-"
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), prefix) || !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Hour {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
 }
