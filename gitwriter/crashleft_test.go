@@ -1,7 +1,6 @@
 package gitwriter
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,17 +16,7 @@ func TestOpenRemovesPartialPacks(t *testing.T) {
 	bare := testgit.NewBare(t, seed)
 	wd := t.TempDir()
 	opts := Options{URL: fileURL(bare), Workdir: wd}
-	open := func() {
-		t.Helper()
-		r, err := Open(context.Background(), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	open()
+	openClose(t, opts)
 	packDir := filepath.Join(wd, ".git", "objects", "pack")
 	left := []string{"tmp_pack_3507458405", "tmp_idx_12"}
 	for _, name := range left {
@@ -35,7 +24,7 @@ func TestOpenRemovesPartialPacks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	open()
+	openClose(t, opts)
 	for _, name := range left {
 		if _, err := os.Lstat(filepath.Join(packDir, name)); !os.IsNotExist(err) {
 			t.Errorf("%s is still there after Open (%v)", name, err)

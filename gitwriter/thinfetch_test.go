@@ -84,21 +84,11 @@ func TestFetchSendsWhatChanged(t *testing.T) {
 			wd := t.TempDir()
 			var logs bytes.Buffer
 			opts := Options{URL: rm.url, Auth: rm.auth, Workdir: wd, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-			open := func() {
-				t.Helper()
-				r, err := Open(context.Background(), opts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := r.Close(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			open()
+			openClose(t, opts)
 			for _, st := range steps {
 				st.move(t)
 				before := dirBytes(t, filepath.Join(wd, ".git", "objects"))
-				open()
+				openClose(t, opts)
 				grew := dirBytes(t, filepath.Join(wd, ".git", "objects")) - before
 				if grew > st.limit {
 					t.Errorf("%s: the store grew by %d bytes, want at most %d", st.name, grew, st.limit)
@@ -120,6 +110,18 @@ func TestFetchSendsWhatChanged(t *testing.T) {
 		})
 		// The next remote starts from the same history.
 		testgit.Git(t, bare, "update-ref", "refs/heads/main", start)
+	}
+}
+
+// openClose opens the working copy opts describe, fetching, and closes it.
+func openClose(t testing.TB, opts Options) {
+	t.Helper()
+	r, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

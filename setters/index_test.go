@@ -768,17 +768,7 @@ func TestIndexUpdateOutsidePaths(t *testing.T) {
 	if err := ix.Scan(ctx, io); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Apply(ctx, io)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := Apply(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(normal(got), normal(want)); diff != "" {
-		t.Errorf("the indexed Apply differs from the full one (-indexed +full):\n%s", diff)
-	}
+	got, _ := appliedAsFull(t, "a commit outside the paths", io, opts)
 	for _, m := range got.Markers {
 		if !strings.HasPrefix(m.File, "app/") {
 			t.Errorf("marker in %s reported by a run limited to app", m.File)
@@ -809,21 +799,29 @@ func TestIndexPathsChanged(t *testing.T) {
 		if err := ix.Scan(ctx, io); err != nil {
 			t.Fatal(err)
 		}
-		got, err := Apply(ctx, io)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := Apply(ctx, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, want := appliedAsFull(t, fmt.Sprintf("paths %q", paths), io, opts)
 		if len(want.Markers) != len(paths) {
 			t.Fatalf("paths %q: the full Apply found %d markers, want %d: the test checks nothing", paths, len(want.Markers), len(paths))
 		}
-		if diff := cmp.Diff(normal(got), normal(want)); diff != "" {
-			t.Errorf("paths %q: the indexed Apply differs from the full one (-indexed +full):\n%s", paths, diff)
-		}
 	}
+}
+
+// appliedAsFull runs Apply with indexed (which has an Index) and with
+// full, and fails the test, saying what, when their results differ.
+func appliedAsFull(t *testing.T, what string, indexed, full Options) (got, want *Result) {
+	t.Helper()
+	got, err := Apply(context.Background(), indexed)
+	if err != nil {
+		t.Fatalf("%s: indexed Apply: %v", what, err)
+	}
+	want, err = Apply(context.Background(), full)
+	if err != nil {
+		t.Fatalf("%s: full Apply: %v", what, err)
+	}
+	if diff := cmp.Diff(normal(got), normal(want)); diff != "" {
+		t.Errorf("%s: the indexed Apply differs from the full one (-indexed +full):\n%s", what, diff)
+	}
+	return got, want
 }
 
 // TestIndexUnreadableReadAgain: a ByBlob index reads only what later
