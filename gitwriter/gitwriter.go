@@ -823,47 +823,57 @@ func (r *Repo) fetch(ctx context.Context) error {
 	// whether it has it, and a bump commit with a long message is slow
 	// to read: when the remote's branch is where it was fetched last and
 	// the commit is in the store, that one request is all a fetch does.
-	if tracked, err := r.repo.Reference(r.trackingRef(r.branch), true); err == nil && !r.deepens() {
-		remote, err := r.repo.Remote(remoteName)
-		if err != nil {
-			return err
-		}
-		h, err := r.lsBranch(ctx, "fetching", remote, r.branch)
-		if err != nil {
-			return err
-		}
-		if hasObject(r.repo, r.objects, tracked.Hash()) {
-			if h == tracked.Hash() {
-				r.head = h
-				return nil
-			}
-			if r.opts.Depth == 1 && !h.IsZero() {
-				h, err := r.fetchThin(ctx, r.branch, tracked.Hash())
-				var se *thinStoreError
-				switch {
-				case err == nil:
-					if h != r.head {
-						r.log.Debug("fetched", "head", h.String(), "thin", true)
-					}
-					r.head = h
-					return nil
-				case errors.As(err, &se):
-					r.log.Warn("the fetched objects could not be stored as they came; fetching the whole tree", "err", err)
-				case !errors.Is(err, errThinUnsupported):
-					return err
-				}
-			}
-		}
-	}
-	h, err := r.fetchBranch(ctx, r.branch, r.opts.Depth)
+	h, fetched, err := r.fetchKnown(ctx)
 	if err != nil {
 		return err
+	}
+	if !fetched {
+		if h, err = r.fetchBranch(ctx, r.branch, r.opts.Depth); err != nil {
+			return err
+		}
 	}
 	if h != r.head {
 		r.log.Debug("fetched", "head", h.String())
 	}
 	r.head = h
 	return nil
+}
+
+// fetchKnown is the fetch of a working copy that holds the commit its
+// tracking ref names: one request when the remote's branch has not moved,
+// a thin fetch (shallow copies, http and ssh) when it has. It reports
+// fetched false when fetchBranch is to do the fetch.
+func (r *Repo) fetchKnown(ctx context.Context) (h plumbing.Hash, fetched bool, err error) {
+	tracked, err := r.repo.Reference(r.trackingRef(r.branch), true)
+	if err != nil || r.deepens() {
+		return plumbing.ZeroHash, false, nil
+	}
+	remote, err := r.repo.Remote(remoteName)
+	if err != nil {
+		return plumbing.ZeroHash, false, err
+	}
+	h, err = r.lsBranch(ctx, "fetching", remote, r.branch)
+	if err != nil || !hasObject(r.repo, r.objects, tracked.Hash()) {
+		return plumbing.ZeroHash, false, err
+	}
+	if h == tracked.Hash() {
+		r.head = h // nothing fetched, nothing to log
+		return h, true, nil
+	}
+	if r.opts.Depth != 1 || h.IsZero() {
+		return plumbing.ZeroHash, false, nil
+	}
+	h, err = r.fetchThin(ctx, r.branch, tracked.Hash())
+	var se *thinStoreError
+	switch {
+	case err == nil:
+		return h, true, nil
+	case errors.As(err, &se):
+		r.log.Warn("the fetched objects could not be stored as they came; fetching the whole tree", "err", err)
+	case !errors.Is(err, errThinUnsupported):
+		return plumbing.ZeroHash, false, err
+	}
+	return plumbing.ZeroHash, false, nil
 }
 
 // fetchBranch fetches the remote's branch into its remote-tracking ref,

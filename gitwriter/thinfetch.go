@@ -118,7 +118,8 @@ func (r *Repo) thinSession(ctx context.Context, branch string, have plumbing.Has
 	}
 	head := ref.Hash()
 	if head == have {
-		return head, r.setTracking(branch, head)
+		// Moved back since it was listed: the tracking ref holds it.
+		return head, nil
 	}
 
 	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
