@@ -736,18 +736,23 @@ func (r *Repo) openExisting() (*git.Repository, string, bool) {
 	// part, which a crash loop would pile up until a fold, perhaps months
 	// away, removed it.
 	packDir := filepath.Join(r.dir, ".git", "objects", "pack")
-	entries, _ := os.ReadDir(packDir)
+	entries, _ := os.ReadDir(packDir) // in name order, as a glob's
 	removed := 0
+	var packs []string
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "tmp_") && e.Type().IsRegular() && os.Remove(filepath.Join(packDir, e.Name())) == nil {
-			removed++
+		switch name := e.Name(); {
+		case strings.HasPrefix(name, "tmp_") && e.Type().IsRegular():
+			if os.Remove(filepath.Join(packDir, name)) == nil {
+				removed++
+			}
+		case strings.HasSuffix(name, ".pack"):
+			packs = append(packs, filepath.Join(packDir, name))
 		}
 	}
 	if removed > 0 {
 		r.log.Info("removed the partial pack files an interrupted cycle left", "files", removed, "workdir", r.dir)
 	}
-	packs, err := filepath.Glob(filepath.Join(r.dir, ".git", "objects", "pack", "*.pack"))
-	if err == nil && len(packs) > maxPacks {
+	if len(packs) > maxPacks {
 		return nil, fmt.Sprintf("it has collected %d pack files", len(packs)), true
 	}
 	if reason := r.storeGrown(packs); reason != "" {
