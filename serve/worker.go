@@ -229,12 +229,17 @@ func (w *worker) loop() {
 		if !w.takeSlot(failing) {
 			return
 		}
-		slow := w.slowWatch(failing)
-		w.run(why)
-		if !slow() {
-			<-s.slots
+		moved := func() bool { return false }
+		if !failing {
+			moved = w.slowWatch()
 		}
-		if failing || slow() {
+		w.run(why)
+		if moved() {
+			<-s.failSlots
+			continue
+		}
+		<-s.slots
+		if failing {
 			<-s.failSlots
 		}
 	}
@@ -252,12 +257,9 @@ const DefaultSlowAfter = 10 * time.Second
 // server that stops answering) cannot hold every slot until their
 // timeouts; at most all slots but one are held by the slow and failing
 // together, beside the slots of the others. The returned function, called
-// once the cycle ended, reports whether the cycle moved (and so holds a
+// once, after the cycle, reports whether the cycle moved (and so holds a
 // failing slot and no slot).
-func (w *worker) slowWatch(failing bool) (moved func() bool) {
-	if failing {
-		return func() bool { return false }
-	}
+func (w *worker) slowWatch() (moved func() bool) {
 	s := w.s
 	done := make(chan struct{})
 	result := make(chan bool, 1)
@@ -278,14 +280,9 @@ func (w *worker) slowWatch(failing bool) (moved func() bool) {
 		}
 		result <- false
 	}()
-	var once sync.Once
-	var did bool
 	return func() bool {
-		once.Do(func() {
-			close(done)
-			did = <-result
-		})
-		return did
+		close(done)
+		return <-result
 	}
 }
 
