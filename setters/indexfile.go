@@ -496,13 +496,29 @@ func decodeError(d *decoder) error {
 // this one, of another process, is younger). A working copy's index has
 // no PruneIndexes to do it.
 func removeStaleTemps(path string) {
-	dir, prefix := filepath.Dir(path), filepath.Base(path)+".tmp-"
+	prefix := filepath.Base(path) + ".tmp-"
+	pruneFiles(filepath.Dir(path), func(name string) time.Duration {
+		if strings.HasPrefix(name, prefix) {
+			return tempMaxAge
+		}
+		return -1
+	})
+}
+
+// tempMaxAge is the age past which a save's temporary file is taken for
+// the leftover of a killed save.
+const tempMaxAge = time.Hour
+
+// pruneFiles removes each regular file of dir that is older than what
+// maxAge says for its name (a negative age keeps it). Errors are ignored.
+func pruneFiles(dir string, maxAge func(name string) time.Duration) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), prefix) || !e.Type().IsRegular() {
+		limit := maxAge(e.Name())
+		if limit < 0 || !e.Type().IsRegular() {
 			continue
 		}
-		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Hour {
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > limit {
 			_ = os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
@@ -515,21 +531,10 @@ func removeStaleTemps(path string) {
 // grow with every checkout ever scanned, such as a CI job's temporary
 // folders. Errors are ignored: it is a cache.
 func PruneIndexes(dir string, maxAge time.Duration) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
+	pruneFiles(dir, func(name string) time.Duration {
+		if strings.Contains(name, ".tmp-") {
+			return min(maxAge, tempMaxAge)
 		}
-		fi, err := e.Info()
-		if err != nil {
-			continue
-		}
-		age := time.Since(fi.ModTime())
-		if age > maxAge || (strings.Contains(e.Name(), ".tmp-") && age > time.Hour) {
-			_ = os.Remove(filepath.Join(dir, e.Name()))
-		}
-	}
+		return maxAge
+	})
 }
