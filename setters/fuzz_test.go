@@ -37,19 +37,9 @@ func FuzzApply(f *testing.F) {
 		known := func(p string) bool { return p == "apps:fuzz" || goldenKnown(p) }
 		out := rewrite("f.yaml", src, env{images: images, known: known})
 		checkEdits(t, src, out)
-		// The cycle asks registries only for the policies scanReferences
-		// finds: it must find every marker the parse finds.
 		refs := References{}
 		scanReferences(src, func(p string) { refs[p]++ })
-		found := References{}
-		for _, m := range out.markers {
-			found[m.Policy]++
-		}
-		for p, n := range found {
-			if refs[p] < n {
-				t.Fatalf("scanReferences counts %d markers of %s, the parse found %d", refs[p], p, n)
-			}
-		}
+		checkCovers(t, refs, out.markers)
 		for _, p := range out.problems {
 			// A verification failure means the splice or the quoting is
 			// wrong: it must never happen.
