@@ -411,13 +411,7 @@ func TestIndexRacy(t *testing.T) {
 	// A change that keeps the size is seen by its stat data.
 	racyNow = func() time.Time { return now.Add(time.Hour) }
 	writeFile(t, filepath.Join(dir, "b.yaml"), "plain: y\n")
-	if err := ix.Scan(ctx, opts); err != nil {
-		t.Fatal(err)
-	}
-	res, err := Apply(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := scanApply(t, ix, opts)
 	if res.FilesRead != 1 {
 		t.Errorf("after an edit of one file, read %d files, want 1", res.FilesRead)
 	}
@@ -464,13 +458,7 @@ func TestIndexRacySaved(t *testing.T) {
 			t.Fatalf("%s: LoadIndex = %d files, reason %q; want the 2 saved", tt.name, loaded.Files(), reason)
 		}
 		opts.Index = loaded
-		if err := loaded.Scan(ctx, opts); err != nil {
-			t.Fatal(err)
-		}
-		res, err := Apply(ctx, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := scanApply(t, loaded, opts)
 		if res.FilesRead != tt.wantRead {
 			t.Errorf("%s: read %d files, want %d", tt.name, res.FilesRead, tt.wantRead)
 		}
@@ -532,13 +520,7 @@ func TestIndexStale(t *testing.T) {
 	ix = ix.Clone()
 	opts.Index = ix
 	opts.Images["apps:app"] = Image{Repository: "ghcr.io/acme/app", Tag: "1.5.0"}
-	if err := ix.Scan(ctx, opts); err != nil {
-		t.Fatal(err)
-	}
-	res, err := Apply(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := scanApply(t, ix, opts)
 	if diff := cmp.Diff(res.Stale, []string{"a.yaml"}); diff != "" {
 		t.Errorf("Stale (-got +want):\n%s", diff)
 	}
@@ -702,18 +684,11 @@ func TestIndexSymlinkUnsupported(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "a.yaml"), markedOutside)
 	writeFile(t, filepath.Join(dir, "b.yaml"), "plain: x\n")
 	symlink(t, "a.yaml", filepath.Join(dir, "link.yaml"))
-	ctx := context.Background()
 	opts := Options{Root: dir, Images: map[string]Image{"apps:app": {Repository: "ghcr.io/acme/app", Tag: "1.4.2"}}}
 	ix := NewIndex(ByBlob, opts)
 	opts.Index = ix
 	for i := range 2 {
-		if err := ix.Scan(ctx, opts); err != nil {
-			t.Fatal(err)
-		}
-		res, err := Apply(ctx, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := scanApply(t, ix, opts)
 		if ix.Built() || res.FilesRead != 2 {
 			t.Errorf("run %d with a symlink: built %v, read %d files; want a full scan of 2", i, ix.Built(), res.FilesRead)
 		}
@@ -723,13 +698,7 @@ func TestIndexSymlinkUnsupported(t *testing.T) {
 	}
 	ix.Update("h2", []FileChange{{Path: "link.yaml", Old: "x", Symlink: true}}, nil)
 	for i := range 2 {
-		if err := ix.Scan(ctx, opts); err != nil {
-			t.Fatal(err)
-		}
-		res, err := Apply(ctx, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := scanApply(t, ix, opts)
 		want := 2
 		if i > 0 {
 			want = 0
@@ -842,17 +811,10 @@ func TestIndexUnreadableReadAgain(t *testing.T) {
 		return readFileKey(path, buf, limit, key)
 	}
 	t.Cleanup(func() { scanReadFile = readFileKey })
-	ctx := context.Background()
 	opts := Options{Root: dir, Write: true, Images: map[string]Image{"apps:app": {Repository: "ghcr.io/acme/app", Tag: "1.5.0"}}}
 	ix := NewIndex(ByBlob, opts)
 	opts.Index = ix
-	if err := ix.Scan(ctx, opts); err != nil {
-		t.Fatal(err)
-	}
-	res, err := Apply(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := scanApply(t, ix, opts)
 	if len(res.Problems) == 0 {
 		t.Fatalf("b.yaml could not be read: no problem reported")
 	}
@@ -861,12 +823,7 @@ func TestIndexUnreadableReadAgain(t *testing.T) {
 	}
 	// b.yaml becomes readable; no commit reports it.
 	scanReadFile = readFileKey
-	if err := ix.Scan(ctx, opts); err != nil {
-		t.Fatal(err)
-	}
-	if res, err = Apply(ctx, opts); err != nil {
-		t.Fatal(err)
-	}
+	res = scanApply(t, ix, opts)
 	if !slices.Contains(res.FilesChanged, "b.yaml") {
 		t.Errorf("b.yaml, readable now, was not edited: changed %v, problems %v", res.FilesChanged, problemLines(res.Problems))
 	}
@@ -1015,4 +972,18 @@ func TestScansAll(t *testing.T) {
 			t.Errorf("%s: ScansAll = %v, want %v", tt.name, got, tt.want)
 		}
 	}
+}
+
+// scanApply scans with ix and applies with opts, which uses ix, failing
+// the test on an error of either.
+func scanApply(t *testing.T, ix *Index, opts Options) *Result {
+	t.Helper()
+	if err := ix.Scan(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
