@@ -862,11 +862,7 @@ func TestPruneIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	PruneIndexes(dir, 30*24*time.Hour)
-	var left []string
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		left = append(left, e.Name())
-	}
+	left := dirNames(t, dir)
 	if want := []string{"fresh", "fresh.tmp-1", "used"}; !slices.Equal(left, want) {
 		t.Errorf("left %v, want %v", left, want)
 	}
@@ -892,11 +888,7 @@ func TestSaveRemovesStaleTemps(t *testing.T) {
 	if err := NewIndex(ByBlob, Options{}).Save(path); err != nil {
 		t.Fatal(err)
 	}
-	var left []string
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		left = append(left, e.Name())
-	}
+	left := dirNames(t, dir)
 	if want := []string{"markers", "markers.tmp-2", "other.tmp-3"}; !slices.Equal(left, want) {
 		t.Errorf("left %v, want %v", left, want)
 	}
@@ -986,4 +978,18 @@ func scanApply(t *testing.T, ix *Index, opts Options) *Result {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// dirNames returns the names in dir, in order.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }
