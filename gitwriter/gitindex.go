@@ -265,13 +265,25 @@ func encodeIndexEntry(c indexChange, version uint32) []byte {
 // writeIndexFile replaces the index file at path with data, through
 // index.lock as git does.
 func writeIndexFile(path string, data []byte) error {
+	err := replaceLocked(path, data)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("locking the index: %s.lock exists: is a git command running in the working copy? (a lock left by an interrupted cycle is removed when the working copy is next opened)", path)
+	case err != nil:
+		return fmt.Errorf("writing the index: %w", err)
+	}
+	return nil
+}
+
+// replaceLocked replaces the file at path with data as git replaces its
+// own files: it writes path.lock, made only if absent (an error wrapping
+// fs.ErrExist otherwise), and renames it over path. Nothing is left
+// behind on an error.
+func replaceLocked(path string, data []byte) error {
 	lock := path + ".lock"
 	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("locking the index: %s exists: is a git command running in the working copy? (a lock left by an interrupted cycle is removed when the working copy is next opened)", lock)
-	}
 	if err != nil {
-		return fmt.Errorf("locking the index: %w", err)
+		return err
 	}
 	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
@@ -282,9 +294,8 @@ func writeIndexFile(path string, data []byte) error {
 	}
 	if err != nil {
 		os.Remove(lock)
-		return fmt.Errorf("writing the index: %w", err)
 	}
-	return nil
+	return err
 }
 
 // checkIndex checks that the index file of the working copy at dir can

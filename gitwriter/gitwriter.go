@@ -728,8 +728,11 @@ func (r *Repo) openExisting() (*git.Repository, string, bool) {
 	// and renaming it. The state file, removed before any change, already
 	// makes this Open check the worktree; the lock would only block every
 	// later commit.
-	if err := os.Remove(filepath.Join(r.dir, ".git", "index.lock")); err == nil {
-		r.log.Info("removed the index.lock an interrupted cycle left", "workdir", r.dir)
+	// So is a shallow.lock.
+	for _, lock := range []string{"index.lock", "shallow.lock"} {
+		if err := os.Remove(filepath.Join(r.dir, ".git", lock)); err == nil {
+			r.log.Info("removed the "+lock+" an interrupted cycle left", "workdir", r.dir)
+		}
 	}
 	// The same holds for the temporary files of a pack being written (a
 	// fetch's, a commit's, a fold's): one killed meanwhile leaves its
@@ -896,7 +899,14 @@ func (r *Repo) fetchBranch(ctx context.Context, branch string, depth int) (plumb
 			Force:        true,
 		})
 	})
-	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+	switch {
+	case err == nil && depth > 0:
+		// go-git added the new boundary to the shallow list and kept
+		// every old one.
+		if err := r.pruneShallow(); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	case err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate):
 		return plumbing.ZeroHash, err
 	}
 	ref, err := r.repo.Reference(r.trackingRef(branch), true)

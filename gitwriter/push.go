@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -160,30 +159,12 @@ func (r *Repo) sendPack(ctx context.Context, sess transport.ReceivePackSession, 
 // ancestors in the local store, within maxAncestorWalk commits. A shallow
 // history ends the walk where the local store ends.
 func (r *Repo) isAncestor(anc, c plumbing.Hash) bool {
-	seen := map[plumbing.Hash]bool{}
-	queue := []plumbing.Hash{c}
-	for len(queue) > 0 && len(seen) < maxAncestorWalk {
-		h := queue[0]
-		queue = queue[1:]
-		if h == anc {
-			return true
-		}
-		if seen[h] {
-			continue
-		}
-		seen[h] = true
-		if s := r.store; s != nil && h == s.commit {
-			// Perhaps not stored yet (storeLater).
-			queue = append(queue, s.parent)
-			continue
-		}
-		co, err := object.GetCommit(r.repo.Storer, h)
-		if err != nil {
-			continue
-		}
-		queue = append(queue, co.ParentHashes...)
-	}
-	return false
+	found := false
+	r.walkAncestors([]plumbing.Hash{c}, func(h plumbing.Hash) bool {
+		found = found || h == anc
+		return found
+	})
+	return found
 }
 
 // maxRemoteText bounds what is kept of the server's side band: its end,

@@ -181,12 +181,13 @@ func (r *Repo) thinSession(ctx context.Context, branch string, have plumbing.Has
 	if err := r.storeThin(tmp); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	for _, s := range resp.Shallows {
-		if !slices.Contains(shallows, s) {
-			shallows = append(shallows, s)
-		}
-	}
-	if err := r.repo.Storer.SetShallow(shallows); err != nil {
+	// The server's new boundary (the head, at depth 1) and the old
+	// entries still reached from a ref; one it deepened past is no
+	// longer a boundary.
+	shallows = slices.DeleteFunc(append(shallows, resp.Shallows...), func(h plumbing.Hash) bool {
+		return slices.Contains(resp.Unshallows, h)
+	})
+	if err := r.setShallow(shallows, head); err != nil {
 		return plumbing.ZeroHash, &thinStoreError{err}
 	}
 	return head, r.setTracking(branch, head)

@@ -1,0 +1,137 @@
+package gitwriter
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// Keeping the shallow list to the commits that matter.
+//
+// A shallow working copy's .git/shallow lists the commits it holds
+// without their parents, and every fetch sends the whole list to the
+// server. Each fetch of depth 1 adds the new head; the old heads stay
+// listed (git drops them only at gc, which imagebump never runs), so a
+// working copy that fetched 50 heads a day sent a megabyte of them with
+// each fetch after a year, and the server looked each one up.
+//
+// After a fetch, setShallow keeps the entries a walk from the store's refs
+// reaches before any other entry: the boundaries of the history a ref
+// names. An old head no ref reaches any more goes, as git's gc drops it;
+// its objects stay in the store until a fold or a fresh clone, and
+// nothing walks from it. The file is written as git writes it, to
+// shallow.lock and renamed.
+
+// setShallow replaces the store's shallow list with the entries of list
+// that a walk from the store's refs, and from tips, reaches: a walk stops
+// at an entry, and at a commit the store lacks. When the walk would pass
+// maxAncestorWalk commits (a deep history), list is kept whole.
+func (r *Repo) setShallow(list []plumbing.Hash, tips ...plumbing.Hash) error {
+	listed := make(map[plumbing.Hash]bool, len(list))
+	var unique []plumbing.Hash
+	for _, h := range list {
+		if !listed[h] {
+			listed[h] = true
+			unique = append(unique, h)
+		}
+	}
+	refs, err := r.repo.Storer.IterReferences()
+	if err != nil {
+		return err
+	}
+	err = refs.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Type() == plumbing.HashReference {
+			tips = append(tips, ref.Hash())
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var keep []plumbing.Hash
+	whole := r.walkAncestors(tips, func(h plumbing.Hash) bool {
+		if listed[h] {
+			keep = append(keep, h)
+			listed[h] = false // kept once
+			return true
+		}
+		return false
+	})
+	if !whole {
+		keep = unique
+	}
+	return writeShallow(filepath.Join(filepath.Dir(r.objects), "shallow"), keep)
+}
+
+// pruneShallow drops the entries of the shallow list that no ref reaches.
+func (r *Repo) pruneShallow() error {
+	list, err := r.repo.Storer.Shallow()
+	if err != nil {
+		return fmt.Errorf("reading the shallow file: %w", err)
+	}
+	if len(list) < 2 {
+		return nil
+	}
+	return r.setShallow(list)
+}
+
+// walkAncestors visits the commits reachable from tips, each once, in
+// breadth-first order: stop(h) true ends the walk's way through h (its
+// parents are not visited). A commit the store lacks ends its way too,
+// except the one storeLater is still writing, whose parent is known. It
+// reports false when it stopped after maxAncestorWalk commits.
+func (r *Repo) walkAncestors(tips []plumbing.Hash, stop func(plumbing.Hash) bool) bool {
+	seen := map[plumbing.Hash]bool{}
+	queue := tips
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
+		if seen[h] {
+			continue
+		}
+		if len(seen) == maxAncestorWalk {
+			return false
+		}
+		seen[h] = true
+		if stop(h) {
+			continue
+		}
+		if s := r.store; s != nil && h == s.commit {
+			queue = append(queue, s.parent)
+			continue
+		}
+		co, err := object.GetCommit(r.repo.Storer, h)
+		if err != nil {
+			continue
+		}
+		queue = append(queue, co.ParentHashes...)
+	}
+	return true
+}
+
+// writeShallow writes list as the shallow file at path, through a lock
+// file and a rename as git does; an empty list removes the file, as git
+// does (a history whose every root the store holds is not shallow).
+func writeShallow(path string, list []plumbing.Hash) error {
+	if len(list) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing the shallow file: %w", err)
+		}
+		return nil
+	}
+	var b bytes.Buffer
+	for _, h := range list {
+		b.WriteString(h.String())
+		b.WriteByte('\n')
+	}
+	if err := replaceLocked(path, b.Bytes()); err != nil {
+		return fmt.Errorf("writing the shallow file: %w", err)
+	}
+	return nil
+}

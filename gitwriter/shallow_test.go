@@ -1,0 +1,106 @@
+package gitwriter
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
+)
+
+// TestShallowListKeepsTheBoundary runs cycles on a reused shallow working
+// copy while someone else commits between them, and checks after each
+// that .git/shallow lists the tracked head's boundary and at most one
+// other commit, however many heads were fetched: before, it gained an
+// entry per fetch, and each fetch sent them all. Real git must find the
+// store whole after each cycle (git fsck reads the shallow file: a
+// boundary dropped while a ref still reaches it is a missing parent).
+// The thin fetch (git http-backend) and go-git's fetch (a file:// remote,
+// served in-process) both keep it short. A shallow.lock a killed cycle
+// left is removed by the next Open.
+func TestShallowListKeepsTheBoundary(t *testing.T) {
+	for _, remote := range []string{"http", "file"} {
+		t.Run(remote, func(t *testing.T) {
+			bare := testgit.NewBare(t, map[string]string{"clusters/app.yaml": "image: app:1.0.0\n"})
+			url := "file://" + filepath.ToSlash(bare)
+			if remote == "http" {
+				url = testgit.StartHTTP(t, bare, false).URL
+			}
+			wd := t.TempDir()
+			opts := Options{URL: url, Workdir: wd}
+			shallowFile := filepath.Join(wd, ".git", "shallow")
+			var fetched []string
+			for i := range 6 {
+				testgit.Commit(t, bare, "main", map[string]string{"clusters/app.yaml": fmt.Sprintf("image: app:1.%d.0\n", i+1)}, nil, "theirs")
+				if i == 3 {
+					if err := os.WriteFile(shallowFile+".lock", []byte("left by a killed cycle\n"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r, err := Open(context.Background(), opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := r.Update(context.Background(), Update{Commit: Commit{AuthorName: "imagebump", AuthorEmail: "imagebump@example.invalid"}},
+					func(_ context.Context, dir string) ([]string, string, error) {
+						return []string{"ours.yaml"}, "ours", os.WriteFile(filepath.Join(dir, "ours.yaml"), []byte(fmt.Sprintf("n: %d\n", i)), 0o644)
+					})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !res.Pushed {
+					t.Fatalf("cycle %d pushed nothing", i)
+				}
+				// Our commit is the head; its parent, theirs, the
+				// boundary of the fetch.
+				theirs := testgit.Git(t, bare, "rev-parse", "refs/heads/main~1")
+				fetched = append(fetched, theirs)
+				list := shallowList(t, shallowFile)
+				if !slices.Contains(list, theirs) || len(list) > 2 {
+					t.Errorf("cycle %d: the shallow file lists %d commits %v, want %s and at most one other", i, len(list), list, theirs)
+				}
+				// Every head fetched so far listed again, the walk from
+				// the refs, through our commit, keeps theirs alone.
+				if err := r.setShallow(hashes(fetched)); err != nil {
+					t.Fatal(err)
+				}
+				if list := shallowList(t, shallowFile); !slices.Equal(list, []string{theirs}) {
+					t.Errorf("cycle %d: with every fetched head listed, setShallow kept %v, want [%s]", i, list, theirs)
+				}
+				if err := r.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if out, err := testgit.GitErr(t, wd, nil, "fsck", "--no-progress", "--no-dangling"); err != nil {
+					t.Fatalf("cycle %d: git fsck on the working copy: %v\n%s", i, err, out)
+				}
+				if _, err := os.Stat(shallowFile + ".lock"); err == nil {
+					t.Errorf("cycle %d: shallow.lock is still there", i)
+				}
+			}
+		})
+	}
+}
+
+// shallowList returns the commits the shallow file at path lists.
+func shallowList(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(data))
+}
+
+func hashes(hexes []string) []plumbing.Hash {
+	hs := make([]plumbing.Hash, len(hexes))
+	for i, h := range hexes {
+		hs[i] = plumbing.NewHash(h)
+	}
+	return hs
+}
