@@ -72,8 +72,8 @@ problem (unknown markers, failed policies, skipped files) with file:line.
 prints a unified diff that git apply accepts.
 
 --detailed-exitcode: exit 0 when nothing would change, 2 when something
-would and nothing failed, 1 when something failed and nothing would change,
-3 when something would change and something failed.`,
+would and nothing failed, 1 when something failed (the changes are printed
+all the same), as terraform's -detailed-exitcode.`,
 		Example: `  imagebump plan --repo .
   imagebump plan --repo . -o diff | git apply
   imagebump plan --repo . -o json --detailed-exitcode`,
@@ -90,7 +90,7 @@ would and nothing failed, 1 when something failed and nothing would change,
 	}
 	addPlanFlags(cmd, o)
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text, json, diff, or markdown (a table for a pull-request comment)")
-	cmd.Flags().BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "exit 0 for no change, 2 for changes, 1 for problems, 3 for changes and problems")
+	cmd.Flags().BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "exit 0 for no change, 2 for changes, 1 for problems (with or without changes)")
 	return cmd
 }
 
@@ -305,8 +305,6 @@ func planOrApply(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 	}
 	changes := len(rep.Changes) > 0
 	switch {
-	case o.DetailedExitcode && changes && rep.Failed():
-		return silentExit(ExitChangesAndProblems)
 	case rep.Failed():
 		return silentExit(ExitFailure)
 	case o.DetailedExitcode && changes:

@@ -614,7 +614,7 @@ func TestPlanDetailedExitCodesAndMarkdown(t *testing.T) {
 		{"nothing", map[string]string{"a.yaml": marker("1.2.0")}, ExitOK},
 		{"changes", map[string]string{"a.yaml": marker("1.0.0")}, ExitChanges},
 		{"problems", map[string]string{"a.yaml": marker("1.2.0"), "b.yaml": "x: 1 # {\"$imagepolicy\": \"apps:nope\"}\n"}, ExitFailure},
-		{"changes and problems", map[string]string{"a.yaml": marker("1.0.0"), "b.yaml": "x: 1 # {\"$imagepolicy\": \"apps:nope\"}\n"}, ExitChangesAndProblems},
+		{"changes and problems", map[string]string{"a.yaml": marker("1.0.0"), "b.yaml": "x: 1 # {\"$imagepolicy\": \"apps:nope\"}\n"}, ExitFailure},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			repo := t.TempDir()

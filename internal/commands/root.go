@@ -23,12 +23,11 @@ import (
 const (
 	ExitOK      = 0
 	ExitFailure = 1
-	ExitChanges = 2 // plan --detailed-exitcode only: changes, no problem
-	// ExitChangesAndProblems is plan --detailed-exitcode's answer when
-	// there are changes and also problems, so CI can tell "bumps pending"
-	// (2) from "broken" (1, or 3 when bumps are pending too).
-	ExitChangesAndProblems = 3
-	ExitUsage              = 64
+	// ExitChanges is plan --detailed-exitcode's answer when something
+	// would change and nothing failed. A failure is 1 with or without
+	// changes, as terraform's -detailed-exitcode, and SPEC.md, have it.
+	ExitChanges = 2
+	ExitUsage   = 64
 )
 
 // exitError carries an exit code with the error that caused it.

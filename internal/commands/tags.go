@@ -92,7 +92,7 @@ from the flags; with no policy flag the tags are only listed.`,
 	f.BoolVar(&o.Digest, "digest", false, "also resolve the digest of the picked tag (needs a policy: a rule flag, or a policy name)")
 	f.StringVar(&o.Platform, "platform", "", "with --digest: resolve this platform's digest (os/arch[/variant]) instead of the index digest")
 	f.StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
-	f.StringVar(&o.Explain, "explain", "", "walk this tag through every step (valid, excluded, filtered, range, signature, age, hold) and say where it stops")
+	f.StringVar(&o.Explain, "explain", "", "walk this tag through every step (valid, excluded, filtered, range, rank, age, signature, hold) and say where it stops")
 	f.BoolVar(&o.Insecure, "insecure", false, "allow plain HTTP to the registry (a local or test registry without TLS)")
 	cmd.MarkFlagsMutuallyExclusive("semver", "alphabetical", "numerical")
 	return cmd
