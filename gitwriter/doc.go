@@ -110,7 +110,8 @@
 // A reused shallow working copy fetches a new head of its branch as a thin
 // pack (http, https and ssh remotes; see thinfetch.go): go-git's own fetch
 // at depth 1 gets the new head's whole tree from git's server each time.
-// After every fetch the shallow list keeps only the boundaries a ref
-// still reaches (shallow.go), as git's gc would: each fetch sends the
-// list whole, and it grew by a line per fetched head.
+// After every fetch the shallow list keeps only the boundaries that a ref,
+// or a reflog a git command left, still reaches (shallow.go), as git's gc
+// would: each fetch sends the list whole, and it grew by a line per
+// fetched head.
 package gitwriter

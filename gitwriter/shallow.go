@@ -21,17 +21,19 @@ import (
 // working copy that fetched 50 heads a day sent a megabyte of them with
 // each fetch after a year, and the server looked each one up.
 //
-// After a fetch, setShallow keeps the entries a walk from the store's refs
-// reaches before any other entry: the boundaries of the history a ref
-// names. An old head no ref reaches any more goes, as git's gc drops it;
-// its objects stay in the store until a fold or a fresh clone, and
-// nothing walks from it. The file is written as git writes it, to
-// shallow.lock and renamed.
+// After a fetch, setShallow keeps the entries that a walk from everything
+// git itself walks from reaches before any other entry: the refs, and,
+// when someone ran git in the working copy, its reflogs and the commits
+// of ORIG_HEAD and the like (go-git writes none of them). An old head
+// nothing reaches any more goes, as git's gc drops it; its objects stay
+// in the store until a fold or a fresh clone, and nothing walks from it.
+// With a linked worktree (git worktree add), whose roots are not read,
+// or a walk past maxAncestorWalk commits, the list is kept whole. The
+// file is written as git writes it, to shallow.lock and renamed.
 
 // setShallow replaces the store's shallow list with the entries of list
-// that a walk from the store's refs, and from tips, reaches: a walk stops
-// at an entry, and at a commit the store lacks. When the walk would pass
-// maxAncestorWalk commits (a deep history), list is kept whole.
+// that a walk from git's roots, and from tips, reaches: a walk stops at an
+// entry, and at a commit the store lacks.
 func (r *Repo) setShallow(list []plumbing.Hash, tips ...plumbing.Hash) error {
 	listed := make(map[plumbing.Hash]bool, len(list))
 	var unique []plumbing.Hash
@@ -41,32 +43,83 @@ func (r *Repo) setShallow(list []plumbing.Hash, tips ...plumbing.Hash) error {
 			unique = append(unique, h)
 		}
 	}
+	keep := unique
+	if roots, ok := r.gitRoots(); ok {
+		var reached []plumbing.Hash
+		whole := r.walkAncestors(append(tips, roots...), func(h plumbing.Hash) bool {
+			if listed[h] {
+				reached = append(reached, h)
+				listed[h] = false // kept once
+				return true
+			}
+			return false
+		})
+		if whole {
+			keep = reached
+		}
+	}
+	return writeShallow(filepath.Join(filepath.Dir(r.objects), "shallow"), keep)
+}
+
+// gitRoots returns the commits git walks from when it checks or prunes
+// the store, other than the index's: the refs, HEAD, the old and new
+// values of every reflog entry, and the commits the pseudo-refs git's
+// commands leave name. ok is false when they cannot all be read, or when
+// the working copy has linked worktrees (each with a HEAD, an index and
+// reflogs of its own).
+func (r *Repo) gitRoots() (roots []plumbing.Hash, ok bool) {
+	gitDir := filepath.Dir(r.objects)
+	if entries, err := os.ReadDir(filepath.Join(gitDir, "worktrees")); err == nil && len(entries) > 0 || err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, false
+	}
 	refs, err := r.repo.Storer.IterReferences()
 	if err != nil {
-		return err
+		return nil, false
 	}
 	err = refs.ForEach(func(ref *plumbing.Reference) error {
 		if ref.Type() == plumbing.HashReference {
-			tips = append(tips, ref.Hash())
+			roots = append(roots, ref.Hash())
 		}
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, false
 	}
-	var keep []plumbing.Hash
-	whole := r.walkAncestors(tips, func(h plumbing.Hash) bool {
-		if listed[h] {
-			keep = append(keep, h)
-			listed[h] = false // kept once
-			return true
+	// Each of these files holds lines that begin with a commit: a reflog
+	// entry is "OLD NEW who when\tmessage", FETCH_HEAD "HASH\t...".
+	files := []string{"HEAD", "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "AUTO_MERGE"}
+	for i := range files {
+		files[i] = filepath.Join(gitDir, files[i])
+	}
+	err = filepath.WalkDir(filepath.Join(gitDir, "logs"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			files = append(files, path)
 		}
-		return false
+		return err
 	})
-	if !whole {
-		keep = unique
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, false
 	}
-	return writeShallow(filepath.Join(filepath.Dir(r.objects), "shallow"), keep)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, false
+		}
+		for line := range bytes.Lines(data) {
+			fields := bytes.Fields(line)
+			for _, field := range fields[:min(2, len(fields))] {
+				if plumbing.IsHash(string(field)) {
+					if h := plumbing.NewHash(string(field)); !h.IsZero() {
+						roots = append(roots, h)
+					}
+				}
+			}
+		}
+	}
+	return roots, true
 }
 
 // pruneShallow drops the entries of the shallow list that no ref reaches.

@@ -104,3 +104,38 @@ func hashes(hexes []string) []plumbing.Hash {
 	}
 	return hs
 }
+
+// TestShallowListKeepsWhatGitReaches: an operator who runs git in the
+// working copy leaves reflogs (git pull, git fetch) or a linked worktree,
+// from which git walks too. After more cycles, each fetching a new head,
+// real git must still find every boundary it reaches: git fsck passes and
+// git gc can repack. Pruning from the refs alone failed both.
+func TestShallowListKeepsWhatGitReaches(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		git  [][]string
+	}{
+		{"git pull", [][]string{{"pull", "--quiet"}}},
+		{"git worktree add", [][]string{{"worktree", "add", "--quiet", "--detach", "../linked"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bare := testgit.NewBare(t, map[string]string{"clusters/app.yaml": "image: app:1.0.0\n"})
+			opts := Options{URL: testgit.StartHTTP(t, bare, false).URL, Workdir: filepath.Join(t.TempDir(), "wd")}
+			for i := range 4 {
+				testgit.Commit(t, bare, "main", map[string]string{"clusters/app.yaml": fmt.Sprintf("image: app:1.%d.0\n", i+1)}, nil, "theirs")
+				if i == 1 {
+					for _, args := range tt.git {
+						testgit.Git(t, opts.Workdir, args...)
+					}
+					testgit.Commit(t, bare, "main", map[string]string{"other.yaml": "x: 1\n"}, nil, "theirs again")
+				}
+				openClose(t, opts)
+			}
+			for _, args := range [][]string{{"fsck", "--no-progress", "--no-dangling"}, {"gc", "--quiet"}, {"fsck", "--no-progress", "--no-dangling"}} {
+				if out, err := testgit.GitErr(t, opts.Workdir, nil, args...); err != nil {
+					t.Fatalf("git %s in the working copy: %v\n%s", args[0], err, out)
+				}
+			}
+		})
+	}
+}
