@@ -239,6 +239,11 @@ func (r *Repo) fold() (foldResult, error) {
 		if err := eachEntry(p, func(h plumbing.Hash) { covered = covered && w.holds(h) }); err != nil || !covered {
 			continue
 		}
+		if res.packs == 0 {
+			if err := removeMultiPackIndex(packDir); err != nil {
+				return res, err
+			}
+		}
 		if err := removePack(packDir, p.name); err != nil {
 			return res, err
 		}
@@ -519,6 +524,28 @@ func removePack(dir, name string) error {
 	for _, ext := range []string{".idx", ".rev", ".bitmap", ".mtimes", ".promisor"} {
 		if err := os.Remove(base + ext); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("deleting folded pack %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// removeMultiPackIndex deletes the multi-pack index that git's
+// maintenance (incremental-repack) may have written, with its bitmap,
+// reverse index and chain: it names the packs a fold deletes, and git
+// finds the store broken while it does. git reads each pack's own index
+// without it, and writes a new one at its next maintenance.
+func removeMultiPackIndex(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("deleting git's multi-pack index: %w", err)
+	}
+	for _, e := range entries {
+		// multi-pack-index, multi-pack-index-HASH.bitmap and .rev, and
+		// the multi-pack-index.d folder of a chain.
+		if strings.HasPrefix(e.Name(), "multi-pack-index") {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("deleting git's multi-pack index: %w", err)
+			}
 		}
 	}
 	return nil
