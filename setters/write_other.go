@@ -12,11 +12,14 @@ import (
 
 // writeTemp writes data to a new temporary file in dir, named after base,
 // with the given mode, syncs it if fsync is set, and returns its path.
-func writeTemp(dir, base string, mode fs.FileMode, _ owner, data []byte, fsync bool) (path string, err error) {
-	var f *os.File
+func writeTemp(dir, base string, mode fs.FileMode, _ owner, data []byte, fsync bool) (_ string, err error) {
+	var (
+		f    *os.File
+		name string // kept apart from the result, which an error return empties
+	)
 	for try := 0; ; try++ {
-		path = dir + "." + base + ".imagebump-" + strconv.FormatUint(uint64(rand.Uint32()), 10)
-		f, err = os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		name = dir + "." + base + ".imagebump-" + strconv.FormatUint(uint64(rand.Uint32()), 10)
+		f, err = os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 		if err == nil {
 			break
 		}
@@ -30,7 +33,7 @@ func writeTemp(dir, base string, mode fs.FileMode, _ owner, data []byte, fsync b
 			if !closed {
 				f.Close()
 			}
-			os.Remove(path)
+			os.Remove(name)
 		}
 	}()
 	if _, err = f.Write(data); err != nil {
@@ -48,7 +51,7 @@ func writeTemp(dir, base string, mode fs.FileMode, _ owner, data []byte, fsync b
 	if err = f.Close(); err != nil {
 		return "", err
 	}
-	return path, nil
+	return name, nil
 }
 
 // devOf returns 0: all files count as one file system where the device is

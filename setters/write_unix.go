@@ -18,12 +18,15 @@ import (
 // owner; syncs it if fsync is set, and returns its path. As readFile does,
 // it uses plain system calls, which cost less than an os.File for a small
 // file.
-func writeTemp(dir, base string, mode fs.FileMode, own owner, data []byte, fsync bool) (path string, err error) {
+func writeTemp(dir, base string, mode fs.FileMode, own owner, data []byte, fsync bool) (_ string, err error) {
 	perm := unixMode(mode)
-	var fd int
+	var (
+		fd   int
+		name string // kept apart from the result, which an error return empties
+	)
 	for try := 0; ; try++ {
-		path = dir + "." + base + ".imagebump-" + strconv.FormatUint(uint64(rand.Uint32()), 10)
-		fd, err = syscall.Open(path, syscall.O_CREAT|syscall.O_EXCL|syscall.O_WRONLY|syscall.O_CLOEXEC, perm)
+		name = dir + "." + base + ".imagebump-" + strconv.FormatUint(uint64(rand.Uint32()), 10)
+		fd, err = syscall.Open(name, syscall.O_CREAT|syscall.O_EXCL|syscall.O_WRONLY|syscall.O_CLOEXEC, perm)
 		if err == nil {
 			break
 		}
@@ -36,7 +39,7 @@ func writeTemp(dir, base string, mode fs.FileMode, own owner, data []byte, fsync
 			if fd >= 0 {
 				syscall.Close(fd)
 			}
-			syscall.Unlink(path)
+			syscall.Unlink(name)
 		}
 	}()
 	for len(data) > 0 {
@@ -80,7 +83,7 @@ func writeTemp(dir, base string, mode fs.FileMode, own owner, data []byte, fsync
 	if err != nil {
 		return "", &pathError{op: "closing a temporary file", err: err}
 	}
-	return path, nil
+	return name, nil
 }
 
 // processIDs returns the effective user and group IDs of the process,
