@@ -415,7 +415,10 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 
 	b.WriteString("\n")
 	failed := rep.FailedPolicies()
+	unwritten := unwrittenFiles(rep)
 	switch {
+	case len(rep.Changes) == 0 && unwritten > 0:
+		b.WriteString("No changes written: " + unwrittenNote(unwritten) + ".\n")
 	case len(rep.Markers) == 0 && len(rep.Problems) == 0:
 		b.WriteString("No markers found: nothing to keep current, and no registry was asked. Mark the fields imagebump owns (see docs/markers.md), or check git.paths and --repo.\n")
 	case len(rep.Changes) == 0 && failed == 0:
@@ -429,6 +432,9 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 			fmt.Fprintf(tw, "%s:%d\t%s\t%s\t%s\n", printable.String(c.File), c.Line, printable.String(policyField(c.Policy, c.Field)), printable.String(c.Old), printable.String(c.New))
 		}
 		tw.Flush()
+		if unwritten > 0 {
+			b.WriteString("Not written: " + unwrittenNote(unwritten) + ".\n")
+		}
 	}
 
 	problems := problemLines(rep)
@@ -450,6 +456,24 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 		len(problems), plural(len(problems), "problem", "problems"))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// unwrittenFiles counts the files apply could not write.
+func unwrittenFiles(rep *cycle.Report) int {
+	n := 0
+	for _, p := range rep.Problems {
+		var we *setters.WriteError
+		if errors.As(p.Err, &we) {
+			n++
+		}
+	}
+	return n
+}
+
+// unwrittenNote says what unwrittenFiles found, and what to do.
+func unwrittenNote(n int) string {
+	return fmt.Sprintf("%d %s could not be written (see the problems: a full disk, or a folder this user may not write), and %s not current; free space or make %s writable, then apply again",
+		n, plural(n, "file", "files"), plural(n, "its fields are", "their fields are"), plural(n, "it", "them"))
 }
 
 // problemLines renders failed policies, then file and marker problems.
