@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -480,6 +481,7 @@ func TestOpenReuseSameHead(t *testing.T) {
 		name      string
 		damage    func(t *testing.T, dir string)
 		wantReset bool
+		quiet     bool // the reset is not logged as a warning
 	}{
 		{name: "untouched", damage: func(t *testing.T, dir string) {}},
 		{name: "untracked files only", damage: func(t *testing.T, dir string) {
@@ -524,7 +526,15 @@ func TestOpenReuseSameHead(t *testing.T) {
 		{name: "other branch checked out", wantReset: true, damage: func(t *testing.T, dir string) {
 			testgit.Git(t, dir, "checkout", "--quiet", "-b", "other")
 		}},
-		{name: "state file removed", wantReset: true, damage: func(t *testing.T, dir string) {
+		{name: "git status refreshed the index", wantReset: true, damage: func(t *testing.T, dir string) {
+			later := time.Now().Add(time.Hour)
+			if err := os.Chtimes(filepath.Join(dir, "README.md"), later, later); err != nil {
+				t.Fatal(err)
+			}
+			testgit.Git(t, dir, "status", "--porcelain")
+		}},
+		// Not someone else's doing: reset without a warning.
+		{name: "state file removed", wantReset: true, quiet: true, damage: func(t *testing.T, dir string) {
 			if err := os.Remove(filepath.Join(dir, ".git", resetStateFile)); err != nil {
 				t.Fatal(err)
 			}
@@ -544,6 +554,10 @@ func TestOpenReuseSameHead(t *testing.T) {
 			mustOpen(t, opts)
 			if got := strings.Contains(logs.String(), "hard-resetting the worktree"); got != tt.wantReset {
 				t.Errorf("hard reset = %v, want %v; log:\n%s", got, tt.wantReset, logs)
+			}
+			// The operator's changes go: say so.
+			if got := strings.Contains(logs.String(), `level=WARN msg="hard-resetting the worktree`); got != (tt.wantReset && !tt.quiet) {
+				t.Errorf("the reset logged as a warning = %v, want %v; log:\n%s", got, tt.wantReset && !tt.quiet, logs)
 			}
 			if got := testgit.Git(t, workdir, "status", "--porcelain", "--ignored", "--untracked-files=all"); got != "" {
 				t.Errorf("git status after Open = %q, want clean", got)

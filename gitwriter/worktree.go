@@ -220,7 +220,14 @@ func (r *Repo) sync(verify bool) error {
 		}
 	}
 	if why != "" {
-		r.log.Debug("hard-resetting the worktree", "reason", why)
+		if why == noRecordedReset {
+			// After an edit that was not committed, or a crash.
+			r.log.Debug("hard-resetting the worktree", "reason", why)
+		} else {
+			// Someone else worked in it (git status rewrites the index).
+			r.log.Warn("hard-resetting the worktree, which is not as imagebump left it: whatever was changed in it (edits, untracked files, local commits, another branch checked out) is discarded; keep your own clones elsewhere",
+				"reason", why, "workdir", r.dir)
+		}
 		return r.reset()
 	}
 	r.dirty, r.verified = false, verify
@@ -277,6 +284,11 @@ func indexChecksum(path string) (string, error) {
 	return hex.EncodeToString(sum), nil
 }
 
+// noRecordedReset is recordedState's reason when there is no state file:
+// imagebump removes it before it changes the worktree, and writes it
+// back when the worktree again holds a commit.
+const noRecordedReset = "no recorded reset"
+
 // recordedState returns the commit the state file says the worktree
 // holds, when the index is the one written then, HEAD points at the
 // tracked branch and the branch at that commit; otherwise why says what
@@ -284,7 +296,7 @@ func indexChecksum(path string) (string, error) {
 func (r *Repo) recordedState() (at plumbing.Hash, why string) {
 	state, err := os.ReadFile(r.statePath())
 	if err != nil {
-		return plumbing.ZeroHash, "no recorded reset"
+		return plumbing.ZeroHash, noRecordedReset
 	}
 	head, sum, _ := strings.Cut(strings.TrimSpace(string(state)), " ")
 	at = plumbing.NewHash(head)
