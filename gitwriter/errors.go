@@ -134,14 +134,13 @@ func (r *Repo) netError(ctx context.Context, op, branch string, err error) error
 		err = &shortError{msg: shortAnswer(err.Error()), err: err}
 	}
 	var hk *HostKeyError
-	var pe *fs.PathError
 	var ue *plumbing.UnexpectedError
 	var he *githttp.Err
 	switch {
-	case errors.As(err, &pe) && r.dir != "" && strings.HasPrefix(filepath.Clean(pe.Path), filepath.Clean(r.dir)+string(filepath.Separator)):
+	case r.unwritable(err):
 		// Writing the working copy failed (a full disk, a folder the
 		// process may not write): the remote is not at fault.
-		return fmt.Errorf("%s %s (branch %q): the working copy in %s could not be written (free space, or let this user write it; see --workdir); the remote is not at fault: %w", op, r.remote, branch, r.dir, err)
+		return fmt.Errorf("%s %s (branch %q): %s; the remote is not at fault: %w", op, r.remote, branch, r.unwritableHint(err), err)
 	case errors.As(err, &ue) && errors.As(ue.Err, &he) && he.StatusCode() >= 500:
 		return fmt.Errorf("%s %s (branch %q): the server failed on its side (HTTP %d); the next cycle (or run) tries again: %w", op, r.remote, branch, he.StatusCode(), err)
 	case errors.As(err, &hk):
@@ -169,6 +168,29 @@ func (r *Repo) netError(ctx context.Context, op, branch string, err error) error
 		return fmt.Errorf("%s %s (branch %q): %w; check that the server is reachable from here (name, port, firewall, HTTPS_PROXY/NO_PROXY) and up; the next cycle (or run) tries again", op, r.remote, branch, err)
 	}
 	return fmt.Errorf("%s %s (branch %q): %w", op, r.remote, branch, err)
+}
+
+// unwritable reports whether err is the failure of a file operation in
+// the working copy's folder: a full disk, a file size limit, a folder
+// this user may not write. Nothing is damaged, and the remote is not at
+// fault: the cycle fails, and the next one tries again.
+func (r *Repo) unwritable(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && r.dir != "" && strings.HasPrefix(filepath.Clean(pe.Path), filepath.Clean(r.dir)+string(filepath.Separator))
+}
+
+// unwritableHint says, for an error unwritable reports, what failed and
+// what to do.
+func (r *Repo) unwritableHint(err error) string {
+	what := "free space, or let this user write it"
+	if errors.Is(err, syscall.EFBIG) {
+		what = "a file size limit (ulimit -f) stopped a write: raise it"
+	}
+	where := "see --workdir"
+	if r.tempDir {
+		where = "it is a temporary folder: free space under TMPDIR, or set TMPDIR to a folder with room"
+	}
+	return fmt.Sprintf("the working copy in %s could not be written (%s; %s)", r.dir, what, where)
 }
 
 // isUnreachable reports an error of the connection to the remote: refused,

@@ -675,6 +675,9 @@ func (r *Repo) clone(ctx context.Context) error {
 		} else {
 			_ = emptyDir(r.dir)
 		}
+		if r.unwritable(err) {
+			return fmt.Errorf("checking out the clone of %s: %s: %w", r.remote, r.unwritableHint(err), err)
+		}
 		return fmt.Errorf("checking out the clone of %s: %w", r.remote, err)
 	}
 	r.dirty, r.verified, r.cloned = false, true, true
@@ -702,9 +705,14 @@ func (r *Repo) reuse(ctx context.Context) (reason string, routine bool, err erro
 		return "", false, err
 	}
 	if err := r.resetIfNeeded(); err != nil {
-		if errors.Is(err, errBadTree) {
+		switch {
+		case errors.Is(err, errBadTree):
 			// A clone would refuse the same commit.
 			return "", false, err
+		case r.unwritable(err):
+			// Nothing is damaged, and a clone would fail the same way:
+			// the next Open resets the worktree (its state file is gone).
+			return "", false, fmt.Errorf("moving the worktree to %s: %s: %w", r.head.String()[:12], r.unwritableHint(err), err)
 		}
 		return "resetting the worktree failed: " + err.Error(), false, err
 	}

@@ -139,3 +139,42 @@ func TestShallowListKeepsWhatGitReaches(t *testing.T) {
 		})
 	}
 }
+
+// TestShallowWriteFailure: when the shallow file cannot be written after
+// a thin fetch stored its objects, the fetch fails and the tracking ref
+// stays where it was. It fell back to go-git's fetch, which found the head
+// stored and moved the ref with no new boundary: git fsck found the
+// working copy broken, and it stayed so. A shallow.lock that is a folder
+// (Open removes only a file) stands for any write failure.
+func TestShallowWriteFailure(t *testing.T) {
+	bare := testgit.NewBare(t, map[string]string{"clusters/app.yaml": "image: app:1.0.0\n"})
+	wd := t.TempDir()
+	opts := Options{URL: testgit.StartHTTP(t, bare, false).URL, Workdir: wd}
+	openClose(t, opts)
+	tracked := testgit.Git(t, wd, "rev-parse", "refs/remotes/origin/main")
+	testgit.Commit(t, bare, "main", map[string]string{"clusters/app.yaml": "image: app:1.1.0\n"}, nil, "theirs")
+	testgit.Commit(t, bare, "main", map[string]string{"clusters/app.yaml": "image: app:1.2.0\n"}, nil, "theirs again")
+	lock := filepath.Join(wd, ".git", "shallow.lock")
+	if err := os.MkdirAll(filepath.Join(lock, "in-the-way"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Open(context.Background(), opts); err == nil {
+		r.Close()
+		t.Fatal("Open succeeded with a shallow file it could not write")
+	} else if !strings.Contains(err.Error(), "writing the shallow file") {
+		t.Errorf("Open: %v, want an error writing the shallow file", err)
+	}
+	if got := testgit.Git(t, wd, "rev-parse", "refs/remotes/origin/main"); got != tracked {
+		t.Errorf("the tracking ref moved to %s with the fetch failed; want %s", got, tracked)
+	}
+	if err := os.RemoveAll(lock); err != nil {
+		t.Fatal(err)
+	}
+	openClose(t, opts)
+	if got, _ := os.ReadFile(filepath.Join(wd, "clusters", "app.yaml")); string(got) != "image: app:1.2.0\n" {
+		t.Errorf("after the fix, app.yaml = %q", got)
+	}
+	if out, err := testgit.GitErr(t, wd, nil, "fsck", "--no-progress", "--no-dangling"); err != nil {
+		t.Fatalf("git fsck on the working copy: %v\n%s", err, out)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -48,8 +47,9 @@ var fetchThinPacks = true
 // fetch.
 var errThinUnsupported = errors.New("thin fetch does not apply")
 
-// thinStoreError is a failure to resolve or store a thin pack, as opposed
-// to the network's: the whole fetch is done again by fetchBranch.
+// thinStoreError is a failure to resolve or store a thin pack (a base it
+// names missing or damaged in the store), as opposed to the network's or
+// a full disk's: the whole fetch is done again by fetchBranch.
 type thinStoreError struct{ err error }
 
 func (e *thinStoreError) Error() string { return "storing the fetched objects: " + e.err.Error() }
@@ -160,27 +160,31 @@ func (r *Repo) thinSession(ctx context.Context, branch string, have plumbing.Has
 	// network's (reported as such, with no second fetch), and the
 	// parser, given a file, reads deltas again from it instead of
 	// keeping them all in memory.
+	// A file that cannot be written (a full disk) fails the fetch as it
+	// is: a whole-tree fetch would fail the same way, after more bytes.
 	tmp, err := os.CreateTemp(filepath.Join(r.objects, "pack"), "tmp_thin_")
 	if err != nil {
-		return plumbing.ZeroHash, &thinStoreError{err}
+		return plumbing.ZeroHash, err
 	}
 	defer func() {
 		tmp.Close()
 		os.Remove(tmp.Name())
 	}()
 	if _, err := io.Copy(tmp, pack); err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			return plumbing.ZeroHash, &thinStoreError{err}
-		}
 		return plumbing.ZeroHash, err
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return plumbing.ZeroHash, &thinStoreError{err}
-	}
-	if err := r.storeThin(tmp); err != nil {
 		return plumbing.ZeroHash, err
 	}
+	if err := r.storeThin(tmp); err != nil {
+		if r.unwritable(err) {
+			return plumbing.ZeroHash, errors.Unwrap(err)
+		}
+		return plumbing.ZeroHash, err
+	}
+	// The objects are stored. A failure from here on fails the fetch, with
+	// the tracking ref where it was: go-git's fetch, finding the head
+	// stored, would move the ref without the new shallow boundary.
 	// The server's new boundary (the head, at depth 1) and the old
 	// entries still reached from a ref; one it deepened past is no
 	// longer a boundary.
@@ -188,17 +192,12 @@ func (r *Repo) thinSession(ctx context.Context, branch string, have plumbing.Has
 		return slices.Contains(resp.Unshallows, h)
 	})
 	if err := r.setShallow(shallows, head); err != nil {
-		return plumbing.ZeroHash, &thinStoreError{err}
+		return plumbing.ZeroHash, err
 	}
-	return head, r.setTracking(branch, head)
-}
-
-// setTracking points branch's remote-tracking ref at h.
-func (r *Repo) setTracking(branch string, h plumbing.Hash) error {
-	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.trackingRef(branch), h)); err != nil {
-		return &thinStoreError{fmt.Errorf("updating the remote-tracking ref: %w", err)}
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.trackingRef(branch), head)); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("updating the remote-tracking ref: %w", err)
 	}
-	return nil
+	return head, nil
 }
 
 // storeThin reads a pack, thin or not, resolving its deltas against the
