@@ -787,3 +787,49 @@ func TestStoreGrownReclones(t *testing.T) {
 		t.Errorf("recorded %d objects for a working copy without a record, its packs hold %d", got, packsNow())
 	}
 }
+
+// TestPushBranchNoopStoresNothing: a push branch that already holds the
+// bumps makes, at each cycle, the same objects on the same base, but for
+// the commit. Of a bump large enough to be stored as a pack (150 files),
+// a cycle with nothing new stored a new pack of them all; now only its
+// commit, loose.
+func TestPushBranchNoopStoresNothing(t *testing.T) {
+	bare, workdir, opts := foldWorkdir(t)
+	files := map[string]string{}
+	for i := range 150 {
+		files[fmt.Sprintf("clusters/prod/app%03d.yaml", i)] = fmt.Sprintf("image: app%03d:2.0.0\n", i)
+	}
+	u := Update{Commit: author, PushBranch: "imagebump/main"}
+	cycle := func(i int) *Result {
+		t.Helper()
+		r := mustOpen(t, opts)
+		// Commits of other seconds (here, other messages) on the same
+		// tree: the new commit differs, the branch's tree does not.
+		res, err := r.Update(t.Context(), u, setFiles(files, fmt.Sprintf("Bump %d", i), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := cycle(0); !res.Pushed {
+		t.Fatal("the first cycle pushed nothing")
+	}
+	loose, packs := storeShape(t, workdir)
+	for i := range 3 {
+		if res := cycle(i + 1); res.Pushed {
+			t.Fatalf("no-op cycle %d pushed", i)
+		}
+	}
+	loose2, packs2 := storeShape(t, workdir)
+	if len(packs2) != len(packs) || len(loose2) > len(loose)+3 {
+		t.Errorf("three cycles with nothing new took the store from %d packs and %d loose objects to %d and %d; want no new pack, and a commit each at most",
+			len(packs), len(loose), len(packs2), len(loose2))
+	}
+	testgit.Git(t, workdir, "fsck", "--no-dangling")
+	if got := testgit.Refs(t, bare)["refs/heads/imagebump/main"]; got == "" {
+		t.Error("the push branch is gone")
+	}
+}

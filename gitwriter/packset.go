@@ -140,6 +140,19 @@ func (ps *packSet) objectAt(h plumbing.Hash, depth int) (plumbing.ObjectType, []
 	return 0, nil, errNotPacked
 }
 
+// lists reports whether a pack's index lists h.
+func (ps *packSet) lists(h plumbing.Hash) bool {
+	for _, p := range ps.packs {
+		if p.open() != nil {
+			continue
+		}
+		if _, err := p.idx.find(h); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // objectHash is the name of an object: the SHA-1 of its header and
 // content. crypto/sha1 checks what was read; it has no need of the
 // collision detection go-git hashes with when it writes.
