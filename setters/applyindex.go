@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -113,6 +115,18 @@ func (r *run) servedEach() (jobs []job, want []*fileEntry) {
 	return jobs, want
 }
 
+// beneathLink reports whether a folder on the way from the root to rel
+// is a symbolic link, or is not there.
+func (r *run) beneathLink(rel string) bool {
+	for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
+		fi, err := os.Lstat(filepath.Join(r.root, filepath.FromSlash(dir)))
+		if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // indexedFile reads, rewrites and stages one file whose markers move, as
 // run.file does, and records what it read in the index. fe is the file's
 // entry.
@@ -126,9 +140,12 @@ func (r *run) indexedFile(j job, fe *fileEntry, buf *bytes.Buffer) {
 	var tooLarge *TooLargeError
 	sum := blobSum(buf.Bytes())
 	switch {
-	case ix.kind == ByBlob && (err != nil || sum != fe.blob):
+	case ix.kind == ByBlob && (err != nil || sum != fe.blob || r.beneathLink(j.rel)):
 		// The worktree does not hold the commit's blob: editing it would
-		// commit what someone else wrote there.
+		// commit what someone else wrote there. Nor does a file beneath
+		// a folder replaced by a symbolic link (git checks out none),
+		// whatever its bytes: the edit would write where the link points,
+		// outside the working copy.
 		r.mu.Lock()
 		r.res.Stale = append(r.res.Stale, j.rel)
 		r.res.Problems = append(r.res.Problems, Problem{File: j.rel, Err: ErrStale})
