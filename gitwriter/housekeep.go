@@ -333,7 +333,7 @@ func (s *objectSources) read(h plumbing.Hash) (plumbing.ObjectType, []byte, erro
 	if len(errs) == 0 {
 		return 0, nil, plumbing.ErrObjectNotFound
 	}
-	return 0, nil, errors.Join(errs...)
+	return 0, nil, joinErrors(errs...)
 }
 
 // fromPack reads object h from pack p, resolving its deltas within p.

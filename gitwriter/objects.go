@@ -1076,9 +1076,9 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 					r.head = store.parent
 				}
 				if store.reported {
-					err = errors.Join(errObjectsNotStored, err)
+					err = joinErrors(errObjectsNotStored, err)
 				} else {
-					err = errors.Join(store.err, err)
+					err = joinErrors(store.err, err)
 				}
 			}
 		}

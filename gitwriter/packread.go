@@ -69,7 +69,7 @@ func packedObject(objects string, h plumbing.Hash) (plumbing.ObjectType, []byte,
 		return t, content, nil
 	}
 	if len(errs) > 0 {
-		return 0, nil, errors.Join(errs...)
+		return 0, nil, joinErrors(errs...)
 	}
 	return 0, nil, errNotWhole
 }
