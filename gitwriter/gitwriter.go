@@ -857,39 +857,41 @@ func (r *Repo) fetch(ctx context.Context) error {
 
 // fetchKnown is the fetch of a working copy that holds the commit its
 // tracking ref names: one request when the remote's branch has not moved,
-// a thin fetch (shallow copies, http and ssh) when it has. It reports
-// fetched false when fetchBranch is to do the fetch.
+// a thin fetch (shallow copies, http and ssh: in the same session) when
+// it has. It reports fetched false when fetchBranch is to do the fetch.
 func (r *Repo) fetchKnown(ctx context.Context) (h plumbing.Hash, fetched bool, err error) {
 	tracked, err := r.repo.Reference(r.trackingRef(r.branch), true)
-	if err != nil || r.deepens() {
+	if err != nil || r.deepens() || !hasObject(r.repo, r.objects, tracked.Hash()) {
 		return plumbing.ZeroHash, false, nil
 	}
+	if r.opts.Depth == 1 {
+		h, err = r.fetchThin(ctx, r.branch, tracked.Hash())
+		var se *thinStoreError
+		switch {
+		case err == nil:
+			if h == tracked.Hash() {
+				r.head = h // nothing fetched, nothing to log
+			}
+			return h, true, nil
+		case errors.As(err, &se):
+			r.log.Warn("the fetched objects could not be stored as they came; fetching the whole tree", "err", err)
+			return plumbing.ZeroHash, false, nil
+		case !errors.Is(err, errThinUnsupported):
+			return plumbing.ZeroHash, false, err
+		}
+	}
+	// A remote served in-process, a deeper history, or a branch the thin
+	// fetch did not find: list it, and let fetchBranch say what it finds.
 	remote, err := r.repo.Remote(remoteName)
 	if err != nil {
 		return plumbing.ZeroHash, false, err
 	}
 	h, err = r.lsBranch(ctx, "fetching", remote, r.branch)
-	if err != nil || !hasObject(r.repo, r.objects, tracked.Hash()) {
+	if err != nil || h != tracked.Hash() {
 		return plumbing.ZeroHash, false, err
 	}
-	if h == tracked.Hash() {
-		r.head = h // nothing fetched, nothing to log
-		return h, true, nil
-	}
-	if r.opts.Depth != 1 || h.IsZero() {
-		return plumbing.ZeroHash, false, nil
-	}
-	h, err = r.fetchThin(ctx, r.branch, tracked.Hash())
-	var se *thinStoreError
-	switch {
-	case err == nil:
-		return h, true, nil
-	case errors.As(err, &se):
-		r.log.Warn("the fetched objects could not be stored as they came; fetching the whole tree", "err", err)
-	case !errors.Is(err, errThinUnsupported):
-		return plumbing.ZeroHash, false, err
-	}
-	return plumbing.ZeroHash, false, nil
+	r.head = h
+	return h, true, nil
 }
 
 // fetchBranch fetches the remote's branch into its remote-tracking ref,

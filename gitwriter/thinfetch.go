@@ -55,11 +55,13 @@ type thinStoreError struct{ err error }
 func (e *thinStoreError) Error() string { return "storing the fetched objects: " + e.err.Error() }
 func (e *thinStoreError) Unwrap() error { return e.err }
 
-// fetchThin fetches branch into its remote-tracking ref as a thin pack
-// against have, a commit the store holds whole (the tracking ref's), and
-// returns the new head. It returns errThinUnsupported for a remote served
-// in-process (file://), whose packs are never thin and already leave out
-// what have holds.
+// fetchThin lists the remote's refs and, when branch is no longer at
+// have, a commit the store holds whole (the tracking ref's), fetches it
+// into its remote-tracking ref as a thin pack against have, in the same
+// session. It returns the branch's head. It returns errThinUnsupported
+// for a remote served in-process (file://), whose packs are never thin
+// and already leave out what have holds, and for a branch it does not
+// find.
 func (r *Repo) fetchThin(ctx context.Context, branch string, have plumbing.Hash) (plumbing.Hash, error) {
 	if !fetchThinPacks || r.kind != kindHTTP && r.kind != kindSSH {
 		return plumbing.ZeroHash, errThinUnsupported
@@ -118,7 +120,7 @@ func (r *Repo) thinSession(ctx context.Context, branch string, have plumbing.Has
 	}
 	head := ref.Hash()
 	if head == have {
-		// Moved back since it was listed: the tracking ref holds it.
+		// Where it was: the tracking ref holds it.
 		return head, nil
 	}
 

@@ -165,7 +165,8 @@ func dirBytes(t testing.TB, dir string) int64 {
 	return n
 }
 
-// TestThinFetchCutOff: a connection that breaks while the thin pack comes
+// TestThinFetchCutOff: what a fetch asks of the server; and a connection
+// that breaks while the thin pack comes
 // is the network's failure: the fetch fails with it, and is not done again
 // as a whole-tree fetch (which would spend a second timeout); nothing of
 // the partial pack stays, and the next Open fetches the change.
@@ -179,8 +180,11 @@ func TestThinFetchCutOff(t *testing.T) {
 	}
 	target.Path = ""
 	var cut atomic.Bool
-	var uploads atomic.Int32
+	var uploads, lists atomic.Int32
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/info/refs") {
+			lists.Add(1)
+		}
 		if !strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
 			httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
 			return
@@ -207,7 +211,7 @@ func TestThinFetchCutOff(t *testing.T) {
 	}))
 	t.Cleanup(proxy.Close)
 	wd := t.TempDir()
-	opts := Options{URL: proxy.URL + target.Path + strings.TrimPrefix(hs.URL, "http://"+target.Host), Workdir: wd}
+	opts := Options{URL: proxy.URL + target.Path + strings.TrimPrefix(hs.URL, "http://"+target.Host), Branch: "main", Workdir: wd}
 	open := func() error {
 		r, err := Open(context.Background(), opts)
 		if err != nil {
@@ -217,6 +221,29 @@ func TestThinFetchCutOff(t *testing.T) {
 	}
 	if err := open(); err != nil {
 		t.Fatal(err)
+	}
+	// Requests: a fetch with nothing new lists the refs once; one that
+	// brings a commit lists them once and asks for the pack once, in the
+	// same session (it listed them twice).
+	for _, step := range []struct {
+		name         string
+		lists, packs int32
+		commit       bool
+	}{
+		{"nothing new", 1, 0, false},
+		{"a commit", 1, 1, true},
+	} {
+		if step.commit {
+			testgit.Commit(t, bare, "main", map[string]string{"clusters/app.yaml": "image: app:1.0.1\n"}, nil, "bump")
+		}
+		lists.Store(0)
+		uploads.Store(0)
+		if err := open(); err != nil {
+			t.Fatal(err)
+		}
+		if l, p := lists.Load(), uploads.Load(); l != step.lists || p != step.packs {
+			t.Errorf("%s: %d listings and %d pack requests, want %d and %d", step.name, l, p, step.lists, step.packs)
+		}
 	}
 	testgit.Commit(t, bare, "main", map[string]string{"clusters/app.yaml": "image: app:1.1.0\n", "blobs/b": string(randomBytes(t, 64<<10))}, nil, "bump")
 	cut.Store(true)
