@@ -97,11 +97,15 @@ type Options struct {
 // safe for concurrent use; two Repos in two working directories may race
 // against one remote.
 type Repo struct {
-	opts    Options
-	kind    kind
-	url     string // the URL without credentials, as stored in .git/config
-	remote  string // the URL for errors and logs
-	branch  string
+	opts   Options
+	kind   kind
+	url    string // the URL without credentials, as stored in .git/config
+	remote string // the URL for errors and logs
+	branch string
+	// listed are the remote's refs as the default branch was looked up
+	// in them, at the start of this Open: the fetch takes the branch's
+	// head from them instead of asking again.
+	listed  []*plumbing.Reference
 	dir     string
 	tempDir bool
 	log     *slog.Logger
@@ -477,10 +481,22 @@ func (r *Repo) defaultBranch(ctx context.Context) (string, error) {
 	}
 	for _, ref := range refs {
 		if ref.Name() == plumbing.HEAD && ref.Type() == plumbing.SymbolicReference && ref.Target().IsBranch() {
+			r.listed = refs
 			return ref.Target().Short(), nil
 		}
 	}
 	return "", fmt.Errorf("finding the default branch of %s: the remote's HEAD points at no branch: %w", r.remote, ErrBranchNotFound)
+}
+
+// branchIn returns where refs say branch points.
+func branchIn(refs []*plumbing.Reference, branch string) (plumbing.Hash, bool) {
+	want := plumbing.NewBranchReferenceName(branch)
+	for _, ref := range refs {
+		if ref.Name() == want && ref.Type() == plumbing.HashReference {
+			return ref.Hash(), true
+		}
+	}
+	return plumbing.ZeroHash, false
 }
 
 // listRemote returns the remote's refs (git ls-remote); op names the
@@ -863,6 +879,13 @@ func (r *Repo) fetchKnown(ctx context.Context) (h plumbing.Hash, fetched bool, e
 	tracked, err := r.repo.Reference(r.trackingRef(r.branch), true)
 	if err != nil || r.deepens() || !hasObject(r.repo, r.objects, tracked.Hash()) {
 		return plumbing.ZeroHash, false, nil
+	}
+	listed := r.listed
+	r.listed = nil // for this fetch only: a later one (after a push race) asks again
+	if h, ok := branchIn(listed, r.branch); ok && h == tracked.Hash() {
+		// Listed a moment ago, to find the default branch: where it was.
+		r.head = h
+		return h, true, nil
 	}
 	if r.opts.Depth == 1 {
 		h, err = r.fetchThin(ctx, r.branch, tracked.Hash())

@@ -225,19 +225,24 @@ func TestThinFetchCutOff(t *testing.T) {
 	// Requests: a fetch with nothing new lists the refs once; one that
 	// brings a commit lists them once and asks for the pack once, in the
 	// same session (it listed them twice).
+	// With no branch configured, the listing that finds the default
+	// branch serves the fetch.
 	for _, step := range []struct {
 		name         string
 		lists, packs int32
 		commit       bool
+		branch       string
 	}{
-		{"nothing new", 1, 0, false},
-		{"a commit", 1, 1, true},
+		{"nothing new", 1, 0, false, "main"},
+		{"a commit", 1, 1, true, "main"},
+		{"nothing new, the default branch", 1, 0, false, ""},
 	} {
 		if step.commit {
 			testgit.Commit(t, bare, "main", map[string]string{"clusters/app.yaml": "image: app:1.0.1\n"}, nil, "bump")
 		}
 		lists.Store(0)
 		uploads.Store(0)
+		opts.Branch = step.branch
 		if err := open(); err != nil {
 			t.Fatal(err)
 		}

@@ -456,13 +456,8 @@ func (r *Repo) lsBranch(ctx context.Context, op string, remote *git.Remote, bran
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	want := plumbing.NewBranchReferenceName(branch)
-	for _, ref := range refs {
-		if ref.Name() == want && ref.Type() == plumbing.HashReference {
-			return ref.Hash(), nil
-		}
-	}
-	return plumbing.ZeroHash, nil
+	h, _ := branchIn(refs, branch)
+	return h, nil
 }
 
 // refspecRef holds the commit that a refspec push sends, whatever source
