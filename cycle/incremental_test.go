@@ -558,35 +558,42 @@ func TestRedoneReadsCounted(t *testing.T) {
 // working copy with a symbolic link to a copy of it elsewhere, same bytes.
 // The next cycle's bump must not write through the link (a file outside
 // the working copy was rewritten, and the cycle then failed): the file is
-// not the commit's, the working copy is reset, and the bump pushed.
+// not the commit's, the working copy is reset, and the bump pushed. With
+// --no-cache, the full check of the worktree took the linked files for
+// clean, the scan found no marker there, and the bump was lost.
 func TestLinkedFolderInTheWorkingCopy(t *testing.T) {
-	original := "image: reg.example/api:1.0.0 # {\"$imagepolicy\": \"apps:api\"}\n"
-	bare := testgit.NewBare(t, map[string]string{"clusters/prod/api.yaml": original})
-	cfg, target := incrementalTarget(t, bare, "")
-	reg := &fakeRegistry{tags: map[string][]string{"reg.example/api": {"1.0.0"}}}
-	workdir := t.TempDir()
-	ctx := context.Background()
-	if _, err := RunTarget(ctx, TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: workdir}); err != nil {
-		t.Fatal(err)
-	}
-	prod := filepath.Join(WorkdirFor(workdir, target.Name), "clusters", "prod")
-	outside := filepath.Join(t.TempDir(), "prod")
-	if err := os.Rename(prod, outside); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(outside, prod); err != nil {
-		t.Fatal(err)
-	}
-	reg.tags["reg.example/api"] = []string{"1.0.0", "1.1.0"}
-	res, err := RunTarget(ctx, TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: workdir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := os.ReadFile(filepath.Join(outside, "api.yaml")); string(got) != original {
-		t.Errorf("the file outside the working copy was written:\n%s", got)
-	}
-	want := strings.Replace(original, "1.0.0", "1.1.0", 1)
-	if got, _ := testgit.ReadFile(t, bare, "main", "clusters/prod/api.yaml"); !res.Pushed || got != want {
-		t.Errorf("pushed %v, the remote holds:\n%s\nwant:\n%s", res.Pushed, got, want)
+	for _, noCache := range []bool{false, true} {
+		t.Run(fmt.Sprintf("no-cache=%v", noCache), func(t *testing.T) {
+			original := "image: reg.example/api:1.0.0 # {\"$imagepolicy\": \"apps:api\"}\n"
+			bare := testgit.NewBare(t, map[string]string{"clusters/prod/api.yaml": original})
+			cfg, target := incrementalTarget(t, bare, "")
+			reg := &fakeRegistry{tags: map[string][]string{"reg.example/api": {"1.0.0"}}}
+			workdir := t.TempDir()
+			ctx := context.Background()
+			opts := TargetOptions{Config: cfg, Target: target, Registry: reg, Workdir: workdir, NoCache: noCache}
+			if _, err := RunTarget(ctx, opts); err != nil {
+				t.Fatal(err)
+			}
+			prod := filepath.Join(WorkdirFor(workdir, target.Name), "clusters", "prod")
+			outside := filepath.Join(t.TempDir(), "prod")
+			if err := os.Rename(prod, outside); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, prod); err != nil {
+				t.Fatal(err)
+			}
+			reg.tags["reg.example/api"] = []string{"1.0.0", "1.1.0"}
+			res, err := RunTarget(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := os.ReadFile(filepath.Join(outside, "api.yaml")); string(got) != original {
+				t.Errorf("the file outside the working copy was written:\n%s", got)
+			}
+			want := strings.Replace(original, "1.0.0", "1.1.0", 1)
+			if got, _ := testgit.ReadFile(t, bare, "main", "clusters/prod/api.yaml"); !res.Pushed || got != want {
+				t.Errorf("pushed %v, the remote holds:\n%s\nwant:\n%s", res.Pushed, got, want)
+			}
+		})
 	}
 }

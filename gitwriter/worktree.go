@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"iter"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -126,9 +127,32 @@ func (r *Repo) resetWorktree() error {
 type fileCheck struct {
 	r   *Repo
 	idx *index.Index // the entries'; nil when none could be read
+	// dirs says, of each folder of the worktree looked at, whether it is
+	// a real folder: not a symbolic link, which git never checks out above
+	// a file (its lstat data would be those of the file the link leads
+	// to, wherever that is).
+	dirs map[string]bool
 }
 
-func (r *Repo) fileCheck(idx *index.Index) *fileCheck { return &fileCheck{r: r, idx: idx} }
+func (r *Repo) fileCheck(idx *index.Index) *fileCheck {
+	return &fileCheck{r: r, idx: idx, dirs: map[string]bool{}}
+}
+
+// inRealDirs reports whether every folder above name (slash-separated,
+// relative to the worktree) is a real folder.
+func (c *fileCheck) inRealDirs(name string) bool {
+	dir := path.Dir(name)
+	if dir == "." {
+		return true
+	}
+	real, seen := c.dirs[dir] // dir and every folder above it
+	if !seen {
+		fi, err := os.Lstat(filepath.Join(c.r.dir, filepath.FromSlash(dir)))
+		real = err == nil && fi.IsDir() && c.inRealDirs(dir)
+		c.dirs[dir] = real
+	}
+	return real
+}
 
 // keepFile reports whether the worktree's file at e's path, as the old
 // index records it in e, holds the tree entry want, and returns its stat
@@ -139,7 +163,7 @@ func (c *fileCheck) keepFile(e *index.Entry, want object.TreeEntry) ([40]byte, b
 	}
 	full := filepath.Join(c.r.dir, filepath.FromSlash(e.Name))
 	fi, err := os.Lstat(full)
-	if err != nil {
+	if err != nil || !c.inRealDirs(e.Name) {
 		return [40]byte{}, false
 	}
 	if want.Mode == filemode.Submodule {
@@ -220,8 +244,9 @@ func (r *Repo) sync(verify bool) error {
 		}
 	}
 	if why != "" {
-		if why == noRecordedReset {
-			// After an edit that was not committed, or a crash.
+		if !byOthers(why) {
+			// After an edit that was not committed, a crash, or a move
+			// that failed (whose error says why).
 			r.log.Debug("hard-resetting the worktree", "reason", why)
 		} else {
 			// Someone else worked in it (git status rewrites the index).
@@ -289,6 +314,26 @@ func indexChecksum(path string) (string, error) {
 // back when the worktree again holds a commit.
 const noRecordedReset = "no recorded reset"
 
+// What recordedState and worktreeDiffers find when someone else worked in
+// the working copy.
+const (
+	indexChanged   = "the index changed"
+	headElsewhere  = "HEAD is not the tracked branch"
+	branchMoved    = "the local branch is not at the recorded commit"
+	fileDiffersFmt = "tracked file %s differs"
+)
+
+// byOthers reports whether a reason to reset the worktree says that
+// someone other than imagebump changed it.
+func byOthers(why string) bool {
+	switch why {
+	case indexChanged, headElsewhere, branchMoved:
+		return true
+	}
+	prefix, suffix, _ := strings.Cut(fileDiffersFmt, "%s")
+	return strings.HasPrefix(why, prefix) && strings.HasSuffix(why, suffix)
+}
+
 // recordedState returns the commit the state file says the worktree
 // holds, when the index is the one written then, HEAD points at the
 // tracked branch and the branch at that commit; otherwise why says what
@@ -304,14 +349,14 @@ func (r *Repo) recordedState() (at plumbing.Hash, why string) {
 		return plumbing.ZeroHash, "the recorded state is damaged"
 	}
 	if got, err := indexChecksum(r.indexPath()); err != nil || got != sum {
-		return plumbing.ZeroHash, "the index changed"
+		return plumbing.ZeroHash, indexChanged
 	}
 	ref, err := r.repo.Storer.Reference(plumbing.HEAD)
 	if err != nil || ref.Type() != plumbing.SymbolicReference || ref.Target() != r.branchRef() {
-		return plumbing.ZeroHash, "HEAD is not the tracked branch"
+		return plumbing.ZeroHash, headElsewhere
 	}
 	if ref, err := r.repo.Storer.Reference(r.branchRef()); err != nil || ref.Hash() != at {
-		return plumbing.ZeroHash, "the local branch is not at the recorded commit"
+		return plumbing.ZeroHash, branchMoved
 	}
 	return at, ""
 }
@@ -336,7 +381,7 @@ func (r *Repo) worktreeDiffers() (why string, refresh []indexChange) {
 	for _, e := range idx.Entries {
 		ok, hashed, fi, err := check.entryClean(e)
 		if err != nil || !ok {
-			return "tracked file " + e.Name + " differs", nil
+			return fmt.Sprintf(fileDiffersFmt, e.Name), nil
 		}
 		if !hashed {
 			continue
@@ -391,7 +436,7 @@ func (c *fileCheck) entryClean(e *index.Entry) (clean, hashed bool, fi fs.FileIn
 		return true, false, nil, nil // gitwriter never touches submodules
 	}
 	full := filepath.Join(c.r.dir, filepath.FromSlash(e.Name))
-	if fi, err = os.Lstat(full); err != nil {
+	if fi, err = os.Lstat(full); err != nil || !c.inRealDirs(e.Name) {
 		return false, false, nil, nil
 	}
 	clean, hashed, err = c.fileClean(full, fi, e)
