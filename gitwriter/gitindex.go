@@ -265,7 +265,7 @@ func encodeIndexEntry(c indexChange, version uint32) []byte {
 // writeIndexFile replaces the index file at path with data, through
 // index.lock as git does.
 func writeIndexFile(path string, data []byte) error {
-	err := replaceLocked(path, data)
+	err := replaceLocked(path, data, false)
 	switch {
 	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("locking the index: %s.lock exists: is a git command running in the working copy? (a lock left by an interrupted cycle is removed when the working copy is next opened)", path)
@@ -277,15 +277,18 @@ func writeIndexFile(path string, data []byte) error {
 
 // replaceLocked replaces the file at path with data as git replaces its
 // own files: it writes path.lock, made only if absent (an error wrapping
-// fs.ErrExist otherwise), and renames it over path. Nothing is left
-// behind on an error.
-func replaceLocked(path string, data []byte) error {
+// fs.ErrExist otherwise), syncs it if sync is set, and renames it over
+// path. Nothing is left behind on an error.
+func replaceLocked(path string, data []byte, sync bool) error {
 	lock := path + ".lock"
 	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
 	_, err = f.Write(data)
+	if err == nil && sync {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

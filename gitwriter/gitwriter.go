@@ -935,9 +935,9 @@ func (r *Repo) fetchBranch(ctx context.Context, branch string, depth int) (plumb
 	switch {
 	case err == nil && depth > 0:
 		// go-git added the new boundary to the shallow list and kept
-		// every old one.
+		// every old one; a list left long is only a cost.
 		if err := r.pruneShallow(); err != nil {
-			return plumbing.ZeroHash, err
+			r.log.Warn("could not prune the shallow list after the fetch; it is tried again after the next one", "err", err)
 		}
 	case err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate):
 		return plumbing.ZeroHash, err

@@ -833,3 +833,28 @@ func TestPushBranchNoopStoresNothing(t *testing.T) {
 		t.Error("the push branch is gone")
 	}
 }
+
+// TestNotStored: of a commit's objects, those a pack lists or a loose file
+// holds are not stored again; a new one, or one whose loose file is empty
+// (what a power loss can leave), is.
+func TestNotStored(t *testing.T) {
+	_, workdir, opts := foldWorkdir(t)
+	r := mustOpen(t, opts)
+	defer r.Close()
+	blob := func(content string) newObject {
+		return newObject{typ: plumbing.BlobObject, hash: objectHash(plumbing.BlobObject, []byte(content)), content: []byte(content)}
+	}
+	packed, loose, empty, fresh := blob(seed["README.md"]), blob("loose\n"), blob("empty\n"), blob("fresh\n")
+	if err := (&looseWriter{dir: r.objects}).write(loose.typ, loose.hash, loose.content); err != nil {
+		t.Fatal(err)
+	}
+	hex := empty.hash.String()
+	write(t, filepath.Join(workdir, ".git", "objects", hex[:2], hex[2:]), "")
+	var got []plumbing.Hash
+	for _, o := range r.notStored([]newObject{packed, loose, empty, fresh}) {
+		got = append(got, o.hash)
+	}
+	if want := []plumbing.Hash{empty.hash, fresh.hash}; !slices.Equal(got, want) {
+		t.Errorf("notStored kept %v, want the empty loose one and the new one %v", got, want)
+	}
+}

@@ -375,7 +375,9 @@ func (r *Repo) notStored(objs []newObject) []newObject {
 	var out []newObject
 	for _, o := range objs {
 		hex := o.hash.String()
-		if _, err := os.Lstat(filepath.Join(r.objects, hex[:2], hex[2:])); err == nil || ps.lists(o.hash) {
+		// An empty loose file is what a power loss can leave: the loose
+		// writer writes it again, and so does this.
+		if fi, err := os.Lstat(filepath.Join(r.objects, hex[:2], hex[2:])); err == nil && fi.Size() > 0 || ps.lists(o.hash) {
 			continue
 		}
 		out = append(out, o)

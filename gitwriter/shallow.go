@@ -31,9 +31,12 @@ import (
 // or a walk past maxAncestorWalk commits, the list is kept whole. The
 // file is written as git writes it, to shallow.lock and renamed.
 
-// setShallow replaces the store's shallow list with the entries of list
-// that a walk from git's roots, and from tips, reaches: a walk stops at an
-// entry, and at a commit the store lacks.
+// setShallow replaces the store's shallow list with the commits a walk
+// from git's roots, and from tips, reaches first on each way: an entry of
+// list, or a commit whose parent the store lacks. A commit that is no
+// entry may still be such a boundary: go-git's fetch of a head the store
+// holds (the remote's branch set back to an old head) moves the ref and
+// lists nothing.
 func (r *Repo) setShallow(list []plumbing.Hash, tips ...plumbing.Hash) error {
 	listed := make(map[plumbing.Hash]bool, len(list))
 	var unique []plumbing.Hash
@@ -47,9 +50,8 @@ func (r *Repo) setShallow(list []plumbing.Hash, tips ...plumbing.Hash) error {
 	if roots, ok := r.gitRoots(); ok {
 		var reached []plumbing.Hash
 		whole := r.walkAncestors(append(tips, roots...), func(h plumbing.Hash) bool {
-			if listed[h] {
-				reached = append(reached, h)
-				listed[h] = false // kept once
+			if listed[h] || r.lacksParent(h) {
+				reached = append(reached, h) // the walk visits each once
 				return true
 			}
 			return false
@@ -59,6 +61,24 @@ func (r *Repo) setShallow(list []plumbing.Hash, tips ...plumbing.Hash) error {
 		}
 	}
 	return writeShallow(filepath.Join(filepath.Dir(r.objects), "shallow"), keep)
+}
+
+// lacksParent reports whether the store holds commit h but not each of
+// its parents.
+func (r *Repo) lacksParent(h plumbing.Hash) bool {
+	if s := r.store; s != nil && h == s.commit {
+		return false // being stored; its parent is the stored base
+	}
+	co, err := object.GetCommit(r.repo.Storer, h)
+	if err != nil {
+		return false
+	}
+	for _, p := range co.ParentHashes {
+		if r.repo.Storer.HasEncodedObject(p) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // gitRoots returns the commits git walks from when it checks or prunes
@@ -128,8 +148,8 @@ func (r *Repo) pruneShallow() error {
 	if err != nil {
 		return fmt.Errorf("reading the shallow file: %w", err)
 	}
-	if len(list) < 2 {
-		return nil
+	if len(list) == 0 {
+		return nil // a whole history
 	}
 	return r.setShallow(list)
 }
@@ -183,7 +203,13 @@ func writeShallow(path string, list []plumbing.Hash) error {
 		b.WriteString(h.String())
 		b.WriteByte('\n')
 	}
-	if err := replaceLocked(path, b.Bytes()); err != nil {
+	// Synced: an empty shallow file after a power loss would claim the
+	// whole history, and a fetch would tell the server so.
+	err := replaceLocked(path, b.Bytes(), true)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("writing the shallow file: %s.lock exists: is a git command running in the working copy? (a lock left by an interrupted cycle is removed when the working copy is next opened)", path)
+	case err != nil:
 		return fmt.Errorf("writing the shallow file: %w", err)
 	}
 	return nil

@@ -113,21 +113,22 @@ func hashes(hexes []string) []plumbing.Hash {
 func TestShallowListKeepsWhatGitReaches(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		git  [][]string
+		git  []string
+		at   []int // the cycles before which it runs
 	}{
-		{"git pull", [][]string{{"pull", "--quiet"}}},
-		{"git worktree add", [][]string{{"worktree", "add", "--quiet", "--detach", "../linked"}}},
+		// Twice: after one pull, ORIG_HEAD and FETCH_HEAD name what the
+		// reflogs do; after the second, only the reflogs name the first.
+		{"git pull", []string{"pull", "--quiet"}, []int{1, 3}},
+		{"git worktree add", []string{"worktree", "add", "--quiet", "--detach", "../linked"}, []int{1}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			bare := testgit.NewBare(t, map[string]string{"clusters/app.yaml": "image: app:1.0.0\n"})
 			opts := Options{URL: testgit.StartHTTP(t, bare, false).URL, Workdir: filepath.Join(t.TempDir(), "wd")}
-			for i := range 4 {
+			for i := range 6 {
 				testgit.Commit(t, bare, "main", map[string]string{"clusters/app.yaml": fmt.Sprintf("image: app:1.%d.0\n", i+1)}, nil, "theirs")
-				if i == 1 {
-					for _, args := range tt.git {
-						testgit.Git(t, opts.Workdir, args...)
-					}
-					testgit.Commit(t, bare, "main", map[string]string{"other.yaml": "x: 1\n"}, nil, "theirs again")
+				if slices.Contains(tt.at, i) {
+					testgit.Git(t, opts.Workdir, tt.git...)
+					testgit.Commit(t, bare, "main", map[string]string{"other.yaml": fmt.Sprintf("x: %d\n", i)}, nil, "theirs again")
 				}
 				openClose(t, opts)
 			}
@@ -176,5 +177,45 @@ func TestShallowWriteFailure(t *testing.T) {
 	}
 	if out, err := testgit.GitErr(t, wd, nil, "fsck", "--no-progress", "--no-dangling"); err != nil {
 		t.Fatalf("git fsck on the working copy: %v\n%s", err, out)
+	}
+}
+
+// TestShallowBackToAnOldHead: the remote's branch is set back to a head
+// fetched cycles ago, which the store still holds and the list no longer
+// names. go-git's fetch (a file:// remote) moves the ref to it and lists
+// nothing; the pruning must list it again (its parent is missing), or git
+// finds the working copy broken and the next thin fetch claims a history
+// the store lacks. Then the remote moves on.
+func TestShallowBackToAnOldHead(t *testing.T) {
+	for _, remote := range []string{"file", "http"} {
+		t.Run(remote, func(t *testing.T) {
+			bare := testgit.NewBare(t, map[string]string{"clusters/app.yaml": "image: app:1.0.0\n"})
+			url := "file://" + filepath.ToSlash(bare)
+			if remote == "http" {
+				url = testgit.StartHTTP(t, bare, false).URL
+			}
+			opts := Options{URL: url, Workdir: t.TempDir()}
+			old := testgit.Commit(t, bare, "main", map[string]string{"clusters/app.yaml": "image: app:1.1.0\n"}, nil, "old")
+			openClose(t, opts)
+			for _, v := range []string{"1.2.0", "1.3.0", "1.4.0"} {
+				testgit.Commit(t, bare, "main", map[string]string{"clusters/app.yaml": "image: app:" + v + "\n"}, nil, "newer")
+				openClose(t, opts)
+			}
+			testgit.Git(t, bare, "update-ref", "refs/heads/main", old)
+			openClose(t, opts)
+			fsck := func(when string) {
+				t.Helper()
+				if out, err := testgit.GitErr(t, opts.Workdir, nil, "fsck", "--no-progress", "--no-dangling"); err != nil {
+					t.Fatalf("git fsck on the working copy %s: %v\n%s", when, err, out)
+				}
+			}
+			fsck("set back")
+			testgit.Commit(t, bare, "main", map[string]string{"clusters/app.yaml": "image: app:2.0.0\n"}, nil, "on again")
+			openClose(t, opts)
+			if got, _ := os.ReadFile(filepath.Join(opts.Workdir, "clusters", "app.yaml")); string(got) != "image: app:2.0.0\n" {
+				t.Errorf("app.yaml = %q after the remote moved on", got)
+			}
+			fsck("moved on")
+		})
 	}
 }

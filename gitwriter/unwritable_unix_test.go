@@ -81,6 +81,26 @@ func TestThinFetchUnwritable(t *testing.T) {
 	checkRecovers(t, opts, "clusters/app.yaml", "image: app:1.1.0\n")
 }
 
+// TestStoreThinUnwritable: the likelier case on a full disk, a small
+// change to a large file: the thin pack (a delta) is written, the object
+// it resolves to is not. The fetch fails as above, without a whole-tree
+// fetch.
+func TestStoreThinUnwritable(t *testing.T) {
+	if childOpen(t) {
+		return
+	}
+	big := string(randomBytes(t, 32<<10))
+	bare := testgit.NewBare(t, map[string]string{"big.bin": big})
+	opts := Options{URL: testgit.StartHTTP(t, bare, false).URL, Workdir: t.TempDir()}
+	openClose(t, opts)
+	testgit.Commit(t, bare, "main", map[string]string{"big.bin": big + "one more line\n"}, nil, "append")
+	out := openUnderLimit(t, opts)
+	if !strings.Contains(out, efbigHint+"; the remote is not at fault") || strings.Contains(out, "fetching the whole tree") {
+		t.Errorf("Open under a file size limit, storing a resolved delta:\n%s", out)
+	}
+	checkRecovers(t, opts, "big.bin", big+"one more line\n")
+}
+
 // TestResetUnwritable: when moving the worktree to a fetched head fails
 // to write a file, Open fails with what to do, and the working copy stays
 // to be reset by the next Open: it was taken for a damaged one, deleted

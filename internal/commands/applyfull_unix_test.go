@@ -42,7 +42,7 @@ func TestApplyUnwritable(t *testing.T) {
 	}
 	for _, want := range []string{
 		"exit 1\n",
-		"No changes written: 2 files could not be written (see the problems: a full disk, or a folder this user may not write), and their fields are not current; free space or make them writable, then apply again.",
+		"No changes written: 2 files could not be written (see the problems: a full disk, a file size limit, or a folder this user may not write), and their fields are not current; free space, raise the limit or make them writable, then apply again.",
 		"a.yaml: writing file:",
 	} {
 		if !strings.Contains(string(out), want) {

@@ -472,7 +472,7 @@ func unwrittenFiles(rep *cycle.Report) int {
 
 // unwrittenNote says what unwrittenFiles found, and what to do.
 func unwrittenNote(n int) string {
-	return fmt.Sprintf("%d %s could not be written (see the problems: a full disk, or a folder this user may not write), and %s not current; free space or make %s writable, then apply again",
+	return fmt.Sprintf("%d %s could not be written (see the problems: a full disk, a file size limit, or a folder this user may not write), and %s not current; free space, raise the limit or make %s writable, then apply again",
 		n, plural(n, "file", "files"), plural(n, "its fields are", "their fields are"), plural(n, "it", "them"))
 }
 
