@@ -307,9 +307,8 @@ func replaceLocked(path string, data []byte, sync bool) error {
 // enough; otherwise the whole file is parsed.
 func checkIndex(dir string) error {
 	path := filepath.Join(dir, ".git", "index")
-	if state, err := os.ReadFile(filepath.Join(dir, ".git", resetStateFile)); err == nil {
-		_, sum, _ := strings.Cut(strings.TrimSpace(string(state)), " ")
-		if got, err := indexChecksum(path); err == nil && got == sum {
+	if st, ok, damaged := readStateFile(dir); ok && !damaged {
+		if got, err := indexChecksum(path); err == nil && got == st.sum {
 			f, err := os.Open(path)
 			if err != nil {
 				return err

@@ -708,6 +708,10 @@ func (r *Repo) commit(base plumbing.Hash, paths []string, message string, c Comm
 	if commit, err = r.writeObject(plumbing.CommitObject, content); err != nil {
 		return plumbing.ZeroHash, nil, nil, fmt.Errorf("committing: %w", err)
 	}
+	if r.trees == nil {
+		r.trees = map[plumbing.Hash]plumbing.Hash{}
+	}
+	r.trees[commit] = tree // made here: the state file may record it
 	var ic []indexChange
 	for _, p := range changed {
 		e := edits[p]

@@ -434,3 +434,36 @@ func TestRefreshIndexFails(t *testing.T) {
 		t.Errorf("the next Open trusted the worktree:\n%s", logs)
 	}
 }
+
+// TestStateRecordsTheTree: the state file records the tree of the commit
+// the worktree holds, as git has it, after a commit and after an Open
+// that found an older state file without it; Open takes the head's tree
+// from it rather than read the head commit whole (a bump commit's message
+// can list thousands of files).
+func TestStateRecordsTheTree(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()}
+	check := func(when string) {
+		t.Helper()
+		fields := strings.Fields(readState(t, opts.Workdir))
+		head := testgit.Git(t, opts.Workdir, "rev-parse", "HEAD")
+		tree := testgit.Git(t, opts.Workdir, "rev-parse", "HEAD^{tree}")
+		if len(fields) != 3 || fields[0] != head || fields[2] != tree {
+			t.Errorf("%s: the state file holds %q, want %s, the index's checksum and %s", when, fields, head, tree)
+		}
+	}
+	r := mustOpen(t, opts)
+	if res, err := r.Update(t.Context(), Update{Commit: author}, setFiles(map[string]string{"clusters/prod/app.yaml": "image: app:2.0.0\n"}, "Bump", nil)); err != nil || !res.Pushed {
+		t.Fatalf("Update: %+v, %v", res, err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("after a commit")
+	// An older imagebump's state file: the commit and the checksum.
+	fields := strings.Fields(readState(t, opts.Workdir))
+	write(t, filepath.Join(opts.Workdir, ".git", resetStateFile), fields[0]+" "+fields[1]+"\n")
+	mustOpen(t, opts).Close()
+	check("after an Open of an older state file")
+	checkWorkdir(t, opts.Workdir, bare, mainSHA(t, bare))
+}

@@ -21,8 +21,9 @@ import (
 )
 
 // resetStateFile, in .git, records the commit the worktree holds (last
-// reset to, moved to, or committed) and the checksum of the index written
-// then. While both hold, HEAD points at the tracked branch and the branch
+// reset to, moved to, or committed), the checksum of the index written
+// then, and the commit's tree, as read and checked against the commit's
+// name then (older files lack it): "COMMIT SUM TREE". While both hold, HEAD points at the tracked branch and the branch
 // at that commit, the index is known to equal the commit's tree, and the
 // worktree the index (unless someone else changed it: see
 // Options.TrustWorktree). The file is removed before any change to the
@@ -284,7 +285,41 @@ func (r *Repo) recordState() {
 		_ = os.Remove(r.statePath())
 		return
 	}
-	_ = os.WriteFile(r.statePath(), []byte(r.at.String()+" "+sum+"\n"), 0o644)
+	r.writeState(resetState{at: r.at, sum: sum, tree: r.trees[r.at]})
+}
+
+// writeState writes st as the state file.
+func (r *Repo) writeState(st resetState) {
+	line := st.at.String() + " " + st.sum
+	if !st.tree.IsZero() {
+		line += " " + st.tree.String()
+	}
+	_ = os.WriteFile(r.statePath(), []byte(line+"\n"), 0o644)
+}
+
+// resetState is what the state file of a working copy records.
+type resetState struct {
+	at   plumbing.Hash // the commit the worktree holds
+	sum  string        // the checksum of the index written then
+	tree plumbing.Hash // at's tree, read and checked then; zero if not recorded
+}
+
+// readStateFile reads the state file of the working copy at dir. ok is false
+// when there is none; damaged is set when it cannot be read as one.
+func readStateFile(dir string) (st resetState, ok, damaged bool) {
+	data, err := os.ReadFile(filepath.Join(dir, ".git", resetStateFile))
+	if err != nil {
+		return st, false, false
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) < 2 || len(fields) > 3 || !plumbing.IsHash(fields[0]) || len(fields) == 3 && !plumbing.IsHash(fields[2]) {
+		return st, true, true
+	}
+	st.at, st.sum = plumbing.NewHash(fields[0]), fields[1]
+	if len(fields) == 3 {
+		st.tree = plumbing.NewHash(fields[2])
+	}
+	return st, true, false
 }
 
 // indexChecksum returns the trailing SHA-1 of an index file, which covers
@@ -339,15 +374,14 @@ func byOthers(why string) bool {
 // tracked branch and the branch at that commit; otherwise why says what
 // differs. Nothing in the worktree is looked at.
 func (r *Repo) recordedState() (at plumbing.Hash, why string) {
-	state, err := os.ReadFile(r.statePath())
-	if err != nil {
+	st, ok, damaged := readStateFile(r.dir)
+	switch {
+	case !ok:
 		return plumbing.ZeroHash, noRecordedReset
-	}
-	head, sum, _ := strings.Cut(strings.TrimSpace(string(state)), " ")
-	at = plumbing.NewHash(head)
-	if at.String() != head {
+	case damaged:
 		return plumbing.ZeroHash, "the recorded state is damaged"
 	}
+	at, sum := st.at, st.sum
 	if got, err := indexChecksum(r.indexPath()); err != nil || got != sum {
 		return plumbing.ZeroHash, indexChanged
 	}
