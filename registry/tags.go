@@ -60,7 +60,6 @@ func (y *Cycle) Tags(ctx context.Context, repository string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := c.log.With("repository", repository)
 	tags := []string{}
 	seen := map[string]bool{}
 	fetched := map[string]bool{}
@@ -116,7 +115,7 @@ func (y *Cycle) Tags(ctx context.Context, repository string) ([]string, error) {
 			// A registry ignoring "last" repeats the full page it sent;
 			// only a Link that leads back to old tags is worth a warning.
 			if viaLink && len(list.Tags) > 0 {
-				log.Warn("registry repeated tags already listed; stopping pagination", "page", page, "tags", len(tags))
+				c.log.Warn("registry repeated tags already listed; stopping pagination", "repository", repository, "page", page, "tags", len(tags))
 			}
 			return tags, nil
 		}
@@ -128,7 +127,7 @@ func (y *Cycle) Tags(ctx context.Context, repository string) ([]string, error) {
 			case u == "":
 				return tags, nil
 			case fetched[u]:
-				log.Warn("Link header repeats a page already fetched; stopping pagination", "link", c.secrets.Text(redact.String(u)), "tags", len(tags))
+				c.log.Warn("Link header repeats a page already fetched; stopping pagination", "repository", repository, "link", c.secrets.Text(redact.String(u)), "tags", len(tags))
 				return tags, nil
 			}
 			next, viaLink, sawLink = u, true, true
@@ -145,7 +144,7 @@ func (y *Cycle) Tags(ctx context.Context, repository string) ([]string, error) {
 		if fetched[u] {
 			return tags, nil
 		}
-		log.Debug("full page without Link header; asking for the next with last", "page", page)
+		c.log.Debug("full page without Link header; asking for the next with last", "repository", repository, "page", page)
 		next, viaLink = u, false
 	}
 }

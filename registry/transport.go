@@ -284,8 +284,10 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		timedOut := rctx.Err() != nil && ctx.Err() == nil
 		cancel()
 		hold.release()
-		t.log.Debug("registry request failed", "method", req.Method, "url", t.logURL(req), "duration", time.Since(start),
-			"error", t.secrets.Text(redact.Text(err.Error()), redact.AuthorizationSecrets(req.Header.Get("Authorization"))...))
+		if t.log.Enabled(ctx, slog.LevelDebug) {
+			t.log.Debug("registry request failed", "method", req.Method, "url", t.logURL(req), "duration", time.Since(start),
+				"error", t.secrets.Text(redact.Text(err.Error()), redact.AuthorizationSecrets(req.Header.Get("Authorization"))...))
+		}
 		if timedOut {
 			err = &timeoutError{err: err, after: t.timeout}
 		}
@@ -297,7 +299,10 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	breakerFrom(ctx).answered()
-	t.log.Debug("registry request", "method", req.Method, "url", t.logURL(req), "status", resp.StatusCode, "duration", time.Since(start))
+	if t.log.Enabled(ctx, slog.LevelDebug) {
+		// The redaction of every request's URL, for a level mostly off.
+		t.log.Debug("registry request", "method", req.Method, "url", t.logURL(req), "status", resp.StatusCode, "duration", time.Since(start))
+	}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		if d, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			t.pause(min(d, t.maxPause))
