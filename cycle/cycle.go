@@ -2,8 +2,10 @@ package cycle
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"slices"
 	"strings"
@@ -117,6 +119,49 @@ type PolicyResult struct {
 	// HeldBack are the tags, better by the rule than the pick, that a gate
 	// (minAge, verify) held back, best first.
 	HeldBack []HeldBack
+
+	// pickedFrom is what Selection was picked from, when no gate took
+	// part: the next cycle of the target keeps Selection when it lists
+	// the same tags for the same policy.
+	pickedFrom pickKey
+}
+
+// pickKey is what a policy's pick depends on, when no gate takes part:
+// the compiled policy (the same object while the config is not reloaded)
+// and the tags listed, by a hash of them.
+type pickKey struct {
+	policy *policy.Policy
+	tags   uint64
+}
+
+// tagsSeed seeds the hashes of tag lists; they are compared within one
+// process only.
+var tagsSeed = maphash.MakeSeed()
+
+// tagsSum hashes a tag list, order and lengths included.
+func tagsSum(tags []string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(tagsSeed)
+	var n [8]byte
+	for _, t := range tags {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(t)))
+		h.Write(n[:])
+		h.WriteString(t)
+	}
+	return h.Sum64()
+}
+
+// previousPicks returns prev's policy results by name, for their picks;
+// nil when there is no previous cycle.
+func previousPicks(prev *TargetResult) map[string]PolicyResult {
+	if prev == nil || prev.Report == nil {
+		return nil
+	}
+	picks := make(map[string]PolicyResult, len(prev.Report.Policies))
+	for _, p := range prev.Report.Policies {
+		picks[p.Name] = p
+	}
+	return picks
 }
 
 // Latest is the tag the policy picked, or "".
@@ -264,7 +309,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if opts.prefetch != nil && current == nil {
 			results = opts.prefetch.selectWith(ctx, opts.Registry, gates, images, opts.Concurrency, logger)
 		} else {
-			results = selectListed(ctx, list, opts.Registry, gates, images, current, opts.Concurrency, logger)
+			results = selectListed(ctx, list, opts.Registry, gates, images, current, nil, opts.Concurrency, logger)
 		}
 		logTagWarnings(results, opts.Warned, logger)
 	}
@@ -414,9 +459,11 @@ func gatesFor(gates *Gates, images []*config.Image, now func() time.Time, logger
 // selectImages lists the tags of each image's repository (each repository once),
 // picks the latest tag by each policy, and resolves digests where the policy
 // asks. current holds what the files pin now, for the ifNotPresent mode. One
-// failing repository fails only its own policies.
-func selectImages(ctx context.Context, reg Registry, gates *Gates, images []*config.Image, current map[string]pinned, concurrency int, logger *slog.Logger) []PolicyResult {
-	return selectListed(ctx, reg, reg, gates, images, current, concurrency, logger)
+// failing repository fails only its own policies. prev holds the target's
+// last results by policy name (or is nil): a pick made from the same tags
+// by the same policy, with no gate, is kept rather than made again.
+func selectImages(ctx context.Context, reg Registry, gates *Gates, images []*config.Image, current map[string]pinned, prev map[string]PolicyResult, concurrency int, logger *slog.Logger) []PolicyResult {
+	return selectListed(ctx, reg, reg, gates, images, current, prev, concurrency, logger)
 }
 
 // lister lists the tags of repositories, as Registry.Scan does.
@@ -425,7 +472,7 @@ type lister interface {
 }
 
 // selectListed is selectImages with the tag listings taken from list.
-func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, images []*config.Image, current map[string]pinned, concurrency int, logger *slog.Logger) []PolicyResult {
+func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, images []*config.Image, current map[string]pinned, prev map[string]PolicyResult, concurrency int, logger *slog.Logger) []PolicyResult {
 	if concurrency <= 0 {
 		concurrency = defaultConcurrency
 	}
@@ -438,8 +485,12 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 		}
 	}
 	scans := map[string]registry.Result{}
+	sums := map[string]uint64{} // tagsSum by repository, when prev may serve
 	for _, r := range list.Scan(ctx, repos, concurrency) {
 		scans[r.Repository] = r
+		if prev != nil && r.Err == nil {
+			sums[r.Repository] = tagsSum(r.Tags)
+		}
 	}
 	// The policies of one repository share what they read the same way
 	// (which tags are valid, their versions), read once for all of them.
@@ -472,12 +523,21 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 			results[i].Err = fmt.Errorf("policy %s: %w", im.Name, scan.Err)
 			continue
 		}
+		gated := needsGates(im)
 		var sel policy.Result
 		var err error
-		if list != nil {
+		key := pickKey{policy: im.Policy(), tags: sums[im.Repository]}
+		switch last, ok := prev[im.Name]; {
+		case ok && !gated && last.pickedFrom == key && key.policy != nil && last.Err == nil:
+			// The same tags, the same policy: the same pick.
+			sel = last.Selection
+		case list != nil:
 			sel, err = im.Policy().PickList(ctx, list)
-		} else {
+		default:
 			sel, err = im.Policy().Pick(ctx, scan.Tags)
+		}
+		if !gated && prev != nil {
+			results[i].pickedFrom = key
 		}
 		if err != nil {
 			results[i].Err = fmt.Errorf("policy %s: selecting among %d tags of %s: %w", im.Name, len(scan.Tags), im.Repository, err)
@@ -490,7 +550,6 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 			continue
 		}
 		known := current[im.Name]
-		gated := needsGates(im)
 		if !gated && !im.Digest.NeedsLookup(sel.Latest, known.tag, known.digest) {
 			if im.Digest == policy.DigestIfNotPresent {
 				results[i].Digest = known.digest

@@ -22,6 +22,7 @@ import (
 type prefetch struct {
 	done    chan struct{}
 	cancel  context.CancelFunc
+	prev    map[string]PolicyResult // the last cycle's, by policy name
 	results map[string]PolicyResult // by policy name, once done is closed
 }
 
@@ -58,11 +59,11 @@ func startPrefetch(ctx context.Context, opts TargetOptions, reg Registry, used f
 		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	p := &prefetch{done: make(chan struct{}), cancel: cancel}
+	p := &prefetch{done: make(chan struct{}), cancel: cancel, prev: previousPicks(opts.Previous)}
 	gates := gatesFor(opts.Gates, images, opts.Now, logger)
 	go func() {
 		defer close(p.done)
-		results := selectImages(ctx, reg, gates, images, nil, 0, logger)
+		results := selectImages(ctx, reg, gates, images, nil, p.prev, 0, logger)
 		p.results = make(map[string]PolicyResult, len(results))
 		for _, r := range results {
 			p.results[r.Name] = r
@@ -101,7 +102,7 @@ func (p *prefetch) selectWith(ctx context.Context, reg Registry, gates *Gates, i
 	var fresh []PolicyResult
 	if len(missing) > 0 {
 		logger.Debug("policies the last commit did not use: asking their registries now", "policies", len(missing))
-		fresh = selectImages(ctx, reg, gates, missing, nil, concurrency, logger)
+		fresh = selectImages(ctx, reg, gates, missing, nil, p.prev, concurrency, logger)
 	}
 	out := make([]PolicyResult, 0, len(images))
 	for _, im := range images {

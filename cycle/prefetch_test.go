@@ -3,9 +3,11 @@ package cycle
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -101,4 +103,71 @@ func TestListAheadStop(t *testing.T) {
 	}
 	var none *listAhead
 	none.stop()
+}
+
+// TestPicksKeptFromPrevious: a policy's pick is kept from the target's
+// last cycle when the same policy sees the same tags, and made again when
+// the tags changed, when the config was reloaded (another policy object,
+// another rule), or when a gate takes part. The kept pick is told from a
+// new one by a Selection the registry's tags could not give.
+func TestPicksKeptFromPrevious(t *testing.T) {
+	cfg, err := config.Parse([]byte("images:\n  - {name: apps:web, repository: reg.example/web, policy: {semver: \">=1.0.0\"}}\n"), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reloaded, err := config.Parse([]byte("images:\n  - {name: apps:web, repository: reg.example/web, policy: {semver: \"<1.1.0\"}}\n"), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated, err := config.Parse([]byte("images:\n  - {name: apps:web, repository: reg.example/web, policy: {semver: \">=1.0.0\"}, minAge: 1s}\n"), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags := []string{"1.0.0", "1.1.0", "1.2.0"}
+	reg := &fakeRegistry{tags: map[string][]string{"reg.example/web": tags}}
+	ctx := context.Background()
+	logger := slog.New(slog.DiscardHandler)
+	first := selectImages(ctx, reg, nil, imagesOf(cfg), nil, map[string]PolicyResult{}, 0, logger)
+	if first[0].Latest() != "1.2.0" {
+		t.Fatalf("the first pick is %q, want 1.2.0", first[0].Latest())
+	}
+	// A pick no registry gave, to tell a kept one from a new one.
+	marked := first[0]
+	marked.Selection.Latest = "kept"
+	prev := map[string]PolicyResult{"apps:web": marked}
+	for _, tt := range []struct {
+		name   string
+		images []*config.Image
+		tags   []string
+		want   string
+	}{
+		{"the same tags", imagesOf(cfg), tags, "kept"},
+		{"a new tag", imagesOf(cfg), append(slices.Clone(tags), "1.3.0"), "1.3.0"},
+		{"the same tags in another order", imagesOf(cfg), []string{"1.2.0", "1.1.0", "1.0.0"}, "1.2.0"},
+		{"a reloaded config", imagesOf(reloaded), tags, "1.0.0"},
+	} {
+		reg.tags["reg.example/web"] = tt.tags
+		if got := selectImages(ctx, reg, nil, tt.images, nil, prev, 0, logger)[0].Latest(); got != tt.want {
+			t.Errorf("%s: the pick is %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	// Even with what it was picked from recorded (it is not, for a gated
+	// policy), a gate's pick depends on the time and signatures too.
+	reg.tags["reg.example/web"] = tags
+	gatedImages := imagesOf(gated)
+	marked.pickedFrom = pickKey{policy: gatedImages[0].Policy(), tags: tagsSum(tags)}
+	gates := NewGates(func() time.Time { return time.Now() }, logger)
+	res := selectImages(ctx, reg, gates, gatedImages, nil, map[string]PolicyResult{"apps:web": marked}, 0, logger)[0]
+	if res.Selection.Latest == "kept" {
+		t.Error("a gated policy's pick was kept from the last cycle")
+	}
+}
+
+// imagesOf returns the images of cfg, as pointers.
+func imagesOf(cfg *config.Config) []*config.Image {
+	var out []*config.Image
+	for i := range cfg.Images {
+		out = append(out, &cfg.Images[i])
+	}
+	return out
 }
