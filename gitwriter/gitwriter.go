@@ -812,24 +812,22 @@ func (r *Repo) openExisting() (*git.Repository, string, bool) {
 	if err != nil {
 		return nil, "its HEAD cannot be resolved: " + err.Error(), false
 	}
-	// A bump commit's message can list thousands of files: the head's
-	// tree is taken from the state file when it records the head, as
-	// read and checked when it was written; the tree itself is read below.
-	st, ok, damaged := readStateFile(r.dir)
-	recorded := ok && !damaged && st.at == head.Hash()
-	tree := st.tree
-	if !recorded || tree.IsZero() {
+	// A bump commit's message can list thousands of files: it is read
+	// whole and checked against its name only when the state file does
+	// not record it; the tree itself is read below.
+	var tree plumbing.Hash
+	named := false
+	if st, ok, damaged := readStateFile(r.dir); ok && !damaged && st.at == head.Hash() {
+		// Checked whole when the state was recorded (or made here):
+		// its first line is enough.
+		tree, named = treeNamed(repo, r.objects, head.Hash())
+	}
+	if !named {
 		if tree, err = checkCommit(repo, r.objects, head.Hash()); err != nil {
 			return nil, "its HEAD commit cannot be read: " + err.Error(), false
 		}
 	}
 	r.trees = map[plumbing.Hash]plumbing.Hash{head.Hash(): tree}
-	if recorded && st.tree.IsZero() {
-		// Written by an older imagebump: the tree, checked just now, is
-		// recorded for the next Open.
-		st.tree = tree
-		r.writeState(st)
-	}
 	if _, err := treeObject(repo, r.objects, tree); err != nil {
 		return nil, "its HEAD tree cannot be read: " + err.Error(), false
 	}

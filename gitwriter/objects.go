@@ -177,6 +177,45 @@ func readTreeLine(br *bufio.Reader, h plumbing.Hash) (plumbing.Hash, error) {
 	return plumbing.NewHash(string(hex)), nil
 }
 
+// treeNamed returns the tree commit h names, read from the commit's first
+// line alone, unchecked: for a commit checked whole before (see
+// resetStateFile). ok is false when it cannot tell that way (a commit
+// stored as a delta, or not found): checkCommit then reads it.
+func treeNamed(repo *git.Repository, objects string, h plumbing.Hash) (tree plumbing.Hash, ok bool) {
+	lo, err := looseReader(repo, h)
+	if err != nil {
+		return plumbing.ZeroHash, false
+	}
+	if lo != nil {
+		defer lo.Close()
+		tree, err := readTreeLine(bufio.NewReader(lo), h)
+		return tree, err == nil
+	}
+	bases, err := packBases(filepath.Join(objects, "pack"))
+	if err != nil {
+		return plumbing.ZeroHash, false
+	}
+	for _, base := range bases {
+		off, err := idxOffset(base+".idx", h)
+		if err != nil {
+			continue
+		}
+		f, err := os.Open(base + ".pack")
+		if err != nil {
+			return plumbing.ZeroHash, false
+		}
+		// "tree HEX\n" is 46 bytes.
+		e, err := readStoredEntryPart(f, off, true, 0, 64)
+		f.Close()
+		if err != nil || e.t != plumbing.CommitObject {
+			return plumbing.ZeroHash, false
+		}
+		tree, err := readTreeLine(bufio.NewReader(bytes.NewReader(e.data)), h)
+		return tree, err == nil
+	}
+	return plumbing.ZeroHash, false
+}
+
 // checkCommit reads commit h whole and returns its tree hash: a loose
 // commit is streamed, and a packed one read (packedObject), and either is
 // checked against its hash, which go-git's reader does not do; one stored
@@ -711,7 +750,7 @@ func (r *Repo) commit(base plumbing.Hash, paths []string, message string, c Comm
 	if r.trees == nil {
 		r.trees = map[plumbing.Hash]plumbing.Hash{}
 	}
-	r.trees[commit] = tree // made here: the state file may record it
+	r.trees[commit] = tree // made here: treeOf need not read it again
 	var ic []indexChange
 	for _, p := range changed {
 		e := edits[p]

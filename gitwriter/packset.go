@@ -298,6 +298,13 @@ func readStoredEntry(f io.ReaderAt, off int64, wholeOnly bool) (storedPackEntry,
 
 // readStoredEntryUpTo is readStoredEntry with its own size bound.
 func readStoredEntryUpTo(f io.ReaderAt, off int64, wholeOnly bool, limit uint64) (storedPackEntry, error) {
+	return readStoredEntryPart(f, off, wholeOnly, limit, 0)
+}
+
+// readStoredEntryPart is readStoredEntryUpTo, inflating only the first
+// prefix bytes of the entry's data when prefix is not 0 (and then
+// whatever its size).
+func readStoredEntryPart(f io.ReaderAt, off int64, wholeOnly bool, limit, prefix uint64) (storedPackEntry, error) {
 	var e storedPackEntry
 	br := bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 512)
 	c, err := br.ReadByte()
@@ -348,7 +355,9 @@ func readStoredEntryUpTo(f io.ReaderAt, off int64, wholeOnly bool, limit uint64)
 	default:
 		return e, fmt.Errorf("unknown object type %d", e.t)
 	}
-	if size > limit {
+	if prefix > 0 {
+		size = min(size, prefix)
+	} else if size > limit {
 		return e, errNotWhole
 	}
 	zr, _ := zlibReaders.Get().(io.ReadCloser)

@@ -21,9 +21,9 @@ import (
 )
 
 // resetStateFile, in .git, records the commit the worktree holds (last
-// reset to, moved to, or committed), the checksum of the index written
-// then, and the commit's tree, as read and checked against the commit's
-// name then (older files lack it): "COMMIT SUM TREE". While both hold, HEAD points at the tracked branch and the branch
+// reset to, moved to, or committed), read whole and checked against its
+// name then (or made then), and the checksum of the index written then:
+// "COMMIT SUM". While both hold, HEAD points at the tracked branch and the branch
 // at that commit, the index is known to equal the commit's tree, and the
 // worktree the index (unless someone else changed it: see
 // Options.TrustWorktree). The file is removed before any change to the
@@ -285,23 +285,13 @@ func (r *Repo) recordState() {
 		_ = os.Remove(r.statePath())
 		return
 	}
-	r.writeState(resetState{at: r.at, sum: sum, tree: r.trees[r.at]})
-}
-
-// writeState writes st as the state file.
-func (r *Repo) writeState(st resetState) {
-	line := st.at.String() + " " + st.sum
-	if !st.tree.IsZero() {
-		line += " " + st.tree.String()
-	}
-	_ = os.WriteFile(r.statePath(), []byte(line+"\n"), 0o644)
+	_ = os.WriteFile(r.statePath(), []byte(r.at.String()+" "+sum+"\n"), 0o644)
 }
 
 // resetState is what the state file of a working copy records.
 type resetState struct {
-	at   plumbing.Hash // the commit the worktree holds
-	sum  string        // the checksum of the index written then
-	tree plumbing.Hash // at's tree, read and checked then; zero if not recorded
+	at  plumbing.Hash // the commit the worktree holds
+	sum string        // the checksum of the index written then
 }
 
 // readStateFile reads the state file of the working copy at dir. ok is false
@@ -312,13 +302,10 @@ func readStateFile(dir string) (st resetState, ok, damaged bool) {
 		return st, false, false
 	}
 	fields := strings.Fields(string(data))
-	if len(fields) < 2 || len(fields) > 3 || !plumbing.IsHash(fields[0]) || len(fields) == 3 && !plumbing.IsHash(fields[2]) {
+	if len(fields) != 2 || !plumbing.IsHash(fields[0]) {
 		return st, true, true
 	}
 	st.at, st.sum = plumbing.NewHash(fields[0]), fields[1]
-	if len(fields) == 3 {
-		st.tree = plumbing.NewHash(fields[2])
-	}
 	return st, true, false
 }
 
