@@ -485,10 +485,10 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 		}
 	}
 	scans := map[string]registry.Result{}
-	sums := map[string]uint64{} // tagsSum by repository, when prev may serve
+	sums := map[string]uint64{} // tagsSum by repository, for the next cycle's prev
 	for _, r := range list.Scan(ctx, repos, concurrency) {
 		scans[r.Repository] = r
-		if prev != nil && r.Err == nil {
+		if r.Err == nil {
 			sums[r.Repository] = tagsSum(r.Tags)
 		}
 	}
@@ -536,7 +536,7 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 		default:
 			sel, err = im.Policy().Pick(ctx, scan.Tags)
 		}
-		if !gated && prev != nil {
+		if !gated {
 			results[i].pickedFrom = key
 		}
 		if err != nil {
