@@ -28,10 +28,7 @@ func TestShallowListKeepsTheBoundary(t *testing.T) {
 	for _, remote := range []string{"http", "file"} {
 		t.Run(remote, func(t *testing.T) {
 			bare := testgit.NewBare(t, map[string]string{"clusters/app.yaml": "image: app:1.0.0\n"})
-			url := "file://" + filepath.ToSlash(bare)
-			if remote == "http" {
-				url = testgit.StartHTTP(t, bare, false).URL
-			}
+			url := remoteURL(t, remote, bare)
 			wd := t.TempDir()
 			opts := Options{URL: url, Workdir: wd}
 			shallowFile := filepath.Join(wd, ".git", "shallow")
@@ -190,10 +187,7 @@ func TestShallowBackToAnOldHead(t *testing.T) {
 	for _, remote := range []string{"file", "http"} {
 		t.Run(remote, func(t *testing.T) {
 			bare := testgit.NewBare(t, map[string]string{"clusters/app.yaml": "image: app:1.0.0\n"})
-			url := "file://" + filepath.ToSlash(bare)
-			if remote == "http" {
-				url = testgit.StartHTTP(t, bare, false).URL
-			}
+			url := remoteURL(t, remote, bare)
 			opts := Options{URL: url, Workdir: t.TempDir()}
 			old := testgit.Commit(t, bare, "main", map[string]string{"clusters/app.yaml": "image: app:1.1.0\n"}, nil, "old")
 			openClose(t, opts)
@@ -218,4 +212,14 @@ func TestShallowBackToAnOldHead(t *testing.T) {
 			fsck("moved on")
 		})
 	}
+}
+
+// remoteURL serves bare as kind says: "http" through git http-backend
+// (the thin fetch), "file" in process (go-git's fetch).
+func remoteURL(t *testing.T, kind, bare string) string {
+	t.Helper()
+	if kind == "http" {
+		return testgit.StartHTTP(t, bare, false).URL
+	}
+	return "file://" + filepath.ToSlash(bare)
 }
