@@ -3,7 +3,6 @@ package pullrequest
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -59,7 +58,16 @@ func Close(ctx context.Context, p Provider, head, base, reason string, ready fun
 			}
 		}
 	}
-	return res, errors.Join(uncommented...)
+	// One line: a target's error is one line of its report.
+	var refused error
+	for _, e := range uncommented {
+		if refused == nil {
+			refused = e
+		} else {
+			refused = fmt.Errorf("%w; %w", refused, e)
+		}
+	}
+	return res, refused
 }
 
 // PlanClose returns what Close would do, calling only p.List: Outcome

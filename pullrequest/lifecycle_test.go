@@ -323,6 +323,13 @@ func TestCloseErrors(t *testing.T) {
 			t.Errorf("calls (-want +got):\n%s", diff)
 		}
 	})
+	t.Run("two refused comments, on one line", func(t *testing.T) {
+		p := &scripted{prs: []PR{pr(4, StateOpen, "Bump a", changeA), pr(5, StateOpen, "Bump a", changeA)}, commentErr: forbidden}
+		_, err := Close(context.Background(), p, "imagebump/main", "main", "stale", nil)
+		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "#4") || !strings.Contains(err.Error(), "#5") || !errors.Is(err, forbidden) {
+			t.Errorf("got %q, want both on one line, matching the 403", err)
+		}
+	})
 	t.Run("a refused close posts no comment", func(t *testing.T) {
 		p := &scripted{prs: []PR{pr(4, StateOpen, "Bump a", changeA)}, closeErr: forbidden}
 		if _, err := Close(context.Background(), p, "imagebump/main", "main", "stale", nil); !errors.Is(err, forbidden) {
