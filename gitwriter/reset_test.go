@@ -260,8 +260,8 @@ func TestIndexRefreshed(t *testing.T) {
 					t.Errorf("%s: the index holds its new lstat data: %v, want %v", p, !tt.refresh, tt.refresh)
 				}
 			}
-			if at, why := r.recordedState(); why != "" || at.String() != r.Head() {
-				t.Errorf("recordedState() = %s, %q; want the head recorded for the index", at, why)
+			if at, why := r.recordedState(); why.text != "" || at.String() != r.Head() {
+				t.Errorf("recordedState() = %s, %q; want the head recorded for the index", at, why.text)
 			}
 		})
 	}
@@ -411,8 +411,8 @@ func TestRefreshIndexFails(t *testing.T) {
 	bare := testgit.NewBare(t, seed)
 	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()}
 	r := mustOpen(t, opts)
-	if _, why := r.recordedState(); why != "" {
-		t.Fatalf("no state recorded after Open: %s", why)
+	if _, why := r.recordedState(); why.text != "" {
+		t.Fatalf("no state recorded after Open: %s", why.text)
 	}
 	lock := filepath.Join(opts.Workdir, ".git", "index.lock")
 	write(t, lock, "")
@@ -421,8 +421,8 @@ func TestRefreshIndexFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.refreshIndex([]indexChange{{name: "README.md", hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(seed["README.md"])), mode: filemode.Regular, stat: statFields(fi)}})
-	if _, why := r.recordedState(); why != "no recorded reset" {
-		t.Errorf("recordedState after a failed refresh: %q, want none recorded", why)
+	if _, why := r.recordedState(); why.text != "no recorded reset" {
+		t.Errorf("recordedState after a failed refresh: %q, want none recorded", why.text)
 	}
 	r.Close()
 	if err := os.Remove(lock); err != nil {

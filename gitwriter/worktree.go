@@ -223,10 +223,10 @@ func (r *Repo) Clean(stale ...string) error {
 func (r *Repo) sync(verify bool) error {
 	at, why := r.recordedState()
 	var refresh []indexChange
-	if why == "" && verify {
+	if why.text == "" && verify {
 		why, refresh = r.worktreeDiffers()
 	}
-	if why == "" {
+	if why.text == "" {
 		r.at = at
 		if len(refresh) > 0 {
 			r.refreshIndex(refresh)
@@ -241,18 +241,18 @@ func (r *Repo) sync(verify bool) error {
 				// a Clean, as Close empties the working copy.
 				return fmt.Errorf("moving the worktree: %w", err)
 			}
-			why = "moving the worktree failed: " + err.Error()
+			why = resetReason{text: "moving the worktree failed: " + err.Error()}
 		}
 	}
-	if why != "" {
-		if !byOthers(why) {
+	if why.text != "" {
+		if !why.byOthers {
 			// After an edit that was not committed, a crash, or a move
 			// that failed (whose error says why).
-			r.log.Debug("hard-resetting the worktree", "reason", why)
+			r.log.Debug("hard-resetting the worktree", "reason", why.text)
 		} else {
 			// Someone else worked in it (git status rewrites the index).
 			r.log.Warn("hard-resetting the worktree, which is not as imagebump left it: whatever was changed in it (edits, untracked files, local commits, another branch checked out) is discarded; keep your own clones elsewhere",
-				"reason", why, "workdir", r.dir)
+				"reason", why.text, "workdir", r.dir)
 		}
 		return r.reset()
 	}
@@ -331,55 +331,41 @@ func indexChecksum(path string) (string, error) {
 	return hex.EncodeToString(sum), nil
 }
 
-// noRecordedReset is recordedState's reason when there is no state file:
-// imagebump removes it before it changes the worktree, and writes it
-// back when the worktree again holds a commit.
-const noRecordedReset = "no recorded reset"
-
-// What recordedState and worktreeDiffers find when someone else worked in
-// the working copy.
-const (
-	indexChanged   = "the index changed"
-	headElsewhere  = "HEAD is not the tracked branch"
-	branchMoved    = "the local branch is not at the recorded commit"
-	fileDiffersFmt = "tracked file %s differs"
-)
-
-// byOthers reports whether a reason to reset the worktree says that
-// someone other than imagebump changed it.
-func byOthers(why string) bool {
-	switch why {
-	case indexChanged, headElsewhere, branchMoved:
-		return true
-	}
-	prefix, suffix, _ := strings.Cut(fileDiffersFmt, "%s")
-	return strings.HasPrefix(why, prefix) && strings.HasSuffix(why, suffix)
+// resetReason says why the worktree is hard-reset; the zero value, that
+// it need not be.
+type resetReason struct {
+	text     string
+	byOthers bool // someone other than imagebump changed the working copy
 }
+
+// changedByOthers is the reason of a change someone else made.
+func changedByOthers(text string) resetReason { return resetReason{text: text, byOthers: true} }
 
 // recordedState returns the commit the state file says the worktree
 // holds, when the index is the one written then, HEAD points at the
 // tracked branch and the branch at that commit; otherwise why says what
 // differs. Nothing in the worktree is looked at.
-func (r *Repo) recordedState() (at plumbing.Hash, why string) {
+func (r *Repo) recordedState() (at plumbing.Hash, why resetReason) {
 	st, ok, damaged := readStateFile(r.dir)
 	switch {
 	case !ok:
-		return plumbing.ZeroHash, noRecordedReset
+		// Removed before the worktree changes, written back once it
+		// holds a commit again: an edit not committed, or a crash.
+		return plumbing.ZeroHash, resetReason{text: "no recorded reset"}
 	case damaged:
-		return plumbing.ZeroHash, "the recorded state is damaged"
+		return plumbing.ZeroHash, resetReason{text: "the recorded state is damaged"}
 	}
-	at, sum := st.at, st.sum
-	if got, err := indexChecksum(r.indexPath()); err != nil || got != sum {
-		return plumbing.ZeroHash, indexChanged
+	if got, err := indexChecksum(r.indexPath()); err != nil || got != st.sum {
+		return plumbing.ZeroHash, changedByOthers("the index changed")
 	}
 	ref, err := r.repo.Storer.Reference(plumbing.HEAD)
 	if err != nil || ref.Type() != plumbing.SymbolicReference || ref.Target() != r.branchRef() {
-		return plumbing.ZeroHash, headElsewhere
+		return plumbing.ZeroHash, changedByOthers("HEAD is not the tracked branch")
 	}
-	if ref, err := r.repo.Storer.Reference(r.branchRef()); err != nil || ref.Hash() != at {
-		return plumbing.ZeroHash, branchMoved
+	if ref, err := r.repo.Storer.Reference(r.branchRef()); err != nil || ref.Hash() != st.at {
+		return plumbing.ZeroHash, changedByOthers("the local branch is not at the recorded commit")
 	}
-	return at, ""
+	return st.at, resetReason{}
 }
 
 // worktreeDiffers checks every tracked file against the index and deletes
@@ -389,10 +375,10 @@ func (r *Repo) recordedState() (at plumbing.Hash, why string) {
 // status refreshes it: a copy of the working copy (cp -a), a chown or a
 // clone's files written in the index's own clock tick (racy) would
 // otherwise be hashed at every check.
-func (r *Repo) worktreeDiffers() (why string, refresh []indexChange) {
+func (r *Repo) worktreeDiffers() (why resetReason, refresh []indexChange) {
 	idx, err := r.repo.Storer.Index()
 	if err != nil {
-		return "the index cannot be read", nil
+		return resetReason{text: "the index cannot be read"}, nil
 	}
 	check := r.fileCheck(idx)
 	// A file changed in the last moments may change again within the
@@ -402,7 +388,7 @@ func (r *Repo) worktreeDiffers() (why string, refresh []indexChange) {
 	for _, e := range idx.Entries {
 		ok, hashed, fi, err := check.entryClean(e)
 		if err != nil || !ok {
-			return fmt.Sprintf(fileDiffersFmt, e.Name), nil
+			return changedByOthers("tracked file " + e.Name + " differs"), nil
 		}
 		if !hashed {
 			continue
@@ -413,9 +399,9 @@ func (r *Repo) worktreeDiffers() (why string, refresh []indexChange) {
 		}
 	}
 	if err := cleanUntracked(r.dir, idx); err != nil {
-		return "deleting untracked files failed", nil
+		return resetReason{text: "deleting untracked files failed"}, nil
 	}
-	return "", refresh
+	return resetReason{}, refresh
 }
 
 // refreshAfter is how long ago a file must have last changed for a check
