@@ -302,13 +302,13 @@ func replaceLocked(path string, data []byte, sync bool) error {
 }
 
 // checkIndex checks that the index file of the working copy at dir can
-// be read. When the state file records the index's checksum, the index
-// is the one imagebump wrote, and its header and trailing checksum are
-// enough; otherwise the whole file is parsed.
-func checkIndex(dir string) error {
+// be read. When sum, the checksum the state file records (or ""), is the
+// index's, the index is the one imagebump wrote, and its header and
+// trailing checksum are enough; otherwise the whole file is parsed.
+func checkIndex(dir, sum string) error {
 	path := filepath.Join(dir, ".git", "index")
-	if st, ok, damaged := readStateFile(dir); ok && !damaged {
-		if got, err := indexChecksum(path); err == nil && got == st.sum {
+	if sum != "" {
+		if got, err := indexChecksum(path); err == nil && got == sum {
 			f, err := os.Open(path)
 			if err != nil {
 				return err

@@ -817,7 +817,11 @@ func (r *Repo) openExisting() (*git.Repository, string, bool) {
 	// not record it; the tree itself is read below.
 	var tree plumbing.Hash
 	named := false
-	if st, ok, damaged := readStateFile(r.dir); ok && !damaged && st.at == head.Hash() {
+	st, recorded, damaged := readStateFile(r.dir)
+	if !recorded || damaged {
+		st = resetState{}
+	}
+	if st.at == head.Hash() {
 		// Checked whole when the state was recorded (or made here):
 		// its first line is enough.
 		tree, named = treeNamed(repo, r.objects, head.Hash())
@@ -831,7 +835,7 @@ func (r *Repo) openExisting() (*git.Repository, string, bool) {
 	if _, err := treeObject(repo, r.objects, tree); err != nil {
 		return nil, "its HEAD tree cannot be read: " + err.Error(), false
 	}
-	if err := checkIndex(r.dir); errors.Is(err, errIndexFormat) {
+	if err := checkIndex(r.dir, st.sum); errors.Is(err, errIndexFormat) {
 		// A format the fast reader does not patch: go-git's reader
 		// checks it, and the next commit resets the worktree whole.
 		if _, err := repo.Storer.Index(); err != nil {
