@@ -191,29 +191,13 @@ func treeNamed(repo *git.Repository, objects string, h plumbing.Hash) (tree plum
 		tree, err := readTreeLine(bufio.NewReader(lo), h)
 		return tree, err == nil
 	}
-	bases, err := packBases(filepath.Join(objects, "pack"))
-	if err != nil {
+	// "tree HEX\n" is 46 bytes.
+	t, content, err := packedPart(objects, h, 64)
+	if err != nil || t != plumbing.CommitObject {
 		return plumbing.ZeroHash, false
 	}
-	for _, base := range bases {
-		off, err := idxOffset(base+".idx", h)
-		if err != nil {
-			continue
-		}
-		f, err := os.Open(base + ".pack")
-		if err != nil {
-			return plumbing.ZeroHash, false
-		}
-		// "tree HEX\n" is 46 bytes.
-		e, err := readStoredEntryPart(f, off, true, 0, 64)
-		f.Close()
-		if err != nil || e.t != plumbing.CommitObject {
-			return plumbing.ZeroHash, false
-		}
-		tree, err := readTreeLine(bufio.NewReader(bytes.NewReader(e.data)), h)
-		return tree, err == nil
-	}
-	return plumbing.ZeroHash, false
+	tree, err = readTreeLine(bufio.NewReader(bytes.NewReader(content)), h)
+	return tree, err == nil
 }
 
 // checkCommit reads commit h whole and returns its tree hash: a loose

@@ -165,7 +165,7 @@ func FuzzPackedObject(f *testing.F) {
 		if err != nil {
 			return
 		}
-		typ, content, err := readWholeAt(bytes.NewReader(pack), off)
+		typ, content, err := readWholeAt(bytes.NewReader(pack), off, 0)
 		if err != nil {
 			return
 		}

@@ -293,17 +293,12 @@ var zlibReaders sync.Pool
 // bounded by maxPackedRead: a larger one is errNotWhole, and so is a
 // delta when wholeOnly is set, before its data is inflated.
 func readStoredEntry(f io.ReaderAt, off int64, wholeOnly bool) (storedPackEntry, error) {
-	return readStoredEntryUpTo(f, off, wholeOnly, maxPackedRead)
+	return readStoredEntryPart(f, off, wholeOnly, maxPackedRead, 0)
 }
 
-// readStoredEntryUpTo is readStoredEntry with its own size bound.
-func readStoredEntryUpTo(f io.ReaderAt, off int64, wholeOnly bool, limit uint64) (storedPackEntry, error) {
-	return readStoredEntryPart(f, off, wholeOnly, limit, 0)
-}
-
-// readStoredEntryPart is readStoredEntryUpTo, inflating only the first
-// prefix bytes of the entry's data when prefix is not 0 (and then
-// whatever its size).
+// readStoredEntryPart is readStoredEntry with its own size bound, limit,
+// inflating only the first prefix bytes of the entry's data when prefix
+// is not 0 (and then whatever its size).
 func readStoredEntryPart(f io.ReaderAt, off int64, wholeOnly bool, limit, prefix uint64) (storedPackEntry, error) {
 	var e storedPackEntry
 	br := bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 512)

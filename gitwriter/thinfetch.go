@@ -270,7 +270,7 @@ func (s *packSink) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbi
 		return nil, err
 	}
 	// Its own entries are whole, of the size the parser gave them.
-	e, err := readStoredEntryUpTo(s.w.f, off, true, math.MaxUint64)
+	e, err := readStoredEntryPart(s.w.f, off, true, math.MaxUint64, 0)
 	if err != nil {
 		return nil, fmt.Errorf("reading object %s back from the pack being written: %w", h, err)
 	}
