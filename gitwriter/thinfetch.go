@@ -161,9 +161,9 @@ func (r *Repo) thinSession(ctx context.Context, branch string, have plumbing.Has
 	// The pack goes to a file first: an error reading it is the
 	// network's (reported as such, with no second fetch), and the
 	// parser, given a file, reads deltas again from it instead of
-	// keeping them all in memory.
-	// A file that cannot be written (a full disk) fails the fetch as it
-	// is: a whole-tree fetch would fail the same way, after more bytes.
+	// keeping them all in memory. A file that cannot be written (a full
+	// disk) fails the fetch as it is: a whole-tree fetch would fail the
+	// same way, after more bytes.
 	tmp, err := os.CreateTemp(filepath.Join(r.objects, "pack"), "tmp_thin_")
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -179,9 +179,6 @@ func (r *Repo) thinSession(ctx context.Context, branch string, have plumbing.Has
 		return plumbing.ZeroHash, err
 	}
 	if err := r.storeThin(tmp); err != nil {
-		if r.unwritable(err) {
-			return plumbing.ZeroHash, errors.Unwrap(err)
-		}
 		return plumbing.ZeroHash, err
 	}
 	// The objects are stored. A failure from here on fails the fetch, with
@@ -203,29 +200,38 @@ func (r *Repo) thinSession(ctx context.Context, branch string, have plumbing.Has
 }
 
 // storeThin reads a pack, thin or not, resolving its deltas against the
-// working copy's store, and writes its objects whole as one new pack.
-func (r *Repo) storeThin(pack io.Reader) error {
+// working copy's store, and writes its objects whole as one new pack. A
+// failure is a *thinStoreError, unless the working copy could not be
+// written.
+func (r *Repo) storeThin(pack io.Reader) (err error) {
+	defer func() {
+		// A file that cannot be written (a full disk) fails the fetch
+		// as it is; anything else is the pack's, or a base it names.
+		if err != nil && !r.unwritable(err) {
+			err = &thinStoreError{err}
+		}
+	}()
 	w, err := newPackWriter(filepath.Join(r.objects, "pack"))
 	if err != nil {
-		return &thinStoreError{err}
+		return err
 	}
 	defer w.abort()
 	sink := &packSink{EncodedObjectStorer: r.repo.Storer, w: w}
 	p, err := packfile.NewParserWithStorage(packfile.NewScanner(pack), sink)
 	if err != nil {
-		return &thinStoreError{err}
+		return err
 	}
 	if _, err := p.Parse(); err != nil {
 		if sink.err != nil {
 			err = sink.err
 		}
-		return &thinStoreError{err}
+		return err
 	}
 	if w.count == 0 {
 		return nil
 	}
 	if _, err := w.finish(); err != nil {
-		return &thinStoreError{err}
+		return err
 	}
 	r.storage.Reindex()
 	return nil
