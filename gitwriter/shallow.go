@@ -49,8 +49,8 @@ func (r *Repo) setShallow(list []plumbing.Hash, tips ...plumbing.Hash) error {
 	keep := unique
 	if roots, ok := r.gitRoots(); ok {
 		var reached []plumbing.Hash
-		whole := r.walkAncestors(append(tips, roots...), func(h plumbing.Hash) bool {
-			if listed[h] || r.lacksParent(h) {
+		whole := r.walkAncestors(append(tips, roots...), func(h plumbing.Hash, parents []plumbing.Hash) bool {
+			if listed[h] || r.lacksAny(parents) {
 				reached = append(reached, h) // the walk visits each once
 				return true
 			}
@@ -63,18 +63,10 @@ func (r *Repo) setShallow(list []plumbing.Hash, tips ...plumbing.Hash) error {
 	return writeShallow(filepath.Join(filepath.Dir(r.objects), "shallow"), keep)
 }
 
-// lacksParent reports whether the store holds commit h but not each of
-// its parents.
-func (r *Repo) lacksParent(h plumbing.Hash) bool {
-	if s := r.store; s != nil && h == s.commit {
-		return false // being stored; its parent is the stored base
-	}
-	co, err := object.GetCommit(r.repo.Storer, h)
-	if err != nil {
-		return false
-	}
-	for _, p := range co.ParentHashes {
-		if r.repo.Storer.HasEncodedObject(p) != nil {
+// lacksAny reports whether the store lacks one of objects.
+func (r *Repo) lacksAny(objects []plumbing.Hash) bool {
+	for _, h := range objects {
+		if r.repo.Storer.HasEncodedObject(h) != nil {
 			return true
 		}
 	}
@@ -89,7 +81,7 @@ func (r *Repo) lacksParent(h plumbing.Hash) bool {
 // reflogs of its own).
 func (r *Repo) gitRoots() (roots []plumbing.Hash, ok bool) {
 	gitDir := filepath.Dir(r.objects)
-	if entries, err := os.ReadDir(filepath.Join(gitDir, "worktrees")); err == nil && len(entries) > 0 || err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if entries, err := os.ReadDir(filepath.Join(gitDir, "worktrees")); len(entries) > 0 || err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, false
 	}
 	refs, err := r.repo.Storer.IterReferences()
@@ -142,7 +134,8 @@ func (r *Repo) gitRoots() (roots []plumbing.Hash, ok bool) {
 	return roots, true
 }
 
-// pruneShallow drops the entries of the shallow list that no ref reaches.
+// pruneShallow sets the shallow list again after go-git's fetch, which
+// adds to it and drops nothing (setShallow).
 func (r *Repo) pruneShallow() error {
 	list, err := r.repo.Storer.Shallow()
 	if err != nil {
@@ -155,11 +148,11 @@ func (r *Repo) pruneShallow() error {
 }
 
 // walkAncestors visits the commits reachable from tips, each once, in
-// breadth-first order: stop(h) true ends the walk's way through h (its
-// parents are not visited). A commit the store lacks ends its way too,
-// except the one storeLater is still writing, whose parent is known. It
+// breadth-first order, with their parents: stop true ends the walk's way
+// through h. A commit the store lacks has none to give, and its way ends
+// there; the one storeLater is still writing has its parent, known. It
 // reports false when it stopped after maxAncestorWalk commits.
-func (r *Repo) walkAncestors(tips []plumbing.Hash, stop func(plumbing.Hash) bool) bool {
+func (r *Repo) walkAncestors(tips []plumbing.Hash, stop func(h plumbing.Hash, parents []plumbing.Hash) bool) bool {
 	seen := map[plumbing.Hash]bool{}
 	queue := tips
 	for len(queue) > 0 {
@@ -172,18 +165,15 @@ func (r *Repo) walkAncestors(tips []plumbing.Hash, stop func(plumbing.Hash) bool
 			return false
 		}
 		seen[h] = true
-		if stop(h) {
-			continue
-		}
+		var parents []plumbing.Hash
 		if s := r.store; s != nil && h == s.commit {
-			queue = append(queue, s.parent)
-			continue
+			parents = []plumbing.Hash{s.parent}
+		} else if co, err := object.GetCommit(r.repo.Storer, h); err == nil {
+			parents = co.ParentHashes
 		}
-		co, err := object.GetCommit(r.repo.Storer, h)
-		if err != nil {
-			continue
+		if !stop(h, parents) {
+			queue = append(queue, parents...)
 		}
-		queue = append(queue, co.ParentHashes...)
 	}
 	return true
 }
