@@ -266,22 +266,35 @@ func encodeIndexEntry(c indexChange, version uint32) []byte {
 // index.lock as git does.
 func writeIndexFile(path string, data []byte) error {
 	err := replaceLocked(path, data, false)
+	var held *lockHeldError
 	switch {
-	case errors.Is(err, fs.ErrExist):
-		return fmt.Errorf("locking the index: %s.lock exists: is a git command running in the working copy? (a lock left by an interrupted cycle is removed when the working copy is next opened)", path)
+	case errors.As(err, &held):
+		return fmt.Errorf("locking the index: %w", err)
 	case err != nil:
 		return fmt.Errorf("writing the index: %w", err)
 	}
 	return nil
 }
 
+// lockHeldError is replaceLocked's error when the lock file exists.
+type lockHeldError struct{ lock string }
+
+func (e *lockHeldError) Error() string {
+	return e.lock + " exists: is a git command running in the working copy? (a lock left by an interrupted cycle is removed when the working copy is next opened)"
+}
+
+func (e *lockHeldError) Unwrap() error { return fs.ErrExist }
+
 // replaceLocked replaces the file at path with data as git replaces its
-// own files: it writes path.lock, made only if absent (an error wrapping
-// fs.ErrExist otherwise), syncs it if sync is set, and renames it over
-// path. Nothing is left behind on an error.
+// own files: it writes path.lock, made only if absent (a *lockHeldError
+// otherwise), syncs it if sync is set, and renames it over path. Nothing
+// is left behind on an error.
 func replaceLocked(path string, data []byte, sync bool) error {
 	lock := path + ".lock"
 	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return &lockHeldError{lock: lock}
+	}
 	if err != nil {
 		return err
 	}

@@ -728,7 +728,7 @@ func (r *Repo) reuse(ctx context.Context) (reason string, routine bool, err erro
 		case r.unwritable(err):
 			// Nothing is damaged, and a clone would fail the same way:
 			// the next Open resets the worktree (its state file is gone).
-			return "", false, fmt.Errorf("moving the worktree to %s: %s: %w", r.head.String()[:12], r.unwritableHint(err), err)
+			return "", false, fmt.Errorf("moving the worktree to %s: %s: %w", shortHash(r.head), r.unwritableHint(err), err)
 		}
 		return "resetting the worktree failed: " + err.Error(), false, err
 	}

@@ -195,11 +195,7 @@ func writeShallow(path string, list []plumbing.Hash) error {
 	}
 	// Synced: an empty shallow file after a power loss would claim the
 	// whole history, and a fetch would tell the server so.
-	err := replaceLocked(path, b.Bytes(), true)
-	switch {
-	case errors.Is(err, fs.ErrExist):
-		return fmt.Errorf("writing the shallow file: %s.lock exists: is a git command running in the working copy? (a lock left by an interrupted cycle is removed when the working copy is next opened)", path)
-	case err != nil:
+	if err := replaceLocked(path, b.Bytes(), true); err != nil {
 		return fmt.Errorf("writing the shallow file: %w", err)
 	}
 	return nil
