@@ -223,6 +223,20 @@ func (r *Report) FailedPolicies() int {
 	return n
 }
 
+// Unwritten returns the problems of files that could not be written (a
+// full disk, a folder not this user's): their bumps are pending, not a
+// fault of the files'.
+func (r *Report) Unwritten() []setters.Problem {
+	var out []setters.Problem
+	for _, p := range r.Problems {
+		var we *setters.WriteError
+		if errors.As(p.Err, &we) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Run selects the latest image of every applied policy, then finds the
 // markers under Root and computes (and with Write, makes) the edits. Its
 // error is reserved for what stops the whole scan (a bad Root, a cancelled

@@ -279,11 +279,11 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		// A file of the working copy that could not be written (a full
 		// disk, a folder not this user's) fails the target: its bump is
 		// pending, not a problem of the file's.
-		for _, p := range rep.Problems {
+		if unwritten := rep.Unwritten(); len(unwritten) > 0 {
+			p := unwritten[0]
 			var we *setters.WriteError
-			if errors.As(p.Err, &we) {
-				return nil, "", fmt.Errorf("the working copy in %s could not be written (%s: %v); the bumps are made on the next cycle that can write it (a full disk, or a folder this user may not write: see --workdir)", dir, p.File, we.Err)
-			}
+			errors.As(p.Err, &we)
+			return nil, "", fmt.Errorf("the working copy in %s could not be written (%s: %v); the bumps are made on the next cycle that can write it (a full disk, or a folder this user may not write: see --workdir)", dir, p.File, we.Err)
 		}
 		// A retry after a push race redoes the edit on the new head with
 		// the same picks: the registries are not asked again.

@@ -415,7 +415,7 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 
 	b.WriteString("\n")
 	failed := rep.FailedPolicies()
-	unwritten := unwrittenFiles(rep)
+	unwritten := len(rep.Unwritten())
 	switch {
 	case len(rep.Changes) == 0 && unwritten > 0:
 		b.WriteString("No changes written: " + unwrittenNote(unwritten) + ".\n")
@@ -458,19 +458,7 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 	return err
 }
 
-// unwrittenFiles counts the files apply could not write.
-func unwrittenFiles(rep *cycle.Report) int {
-	n := 0
-	for _, p := range rep.Problems {
-		var we *setters.WriteError
-		if errors.As(p.Err, &we) {
-			n++
-		}
-	}
-	return n
-}
-
-// unwrittenNote says what unwrittenFiles found, and what to do.
+// unwrittenNote says that n files apply could not write, and what to do.
 func unwrittenNote(n int) string {
 	return fmt.Sprintf("%d %s could not be written (see the problems: a full disk, a file size limit, or a folder this user may not write), and %s not current; free space, raise the limit or make %s writable, then apply again",
 		n, plural(n, "file", "files"), plural(n, "its fields are", "their fields are"), plural(n, "it", "them"))
