@@ -369,14 +369,9 @@ func diffTrees(old, new map[string]string) []FileChange {
 // racyWindow of the scan that read it is read again, however its stat
 // data look; once the window has passed, it is served from the index.
 func TestIndexRacy(t *testing.T) {
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "a.yaml"), markedOutside)
-	writeFile(t, filepath.Join(dir, "b.yaml"), "plain: x\n")
+	dir, now := racyTree(t)
 	opts := Options{Root: dir, Images: goldenImages, Known: goldenKnown}
 	ctx := context.Background()
-	now := time.Now()
-	racyNow = func() time.Time { return now }
-	t.Cleanup(func() { racyNow = time.Now })
 
 	ix := NewIndex(ByStat, opts)
 	opts.Index = ix
@@ -417,6 +412,19 @@ func TestIndexRacy(t *testing.T) {
 	}
 }
 
+// racyTree writes a marked a.yaml and a plain b.yaml into a new folder,
+// and stops the clock the racy rule reads at now, for the test.
+func racyTree(t *testing.T) (dir string, now time.Time) {
+	t.Helper()
+	dir = t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.yaml"), markedOutside)
+	writeFile(t, filepath.Join(dir, "b.yaml"), "plain: x\n")
+	now = time.Now()
+	racyNow = func() time.Time { return now }
+	t.Cleanup(func() { racyNow = time.Now })
+	return dir, now
+}
+
 // TestIndexRacySaved: a ByStat entry found racy stays racy through Save
 // and LoadIndex, so the next run reads the file again however its stat
 // data look. The bug it guards against: a file edited within the
@@ -424,14 +432,9 @@ func TestIndexRacy(t *testing.T) {
 // good once the index was saved and loaded (the next cycle, or plan then
 // apply).
 func TestIndexRacySaved(t *testing.T) {
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "a.yaml"), markedOutside)
-	writeFile(t, filepath.Join(dir, "b.yaml"), "plain: x\n")
+	dir, now := racyTree(t)
 	opts := Options{Root: dir, Images: map[string]Image{"apps:app": {Repository: "ghcr.io/acme/app", Tag: "1.4.2"}}}
 	ctx := context.Background()
-	now := time.Now()
-	racyNow = func() time.Time { return now }
-	t.Cleanup(func() { racyNow = time.Now })
 	ix := NewIndex(ByStat, opts)
 	opts.Index = ix
 	if err := ix.Scan(ctx, opts); err != nil {
