@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -918,9 +919,9 @@ func TestIndexPaths(t *testing.T) {
 		change func(*Index)
 		want   []string
 	}{
-		{"one more", func(ix *Index) { ix.files["0.yaml"] = &fileEntry{} }, []string{"0.yaml", "a.yaml", "b/a.yaml", "b/x.yaml"}},
-		{"one gone", func(ix *Index) { delete(ix.files, "0.yaml") }, want},
-		{"one for another", func(ix *Index) { delete(ix.files, "a.yaml"); ix.files["c.yaml"] = &fileEntry{} }, []string{"b/a.yaml", "b/x.yaml", "c.yaml"}},
+		{"one more", func(ix *Index) { ix.set("0.yaml", &fileEntry{}) }, []string{"0.yaml", "a.yaml", "b/a.yaml", "b/x.yaml"}},
+		{"one gone", func(ix *Index) { ix.drop("0.yaml") }, want},
+		{"one for another", func(ix *Index) { ix.drop("a.yaml"); ix.set("c.yaml", &fileEntry{}) }, []string{"b/a.yaml", "b/x.yaml", "c.yaml"}},
 	} {
 		tt.change(c)
 		if diff := cmp.Diff(tt.want, c.paths()); diff != "" {
@@ -932,10 +933,66 @@ func TestIndexPaths(t *testing.T) {
 	}
 	// An order naming a file twice (a damaged file could) while another
 	// is missing is sorted again too.
-	ix.files["c.yaml"] = &fileEntry{}
+	ix.set("c.yaml", &fileEntry{})
 	ix.order = []string{"a.yaml", "a.yaml", "b/a.yaml", "b/x.yaml"}
 	if diff := cmp.Diff([]string{"a.yaml", "b/a.yaml", "b/x.yaml", "c.yaml"}, ix.paths()); diff != "" {
 		t.Errorf("paths after an order with a name twice (-want +got):\n%s", diff)
+	}
+}
+
+// TestCloneCopiesOnChange: a copy shares the entries and the files to
+// read with its original until one of the two changes them, and a change
+// to either, by any of the ways an index changes, leaves the other as it
+// was.
+func TestCloneCopiesOnChange(t *testing.T) {
+	kept := func() *Index {
+		ix := NewIndex(ByBlob, Options{})
+		ix.built = true
+		ix.files["a.yaml"] = &fileEntry{token: true}
+		ix.files["b.yaml"] = &fileEntry{token: true}
+		ix.pending["c.yaml"] = "c1"
+		return ix
+	}
+	type state struct {
+		Files   []string
+		Pending map[string]string
+	}
+	stateOf := func(ix *Index) state {
+		return state{slices.Sorted(maps.Keys(ix.files)), maps.Clone(ix.pending)}
+	}
+	changes := []struct {
+		name   string
+		change func(*Index)
+	}{
+		{"set", func(ix *Index) { ix.set("d.yaml", &fileEntry{token: true}) }},
+		{"drop", func(ix *Index) { ix.drop("a.yaml") }},
+		{"update", func(ix *Index) {
+			ix.Update("h2", []FileChange{{Path: "b.yaml", Old: "b1", New: ""}, {Path: "e.yaml", New: "e1"}}, nil)
+		}},
+		{"reset", func(ix *Index) { ix.Reset() }},
+	}
+	for _, tt := range changes {
+		for _, which := range []string{"copy", "original"} {
+			t.Run(tt.name+" the "+which, func(t *testing.T) {
+				ix := kept()
+				c := ix.Clone()
+				if reflect.ValueOf(c.files).UnsafePointer() != reflect.ValueOf(ix.files).UnsafePointer() {
+					t.Error("the copy copied the entries before a change")
+				}
+				changed, other := c, ix
+				if which == "original" {
+					changed, other = ix, c
+				}
+				before := stateOf(other)
+				tt.change(changed)
+				if diff := cmp.Diff(before, stateOf(other)); diff != "" {
+					t.Errorf("the %s changed too (-before +after):\n%s", map[bool]string{true: "original", false: "copy"}[which == "copy"], diff)
+				}
+				if cmp.Equal(stateOf(changed), before) {
+					t.Errorf("the change did not change the %s", which)
+				}
+			})
+		}
 	}
 }
 

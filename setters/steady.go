@@ -46,13 +46,32 @@ type valueCheck struct {
 // set and drop change the entry of one file. Every change to files goes
 // through them, or makes a new map and drops what is made from it.
 func (ix *Index) set(rel string, e *fileEntry) {
+	ix.ownFiles()
 	ix.files[rel] = e
 	ix.steady, ix.refs, ix.quiet = nil, nil, false
 }
 
 func (ix *Index) drop(rel string) {
+	if _, ok := ix.files[rel]; !ok {
+		return
+	}
+	ix.ownFiles()
 	delete(ix.files, rel)
 	ix.steady, ix.refs, ix.quiet = nil, nil, false
+}
+
+// ownFiles and ownPending copy files or pending when a Clone shares it,
+// before a change.
+func (ix *Index) ownFiles() {
+	if ix.filesShared {
+		ix.files, ix.filesShared = maps.Clone(ix.files), false
+	}
+}
+
+func (ix *Index) ownPending() {
+	if ix.pendingShared {
+		ix.pending, ix.pendingShared = maps.Clone(ix.pending), false
+	}
 }
 
 // References returns the policies the indexed marker comments name, as

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
@@ -53,6 +54,7 @@ import (
 var (
 	reps       = flag.Int("vsgrep.reps", 5, "timed runs of grep and of imagebump per benchmark iteration")
 	cpuProfile = flag.String("inprocess.cpuprofile", "", "write a CPU profile of the in-process benchmarks' loops, without the fixture's setup, to this file")
+	memProfile = flag.String("inprocess.memprofile", "", "write heap profiles before (FILE.base) and after the in-process benchmarks' loops to FILE; go tool pprof -sample_index=alloc_space -base FILE.base gives the loops' allocations")
 )
 
 // treeSizes are the trees every benchmark runs over: two sizes, to show
@@ -666,21 +668,44 @@ func reportRatio(b *testing.B, verb string, target float64, grepMS, toolMS []flo
 }
 
 // profile starts a CPU profile when -inprocess.cpuprofile is set, and
-// returns the function that ends it.
+// writes the heap profile before the loop when -inprocess.memprofile is;
+// it returns the function that ends both.
 func profile(b *testing.B) func() {
-	if *cpuProfile == "" {
-		return func() {}
+	stopCPU := func() {}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		stopCPU = func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}
 	}
-	f, err := os.Create(*cpuProfile)
+	if *memProfile == "" {
+		return stopCPU
+	}
+	writeHeap(b, *memProfile+".base")
+	return func() {
+		stopCPU()
+		writeHeap(b, *memProfile)
+	}
+}
+
+// writeHeap writes the heap profile, its allocation counts up to date, to
+// path.
+func writeHeap(b *testing.B, path string) {
+	runtime.GC()
+	f, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 		b.Fatal(err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
 	}
 }
 
