@@ -217,6 +217,7 @@ type Client struct {
 	onRequest   func(host string, status int, err error)
 	onWait      func(host string, d time.Duration)
 	created     createdCache
+	pages       pageCache
 
 	// secrets holds every credential and token the Client has read or
 	// been given, to be removed from what servers send back.
