@@ -115,27 +115,37 @@ func TestTagsCachedPages(t *testing.T) {
 }
 
 // TestPageCacheBounded: the cache holds at most two generations of
-// maxPageCache bytes; a page asked for again moves to the newer one, and
-// a page no one asks for is gone after two turns.
+// maxPageCache bytes, and counts what the newer one holds; a page asked
+// for again moves to the newer one, and a page no one asks for is gone
+// after two turns.
 func TestPageCacheBounded(t *testing.T) {
 	var c pageCache
 	body := []byte(strings.Repeat("x", maxCachedPage/2))
-	pageOf := func() *tagPage { return newTagPage(body, []string{"1.0.0"}) }
-	c.put("kept", pageOf())
-	c.put("dropped", pageOf())
+	tags := []string{"1.0.0"}
+	held := func(gen map[string]*tagPage) int {
+		n := 0
+		for _, p := range gen {
+			n += p.size
+		}
+		return n
+	}
+	c.put("kept", body, tags, false)
+	c.put("dropped", body, tags, false)
 	for i := range 4 * maxPageCache / len(body) {
-		c.put(fmt.Sprintf("filler-%d", i), pageOf())
+		// A page put again replaces the last one.
+		c.put(fmt.Sprintf("filler-%d", i), body, tags, false)
+		c.put(fmt.Sprintf("filler-%d", i), body, tags, false)
 		if c.get("kept", body) == nil {
 			t.Fatalf("after %d other pages, a page asked for at each turn is gone", i+1)
 		}
-		total := 0
-		for _, gen := range []map[string]*tagPage{c.cur, c.old} {
-			for _, p := range gen {
-				total += p.size
-			}
+		if got := held(c.cur); got != c.size {
+			t.Fatalf("after %d pages the newer generation holds %d bytes, and the cache counts %d", i+1, got, c.size)
 		}
-		if total > 2*maxPageCache || c.size > maxPageCache {
+		if total := held(c.cur) + held(c.old); total > 2*maxPageCache || c.size > maxPageCache {
 			t.Fatalf("after %d pages the cache holds %d bytes (%d in the newer generation), over 2 x %d", i+1, total, c.size, maxPageCache)
+		}
+		if _, ok := c.old["kept"]; ok {
+			t.Fatalf("after %d pages, a page moved to the newer generation is still in the older", i+1)
 		}
 	}
 	if c.get("dropped", body) != nil {
@@ -145,7 +155,9 @@ func TestPageCacheBounded(t *testing.T) {
 		t.Error("a page was given for other bytes")
 	}
 	large := []byte(strings.Repeat("x", maxCachedPage+1))
-	c.put("large", newTagPage(large, nil))
+	if p := c.put("large", large, tags, false); p == nil || len(p.tags) != 1 {
+		t.Errorf("put of a large page gave %+v, want the page", p)
+	}
 	if c.get("large", large) != nil {
 		t.Error("a page larger than maxCachedPage is held")
 	}

@@ -95,8 +95,7 @@ func (y *Cycle) Tags(ctx context.Context, repository string) ([]string, error) {
 				if err := json.Unmarshal(body, &decoded); err != nil {
 					return &badResponseError{what: "decoding tag list", err: err}
 				}
-				list = newTagPage(body, decoded.Tags)
-				c.pages.put(next, list)
+				list = c.pages.put(next, body, decoded.Tags, page == 1)
 			}
 			link = resp.Header.Get("Link")
 			pageURL = resp.Request.URL
@@ -182,23 +181,22 @@ type tagList struct {
 // tagPage is one page of a tag list as decoded from body. It is shared
 // through the Client's pageCache and never changed.
 type tagPage struct {
-	body   []byte
+	body   []byte // nil when the page is not kept
 	tags   []string
-	unique bool // no tag twice
+	unique bool // the page starts a listing and lists no tag twice
 	size   int  // bytes held: the body's and the tags'
 }
 
-func newTagPage(body []byte, tags []string) *tagPage {
-	p := &tagPage{body: body, tags: tags, unique: true, size: len(body)}
+// unique reports whether tags lists no tag twice.
+func unique(tags []string) bool {
 	seen := make(map[string]bool, len(tags))
 	for _, t := range tags {
-		p.size += len(t) + 16
 		if seen[t] {
-			p.unique = false
+			return false
 		}
 		seen[t] = true
 	}
-	return p
+	return true
 }
 
 // The pages a Client decoded.
@@ -245,10 +243,20 @@ func (c *pageCache) get(url string, body []byte) *tagPage {
 	return p
 }
 
-// put records p as the page last decoded from url.
-func (c *pageCache) put(url string, p *tagPage) {
-	if len(p.body) > maxCachedPage {
-		return
+// put records tags, decoded from body, as the page last decoded from url,
+// unless body is larger than maxCachedPage, and returns the page. first
+// says whether the page starts a listing: only there is it worth knowing
+// whether it lists a tag twice.
+func (c *pageCache) put(url string, body []byte, tags []string, first bool) *tagPage {
+	p := &tagPage{tags: tags, unique: first && unique(tags)}
+	if len(body) > maxCachedPage {
+		return p
+	}
+	// A copy: the buffer read may be far larger than the body.
+	p.body = bytes.Clone(body)
+	p.size = len(body)
+	for _, t := range tags {
+		p.size += len(t) + 16
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -256,6 +264,7 @@ func (c *pageCache) put(url string, p *tagPage) {
 		c.size -= q.size
 	}
 	c.add(url, p)
+	return p
 }
 
 func (c *pageCache) add(url string, p *tagPage) {

@@ -717,7 +717,6 @@ func (ix *Index) scanPending(ctx context.Context, opts Options, root string) err
 		want[i] = ix.pending[p]
 	}
 	ix.ownPending()
-	ix.ownFiles()
 	var next atomic.Int64
 	var mu sync.Mutex
 	limit := maxFileSize(opts)

@@ -945,12 +945,17 @@ func TestIndexPaths(t *testing.T) {
 // to either, by any of the ways an index changes, leaves the other as it
 // was.
 func TestCloneCopiesOnChange(t *testing.T) {
+	root := t.TempDir()
+	marked := []byte("image: ghcr.io/acme/app:1.0.0 # {\"$imagepolicy\": \"flux-system:app\"}\n")
+	if err := os.WriteFile(filepath.Join(root, "c.yaml"), marked, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	kept := func() *Index {
 		ix := NewIndex(ByBlob, Options{})
 		ix.built = true
 		ix.files["a.yaml"] = &fileEntry{token: true}
 		ix.files["b.yaml"] = &fileEntry{token: true}
-		ix.pending["c.yaml"] = "c1"
+		ix.pending["c.yaml"] = BlobHash(marked)
 		return ix
 	}
 	type state struct {
@@ -970,6 +975,11 @@ func TestCloneCopiesOnChange(t *testing.T) {
 			ix.Update("h2", []FileChange{{Path: "b.yaml", Old: "b1", New: ""}, {Path: "e.yaml", New: "e1"}}, nil)
 		}},
 		{"reset", func(ix *Index) { ix.Reset() }},
+		{"scan", func(ix *Index) {
+			if err := ix.Scan(context.Background(), Options{Root: root}); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	}
 	for _, tt := range changes {
 		for _, which := range []string{"copy", "original"} {
