@@ -223,8 +223,9 @@ type Client struct {
 	// been given, to be removed from what servers send back.
 	secrets *redact.Secrets
 
-	mu    sync.Mutex
-	hosts map[string]*host // by canonical host name
+	mu     sync.Mutex
+	hosts  map[string]*host      // by canonical host name
+	parsed map[string]parsedRepo // by the name asked for
 }
 
 // New validates opts and returns a Client. Every problem found is reported,

@@ -1,5 +1,8 @@
 package registry
 
+// What a Client keeps between cycles: the tag list pages it decoded and
+// the repository names it parsed.
+
 import (
 	"context"
 	"fmt"
@@ -160,5 +163,57 @@ func TestPageCacheBounded(t *testing.T) {
 	}
 	if c.get("large", large) != nil {
 		t.Error("a page larger than maxCachedPage is held")
+	}
+}
+
+// TestRepositoryKept: a repository name is parsed once for its host, with
+// the host's scheme, and kept; a name that does not parse is refused each
+// time and not kept; past maxParsedRepos names the Client starts afresh.
+func TestRepositoryKept(t *testing.T) {
+	c := newClient(t, Options{}, "127.0.0.1:5000")
+	tests := []struct {
+		name, scheme string
+		wantErr      string
+	}{
+		{name: "127.0.0.1:5000/acme/app", scheme: "http"},
+		{name: "ghcr.io/acme/app", scheme: "https"},
+		{name: "acme/app", scheme: "https"},
+		{name: "ghcr.io/Acme/App", wantErr: "repository can only contain"},
+		{name: "ghcr.io/acme/app:1.0", wantErr: "must not have a tag"},
+	}
+	for _, tt := range tests {
+		for range 2 {
+			repo, h, err := c.repository(tt.name)
+			_, kept := c.parsed[tt.name]
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("%s: error %v, want one saying %q", tt.name, err, tt.wantErr)
+				}
+				if kept {
+					t.Errorf("%s: a name that does not parse is kept", tt.name)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", tt.name, err)
+			}
+			if got := repo.Scheme(); got != tt.scheme {
+				t.Errorf("%s: scheme %s, want %s", tt.name, got, tt.scheme)
+			}
+			if h == nil || h != c.hostFor(repo.RegistryStr()) {
+				t.Errorf("%s: host %v, want the Client's for %s", tt.name, h, repo.RegistryStr())
+			}
+			if !kept {
+				t.Errorf("%s: not kept", tt.name)
+			}
+		}
+	}
+	for i := range maxParsedRepos {
+		if _, _, err := c.repository(fmt.Sprintf("ghcr.io/acme/app-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.parsed) > maxParsedRepos {
+		t.Errorf("the Client keeps %d names, over %d", len(c.parsed), maxParsedRepos)
 	}
 }
