@@ -491,22 +491,25 @@ func checkPod(t *testing.T, b *build, pt podTemplate) {
 	}
 
 	if args[0] == "serve" {
-		port := ""
+		ports := map[string]string{}
 		for _, p := range c.Ports {
-			if p.Name == "http" {
-				port = strconv.Itoa(int(p.ContainerPort))
-			}
+			ports[p.Name] = ":" + strconv.Itoa(int(p.ContainerPort))
 		}
-		if l := flag("listen"); port == "" || l != ":"+port {
-			errorf("--listen=%s, container port http %q: want them equal", l, port)
+		if l := flag("listen"); ports["http"] == "" || l != ports["http"] {
+			errorf("--listen=%s, container port http %q: want them equal", l, ports["http"])
+		}
+		// The probes have an address of their own, which clients holding
+		// --listen's connections cannot hold.
+		if l := flag("health-listen"); ports["health"] == "" || l != ports["health"] {
+			errorf("--health-listen=%s, container port health %q: want them equal", l, ports["health"])
 		}
 		for _, pr := range []struct {
 			name  string
 			probe *corev1.Probe
 			path  string
 		}{{"liveness", c.LivenessProbe, "/healthz"}, {"readiness", c.ReadinessProbe, "/readyz"}} {
-			if pr.probe == nil || pr.probe.HTTPGet == nil || pr.probe.HTTPGet.Path != pr.path || pr.probe.HTTPGet.Port.String() != "http" {
-				errorf("%s probe: want GET %s on port http", pr.name, pr.path)
+			if pr.probe == nil || pr.probe.HTTPGet == nil || pr.probe.HTTPGet.Path != pr.path || pr.probe.HTTPGet.Port.String() != "health" {
+				errorf("%s probe: want GET %s on port health", pr.name, pr.path)
 			}
 		}
 		if spec.TerminationGracePeriodSeconds == nil || *spec.TerminationGracePeriodSeconds < 60 {

@@ -2,11 +2,13 @@ package serve
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -118,4 +120,83 @@ func TestConnLimitWaitsThenTakesAnIdleOne(t *testing.T) {
 		t.Errorf("the new connection was served after %v, want once the busy ones were answered (about 400ms)", d)
 	}
 	wg.Wait()
+}
+
+// TestHealthListenUnderAFlood: clients that hold every connection of the
+// main address in the middle of a request (a slow webhook sender) hold its
+// /healthz; the health address still answers the probes at once, and
+// serves nothing else.
+func TestHealthListenUnderAFlood(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	health, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	startFake(t, Options{Config: mustConfig(t, "1h"), MaxJitter: -1, Listener: inner, HealthListener: health})
+	addr := inner.Addr().String()
+	var conns []net.Conn
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	for range MaxConnections {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		// A request begun and never finished: the connection is busy.
+		if _, err := fmt.Fprintf(c, "POST /hook/app HTTP/1.1\r\nHost: x\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client := &http.Client{Timeout: time.Second}
+	if resp, err := client.Get("http://" + addr + "/healthz"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("/healthz on the flooded address answered %d: the flood does not hold it, and this test shows nothing", resp.StatusCode)
+	}
+	for _, tt := range []struct {
+		path string
+		want int
+	}{
+		{"/healthz", http.StatusOK},
+		{"/readyz", http.StatusOK},
+		{"/metrics", http.StatusNotFound},
+		{"/api/v1/status", http.StatusNotFound},
+		{"/hook/app", http.StatusNotFound},
+	} {
+		client := &http.Client{Timeout: 5 * time.Second}
+		start := time.Now()
+		resp, err := client.Get("http://" + health.Addr().String() + tt.path)
+		if err != nil {
+			t.Fatalf("%s on the health address: %v", tt.path, err)
+		}
+		resp.Body.Close()
+		if d := time.Since(start); resp.StatusCode != tt.want || d > 2*time.Second {
+			t.Errorf("%s on the health address: %d after %v, want %d at once", tt.path, resp.StatusCode, d, tt.want)
+		}
+	}
+}
+
+// TestHealthListenTaken: a health address that cannot be listened on
+// stops Run with an error naming it, before any cycle.
+func TestHealthListenTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	f := newFake(t, Options{Config: mustConfig(t, "1h"), MaxJitter: -1, Listen: "127.0.0.1:0", HealthListen: taken.Addr().String()})
+	err = f.Run(context.Background())
+	f.errc <- err // for the fake's cleanup, which waits for Run's end
+	if err == nil || !strings.Contains(err.Error(), "listening on "+taken.Addr().String()) {
+		t.Fatalf("Run: %v, want an error naming %s", err, taken.Addr())
+	}
+	if n := len(f.runner.started); n != 0 {
+		t.Errorf("%d cycles started", n)
+	}
 }

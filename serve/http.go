@@ -8,7 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// routes serves the endpoints:
+// routes serves the endpoints (the first two again, alone, on the health
+// address when there is one; see probeRoutes):
 //
 //	GET /healthz        200 while the process serves
 //	GET /readyz         200 when ready, 503 with the reasons otherwise
@@ -26,20 +27,7 @@ func (s *Server) routes() http.Handler {
 	pg := pages{status: s.Status, log: s.log}
 	mux.HandleFunc("GET /{$}", pg.index)
 	mux.HandleFunc("GET /targets/{name}", pg.target)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		st := s.Status()
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if !st.Ready {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("not ready: " + strings.Join(st.NotReady, "; ") + "\n"))
-			return
-		}
-		_, _ = w.Write([]byte("ready\n"))
-	})
+	s.handleProbes(mux)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) {
 		st := s.Status()
@@ -57,6 +45,31 @@ func (s *Server) routes() http.Handler {
 		_ = enc.Encode(st)
 	})
 	return mux
+}
+
+// probeRoutes serves /healthz and /readyz alone, for the health address
+// (Options.HealthListen).
+func (s *Server) probeRoutes() http.Handler {
+	mux := http.NewServeMux()
+	s.handleProbes(mux)
+	return mux
+}
+
+func (s *Server) handleProbes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		st := s.Status()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if !st.Ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("not ready: " + strings.Join(st.NotReady, "; ") + "\n"))
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
 }
 
 // Handler returns the HTTP endpoints, for a caller that serves them

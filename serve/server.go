@@ -44,6 +44,9 @@ const (
 	// could open no file. At the cap, each new connection closes the one
 	// idle longest (connLimit); with none idle, it waits for one.
 	MaxConnections = 512
+	// MaxHealthConnections bounds the connections open at once on the
+	// health address (Options.HealthListen), which only the probes use.
+	MaxHealthConnections = 32
 )
 
 // ErrInterrupted is Run's error when a second stop signal cut the grace
@@ -72,6 +75,14 @@ type Options struct {
 	// Listen is the HTTP address, such as ":8080", when Listener is nil.
 	// Empty: no HTTP server (Handler still serves the endpoints).
 	Listen string
+	// HealthListener serves /healthz and /readyz again, alone, with
+	// connections of its own (at most MaxHealthConnections): clients that
+	// hold the main address's connections, such as slow webhook senders,
+	// cannot hold the probes there. Nil: Run listens on HealthListen.
+	HealthListener net.Listener
+	// HealthListen is that address, such as ":9440", when HealthListener
+	// is nil. Empty: the probes are served on the main address only.
+	HealthListen string
 
 	// Signals delivers the process's signals: SIGTERM or SIGINT stops (a
 	// second one at once), SIGHUP reloads the config. Nil: Run stops only
@@ -138,6 +149,7 @@ type Server struct {
 	timing  timing
 	load    func() (*config.Config, error)
 	handler http.Handler
+	probes  http.Handler // /healthz and /readyz alone
 	started time.Time
 	// runCycle is cycle.RunTarget; scheduling tests replace it.
 	runCycle func(context.Context, cycle.TargetOptions) (*cycle.TargetResult, error)
@@ -265,6 +277,7 @@ func New(opts Options) (*Server, error) {
 	s.metrics.shard(opts.Shard)
 	s.install(opts.Config, specs)
 	s.handler = s.routes()
+	s.probes = s.probeRoutes()
 	return s, nil
 }
 
@@ -396,25 +409,41 @@ func (s *Server) Run(ctx context.Context) error {
 	s.started = s.clock.Now()
 	s.mu.Unlock()
 
-	httpErr := make(chan error, 1)
-	var srv *http.Server
-	ln := s.opts.Listener
-	if ln == nil && s.opts.Listen != "" {
-		var err error
-		if ln, err = net.Listen("tcp", s.opts.Listen); err != nil {
-			s.cancelCycles()
-			return fmt.Errorf("listening on %s: %w", s.opts.Listen, err)
+	httpErr := make(chan error, 2)
+	var servers []*http.Server
+	for _, l := range []struct {
+		what     string
+		ln       net.Listener
+		addr     string
+		handler  http.Handler
+		maxConns int
+	}{
+		{"serving", s.opts.Listener, s.opts.Listen, s.handler, MaxConnections},
+		{"serving health probes", s.opts.HealthListener, s.opts.HealthListen, s.probes, MaxHealthConnections},
+	} {
+		ln := l.ln
+		if ln == nil && l.addr != "" {
+			var err error
+			if ln, err = net.Listen("tcp", l.addr); err != nil {
+				for _, srv := range servers {
+					srv.Close()
+				}
+				s.cancelCycles()
+				return fmt.Errorf("listening on %s: %w", l.addr, err)
+			}
 		}
-	}
-	if ln != nil {
+		if ln == nil {
+			continue
+		}
 		// A webhook body (at most MaxWebhookBody) that takes longer than
 		// ReadTimeout to arrive is a client holding a connection open.
-		limited := newConnLimit(ln, MaxConnections, s.log)
-		srv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+		limited := newConnLimit(ln, l.maxConns, s.log)
+		srv := &http.Server{Handler: l.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 			ConnState: limited.track,
 			ErrorLog:  slog.NewLogLogger(s.log.With("component", "http").Handler(), slog.LevelWarn)}
+		servers = append(servers, srv)
 		go func() { httpErr <- srv.Serve(limited) }()
-		s.log.Info("serving", "address", ln.Addr().String())
+		s.log.Info(l.what, "address", ln.Addr().String())
 	}
 
 	// running is set where the workers start, under one lock: a Reload
@@ -436,10 +465,10 @@ func (s *Server) Run(ctx context.Context) error {
 	s.log.Info("scheduling", attrs...)
 
 	err := s.wait(ctx, httpErr)
-	if srv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, srv := range servers {
 		_ = srv.Shutdown(sctx)
-		cancel()
 	}
 	return err
 }

@@ -21,6 +21,9 @@ type ServeOptions struct {
 	global *globalOptions
 	// Listen is the HTTP address of the endpoints.
 	Listen string
+	// HealthListen is a second address for /healthz and /readyz alone;
+	// empty: none.
+	HealthListen string
 	// Workdir keeps one working copy per target between cycles; empty
 	// means defaultServeWorkdir.
 	Workdir string
@@ -69,7 +72,8 @@ HTTP on --listen: the status page (/, a row per target, and /targets/NAME
 for one) and its JSON twin (/api/v1/status, ?target=NAME for one),
 /healthz, /readyz, /metrics (Prometheus), and POST /hook/NAME for the
 registry webhooks of the config's webhooks: key, which scan the pushed
-images' targets at once.
+images' targets at once. --health-listen serves /healthz and /readyz
+again on an address of their own, for the probes.
 
 --shard I/N spreads the targets over N replicas with no coordination: this
 one runs the targets whose name hashes to I. --shard auto/N takes I from the
@@ -85,6 +89,9 @@ docs/serve.md has the details.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Grace < 0 || o.UnreadyAfter < 0 {
 				return usageError(errors.New("--grace and --unready-after must not be negative"))
+			}
+			if o.HealthListen != "" && o.HealthListen == o.Listen {
+				return usageError(fmt.Errorf("--health-listen %s: want another address than --listen's", o.HealthListen))
 			}
 			if o.Concurrency < 1 {
 				return usageError(fmt.Errorf("--concurrency %d: want 1 or more", o.Concurrency))
@@ -104,6 +111,7 @@ docs/serve.md has the details.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Listen, "listen", ":8080", "HTTP address of the status page (/ and /targets/NAME), /healthz, /readyz, /metrics, /api/v1/status and /hook/NAME")
+	f.StringVar(&o.HealthListen, "health-listen", "", "a second HTTP address for /healthz and /readyz alone, with connections of its own, for the liveness and readiness probes: clients holding --listen's connections cannot hold them (default: none)")
 	f.StringVar(&o.Workdir, "workdir", "", "folder that keeps a working copy per target between cycles (default: imagebump/serve in the user's cache folder: $XDG_CACHE_HOME or ~/.cache on Linux, ~/Library/Caches on macOS)")
 	f.DurationVar(&o.Grace, "grace", serve.DefaultGrace, "on SIGTERM or SIGINT, how long running cycles may take to finish before they are cancelled")
 	f.DurationVar(&o.UnreadyAfter, "unready-after", serve.DefaultUnreadyAfter, "/readyz fails once a target has failed for longer than this (0: never)")
@@ -151,6 +159,7 @@ func runServe(ctx context.Context, o *ServeOptions) error {
 		Load:         func() (*config.Config, error) { return loadConfig(o.global) },
 		Workdir:      workdir,
 		Listen:       o.Listen,
+		HealthListen: o.HealthListen,
 		Signals:      signals,
 		Grace:        grace,
 		UnreadyAfter: unready,

@@ -215,6 +215,8 @@ func TestServeFlags(t *testing.T) {
 		{"shard beyond the replicas", []string{"--shard=auto/2"}, ServeOptions{}, ExitUsage},
 		{"shard index too high", []string{"--shard", "3/3"}, ServeOptions{}, ExitUsage},
 		{"shard without N", []string{"--shard", "1"}, ServeOptions{}, ExitUsage},
+		{"health address", []string{"--health-listen", ":9440"}, ServeOptions{Listen: ":8080", HealthListen: ":9440", Grace: 30 * time.Second, UnreadyAfter: time.Hour, Concurrency: 4}, 0},
+		{"health address the same as --listen", []string{"--listen", ":9090", "--health-listen", ":9090"}, ServeOptions{}, ExitUsage},
 		{"negative grace", []string{"--grace", "-1s"}, ServeOptions{}, ExitUsage},
 		{"no concurrency", []string{"--concurrency", "0"}, ServeOptions{}, ExitUsage},
 		{"an argument", []string{"extra"}, ServeOptions{}, ExitUsage},
