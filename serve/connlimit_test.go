@@ -29,6 +29,30 @@ func limitedServer(t *testing.T, n int, handler http.Handler) string {
 	return inner.Addr().String()
 }
 
+// dialMany opens n connections to addr, each then given to use, and closes
+// them at the test's end.
+func dialMany(t *testing.T, addr string, n int, use func(net.Conn) error) {
+	t.Helper()
+	var conns []net.Conn
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	for range n {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		if use != nil {
+			if err := use(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 // getOn sends one GET on c and reads the answer's status line.
 func getOn(c net.Conn, path string) (int, error) {
 	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path); err != nil {
@@ -137,23 +161,11 @@ func TestHealthListenUnderAFlood(t *testing.T) {
 	}
 	startFake(t, Options{Config: mustConfig(t, "1h"), MaxJitter: -1, Listener: inner, HealthListener: health})
 	addr := inner.Addr().String()
-	var conns []net.Conn
-	t.Cleanup(func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	for range MaxConnections {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
+	dialMany(t, addr, MaxConnections, func(c net.Conn) error {
 		// A request begun and never finished: the connection is busy.
-		if _, err := fmt.Fprintf(c, "POST /hook/app HTTP/1.1\r\nHost: x\r\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
+		_, err := fmt.Fprintf(c, "POST /hook/app HTTP/1.1\r\nHost: x\r\n")
+		return err
+	})
 	client := &http.Client{Timeout: time.Second}
 	if resp, err := client.Get("http://" + addr + "/healthz"); err == nil {
 		resp.Body.Close()

@@ -816,31 +816,13 @@ func TestServeBoundsConnections(t *testing.T) {
 	ln := &countingListener{Listener: inner}
 	startFake(t, Options{Config: mustConfig(t, "1h"), MaxJitter: -1, Listener: ln})
 	addr := inner.Addr().String()
-	var conns []net.Conn
-	t.Cleanup(func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	})
 	// Keep-alives: each asks once, then stays idle.
-	for range MaxConnections {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-		if _, err := getOn(c, "/healthz"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dialMany(t, addr, MaxConnections, func(c net.Conn) error {
+		_, err := getOn(c, "/healthz")
+		return err
+	})
 	// More connections that never send a request.
-	for range 100 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-	}
+	dialMany(t, addr, 100, nil)
 	waitFor(t, func() bool { return ln.accepted.Load() >= MaxConnections+100 }, "the connections accepted, idle ones closed to make room")
 	if n := ln.open.Load(); n > MaxConnections {
 		t.Errorf("%d connections open at the server, want at most %d", n, MaxConnections)
