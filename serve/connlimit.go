@@ -13,7 +13,8 @@ import (
 // take every file descriptor the cycles need. Unlike it, a new connection
 // at the cap does not wait for one to close by itself: once it has been
 // accepted, the connection that has waited longest without a request (a
-// keep-alive left idle, or one that has sent nothing for newGrace) is
+// keep-alive left idle, or one that has not sent a whole request header
+// within newGrace) is
 // closed to make room. Otherwise 512 idle keep-alives, from a pooling
 // client or on purpose, would hold /healthz and the webhooks unanswered
 // until their idle timeout, and a liveness probe would restart the pod.
@@ -42,8 +43,10 @@ type connState struct {
 	idle  bool
 }
 
-// newGrace is how long a new connection may send nothing before it may be
-// closed to make room: a client sends its request at once.
+// newGrace is how long a new connection may go without a whole request
+// header before it may be closed to make room: a client sends its request
+// at once. (net/http counts a connection active from its first header
+// read whole.)
 const newGrace = 2 * time.Second
 
 func newConnLimit(ln net.Listener, n int, log *slog.Logger) *connLimit {

@@ -162,11 +162,13 @@ func TestHealthListenUnderAFlood(t *testing.T) {
 	startFake(t, Options{Config: mustConfig(t, "1h"), MaxJitter: -1, Listener: inner, HealthListener: health})
 	addr := inner.Addr().String()
 	dialMany(t, addr, MaxConnections, func(c net.Conn) error {
-		// A request begun and never finished: the connection is busy.
-		_, err := fmt.Fprintf(c, "POST /hook/app HTTP/1.1\r\nHost: x\r\n")
+		// A webhook's headers, and a body that never comes: the request
+		// is being read, and the connection is never closed for another.
+		_, err := fmt.Fprintf(c, "POST /hook/app HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
 		return err
 	})
-	client := &http.Client{Timeout: time.Second}
+	// Longer than a connection without a whole header is kept at the cap.
+	client := &http.Client{Timeout: newGrace + time.Second}
 	if resp, err := client.Get("http://" + addr + "/healthz"); err == nil {
 		resp.Body.Close()
 		t.Fatalf("/healthz on the flooded address answered %d: the flood does not hold it, and this test shows nothing", resp.StatusCode)
@@ -195,20 +197,38 @@ func TestHealthListenUnderAFlood(t *testing.T) {
 }
 
 // TestHealthListenTaken: a health address that cannot be listened on
-// stops Run with an error naming it, before any cycle.
+// stops Run with an error naming it, before any cycle, and closes the
+// main address.
 func TestHealthListenTaken(t *testing.T) {
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	f := newFake(t, Options{Config: mustConfig(t, "1h"), MaxJitter: -1, Listen: "127.0.0.1:0", HealthListen: taken.Addr().String()})
-	err = f.Run(context.Background())
-	f.errc <- err // for the fake's cleanup, which waits for Run's end
-	if err == nil || !strings.Contains(err.Error(), "listening on "+taken.Addr().String()) {
-		t.Fatalf("Run: %v, want an error naming %s", err, taken.Addr())
+	main, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFake(t, Options{Config: mustConfig(t, "1h"), MaxJitter: -1, Listener: main, HealthListen: taken.Addr().String()})
+	done := make(chan error, 1)
+	go func() { done <- f.Run(context.Background()) }()
+	select {
+	case err = <-done:
+		f.errc <- err // for the fake's cleanup, which waits for Run's end
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not stop on a health address it cannot listen on")
+	}
+	if want := "listening on " + taken.Addr().String() + " for the health probes"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Run: %v, want an error saying %q", err, want)
 	}
 	if n := len(f.runner.started); n != 0 {
 		t.Errorf("%d cycles started", n)
 	}
+	waitFor(t, func() bool {
+		c, err := net.DialTimeout("tcp", main.Addr().String(), time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	}, "the main address closed")
 }

@@ -392,7 +392,9 @@ func (s *Server) startWorker(w *worker) {
 	}()
 }
 
-// Run starts the workers and the HTTP server and blocks until a stop:
+// Run starts the workers and the HTTP servers (the endpoints on
+// Options.Listen, the probes alone on Options.HealthListen) and blocks
+// until a stop:
 // SIGTERM or SIGINT on Options.Signals, or the end of ctx. Then it stops
 // scheduling, waits up to Options.Grace for running cycles, cancels those
 // still running (a push is never left half done: the remote takes all of
@@ -412,14 +414,14 @@ func (s *Server) Run(ctx context.Context) error {
 	httpErr := make(chan error, 2)
 	var servers []*http.Server
 	for _, l := range []struct {
-		what     string
+		what     string // for the log and errors
 		ln       net.Listener
 		addr     string
 		handler  http.Handler
 		maxConns int
 	}{
-		{"serving", s.opts.Listener, s.opts.Listen, s.handler, MaxConnections},
-		{"serving health probes", s.opts.HealthListener, s.opts.HealthListen, s.probes, MaxHealthConnections},
+		{"", s.opts.Listener, s.opts.Listen, s.handler, MaxConnections},
+		{" for the health probes", s.opts.HealthListener, s.opts.HealthListen, s.probes, MaxHealthConnections},
 	} {
 		ln := l.ln
 		if ln == nil && l.addr != "" {
@@ -429,7 +431,7 @@ func (s *Server) Run(ctx context.Context) error {
 					srv.Close()
 				}
 				s.cancelCycles()
-				return fmt.Errorf("listening on %s: %w", l.addr, err)
+				return fmt.Errorf("listening on %s%s: %w", l.addr, l.what, err)
 			}
 		}
 		if ln == nil {
@@ -442,8 +444,9 @@ func (s *Server) Run(ctx context.Context) error {
 			ConnState: limited.track,
 			ErrorLog:  slog.NewLogLogger(s.log.With("component", "http").Handler(), slog.LevelWarn)}
 		servers = append(servers, srv)
-		go func() { httpErr <- srv.Serve(limited) }()
-		s.log.Info(l.what, "address", ln.Addr().String())
+		addr := ln.Addr().String()
+		go func() { httpErr <- fmt.Errorf("on %s%s: %w", addr, l.what, srv.Serve(limited)) }()
+		s.log.Info("serving"+l.what, "address", addr)
 	}
 
 	// running is set where the workers start, under one lock: a Reload
