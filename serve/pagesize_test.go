@@ -38,7 +38,7 @@ func TestStatusPageSize(t *testing.T) {
 	v := newIndexView(st)
 	v.Inline = true
 	buf.Reset()
-	if err := pageTemplates.ExecuteTemplate(&buf, "index.html", v); err != nil {
+	if err := pageTemplates().ExecuteTemplate(&buf, "index.html", v); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("GET / at 200 targets with every target's details inline: %d bytes", buf.Len())
