@@ -69,3 +69,15 @@ func BenchmarkStatusPage(b *testing.B) {
 		b.ReportMetric(float64(buf.Len()), "page-bytes")
 	})
 }
+
+// TestPagesParse: the page templates, parsed on the first page served,
+// parse; a mistake in them fails here plainly rather than as a panic in
+// a request.
+func TestPagesParse(t *testing.T) {
+	tpl := parsePages()
+	for _, name := range []string{"index.html", "target.html"} {
+		if tpl.Lookup(name) == nil {
+			t.Errorf("no template %s", name)
+		}
+	}
+}
