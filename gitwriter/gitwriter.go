@@ -709,6 +709,9 @@ func (r *Repo) clone(ctx context.Context) error {
 // an empty reason, since a new clone would fail the same way.
 func (r *Repo) reuse(ctx context.Context) (reason string, routine bool, err error) {
 	start := time.Now()
+	if err := r.removeLeftLocks(ctx); err != nil {
+		return "", false, err
+	}
 	repo, reason, routine := r.openExisting()
 	if reason != "" {
 		return reason, routine, errors.New(reason)
@@ -747,38 +750,9 @@ func (r *Repo) reuse(ctx context.Context) (reason string, routine bool, err erro
 // new clone is routine (housekeeping, or a config naming another URL)
 // rather than a repair of a damaged working copy.
 func (r *Repo) openExisting() (*git.Repository, string, bool) {
-	// A working copy has one writer at a time (cycle locks the workdir):
-	// an index.lock is what a killed cycle left between writing the index
-	// and renaming it. The state file, removed before any change, already
-	// makes this Open check the worktree; the lock would only block every
-	// later commit.
-	// So is a shallow.lock.
-	for _, lock := range []string{"index.lock", "shallow.lock"} {
-		if err := os.Remove(filepath.Join(r.dir, ".git", lock)); err == nil {
-			r.log.Info("removed the "+lock+" an interrupted cycle left", "workdir", r.dir)
-		}
-	}
-	// The same holds for the temporary files of a pack being written (a
-	// fetch's, a commit's, a fold's): one killed meanwhile leaves its
-	// part, which a crash loop would pile up until a fold, perhaps months
-	// away, removed it.
-	packDir := filepath.Join(r.dir, ".git", "objects", "pack")
-	entries, _ := os.ReadDir(packDir) // in name order, as a glob's
-	removed := 0
-	var packs []string
-	for _, e := range entries {
-		switch name := e.Name(); {
-		case strings.HasPrefix(name, "tmp_") && e.Type().IsRegular():
-			if os.Remove(filepath.Join(packDir, name)) == nil {
-				removed++
-			}
-		case strings.HasSuffix(name, ".pack"):
-			packs = append(packs, filepath.Join(packDir, name))
-		}
-	}
-	if removed > 0 {
-		r.log.Info("removed the partial pack files an interrupted cycle left", "files", removed, "workdir", r.dir)
-	}
+	// What a killed cycle left (leftover.go): locks are dealt with by
+	// reuse, which can wait; the parts of packs go here.
+	packs := r.removeLeftParts(filepath.Join(r.dir, ".git", "objects", "pack"))
 	if len(packs) > maxPacks {
 		return nil, fmt.Sprintf("it has collected %d pack files", len(packs)), true
 	}

@@ -250,6 +250,7 @@ func TestLeftoverIndexLock(t *testing.T) {
 	if err := os.WriteFile(lock, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	leaveOld(t, lock)
 	for i := range 2 {
 		r := mustOpen(t, opts)
 		res, err := r.Update(t.Context(), Update{Commit: author}, func(ctx context.Context, dir string) ([]string, string, error) {

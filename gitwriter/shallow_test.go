@@ -39,6 +39,7 @@ func TestShallowListKeepsTheBoundary(t *testing.T) {
 					if err := os.WriteFile(shallowFile+".lock", []byte("left by a killed cycle\n"), 0o644); err != nil {
 						t.Fatal(err)
 					}
+					leaveOld(t, shallowFile+".lock")
 				}
 				r, err := Open(context.Background(), opts)
 				if err != nil {

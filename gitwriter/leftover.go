@@ -1,0 +1,117 @@
+package gitwriter
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// What a killed cycle leaves in a working copy: a cycle holds its working
+// copy alone (cycle locks the workdir), so a lock file or the part of a
+// pack there is either a killed cycle's or a git command's that someone
+// runs in the working copy. A killed cycle's would block every later
+// commit (a lock) or pile up in a crash loop (a part of a pack); a running
+// git's must not be pulled from under it. Nothing tells them apart but
+// time: git writes its part of a pack as it goes and holds a lock for as
+// long as its command runs, while what a killed cycle left no longer
+// changes.
+
+// leftAge is how long a lock file or the part of a pack must have gone
+// unchanged before Open takes it for what a killed cycle left. A variable
+// for tests, which set it only outside parallel tests.
+var leftAge = 10 * time.Second
+
+// leftPoll is how often a young lock is looked at again.
+const leftPoll = 50 * time.Millisecond
+
+// settled reports whether a file last modified at mod has gone unchanged
+// for leftAge at now. A time as far ahead of now counts too: the clock was
+// set back since, and no one writing now has written it.
+func settled(mod, now time.Time) bool {
+	age := now.Sub(mod)
+	return age >= leftAge || age <= -leftAge
+}
+
+// removeLeftLocks removes the index.lock and shallow.lock a killed cycle
+// left. A lock modified within leftAge is waited for: it goes once it has
+// stayed the same file, unchanged, for leftAge, or once its owner removes
+// it. A lock that changes meanwhile belongs to a command still running
+// there, and fails the cycle; the next one looks again.
+func (r *Repo) removeLeftLocks(ctx context.Context) error {
+	for _, name := range []string{"index.lock", "shallow.lock"} {
+		path := filepath.Join(r.dir, ".git", name)
+		left, err := waitLeft(ctx, path)
+		if err != nil {
+			return err
+		}
+		if left && os.Remove(path) == nil {
+			r.log.Info("removed the "+name+" an interrupted cycle left", "workdir", r.dir)
+		}
+	}
+	return nil
+}
+
+// waitLeft reports whether the file at path is there and left by a killed
+// cycle, waiting up to leftAge for a young one to settle or go.
+func waitLeft(ctx context.Context, path string) (bool, error) {
+	first, err := os.Lstat(path)
+	if err != nil || !first.Mode().IsRegular() {
+		return false, nil // not there, or not a file a cycle leaves
+	}
+	if settled(first.ModTime(), time.Now()) {
+		return true, nil
+	}
+	deadline := time.Now().Add(leftAge)
+	t := time.NewTicker(leftPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false, fmt.Errorf("waiting for %s to go: %w", path, ctx.Err())
+		case <-t.C:
+		}
+		fi, err := os.Lstat(path)
+		if err != nil {
+			return false, nil // its owner removed it
+		}
+		if !os.SameFile(first, fi) || !fi.ModTime().Equal(first.ModTime()) || fi.Size() != first.Size() {
+			return false, fmt.Errorf("%s is in use: another program (a git command run in imagebump's working copy?) changed it in the last %s; "+
+				"imagebump's working copy is its own, so stop that program; the next cycle looks again", path, leftAge)
+		}
+		if settled(fi.ModTime(), time.Now()) || !time.Now().Before(deadline) {
+			return true, nil
+		}
+	}
+}
+
+// removeLeftParts removes the temporary files of packs being written (a
+// fetch's, a commit's, a fold's) that a killed cycle left in the pack
+// folder, and returns the packs there. A part modified within leftAge may
+// be a running git's, and stays for a later Open.
+func (r *Repo) removeLeftParts(packDir string) []string {
+	entries, _ := os.ReadDir(packDir) // in name order, as a glob's
+	now := time.Now()
+	removed := 0
+	var packs []string
+	for _, e := range entries {
+		switch name := e.Name(); {
+		case strings.HasPrefix(name, "tmp_") && e.Type().IsRegular():
+			fi, err := e.Info()
+			if err != nil || !settled(fi.ModTime(), now) {
+				continue
+			}
+			if os.Remove(filepath.Join(packDir, name)) == nil {
+				removed++
+			}
+		case strings.HasSuffix(name, ".pack"):
+			packs = append(packs, filepath.Join(packDir, name))
+		}
+	}
+	if removed > 0 {
+		r.log.Info("removed the partial pack files an interrupted cycle left", "files", removed, "workdir", r.dir)
+	}
+	return packs
+}

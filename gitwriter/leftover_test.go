@@ -1,0 +1,161 @@
+package gitwriter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/imagebump/imagebump/internal/testkit/testgit"
+)
+
+// leaveOld makes the file at path look as a killed cycle left it a minute
+// ago: unchanged for longer than leftAge.
+func leaveOld(t *testing.T, path string) {
+	t.Helper()
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSettled(t *testing.T) {
+	now := time.Date(2026, 12, 4, 23, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name string
+		mod  time.Time
+		want bool
+	}{
+		{"written just now", now, false},
+		{"written a second ago", now.Add(-time.Second), false},
+		{"unchanged for leftAge", now.Add(-leftAge), true},
+		{"unchanged for an hour", now.Add(-time.Hour), true},
+		{"a second ahead (clock skew)", now.Add(time.Second), false},
+		{"an hour ahead (the clock was set back)", now.Add(time.Hour), true},
+	} {
+		if got := settled(tt.mod, now); got != tt.want {
+			t.Errorf("%s: settled = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestLeftLocks: a lock file in the working copy is either a killed
+// cycle's or a running git command's. Open removes one unchanged for
+// leftAge at once, waits for a young one to settle or go, and fails,
+// leaving it, when it changes meanwhile. Not parallel: it sets leftAge.
+func TestLeftLocks(t *testing.T) {
+	saved := leftAge
+	leftAge = 400 * time.Millisecond
+	t.Cleanup(func() { leftAge = saved })
+	for _, name := range []string{"index.lock", "shallow.lock"} {
+		t.Run(name, func(t *testing.T) {
+			bare := testgit.NewBare(t, seed)
+			for _, tt := range []struct {
+				name string
+				// hold changes or removes the lock while Open waits;
+				// it returns when stop closes.
+				hold    func(lock string, stop <-chan struct{})
+				wantErr bool // the lock is in use: Open fails, the lock stays
+				removed bool // Open says it removed the lock
+				waits   bool // Open waited leftAge for the lock to settle
+			}{
+				{name: "young, left", removed: true, waits: true},
+				{name: "young, its owner removes it", hold: func(lock string, _ <-chan struct{}) {
+					time.Sleep(100 * time.Millisecond)
+					os.Remove(lock)
+				}},
+				{name: "in use", wantErr: true, hold: func(lock string, stop <-chan struct{}) {
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						case <-time.After(20 * time.Millisecond):
+						}
+						os.WriteFile(lock, []byte(strings.Repeat("x", i)), 0o644)
+					}
+				}},
+			} {
+				t.Run(tt.name, func(t *testing.T) {
+					logger, logs := newLogger()
+					opts := Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir(), Logger: logger}
+					openClose(t, opts)
+					lock := filepath.Join(opts.Workdir, ".git", name)
+					write(t, lock, "")
+					stop := make(chan struct{})
+					var wg sync.WaitGroup
+					if tt.hold != nil {
+						wg.Go(func() { tt.hold(lock, stop) })
+					}
+					start := time.Now()
+					r, err := Open(t.Context(), opts)
+					took := time.Since(start)
+					close(stop)
+					wg.Wait()
+					if tt.wantErr {
+						if err == nil {
+							r.Close()
+							t.Fatal("Open succeeded with a lock another program kept changing")
+						}
+						for _, want := range []string{lock, "is in use", "next cycle"} {
+							if !strings.Contains(err.Error(), want) {
+								t.Errorf("error lacks %q: %v", want, err)
+							}
+						}
+						if _, err := os.Lstat(lock); err != nil {
+							t.Errorf("Open removed a lock in use: %v", err)
+						}
+						return
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					r.Close()
+					if _, err := os.Lstat(lock); !os.IsNotExist(err) {
+						t.Errorf("%s is still there (%v)", lock, err)
+					}
+					if got := strings.Contains(logs.String(), "removed the "+name); got != tt.removed {
+						t.Errorf("Open logged the lock's removal: %v, want %v\n%s", got, tt.removed, logs)
+					}
+					if tt.waits && took < leftAge {
+						t.Errorf("Open took %s with a lock written just now; want it to wait %s first", took, leftAge)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestLeftLockCancelled: a cycle cancelled while it waits for a young lock
+// stops waiting at once and says what it waited for.
+func TestLeftLockCancelled(t *testing.T) {
+	saved := leftAge
+	leftAge = time.Minute
+	t.Cleanup(func() { leftAge = saved })
+	bare := testgit.NewBare(t, seed)
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()}
+	openClose(t, opts)
+	lock := filepath.Join(opts.Workdir, ".git", "index.lock")
+	write(t, lock, "")
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	r, err := Open(ctx, opts)
+	if err == nil {
+		r.Close()
+		t.Fatal("Open succeeded, cancelled while it waited for a lock")
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Open took %s to stop once cancelled", took)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), fmt.Sprintf("waiting for %s", lock)) {
+		t.Errorf("Open: %v; want the deadline, naming the lock", err)
+	}
+	if _, err := os.Lstat(lock); err != nil {
+		t.Errorf("a cancelled Open removed the lock: %v", err)
+	}
+}
