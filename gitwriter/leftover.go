@@ -43,7 +43,7 @@ func settled(mod, now time.Time) bool {
 func (r *Repo) removeLeftLocks(ctx context.Context) error {
 	for _, name := range []string{"index.lock", "shallow.lock"} {
 		path := filepath.Join(r.dir, ".git", name)
-		left, err := waitLeft(ctx, path)
+		left, err := r.waitLeft(ctx, path)
 		if err != nil {
 			return err
 		}
@@ -56,7 +56,7 @@ func (r *Repo) removeLeftLocks(ctx context.Context) error {
 
 // waitLeft reports whether the file at path is there and left by a killed
 // cycle, waiting up to leftAge for a young one to settle or go.
-func waitLeft(ctx context.Context, path string) (bool, error) {
+func (r *Repo) waitLeft(ctx context.Context, path string) (bool, error) {
 	first, err := os.Lstat(path)
 	if err != nil || !first.Mode().IsRegular() {
 		return false, nil // not there, or not a file a cycle leaves
@@ -64,6 +64,7 @@ func waitLeft(ctx context.Context, path string) (bool, error) {
 	if settled(first.ModTime(), time.Now()) {
 		return true, nil
 	}
+	r.log.Info("waiting for a lock in the working copy to settle or go: it changed in the last "+leftAge.String(), "lock", path)
 	deadline := time.Now().Add(leftAge)
 	t := time.NewTicker(leftPoll)
 	defer t.Stop()

@@ -124,6 +124,9 @@ func TestLeftLocks(t *testing.T) {
 					if tt.waits && took < leftAge {
 						t.Errorf("Open took %s with a lock written just now; want it to wait %s first", took, leftAge)
 					}
+					if !strings.Contains(logs.String(), "waiting for a lock") {
+						t.Errorf("Open did not say it waited for the lock:\n%s", logs)
+					}
 				})
 			}
 		})
