@@ -280,7 +280,7 @@ func writeIndexFile(path string, data []byte) error {
 type lockHeldError struct{ lock string }
 
 func (e *lockHeldError) Error() string {
-	return e.lock + " exists: is a git command running in the working copy? (a lock left by an interrupted cycle is removed when the working copy is next opened)"
+	return e.lock + " exists: is a git command running in the working copy? (a lock file an interrupted cycle left is removed when the working copy is next opened, once unchanged for " + leftAge.String() + ")"
 }
 
 func (e *lockHeldError) Unwrap() error { return fs.ErrExist }

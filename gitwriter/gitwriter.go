@@ -706,7 +706,9 @@ func (r *Repo) clone(ctx context.Context) error {
 // reuse fetches into an existing working copy and resets it to the remote
 // head. When it fails because the working copy cannot be used, reason
 // says why and the caller clones afresh; network and auth failures return
-// an empty reason, since a new clone would fail the same way.
+// an empty reason, since a new clone would fail the same way, and so does
+// a lock a running git command holds there (leftover.go), since a clone
+// would pull the folder from under it.
 func (r *Repo) reuse(ctx context.Context) (reason string, routine bool, err error) {
 	start := time.Now()
 	if err := r.removeLeftLocks(ctx); err != nil {
@@ -732,6 +734,12 @@ func (r *Repo) reuse(ctx context.Context) (reason string, routine bool, err erro
 			// Nothing is damaged, and a clone would fail the same way:
 			// the next Open resets the worktree (its state file is gone).
 			return "", false, fmt.Errorf("moving the worktree to %s: %s: %w", shortHash(r.head), r.unwritableHint(err), err)
+		case errors.As(err, new(*lockHeldError)):
+			// A git command took the index's lock since
+			// removeLeftLocks looked: emptying the folder under it
+			// for a clone would pull its files away too. The next
+			// Open looks again.
+			return "", false, fmt.Errorf("moving the worktree to %s: %w", shortHash(r.head), err)
 		}
 		return "resetting the worktree failed: " + err.Error(), false, err
 	}

@@ -58,8 +58,13 @@ func (r *Repo) removeLeftLocks(ctx context.Context) error {
 // cycle, waiting up to leftAge for a young one to settle or go.
 func (r *Repo) waitLeft(ctx context.Context, path string) (bool, error) {
 	first, err := os.Lstat(path)
-	if err != nil || !first.Mode().IsRegular() {
-		return false, nil // not there, or not a file a cycle leaves
+	if err != nil {
+		return false, nil // not there
+	}
+	if !first.Mode().IsRegular() {
+		// Neither git nor a cycle makes one: someone's, left alone.
+		r.log.Warn("a folder or symbolic link stands where git keeps a lock file, and every cycle that writes there fails until it goes: remove it", "lock", path, "mode", first.Mode().Type().String())
+		return false, nil
 	}
 	if settled(first.ModTime(), time.Now()) {
 		return true, nil

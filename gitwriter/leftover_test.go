@@ -79,6 +79,19 @@ func TestLeftLocks(t *testing.T) {
 						os.WriteFile(lock, []byte(strings.Repeat("x", i)), 0o644)
 					}
 				}},
+				// As git takes a lock: a new file each time, once the
+				// last one is renamed or removed.
+				{name: "in use, made again", wantErr: true, hold: func(lock string, stop <-chan struct{}) {
+					for {
+						select {
+						case <-stop:
+							return
+						case <-time.After(30 * time.Millisecond):
+						}
+						os.Remove(lock)
+						os.WriteFile(lock, nil, 0o644)
+					}
+				}},
 			} {
 				t.Run(tt.name, func(t *testing.T) {
 					logger, logs := newLogger()
@@ -160,5 +173,53 @@ func TestLeftLockCancelled(t *testing.T) {
 	}
 	if _, err := os.Lstat(lock); err != nil {
 		t.Errorf("a cancelled Open removed the lock: %v", err)
+	}
+}
+
+// TestLockDuringReset: a lock that turns up after Open looked for left
+// ones (here a symbolic link, which Open leaves alone, with a warning)
+// fails the cycle when the worktree moves to a new head. It made Open
+// empty the working copy for a fresh clone, under the git command that
+// held the lock.
+func TestLockDuringReset(t *testing.T) {
+	bare := testgit.NewBare(t, seed)
+	logger, logs := newLogger()
+	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir(), Logger: logger}
+	openClose(t, opts)
+	mine := filepath.Join(opts.Workdir, ".git", "operator-notes")
+	write(t, mine, "a file only this working copy has")
+	lock := filepath.Join(opts.Workdir, ".git", "index.lock")
+	if err := os.Symlink("elsewhere", lock); err != nil {
+		t.Fatal(err)
+	}
+	testgit.Commit(t, bare, "main", map[string]string{"clusters/prod/app.yaml": "image: app:1.2.0\n"}, nil, "theirs")
+	r, err := Open(t.Context(), opts)
+	if err == nil {
+		r.Close()
+		t.Fatal("Open succeeded with the index locked while the worktree moved")
+	}
+	for _, want := range []string{"moving the worktree", lock + " exists"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	if strings.Contains(logs.String(), "re-cloning") {
+		t.Errorf("Open re-cloned the working copy with a lock held:\n%s", logs)
+	}
+	if _, err := os.Lstat(mine); err != nil {
+		t.Errorf("the working copy was emptied: %v", err)
+	}
+	if !strings.Contains(logs.String(), "a folder or symbolic link stands where git keeps a lock file") {
+		t.Errorf("Open did not warn of the symbolic link:\n%s", logs)
+	}
+	if _, err := os.Lstat(lock); err != nil {
+		t.Errorf("Open removed the symbolic link: %v", err)
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	openClose(t, opts)
+	if got, _ := os.ReadFile(filepath.Join(opts.Workdir, "clusters/prod/app.yaml")); string(got) != "image: app:1.2.0\n" {
+		t.Errorf("after the lock went, app.yaml = %q", got)
 	}
 }
