@@ -160,7 +160,7 @@ func (r *Repo) sendPack(ctx context.Context, sess transport.ReceivePackSession, 
 // history ends the walk where the local store ends.
 func (r *Repo) isAncestor(anc, c plumbing.Hash) bool {
 	found := false
-	r.walkAncestors([]plumbing.Hash{c}, func(h plumbing.Hash, _ []plumbing.Hash) bool {
+	r.walkAncestors([]plumbing.Hash{c}, func(h plumbing.Hash, _ func() []plumbing.Hash) bool {
 		found = found || h == anc
 		return found
 	})

@@ -49,8 +49,8 @@ func (r *Repo) setShallow(list []plumbing.Hash, tips ...plumbing.Hash) error {
 	keep := unique
 	if roots, ok := r.gitRoots(); ok {
 		var reached []plumbing.Hash
-		whole := r.walkAncestors(append(tips, roots...), func(h plumbing.Hash, parents []plumbing.Hash) bool {
-			if listed[h] || r.lacksAny(parents) {
+		whole := r.walkAncestors(append(tips, roots...), func(h plumbing.Hash, parents func() []plumbing.Hash) bool {
+			if listed[h] || r.lacksAny(parents()) {
 				reached = append(reached, h) // the walk visits each once
 				return true
 			}
@@ -148,11 +148,14 @@ func (r *Repo) pruneShallow() error {
 }
 
 // walkAncestors visits the commits reachable from tips, each once, in
-// breadth-first order, with their parents: stop true ends the walk's way
-// through h. A commit the store lacks has none to give, and its way ends
-// there; the one storeLater is still writing has its parent, known. It
-// reports false when it stopped after maxAncestorWalk commits.
-func (r *Repo) walkAncestors(tips []plumbing.Hash, stop func(h plumbing.Hash, parents []plumbing.Hash) bool) bool {
+// breadth-first order: stop true ends the walk's way through h. parents
+// gives h's parents, reading the commit on the first call only, so that a
+// visit which stops without them reads nothing (a bump commit's message
+// can list thousands of files). A commit the store lacks has none to
+// give, and its way ends there; the one storeLater is still writing has
+// its parent, known. It reports false when it stopped after
+// maxAncestorWalk commits.
+func (r *Repo) walkAncestors(tips []plumbing.Hash, stop func(h plumbing.Hash, parents func() []plumbing.Hash) bool) bool {
 	seen := map[plumbing.Hash]bool{}
 	queue := tips
 	for len(queue) > 0 {
@@ -166,16 +169,31 @@ func (r *Repo) walkAncestors(tips []plumbing.Hash, stop func(h plumbing.Hash, pa
 		}
 		seen[h] = true
 		var parents []plumbing.Hash
-		if s := r.store; s != nil && h == s.commit {
-			parents = []plumbing.Hash{s.parent}
-		} else if co, err := object.GetCommit(r.repo.Storer, h); err == nil {
-			parents = co.ParentHashes
+		read := false
+		get := func() []plumbing.Hash {
+			if !read {
+				read = true
+				parents = r.parentsOf(h)
+			}
+			return parents
 		}
-		if !stop(h, parents) {
-			queue = append(queue, parents...)
+		if !stop(h, get) {
+			queue = append(queue, get()...)
 		}
 	}
 	return true
+}
+
+// parentsOf returns the parents of commit h, or none when the store lacks
+// it.
+func (r *Repo) parentsOf(h plumbing.Hash) []plumbing.Hash {
+	if s := r.store; s != nil && h == s.commit {
+		return []plumbing.Hash{s.parent}
+	}
+	if co, err := object.GetCommit(r.repo.Storer, h); err == nil {
+		return co.ParentHashes
+	}
+	return nil
 }
 
 // writeShallow writes list as the shallow file at path, through a lock
