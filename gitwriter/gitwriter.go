@@ -796,22 +796,13 @@ func (r *Repo) openExisting() (*git.Repository, string, bool) {
 	}
 	// A bump commit's message can list thousands of files: it is read
 	// whole and checked against its name only when the state file does
-	// not record it; the tree itself is read below.
-	var tree plumbing.Hash
-	named := false
-	st, recorded, damaged := readStateFile(r.dir)
-	if !recorded || damaged {
-		st = resetState{}
-	}
-	if st.at == head.Hash() {
-		// Checked whole when the state was recorded (or made here):
-		// its first line is enough.
-		tree, named = treeNamed(repo, r.objects, head.Hash())
-	}
-	if !named {
-		if tree, err = checkCommit(repo, r.objects, head.Hash()); err != nil {
-			return nil, "its HEAD commit cannot be read: " + err.Error(), false
-		}
+	// not record it (one recorded was checked whole when it was, or made
+	// here); the tree itself is read below. readStateFile gives the zero
+	// state for a file missing or damaged.
+	st, _, _ := readStateFile(r.dir)
+	tree, err := commitTree(repo, r.objects, head.Hash(), st.at == head.Hash())
+	if err != nil {
+		return nil, "its HEAD commit cannot be read: " + err.Error(), false
 	}
 	r.trees = map[plumbing.Hash]plumbing.Hash{head.Hash(): tree}
 	if _, err := treeObject(repo, r.objects, tree); err != nil {

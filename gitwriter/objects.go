@@ -177,39 +177,33 @@ func readTreeLine(br *bufio.Reader, h plumbing.Hash) (plumbing.Hash, error) {
 	return plumbing.NewHash(string(hex)), nil
 }
 
-// treeNamed returns the tree commit h names, read from the commit's first
-// line alone, unchecked: for a commit checked whole before (see
-// resetStateFile). ok is false when it cannot tell that way (a commit
-// stored as a delta, or not found): checkCommit then reads it.
-func treeNamed(repo *git.Repository, objects string, h plumbing.Hash) (tree plumbing.Hash, ok bool) {
-	lo, err := looseReader(repo, h)
-	if err != nil {
-		return plumbing.ZeroHash, false
-	}
-	if lo != nil {
-		defer lo.Close()
-		tree, err := readTreeLine(bufio.NewReader(lo), h)
-		return tree, err == nil
-	}
-	// "tree HEX\n" is 46 bytes.
-	t, content, err := packedPart(objects, h, 64)
-	if err != nil || t != plumbing.CommitObject {
-		return plumbing.ZeroHash, false
-	}
-	tree, err = readTreeLine(bufio.NewReader(bytes.NewReader(content)), h)
-	return tree, err == nil
-}
-
 // checkCommit reads commit h whole and returns its tree hash: a loose
 // commit is streamed, and a packed one read (packedObject), and either is
 // checked against its hash, which go-git's reader does not do; one stored
 // as a delta is decoded by go-git, and checked too (storedObject).
 func checkCommit(repo *git.Repository, objects string, h plumbing.Hash) (plumbing.Hash, error) {
+	return commitTree(repo, objects, h, false)
+}
+
+// commitTree is checkCommit, but for a commit checked whole before (known:
+// see resetStateFile) it reads the first line alone, unchecked: a bump
+// commit's message can list thousands of files. A known commit whose first
+// line cannot be read from a pack that way (one stored as a delta) is
+// read whole.
+func commitTree(repo *git.Repository, objects string, h plumbing.Hash, known bool) (plumbing.Hash, error) {
 	lo, err := looseReader(repo, h)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	if lo == nil {
+		if known {
+			// "tree HEX\n" is 46 bytes.
+			if t, content, err := packedPart(objects, h, 64); err == nil && t == plumbing.CommitObject {
+				if tree, err := readTreeLine(bufio.NewReader(bytes.NewReader(content)), h); err == nil {
+					return tree, nil
+				}
+			}
+		}
 		content, err := packedCommit(objects, h)
 		if err == nil {
 			return readTreeLine(bufio.NewReader(bytes.NewReader(content)), h)
@@ -226,8 +220,8 @@ func checkCommit(repo *git.Repository, objects string, h plumbing.Hash) (plumbin
 	defer lo.Close()
 	br := bufio.NewReader(lo)
 	tree, err := readTreeLine(br, h)
-	if err != nil {
-		return plumbing.ZeroHash, err
+	if err != nil || known {
+		return tree, err
 	}
 	if _, err := io.Copy(io.Discard, br); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("reading commit %s: %w", shortHash(h), err)

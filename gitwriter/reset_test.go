@@ -455,8 +455,8 @@ func TestTreeNamed(t *testing.T) {
 		t.Helper()
 		head := plumbing.NewHash(testgit.Git(t, opts.Workdir, "rev-parse", "HEAD"))
 		want := testgit.Git(t, opts.Workdir, "rev-parse", "HEAD^{tree}")
-		if got, ok := treeNamed(r.repo, r.objects, head); !ok || got.String() != want {
-			t.Errorf("%s: treeNamed = %s, %v; want %s", when, got, ok, want)
+		if got, err := commitTree(r.repo, r.objects, head, true); err != nil || got.String() != want {
+			t.Errorf("%s: commitTree of a known commit = %s, %v; want %s", when, got, err, want)
 		}
 	}
 	check("a packed commit with a long message")
