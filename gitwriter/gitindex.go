@@ -266,9 +266,8 @@ func encodeIndexEntry(c indexChange, version uint32) []byte {
 // index.lock as git does.
 func writeIndexFile(path string, data []byte) error {
 	err := replaceLocked(path, data, false)
-	var held *lockHeldError
 	switch {
-	case errors.As(err, &held):
+	case errors.As(err, new(*lockHeldError)):
 		return fmt.Errorf("locking the index: %w", err)
 	case err != nil:
 		return fmt.Errorf("writing the index: %w", err)

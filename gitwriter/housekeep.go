@@ -443,11 +443,9 @@ const staleAge = time.Hour
 // paths of the temporary files and pack indexes without a pack older than
 // staleAge in it and in its pack folder.
 func listLoose(dir string) (hashes []plumbing.Hash, temps []string, err error) {
+	now := time.Now()
 	stale := func(folder string, e os.DirEntry) {
-		if !strings.HasPrefix(e.Name(), "tmp_") {
-			return
-		}
-		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > staleAge {
+		if leftTemp(e, now, staleAge) {
 			temps = append(temps, filepath.Join(folder, e.Name()))
 		}
 	}
@@ -476,7 +474,7 @@ func listLoose(dir string) (hashes []plumbing.Hash, temps []string, err error) {
 		// its renames. go-git lists packs by their .pack file.
 		if base, ok := strings.CutSuffix(e.Name(), ".idx"); ok && strings.HasPrefix(base, "pack-") {
 			if _, err := os.Lstat(filepath.Join(packDir, base+".pack")); errors.Is(err, os.ErrNotExist) {
-				if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleAge {
+				if fi, err := e.Info(); err == nil && settled(fi.ModTime(), now, staleAge) {
 					temps = append(temps, filepath.Join(packDir, e.Name()))
 				}
 			}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/imagebump/imagebump/internal/retry"
 )
 
 // What a killed cycle leaves in a working copy: a cycle holds its working
@@ -28,11 +30,22 @@ var leftAge = 10 * time.Second
 const leftPoll = 50 * time.Millisecond
 
 // settled reports whether a file last modified at mod has gone unchanged
-// for leftAge at now. A time as far ahead of now counts too: the clock was
-// set back since, and no one writing now has written it.
-func settled(mod, now time.Time) bool {
-	age := now.Sub(mod)
-	return age >= leftAge || age <= -leftAge
+// for age at now. A time as far ahead of now counts too: the clock was set
+// back since, and no one writing now has written it.
+func settled(mod, now time.Time, age time.Duration) bool {
+	d := now.Sub(mod)
+	return d >= age || d <= -age
+}
+
+// leftTemp reports whether e is a temporary file of git's or imagebump's
+// (tmp_*) unchanged for age at now: what Open removes from the pack folder
+// after leftAge, and a fold from the whole store after staleAge.
+func leftTemp(e os.DirEntry, now time.Time, age time.Duration) bool {
+	if !strings.HasPrefix(e.Name(), "tmp_") || !e.Type().IsRegular() {
+		return false
+	}
+	fi, err := e.Info()
+	return err == nil && settled(fi.ModTime(), now, age)
 }
 
 // removeLeftLocks removes the index.lock and shallow.lock a killed cycle
@@ -66,18 +79,14 @@ func (r *Repo) waitLeft(ctx context.Context, path string) (bool, error) {
 		r.log.Warn("a folder or symbolic link stands where git keeps a lock file, and every cycle that writes there fails until it goes: remove it", "lock", path, "mode", first.Mode().Type().String())
 		return false, nil
 	}
-	if settled(first.ModTime(), time.Now()) {
+	if settled(first.ModTime(), time.Now(), leftAge) {
 		return true, nil
 	}
 	r.log.Info("waiting for a lock in the working copy to settle or go: it changed in the last "+leftAge.String(), "lock", path)
 	deadline := time.Now().Add(leftAge)
-	t := time.NewTicker(leftPoll)
-	defer t.Stop()
 	for {
-		select {
-		case <-ctx.Done():
-			return false, fmt.Errorf("waiting for %s to go: %w", path, ctx.Err())
-		case <-t.C:
+		if err := retry.Sleep(ctx, leftPoll); err != nil {
+			return false, fmt.Errorf("waiting for %s to go: %w", path, err)
 		}
 		fi, err := os.Lstat(path)
 		if err != nil {
@@ -87,7 +96,7 @@ func (r *Repo) waitLeft(ctx context.Context, path string) (bool, error) {
 			return false, fmt.Errorf("%s is in use: another program (a git command run in imagebump's working copy?) changed it in the last %s; "+
 				"imagebump's working copy is its own, so stop that program; the next cycle looks again", path, leftAge)
 		}
-		if settled(fi.ModTime(), time.Now()) || !time.Now().Before(deadline) {
+		if settled(fi.ModTime(), time.Now(), leftAge) || !time.Now().Before(deadline) {
 			return true, nil
 		}
 	}
@@ -104,12 +113,8 @@ func (r *Repo) removeLeftParts(packDir string) []string {
 	var packs []string
 	for _, e := range entries {
 		switch name := e.Name(); {
-		case strings.HasPrefix(name, "tmp_") && e.Type().IsRegular():
-			fi, err := e.Info()
-			if err != nil || !settled(fi.ModTime(), now) {
-				continue
-			}
-			if os.Remove(filepath.Join(packDir, name)) == nil {
+		case strings.HasPrefix(name, "tmp_"):
+			if leftTemp(e, now, leftAge) && os.Remove(filepath.Join(packDir, name)) == nil {
 				removed++
 			}
 		case strings.HasSuffix(name, ".pack"):

@@ -24,6 +24,15 @@ func leaveOld(t *testing.T, path string) {
 	}
 }
 
+// setLeftAge sets leftAge for the test, and back after it. Not for
+// parallel tests.
+func setLeftAge(t *testing.T, d time.Duration) {
+	t.Helper()
+	saved := leftAge
+	leftAge = d
+	t.Cleanup(func() { leftAge = saved })
+}
+
 func TestSettled(t *testing.T) {
 	now := time.Date(2026, 12, 4, 23, 0, 0, 0, time.UTC)
 	for _, tt := range []struct {
@@ -38,7 +47,7 @@ func TestSettled(t *testing.T) {
 		{"a second ahead (clock skew)", now.Add(time.Second), false},
 		{"an hour ahead (the clock was set back)", now.Add(time.Hour), true},
 	} {
-		if got := settled(tt.mod, now); got != tt.want {
+		if got := settled(tt.mod, now, leftAge); got != tt.want {
 			t.Errorf("%s: settled = %v, want %v", tt.name, got, tt.want)
 		}
 	}
@@ -49,9 +58,7 @@ func TestSettled(t *testing.T) {
 // leftAge at once, waits for a young one to settle or go, and fails,
 // leaving it, when it changes meanwhile. Not parallel: it sets leftAge.
 func TestLeftLocks(t *testing.T) {
-	saved := leftAge
-	leftAge = 400 * time.Millisecond
-	t.Cleanup(func() { leftAge = saved })
+	setLeftAge(t, 400*time.Millisecond)
 	for _, name := range []string{"index.lock", "shallow.lock"} {
 		t.Run(name, func(t *testing.T) {
 			bare := testgit.NewBare(t, seed)
@@ -149,9 +156,7 @@ func TestLeftLocks(t *testing.T) {
 // TestLeftLockCancelled: a cycle cancelled while it waits for a young lock
 // stops waiting at once and says what it waited for.
 func TestLeftLockCancelled(t *testing.T) {
-	saved := leftAge
-	leftAge = time.Minute
-	t.Cleanup(func() { leftAge = saved })
+	setLeftAge(t, time.Minute)
 	bare := testgit.NewBare(t, seed)
 	opts := Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir()}
 	openClose(t, opts)

@@ -222,5 +222,5 @@ func remoteURL(t *testing.T, kind, bare string) string {
 	if kind == "http" {
 		return testgit.StartHTTP(t, bare, false).URL
 	}
-	return "file://" + filepath.ToSlash(bare)
+	return fileURL(bare)
 }
