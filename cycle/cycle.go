@@ -151,14 +151,16 @@ func tagsSum(tags []string) uint64 {
 	return h.Sum64()
 }
 
-// previousPicks returns prev's policy results by name, for their picks;
-// nil when there is no previous cycle.
-func previousPicks(prev *TargetResult) map[string]PolicyResult {
-	if prev == nil || prev.Report == nil {
+// previousPicks returns prev's policy results by name, pointing into its
+// report, for their picks and for which policies it asked the registries
+// for; nil when there is no previous cycle or it asked for none.
+func previousPicks(prev *TargetResult) map[string]*PolicyResult {
+	if prev == nil || prev.Report == nil || len(prev.Report.Policies) == 0 {
 		return nil
 	}
-	picks := make(map[string]PolicyResult, len(prev.Report.Policies))
-	for _, p := range prev.Report.Policies {
+	picks := make(map[string]*PolicyResult, len(prev.Report.Policies))
+	for i := range prev.Report.Policies {
+		p := &prev.Report.Policies[i]
 		picks[p.Name] = p
 	}
 	return picks
@@ -476,7 +478,7 @@ func gatesFor(gates *Gates, images []*config.Image, now func() time.Time, logger
 // failing repository fails only its own policies. prev holds the target's
 // last results by policy name (or is nil): a pick made from the same tags
 // by the same policy, with no gate, is kept rather than made again.
-func selectImages(ctx context.Context, reg Registry, gates *Gates, images []*config.Image, current map[string]pinned, prev map[string]PolicyResult, concurrency int, logger *slog.Logger) []PolicyResult {
+func selectImages(ctx context.Context, reg Registry, gates *Gates, images []*config.Image, current map[string]pinned, prev map[string]*PolicyResult, concurrency int, logger *slog.Logger) []PolicyResult {
 	return selectListed(ctx, reg, reg, gates, images, current, prev, concurrency, logger)
 }
 
@@ -486,7 +488,7 @@ type lister interface {
 }
 
 // selectListed is selectImages with the tag listings taken from list.
-func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, images []*config.Image, current map[string]pinned, prev map[string]PolicyResult, concurrency int, logger *slog.Logger) []PolicyResult {
+func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, images []*config.Image, current map[string]pinned, prev map[string]*PolicyResult, concurrency int, logger *slog.Logger) []PolicyResult {
 	if concurrency <= 0 {
 		concurrency = defaultConcurrency
 	}

@@ -22,29 +22,16 @@ import (
 type prefetch struct {
 	done    chan struct{}
 	cancel  context.CancelFunc
-	prev    map[string]PolicyResult // the last cycle's, by policy name
 	results map[string]PolicyResult // by policy name, once done is closed
-}
-
-// lastUsed returns which policies prev, the caller's last cycle of the
-// target, asked the registries for, or nil when there is no such cycle or
-// it asked for none.
-func lastUsed(prev *TargetResult) func(name string) bool {
-	if prev == nil || prev.Report == nil || len(prev.Report.Policies) == 0 {
-		return nil
-	}
-	names := make(map[string]bool, len(prev.Report.Policies))
-	for _, p := range prev.Report.Policies {
-		names[p.Name] = true
-	}
-	return func(name string) bool { return names[name] }
 }
 
 // startPrefetch starts selecting the target's policies that used says
 // the last commit's markers name, or returns nil when there are none, or
 // when a policy needs the markers' current values (the ifNotPresent
-// digest mode) that only the new commit's files give.
-func startPrefetch(ctx context.Context, opts TargetOptions, reg Registry, used func(name string) bool, logger *slog.Logger) *prefetch {
+// digest mode) that only the new commit's files give. prev holds the
+// picks of the target's last cycle (previousPicks), kept when made from
+// the same tags.
+func startPrefetch(ctx context.Context, opts TargetOptions, reg Registry, used func(name string) bool, prev map[string]*PolicyResult, logger *slog.Logger) *prefetch {
 	applied := appliedImages(opts.Config, opts.Target.Selects)
 	if needsCurrent(applied) {
 		return nil
@@ -59,11 +46,11 @@ func startPrefetch(ctx context.Context, opts TargetOptions, reg Registry, used f
 		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	p := &prefetch{done: make(chan struct{}), cancel: cancel, prev: previousPicks(opts.Previous)}
+	p := &prefetch{done: make(chan struct{}), cancel: cancel}
 	gates := gatesFor(opts.Gates, images, opts.Now, logger)
 	go func() {
 		defer close(p.done)
-		results := selectImages(ctx, reg, gates, images, nil, p.prev, 0, logger)
+		results := selectImages(ctx, reg, gates, images, nil, prev, 0, logger)
 		p.results = make(map[string]PolicyResult, len(results))
 		for _, r := range results {
 			p.results[r.Name] = r
@@ -102,7 +89,9 @@ func (p *prefetch) selectWith(ctx context.Context, reg Registry, gates *Gates, i
 	var fresh []PolicyResult
 	if len(missing) > 0 {
 		logger.Debug("policies the last commit did not use: asking their registries now", "policies", len(missing))
-		fresh = selectImages(ctx, reg, gates, missing, nil, p.prev, concurrency, logger)
+		// None of them was asked for last cycle either, so it has no
+		// pick to keep.
+		fresh = selectImages(ctx, reg, gates, missing, nil, nil, concurrency, logger)
 	}
 	out := make([]PolicyResult, 0, len(images))
 	for _, im := range images {

@@ -127,14 +127,14 @@ func TestPicksKeptFromPrevious(t *testing.T) {
 	reg := &fakeRegistry{tags: map[string][]string{"reg.example/web": tags}}
 	ctx := context.Background()
 	logger := slog.New(slog.DiscardHandler)
-	first := selectImages(ctx, reg, nil, imagesOf(cfg), nil, map[string]PolicyResult{}, 0, logger)
+	first := selectImages(ctx, reg, nil, imagesOf(cfg), nil, map[string]*PolicyResult{}, 0, logger)
 	if first[0].Latest() != "1.2.0" {
 		t.Fatalf("the first pick is %q, want 1.2.0", first[0].Latest())
 	}
 	// A pick no registry gave, to tell a kept one from a new one.
 	marked := first[0]
 	marked.Selection.Latest = "kept"
-	prev := map[string]PolicyResult{"apps:web": marked}
+	prev := map[string]*PolicyResult{"apps:web": &marked}
 	for _, tt := range []struct {
 		name   string
 		images []*config.Image
@@ -157,7 +157,7 @@ func TestPicksKeptFromPrevious(t *testing.T) {
 	gatedImages := imagesOf(gated)
 	marked.pickedFrom = pickKey{policy: gatedImages[0].Policy(), tags: tagsSum(tags)}
 	gates := NewGates(func() time.Time { return time.Now() }, logger)
-	res := selectImages(ctx, reg, gates, gatedImages, nil, map[string]PolicyResult{"apps:web": marked}, 0, logger)[0]
+	res := selectImages(ctx, reg, gates, gatedImages, nil, map[string]*PolicyResult{"apps:web": &marked}, 0, logger)[0]
 	if res.Selection.Latest == "kept" {
 		t.Error("a gated policy's pick was kept from the last cycle")
 	}

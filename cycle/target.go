@@ -191,18 +191,18 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		// the policies the last commit's markers name: as the caller's
 		// last cycle found them, known at once, or else as the kept index
 		// has them, once it is read.
-		used := lastUsed(opts.Previous)
-		if used != nil {
-			pf = startPrefetch(ctx, opts, reg, used, logger)
+		picks := previousPicks(opts.Previous)
+		if picks != nil {
+			pf = startPrefetch(ctx, opts, reg, func(name string) bool { return picks[name] != nil }, picks, logger)
 		}
 		var last *setters.Index
 		if opts.Previous != nil {
 			last = opts.Previous.index
 		}
 		kept, keptWhy = setters.ReloadIndex(last, IndexFile(workdir), setters.ByBlob, sopts)
-		if used == nil && kept.Built() {
+		if picks == nil && kept.Built() {
 			refs := kept.References()
-			pf = startPrefetch(ctx, opts, reg, func(name string) bool { return refs[name] > 0 }, logger)
+			pf = startPrefetch(ctx, opts, reg, func(name string) bool { return refs[name] > 0 }, nil, logger)
 		}
 		defer pf.stop()
 	}
