@@ -189,9 +189,9 @@ type Index struct {
 	// pending are the files to read at the next Scan, with the blob hash
 	// they must have (ByBlob).
 	pending map[string]string
-	// filesShared and pendingShared are set while a Clone shares files or
-	// pending: the first change copies the map (ownFiles, ownPending).
-	filesShared, pendingShared bool
+	// filesShared is set while a Clone shares files: the first change
+	// copies the map (ownFiles).
+	filesShared bool
 
 	// What one cycle did; not saved.
 	read     map[string]bool // files read since the last Scan began
@@ -254,10 +254,13 @@ func (ix *Index) Files() int { return len(ix.files) }
 // changing ix. The copy must be scanned again before Apply uses it. The
 // two share their entries until either changes them, which then copies
 // them first: a cycle with nothing new copies none of a fleet's entries.
-// Clone marks ix as sharing, so it must not run beside another use of ix.
+// The files to read (pending, the few changed since the last Scan) are
+// copied at once. Clone marks ix as sharing, so it must not run beside
+// another use of ix.
 func (ix *Index) Clone() *Index {
-	ix.filesShared, ix.pendingShared = true, true
+	ix.filesShared = true
 	c := *ix
+	c.pending = maps.Clone(ix.pending)
 	c.read, c.stale, c.scanned = nil, nil, false
 	c.problems = slices.Clone(ix.problems)
 	return &c
@@ -326,7 +329,6 @@ func (ix *Index) Update(head string, changes []FileChange, paths []string) {
 		case c.Old != "" && c.New == "":
 			ix.candidates--
 		}
-		ix.ownPending()
 		if c.New == "" {
 			ix.drop(c.Path)
 			delete(ix.pending, c.Path)
@@ -619,7 +621,7 @@ func (ix *Index) scanAll(ctx context.Context, opts Options, root string, log *sl
 	ix.candidates = int(jobs.Load())
 	ix.problems = r.res.Problems
 	ix.pending = map[string]string{}
-	ix.filesShared, ix.pendingShared = false, false
+	ix.filesShared = false
 	ix.built, ix.dirty = true, true
 	if ix.kind == ByBlob && (unread || w.unreadFolder) {
 		// A ByBlob index reads only what later commits change: a file
@@ -716,7 +718,6 @@ func (ix *Index) scanPending(ctx context.Context, opts Options, root string) err
 	for i, p := range paths {
 		want[i] = ix.pending[p]
 	}
-	ix.ownPending()
 	var next atomic.Int64
 	var mu sync.Mutex
 	limit := maxFileSize(opts)

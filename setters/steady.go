@@ -60,17 +60,10 @@ func (ix *Index) drop(rel string) {
 	ix.steady, ix.refs, ix.quiet = nil, nil, false
 }
 
-// ownFiles and ownPending copy files or pending when a Clone shares it,
-// before a change.
+// ownFiles copies files when a Clone shares it, before a change.
 func (ix *Index) ownFiles() {
 	if ix.filesShared {
 		ix.files, ix.filesShared = maps.Clone(ix.files), false
-	}
-}
-
-func (ix *Index) ownPending() {
-	if ix.pendingShared {
-		ix.pending, ix.pendingShared = maps.Clone(ix.pending), false
 	}
 }
 
