@@ -93,10 +93,7 @@ type parsedRepo struct {
 // the same ones, and parsing them was a tenth of a scan's own CPU. On an
 // error after the host is known, the host comes with it.
 func (c *Client) repository(s string) (name.Repository, *host, error) {
-	c.mu.Lock()
-	p, ok := c.parsed[s]
-	c.mu.Unlock()
-	if ok {
+	if p, ok := c.parsed.get(s); ok {
 		return p.repo, p.h, nil
 	}
 	repo, err := parseRepository(s)
@@ -111,12 +108,7 @@ func (c *Client) repository(s string) (name.Repository, *host, error) {
 		}
 		repo.Registry = reg
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.parsed == nil || len(c.parsed) >= maxParsedRepos {
-		c.parsed = map[string]parsedRepo{}
-	}
-	c.parsed[s] = parsedRepo{repo, h}
+	c.parsed.put(s, parsedRepo{repo, h})
 	return repo, h, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -194,31 +193,10 @@ func (y *Cycle) Referrers(ctx context.Context, repository, digest, artifactType 
 // createdAnnotation is the OCI annotation of an image's creation time.
 const createdAnnotation = "org.opencontainers.image.created"
 
-// createdCache remembers creation times by digest; a digest's content never
-// changes, so neither does its time.
-type createdCache struct {
-	mu sync.Mutex
-	m  map[string]time.Time
-}
-
-// maxCreatedCache bounds the cache; past it, it starts afresh.
+// maxCreatedCache bounds the creation times a Client keeps by digest (a
+// digest's content never changes, so neither does its time); past it, it
+// starts afresh.
 const maxCreatedCache = 50_000
-
-func (c *createdCache) get(key string) (time.Time, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t, ok := c.m[key]
-	return t, ok
-}
-
-func (c *createdCache) put(key string, t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxCreatedCache {
-		c.m = map[string]time.Time{}
-	}
-	c.m[key] = t
-}
 
 // Created returns when the image with digest in repository was created. It
 // runs in a Cycle of its own.

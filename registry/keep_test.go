@@ -184,7 +184,7 @@ func TestRepositoryKept(t *testing.T) {
 	for _, tt := range tests {
 		for range 2 {
 			repo, h, err := c.repository(tt.name)
-			_, kept := c.parsed[tt.name]
+			_, kept := c.parsed.get(tt.name)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Errorf("%s: error %v, want one saying %q", tt.name, err, tt.wantErr)
@@ -213,7 +213,7 @@ func TestRepositoryKept(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(c.parsed) > maxParsedRepos {
-		t.Errorf("the Client keeps %d names, over %d", len(c.parsed), maxParsedRepos)
+	if n := c.parsed.len(); n > maxParsedRepos {
+		t.Errorf("the Client keeps %d names, over %d", n, maxParsedRepos)
 	}
 }

@@ -216,16 +216,17 @@ type Client struct {
 	userAgent   string
 	onRequest   func(host string, status int, err error)
 	onWait      func(host string, d time.Duration)
-	created     createdCache
+	created     resetMap[string, time.Time] // creation times, by digest
 	pages       pageCache
 
 	// secrets holds every credential and token the Client has read or
 	// been given, to be removed from what servers send back.
 	secrets *redact.Secrets
 
-	mu     sync.Mutex
-	hosts  map[string]*host      // by canonical host name
-	parsed map[string]parsedRepo // by the name asked for
+	parsed resetMap[string, parsedRepo] // by the name asked for
+
+	mu    sync.Mutex
+	hosts map[string]*host // by canonical host name
 }
 
 // New validates opts and returns a Client. Every problem found is reported,
@@ -258,6 +259,8 @@ func New(opts Options) (*Client, error) {
 		keychain:    opts.Keychain,
 		log:         opts.Logger,
 		userAgent:   orDefault(opts.UserAgent, DefaultUserAgent),
+		created:     resetMap[string, time.Time]{max: maxCreatedCache},
+		parsed:      resetMap[string, parsedRepo]{max: maxParsedRepos},
 		fluxTerms:   opts.FluxTerms,
 		onRequest:   opts.OnRequest,
 		onWait:      opts.OnWait,
