@@ -227,9 +227,10 @@ type pageCache struct {
 }
 
 // get returns the page decoded from url when its body was body, else nil.
+// The bodies are compared outside the lock, which every listing takes: a
+// page never changes once cached.
 func (c *pageCache) get(url string, body []byte) *tagPage {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	p, ok := c.cur[url]
 	if !ok {
 		if p, ok = c.old[url]; ok {
@@ -237,6 +238,7 @@ func (c *pageCache) get(url string, body []byte) *tagPage {
 			c.add(url, p)
 		}
 	}
+	c.mu.Unlock()
 	if !ok || !bytes.Equal(p.body, body) {
 		return nil
 	}
