@@ -276,30 +276,3 @@ func isBranchMissing(err error) bool {
 	var nm git.NoMatchingRefSpecError
 	return errors.As(err, &nm) || errors.Is(err, plumbing.ErrReferenceNotFound)
 }
-
-// joinErrors is errors.Join on one line: a cycle's error is one line of
-// its report, where a line break would show as \n.
-func joinErrors(errs ...error) error {
-	var kept []error
-	for _, err := range errs {
-		if err != nil {
-			kept = append(kept, err)
-		}
-	}
-	if len(kept) == 0 {
-		return nil
-	}
-	return &joinedError{errs: kept}
-}
-
-type joinedError struct{ errs []error }
-
-func (e *joinedError) Error() string {
-	msgs := make([]string, len(e.errs))
-	for i, err := range e.errs {
-		msgs[i] = err.Error()
-	}
-	return strings.Join(msgs, "; ")
-}
-
-func (e *joinedError) Unwrap() []error { return e.errs }

@@ -25,6 +25,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 
 	"github.com/imagebump/imagebump/internal/durable"
+	"github.com/imagebump/imagebump/internal/oneline"
 )
 
 // Housekeeping of a working copy's object store.
@@ -333,7 +334,7 @@ func (s *objectSources) read(h plumbing.Hash) (plumbing.ObjectType, []byte, erro
 	if len(errs) == 0 {
 		return 0, nil, plumbing.ErrObjectNotFound
 	}
-	return 0, nil, joinErrors(errs...)
+	return 0, nil, oneline.Join(errs...)
 }
 
 // fromPack reads object h from pack p, resolving its deltas within p.

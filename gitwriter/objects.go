@@ -23,6 +23,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/imagebump/imagebump/internal/oneline"
 )
 
 // Commits are built from the edits as Git's plumbing builds them
@@ -1099,9 +1101,9 @@ func (r *Repo) moveToLater(commit plumbing.Hash, changes []indexChange) (finish 
 					r.head = store.parent
 				}
 				if store.reported {
-					err = joinErrors(errObjectsNotStored, err)
+					err = oneline.Join(errObjectsNotStored, err)
 				} else {
-					err = joinErrors(store.err, err)
+					err = oneline.Join(store.err, err)
 				}
 			}
 		}

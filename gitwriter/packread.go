@@ -13,6 +13,8 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/imagebump/imagebump/internal/oneline"
 )
 
 // A cycle reads a few objects of its head from the packs: the commit and
@@ -76,7 +78,7 @@ func packedPart(objects string, h plumbing.Hash, prefix uint64) (plumbing.Object
 		return t, content, nil
 	}
 	if len(errs) > 0 {
-		return 0, nil, joinErrors(errs...)
+		return 0, nil, oneline.Join(errs...)
 	}
 	return 0, nil, errNotWhole
 }

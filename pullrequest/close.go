@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/imagebump/imagebump/internal/oneline"
 )
 
 // Close closes the open pull request from head into base, for a branch that
@@ -59,15 +61,7 @@ func Close(ctx context.Context, p Provider, head, base, reason string, ready fun
 		}
 	}
 	// One line: a target's error is one line of its report.
-	var refused error
-	for _, e := range uncommented {
-		if refused == nil {
-			refused = e
-		} else {
-			refused = fmt.Errorf("%w; %w", refused, e)
-		}
-	}
-	return res, refused
+	return res, oneline.Join(uncommented...)
 }
 
 // PlanClose returns what Close would do, calling only p.List: Outcome

@@ -1,4 +1,4 @@
-package gitwriter
+package oneline
 
 import (
 	"errors"
@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestJoinErrors: joined errors read on one line (errors.Join's line
+// TestJoin: joined errors read on one line (errors.Join's line
 // breaks showed as \n in a report) and still match what they join.
-func TestJoinErrors(t *testing.T) {
+func TestJoin(t *testing.T) {
 	for _, tt := range []struct {
 		errs []error
 		want string
@@ -19,18 +19,18 @@ func TestJoinErrors(t *testing.T) {
 		{[]error{io.EOF}, "EOF"},
 		{[]error{io.EOF, nil, fs.ErrNotExist}, "EOF; file does not exist"},
 	} {
-		err := joinErrors(tt.errs...)
+		err := Join(tt.errs...)
 		if got := ""; err != nil {
 			got = err.Error()
 			if got != tt.want {
-				t.Errorf("joinErrors(%v) = %q, want %q", tt.errs, got, tt.want)
+				t.Errorf("Join(%v) = %q, want %q", tt.errs, got, tt.want)
 			}
 		} else if tt.want != "" {
-			t.Errorf("joinErrors(%v) = nil, want %q", tt.errs, tt.want)
+			t.Errorf("Join(%v) = nil, want %q", tt.errs, tt.want)
 		}
 		for _, e := range tt.errs {
 			if e != nil && !errors.Is(err, e) {
-				t.Errorf("joinErrors(%v) does not match %v", tt.errs, e)
+				t.Errorf("Join(%v) does not match %v", tt.errs, e)
 			}
 		}
 	}
