@@ -232,3 +232,27 @@ func TestHealthListenTaken(t *testing.T) {
 		return err != nil
 	}, "the main address closed")
 }
+
+// TestSamePort: which health addresses New refuses, as taking the status
+// page's port, and which it leaves to the listen itself.
+func TestSamePort(t *testing.T) {
+	for _, tt := range []struct {
+		listen, health string
+		same           bool
+	}{
+		{":9090", ":9090", true},
+		{"127.0.0.1:9090", "0.0.0.0:9090", true},
+		{"[::]:9090", "127.0.0.1:9090", true},
+		{"127.0.0.1:0", "127.0.0.1:0", false},
+		{"10.0.0.1:9090", "127.0.0.1:9090", false},
+		{":8080", ":9440", false},
+	} {
+		if got := SamePort(tt.health, tt.listen); got != tt.same {
+			t.Errorf("SamePort(%q, %q) = %v, want %v", tt.health, tt.listen, got, tt.same)
+		}
+		_, err := New(Options{Config: mustConfig(t, ""), Workdir: t.TempDir(), Listen: tt.listen, HealthListen: tt.health})
+		if got := err != nil && strings.Contains(err.Error(), "HealthListen"); got != tt.same {
+			t.Errorf("New with --listen %s --health-listen %s: %v; want it refused: %v", tt.listen, tt.health, err, tt.same)
+		}
+	}
+}

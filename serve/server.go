@@ -202,6 +202,24 @@ type spec struct {
 	sched    cron.Schedule
 }
 
+// SamePort reports whether listening on a and on b would take the same
+// port: the same port, not 0 (any free one), on hosts that are the same
+// or of which one is every address (empty, 0.0.0.0 or ::). Other overlaps
+// (localhost and 127.0.0.1) are left to the listen's own error. serve
+// refuses Options.HealthListen on Options.Listen's port.
+func SamePort(a, b string) bool {
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	if pa != pb || pa == "0" {
+		return false
+	}
+	every := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+	return ha == hb || every(ha) || every(hb)
+}
+
 // New checks opts, parses every owned target's schedule and builds the
 // registry client. It starts nothing: Run does.
 func New(opts Options) (*Server, error) {
@@ -216,6 +234,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if err := opts.Shard.check(); err != nil {
 		return nil, fmt.Errorf("serve: Options.Shard: %w", err)
+	}
+	if opts.HealthListen != "" && SamePort(opts.HealthListen, opts.Listen) {
+		return nil, fmt.Errorf("serve: Options.HealthListen %s takes Options.Listen %s's port", opts.HealthListen, opts.Listen)
 	}
 	s := &Server{
 		opts:     opts,

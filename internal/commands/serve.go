@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -91,7 +90,7 @@ docs/serve.md has the details.`,
 			if o.Grace < 0 || o.UnreadyAfter < 0 {
 				return usageError(errors.New("--grace and --unready-after must not be negative"))
 			}
-			if o.HealthListen != "" && sameAddress(o.HealthListen, o.Listen) {
+			if o.HealthListen != "" && serve.SamePort(o.HealthListen, o.Listen) {
 				return usageError(fmt.Errorf("--health-listen %s: want another port than --listen %s's", o.HealthListen, o.Listen))
 			}
 			if o.Concurrency < 1 {
@@ -119,23 +118,6 @@ docs/serve.md has the details.`,
 	f.IntVar(&o.Concurrency, "concurrency", serve.DefaultConcurrency, "cycles (of different targets) running at once, cycles slow for 10s or more aside (docs/serve.md)")
 	f.StringVar(&o.shardSpec, "shard", "", "run only the targets whose name hashes to shard I of N replicas: I/N, or auto/N to take I from the ordinal ending $HOSTNAME (a StatefulSet pod's name)")
 	return cmd
-}
-
-// sameAddress reports whether listening on a and on b would take the same
-// port: the same port, not 0 (any free one), on hosts that are the same
-// or of which one is every address (empty, 0.0.0.0 or ::). Other overlaps
-// (localhost and 127.0.0.1) are left to the listen's own error.
-func sameAddress(a, b string) bool {
-	ha, pa, errA := net.SplitHostPort(a)
-	hb, pb, errB := net.SplitHostPort(b)
-	if errA != nil || errB != nil {
-		return a == b
-	}
-	if pa != pb || pa == "0" {
-		return false
-	}
-	every := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
-	return ha == hb || every(ha) || every(hb)
 }
 
 func runServe(ctx context.Context, o *ServeOptions) error {
