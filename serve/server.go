@@ -149,7 +149,6 @@ type Server struct {
 	timing  timing
 	load    func() (*config.Config, error)
 	handler http.Handler
-	probes  http.Handler // /healthz and /readyz alone
 	started time.Time
 	// runCycle is cycle.RunTarget; scheduling tests replace it.
 	runCycle func(context.Context, cycle.TargetOptions) (*cycle.TargetResult, error)
@@ -298,7 +297,6 @@ func New(opts Options) (*Server, error) {
 	s.metrics.shard(opts.Shard)
 	s.install(opts.Config, specs)
 	s.handler = s.routes()
-	s.probes = s.probeRoutes()
 	return s, nil
 }
 
@@ -432,42 +430,26 @@ func (s *Server) Run(ctx context.Context) error {
 	s.started = s.clock.Now()
 	s.mu.Unlock()
 
+	mainLn, err := listenOn(s.opts.Listener, s.opts.Listen)
+	if err != nil {
+		s.cancelCycles()
+		return fmt.Errorf("listening on %s: %w", s.opts.Listen, err)
+	}
+	healthLn, err := listenOn(s.opts.HealthListener, s.opts.HealthListen)
+	if err != nil {
+		if mainLn != nil {
+			mainLn.Close()
+		}
+		s.cancelCycles()
+		return fmt.Errorf("listening on %s for the health probes: %w", s.opts.HealthListen, err)
+	}
 	httpErr := make(chan error, 2)
 	var servers []*http.Server
-	for _, l := range []struct {
-		what     string // for the log and errors
-		ln       net.Listener
-		addr     string
-		handler  http.Handler
-		maxConns int
-	}{
-		{"", s.opts.Listener, s.opts.Listen, s.handler, MaxConnections},
-		{" for the health probes", s.opts.HealthListener, s.opts.HealthListen, s.probes, MaxHealthConnections},
-	} {
-		ln := l.ln
-		if ln == nil && l.addr != "" {
-			var err error
-			if ln, err = net.Listen("tcp", l.addr); err != nil {
-				for _, srv := range servers {
-					srv.Close()
-				}
-				s.cancelCycles()
-				return fmt.Errorf("listening on %s%s: %w", l.addr, l.what, err)
-			}
-		}
-		if ln == nil {
-			continue
-		}
-		// A webhook body (at most MaxWebhookBody) that takes longer than
-		// ReadTimeout to arrive is a client holding a connection open.
-		limited := newConnLimit(ln, l.maxConns, s.log)
-		srv := &http.Server{Handler: l.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
-			ConnState: limited.track,
-			ErrorLog:  slog.NewLogLogger(s.log.With("component", "http").Handler(), slog.LevelWarn)}
-		servers = append(servers, srv)
-		addr := ln.Addr().String()
-		go func() { httpErr <- fmt.Errorf("on %s%s: %w", addr, l.what, srv.Serve(limited)) }()
-		s.log.Info("serving"+l.what, "address", addr)
+	if mainLn != nil {
+		servers = append(servers, s.serveHTTP(mainLn, s.handler, MaxConnections, "", httpErr))
+	}
+	if healthLn != nil {
+		servers = append(servers, s.serveHTTP(healthLn, s.probeRoutes(), MaxHealthConnections, " for the health probes", httpErr))
 	}
 
 	// running is set where the workers start, under one lock: a Reload
@@ -488,13 +470,38 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.log.Info("scheduling", attrs...)
 
-	err := s.wait(ctx, httpErr)
+	err = s.wait(ctx, httpErr)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, srv := range servers {
 		_ = srv.Shutdown(sctx)
 	}
 	return err
+}
+
+// listenOn returns ln, or else a listener on addr, or nil when addr is
+// empty too.
+func listenOn(ln net.Listener, addr string) (net.Listener, error) {
+	if ln != nil || addr == "" {
+		return ln, nil
+	}
+	return net.Listen("tcp", addr)
+}
+
+// serveHTTP serves handler on ln, with at most maxConns connections, in a
+// goroutine that sends why Serve ended on errc. what ends the log line
+// and the error (" for the health probes"), for the second address.
+func (s *Server) serveHTTP(ln net.Listener, handler http.Handler, maxConns int, what string, errc chan<- error) *http.Server {
+	// A webhook body (at most MaxWebhookBody) that takes longer than
+	// ReadTimeout to arrive is a client holding a connection open.
+	limited := newConnLimit(ln, maxConns, s.log)
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+		ConnState: limited.track,
+		ErrorLog:  slog.NewLogLogger(s.log.With("component", "http").Handler(), slog.LevelWarn)}
+	addr := ln.Addr().String()
+	go func() { errc <- fmt.Errorf("on %s%s: %w", addr, what, srv.Serve(limited)) }()
+	s.log.Info("serving"+what, "address", addr)
+	return srv
 }
 
 // wait serves signals until a stop, then stops.
