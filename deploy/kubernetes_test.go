@@ -495,13 +495,12 @@ func checkPod(t *testing.T, b *build, pt podTemplate) {
 		for _, p := range c.Ports {
 			ports[p.Name] = ":" + strconv.Itoa(int(p.ContainerPort))
 		}
-		if l := flag("listen"); ports["http"] == "" || l != ports["http"] {
-			errorf("--listen=%s, container port http %q: want them equal", l, ports["http"])
-		}
 		// The probes have an address of their own, which clients holding
 		// --listen's connections cannot hold.
-		if l := flag("health-listen"); ports["health"] == "" || l != ports["health"] {
-			errorf("--health-listen=%s, container port health %q: want them equal", l, ports["health"])
+		for _, fp := range []struct{ flag, port string }{{"listen", "http"}, {"health-listen", "health"}} {
+			if l := flag(fp.flag); ports[fp.port] == "" || l != ports[fp.port] {
+				errorf("--%s=%s, container port %s %q: want them equal", fp.flag, l, fp.port, ports[fp.port])
+			}
 		}
 		for _, pr := range []struct {
 			name  string

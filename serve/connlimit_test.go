@@ -2,7 +2,6 @@ package serve
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -109,25 +108,15 @@ func TestConnLimitWaitsThenTakesAnIdleOne(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 		}
 	}))
-	var busy []net.Conn
 	var wg sync.WaitGroup
-	for range n {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		busy = append(busy, c)
+	dialMany(t, addr, n, func(c net.Conn) error {
 		wg.Go(func() {
 			if code, err := getOn(c, "/slow"); err != nil || code != http.StatusOK {
 				t.Errorf("a busy connection's request: status %d, %v", code, err)
 			}
 		})
-	}
-	defer func() {
-		for _, c := range busy {
-			c.Close()
-		}
-	}()
+		return nil
+	})
 	time.Sleep(100 * time.Millisecond) // the four requests are in flight
 	start := time.Now()
 	c, err := net.Dial("tcp", addr)
@@ -210,14 +199,8 @@ func TestHealthListenTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFake(t, Options{Config: mustConfig(t, "1h"), MaxJitter: -1, Listener: main, HealthListen: taken.Addr().String()})
-	done := make(chan error, 1)
-	go func() { done <- f.Run(context.Background()) }()
-	select {
-	case err = <-done:
-		f.errc <- err // for the fake's cleanup, which waits for Run's end
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not stop on a health address it cannot listen on")
-	}
+	f.start()
+	err = f.wait(t, 10*time.Second)
 	if want := "listening on " + taken.Addr().String() + " for the health probes"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Run: %v, want an error saying %q", err, want)
 	}

@@ -42,7 +42,7 @@ var (
 	// pageTemplates are parsed on the first page served, not when the
 	// process starts: every command of the binary would pay for it
 	// (about 1 ms, a fiftieth of a run with nothing new).
-	pageTemplates = sync.OnceValue(parsePages)
+	pageTemplates = sync.OnceValue(func() *template.Template { return template.Must(parsePages()) })
 
 	pageCSP = func() string {
 		sum := sha256.Sum256([]byte(pageCSS))
@@ -52,8 +52,8 @@ var (
 )
 
 // parsePages parses the page templates.
-func parsePages() *template.Template {
-	return template.Must(template.New("").Funcs(template.FuncMap{
+func parsePages() (*template.Template, error) {
+	return template.New("").Funcs(template.FuncMap{
 		"css":     func() template.CSS { return template.CSS(pageCSS) },
 		"when":    when,
 		"ago":     ago,
@@ -72,7 +72,7 @@ func parsePages() *template.Template {
 		"inline": func(t TargetStatus, now time.Time) targetView {
 			return targetView{TargetStatus: t, Now: now, Href: targetHref(t.Name)}
 		},
-	}).ParseFS(pageFiles, "page/*.html"))
+	}).ParseFS(pageFiles, "page/*.html")
 }
 
 // inlineTargets is the most targets whose full details the index shows

@@ -74,7 +74,10 @@ func BenchmarkStatusPage(b *testing.B) {
 // parse; a mistake in them fails here plainly rather than as a panic in
 // a request.
 func TestPagesParse(t *testing.T) {
-	tpl := parsePages()
+	tpl, err := parsePages()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"index.html", "target.html"} {
 		if tpl.Lookup(name) == nil {
 			t.Errorf("no template %s", name)

@@ -207,6 +207,20 @@ func (f *fakeServer) start() {
 	go func() { f.errc <- f.Run(context.Background()) }()
 }
 
+// wait returns Run's error once Run returns, within d, and puts it back
+// for the fake's cleanup, which waits for Run's end too.
+func (f *fakeServer) wait(t *testing.T, d time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-f.errc:
+		f.errc <- err
+		return err
+	case <-time.After(d):
+		t.Fatalf("Run did not return within %v", d)
+		return nil
+	}
+}
+
 // drainStarted forgets the cycles that started so far.
 func (f *fakeServer) drainStarted() {
 	for {
