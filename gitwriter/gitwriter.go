@@ -465,6 +465,11 @@ func (r *Repo) open(ctx context.Context) error {
 		}
 		r.closeStorage()
 		r.repo = nil
+		// A git command someone runs there may be writing objects: the
+		// folder is emptied only once what it writes has settled.
+		if err := r.waitYoungTemps(ctx); err != nil {
+			return fmt.Errorf("re-cloning the working copy (%s): %w", reason, err)
+		}
 		r.discard = "" // what it was set for goes with the files
 		if err := emptyDir(r.dir); err != nil {
 			return err

@@ -56,7 +56,7 @@ func leftTemp(e os.DirEntry, now time.Time, age time.Duration) bool {
 func (r *Repo) removeLeftLocks(ctx context.Context) error {
 	for _, name := range []string{"index.lock", "shallow.lock"} {
 		path := filepath.Join(r.dir, ".git", name)
-		left, err := r.waitLeft(ctx, path)
+		left, err := r.waitLeft(ctx, path, "a lock")
 		if err != nil {
 			return err
 		}
@@ -68,8 +68,9 @@ func (r *Repo) removeLeftLocks(ctx context.Context) error {
 }
 
 // waitLeft reports whether the file at path is there and left by a killed
-// cycle, waiting up to leftAge for a young one to settle or go.
-func (r *Repo) waitLeft(ctx context.Context, path string) (bool, error) {
+// cycle, waiting up to leftAge for a young one to settle or go. what names
+// the file in the log line ("a lock").
+func (r *Repo) waitLeft(ctx context.Context, path, what string) (bool, error) {
 	first, err := os.Lstat(path)
 	if err != nil {
 		return false, nil // not there
@@ -82,7 +83,7 @@ func (r *Repo) waitLeft(ctx context.Context, path string) (bool, error) {
 	if settled(first.ModTime(), time.Now(), leftAge) {
 		return true, nil
 	}
-	r.log.Info("waiting for a lock in the working copy to settle or go: it changed in the last "+leftAge.String(), "lock", path)
+	r.log.Info("waiting for "+what+" in the working copy to settle or go: it changed in the last "+leftAge.String(), "file", path)
 	deadline := time.Now().Add(leftAge)
 	for {
 		if err := retry.Sleep(ctx, leftPoll); err != nil {
@@ -92,7 +93,7 @@ func (r *Repo) waitLeft(ctx context.Context, path string) (bool, error) {
 		if err != nil {
 			return false, nil // its owner removed it
 		}
-		if !os.SameFile(first, fi) || !fi.ModTime().Equal(first.ModTime()) || fi.Size() != first.Size() {
+		if !os.SameFile(first, fi) || !fi.ModTime().Equal(first.ModTime()) || fi.Size() != first.Size() || fi.Mode() != first.Mode() {
 			return false, fmt.Errorf("%s is in use: another program (a git command run in imagebump's working copy?) changed it in the last %s; "+
 				"imagebump's working copy is its own, so stop that program; the next cycle looks again", path, leftAge)
 		}
@@ -125,4 +126,32 @@ func (r *Repo) removeLeftParts(packDir string) []string {
 		r.log.Info("removed the partial pack files an interrupted cycle left", "files", removed, "workdir", r.dir)
 	}
 	return packs
+}
+
+// waitYoungTemps waits for the temporary files a git command writes in
+// the object store as it goes (a fetch's pack, a commit's loose objects:
+// tmp_* in the pack folder and in the fan-out folders) to settle or go,
+// before the working copy is emptied for a new clone: a young one may be
+// a running git's, whose folder a clone would pull from under it. Each
+// young file is waited for as a lock is (waitLeft), and one that changes
+// meanwhile fails the cycle, with the working copy left as it is.
+func (r *Repo) waitYoungTemps(ctx context.Context) error {
+	objects := filepath.Join(r.dir, filepath.FromSlash(objectsDir))
+	folders := []string{"pack"}
+	for i := range 256 {
+		folders = append(folders, fmt.Sprintf("%02x", i))
+	}
+	now := time.Now()
+	for _, f := range folders {
+		entries, _ := os.ReadDir(filepath.Join(objects, f))
+		for _, e := range entries {
+			if !strings.HasPrefix(e.Name(), "tmp_") || !e.Type().IsRegular() || leftTemp(e, now, leftAge) {
+				continue
+			}
+			if _, err := r.waitLeft(ctx, filepath.Join(objects, f, e.Name()), "a temporary file of git's"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -228,3 +228,93 @@ func TestLockDuringReset(t *testing.T) {
 		t.Errorf("after the lock went, app.yaml = %q", got)
 	}
 }
+
+// TestRecloneWaitsForTemps: a working copy to be cloned afresh (here one
+// of another URL) is emptied only once the temporary files a git command
+// writes in the object store as it goes have settled. One that keeps
+// changing fails the cycle, with the working copy left whole; one left
+// unchanged is waited for, then goes with the rest. Not parallel: it sets
+// leftAge.
+func TestRecloneWaitsForTemps(t *testing.T) {
+	setLeftAge(t, 400*time.Millisecond)
+	for _, tt := range []struct {
+		name    string
+		temp    string // under .git/objects
+		busy    bool   // written to all along
+		wantErr bool
+	}{
+		{name: "a fetch's pack, being written", temp: "pack/tmp_pack_Xy12", busy: true, wantErr: true},
+		{name: "a commit's loose object, being written", temp: "3f/tmp_obj_Ab9", busy: true, wantErr: true},
+		{name: "a young loose object, left", temp: "3f/tmp_obj_Ab9"},
+		{name: "a young pack part, left", temp: "pack/tmp_idx_77"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			logger, logs := newLogger()
+			wd := t.TempDir()
+			openClose(t, Options{URL: fileURL(testgit.NewBare(t, seed)), Branch: "main", Workdir: wd})
+			mine := filepath.Join(wd, ".git", "operator-notes")
+			write(t, mine, "a file only this working copy has")
+			temp := filepath.Join(wd, ".git", "objects", filepath.FromSlash(tt.temp))
+			if err := os.MkdirAll(filepath.Dir(temp), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			other := testgit.NewBare(t, seed)
+			write(t, temp, "")
+			fi, err := os.Stat(temp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			if tt.busy {
+				wg.Go(func() {
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						case <-time.After(20 * time.Millisecond):
+						}
+						os.WriteFile(temp, []byte(strings.Repeat("x", i)), 0o444)
+					}
+				})
+			}
+			r, err := Open(t.Context(), Options{URL: fileURL(other), Branch: "main", Workdir: wd, Logger: logger})
+			took := time.Since(fi.ModTime())
+			close(stop)
+			wg.Wait()
+			if tt.wantErr {
+				if err == nil {
+					r.Close()
+					t.Fatal("Open emptied the working copy while a git command wrote there")
+				}
+				for _, want := range []string{"re-cloning the working copy (it is a clone of another URL)", temp, "is in use", "next cycle"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error lacks %q: %v", want, err)
+					}
+				}
+				for _, kept := range []string{mine, temp} {
+					if _, err := os.Lstat(kept); err != nil {
+						t.Errorf("%s is gone: %v", kept, err)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if !r.Cloned() {
+				t.Error("Open did not clone the other URL afresh")
+			}
+			if took < leftAge {
+				t.Errorf("Open returned %s after a temporary file was written; want it to wait until it is %s old", took, leftAge)
+			}
+			if !strings.Contains(logs.String(), "waiting for a temporary file of git's") {
+				t.Errorf("Open did not say it waited:\n%s", logs)
+			}
+			if _, err := os.Lstat(temp); !os.IsNotExist(err) {
+				t.Errorf("%s is still there after the new clone (%v)", temp, err)
+			}
+		})
+	}
+}
