@@ -482,6 +482,9 @@ func selectImages(ctx context.Context, reg Registry, gates *Gates, images []*con
 	return selectListed(ctx, reg, reg, gates, images, current, prev, concurrency, logger)
 }
 
+// newTagList is policy.NewTagList; tests count its calls.
+var newTagList = policy.NewTagList
+
 // lister lists the tags of repositories, as Registry.Scan does.
 type lister interface {
 	Scan(ctx context.Context, repositories []string, concurrency int) []registry.Result
@@ -512,12 +515,21 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 	// (which tags are valid, their versions), read once for all of them.
 	// A list is dropped after its repository's last policy: kept, the
 	// lists of many large repositories would add up.
+	// A pick made from the same tags by the same policy, with no gate, is
+	// kept, and reads no list.
+	keys := make([]pickKey, len(images))
+	same := make([]bool, len(images))
 	shared := map[string]*policy.TagList{}
 	left := map[string]int{} // policies still to pick, by repository
-	for _, im := range images {
+	for i, im := range images {
+		keys[i] = pickKey{policy: im.Policy(), tags: sums[im.Repository]}
+		last, ok := prev[im.Name]
+		if same[i] = ok && !needsGates(im) && last.pickedFrom == keys[i] && keys[i].policy != nil && last.Err == nil; same[i] {
+			continue
+		}
 		left[im.Repository]++
 		if left[im.Repository] == 2 {
-			shared[im.Repository] = policy.NewTagList(scans[im.Repository].Tags)
+			shared[im.Repository] = newTagList(scans[im.Repository].Tags)
 		}
 	}
 
@@ -527,8 +539,10 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 	for i, im := range images {
 		results[i] = PolicyResult{Name: im.Name, Repository: im.Repository}
 		list := shared[im.Repository]
-		if left[im.Repository]--; left[im.Repository] == 0 {
-			delete(shared, im.Repository)
+		if !same[i] {
+			if left[im.Repository]--; left[im.Repository] == 0 {
+				delete(shared, im.Repository)
+			}
 		}
 		scan, ok := scans[im.Repository]
 		switch {
@@ -542,18 +556,16 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 		gated := needsGates(im)
 		var sel policy.Result
 		var err error
-		key := pickKey{policy: im.Policy(), tags: sums[im.Repository]}
-		switch last, ok := prev[im.Name]; {
-		case ok && !gated && last.pickedFrom == key && key.policy != nil && last.Err == nil:
-			// The same tags, the same policy: the same pick.
-			sel = last.Selection
+		switch {
+		case same[i]:
+			sel = prev[im.Name].Selection
 		case list != nil:
 			sel, err = im.Policy().PickList(ctx, list)
 		default:
 			sel, err = im.Policy().Pick(ctx, scan.Tags)
 		}
 		if !gated {
-			results[i].pickedFrom = key
+			results[i].pickedFrom = keys[i]
 		}
 		if err != nil {
 			results[i].Err = fmt.Errorf("policy %s: selecting among %d tags of %s: %w", im.Name, len(scan.Tags), im.Repository, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/policy"
 	"github.com/imagebump/imagebump/registry"
 )
 
@@ -160,6 +161,76 @@ func TestPicksKeptFromPrevious(t *testing.T) {
 	res := selectImages(ctx, reg, gates, gatedImages, nil, map[string]*PolicyResult{"apps:web": &marked}, 0, logger)[0]
 	if res.Selection.Latest == "kept" {
 		t.Error("a gated policy's pick was kept from the last cycle")
+	}
+}
+
+// TestKeptPicksReadNoList: the policies of one repository share one
+// decoded tag list when two or more of them pick; kept picks need none.
+// Not parallel: it counts newTagList's calls.
+func TestKeptPicksReadNoList(t *testing.T) {
+	cfg, err := config.Parse([]byte(`images:
+  - {name: apps:web, repository: reg.example/web, policy: {semver: ">=1.0.0"}}
+  - {name: apps:web-1.1, repository: reg.example/web, policy: {semver: "~1.1"}}
+  - {name: apps:web-alpha, repository: reg.example/web, policy: {alphabetical: asc}}
+`), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := 0
+	saved := newTagList
+	newTagList = func(tags []string) *policy.TagList {
+		lists++
+		return saved(tags)
+	}
+	t.Cleanup(func() { newTagList = saved })
+	tags := []string{"1.0.0", "1.1.0", "1.1.4", "1.2.0"}
+	reg := &fakeRegistry{tags: map[string][]string{"reg.example/web": tags}}
+	ctx := context.Background()
+	logger := slog.New(slog.DiscardHandler)
+	images := imagesOf(cfg)
+	want := []string{"1.2.0", "1.1.4", "1.2.0"}
+	first := selectImages(ctx, reg, nil, images, nil, nil, 0, logger)
+	for i, r := range first {
+		if r.Latest() != want[i] {
+			t.Fatalf("%s picked %q, want %q", r.Name, r.Latest(), want[i])
+		}
+	}
+	if lists != 1 {
+		t.Fatalf("three policies of one repository decoded %d tag lists, want 1", lists)
+	}
+	prev := map[string]*PolicyResult{}
+	for i := range first {
+		prev[first[i].Name] = &first[i]
+	}
+	for _, tt := range []struct {
+		name      string
+		tags      []string
+		keep      int // picks kept from prev
+		wantLists int
+	}{
+		{"the same tags: every pick kept", tags, 3, 0},
+		{"the same tags, one pick not kept: it reads the tags alone", tags, 2, 0},
+		{"the same tags, two picks not kept: they share a list", tags, 1, 1},
+		{"a new tag: no pick kept", append(slices.Clone(tags), "1.3.0"), 3, 1},
+	} {
+		lists = 0
+		reg.tags["reg.example/web"] = tt.tags
+		last := map[string]*PolicyResult{}
+		for i := range tt.keep {
+			last[first[i].Name] = prev[first[i].Name]
+		}
+		got := selectImages(ctx, reg, nil, images, nil, last, 0, logger)
+		for i, r := range got {
+			if r.Err != nil {
+				t.Errorf("%s: %s: %v", tt.name, r.Name, r.Err)
+			}
+			if i < tt.keep && len(tt.tags) == len(tags) && r.Latest() != want[i] {
+				t.Errorf("%s: %s picked %q, want %q", tt.name, r.Name, r.Latest(), want[i])
+			}
+		}
+		if lists != tt.wantLists {
+			t.Errorf("%s: %d tag lists decoded, want %d", tt.name, lists, tt.wantLists)
+		}
 	}
 }
 
