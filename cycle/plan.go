@@ -158,7 +158,7 @@ func Validate(ctx context.Context, cfg *config.Config, t *config.Target, root st
 	if t != nil && t.Git != nil {
 		paths = t.Git.Paths
 	}
-	res, err := setters.Apply(ctx, setters.Options{Root: root, Paths: paths, MaxFileSize: cfg.FileSizeLimit(), Known: cfg.Has, Logger: logger})
+	res, err := setters.Apply(ctx, setters.Options{Root: root, Paths: paths, MaxFileSize: cfg.FileSizeLimit(), Known: cfg.Has, NearMisses: true, Logger: logger})
 	if err != nil {
 		return nil, err
 	}

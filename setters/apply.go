@@ -82,6 +82,13 @@ type Options struct {
 	MaxFileSize int64
 	// Logger receives debug and warning messages. Nil means no logging.
 	Logger *slog.Logger
+	// NearMisses makes Apply read too the files that lack the marker
+	// text but mention $imagepolicy in another case or without its
+	// quotes, and report each comment there meant as a marker: malformed
+	// ({"$imagePolicy": ...}) or not. Such a file is never changed: Flux,
+	// like Apply otherwise, skips it. validate sets it; an Apply with an
+	// Index ignores it.
+	NearMisses bool
 	// Index, when set, is the marker index of Root (see Index): Apply
 	// reads only the files whose markers would change and serves the
 	// others from it, and records what it reads and writes there. Apply
@@ -338,9 +345,48 @@ func (r *run) file(j job, buf *bytes.Buffer) {
 		return
 	}
 	if !bytes.Contains(buf.Bytes(), token) {
+		if r.opts.NearMisses && nearMiss(buf.Bytes()) {
+			r.nearMissFile(j, buf.Bytes())
+		}
 		return
 	}
 	r.rewriteFile(j, buf.Bytes(), nil)
+}
+
+// nearKey is the marker's key without its '$'.
+var nearKey = []byte(markerKey[1:])
+
+// nearMiss reports whether src mentions $imagepolicy in any case, as a
+// file that lacks the marker text (token) may in a misspelt marker.
+func nearMiss(src []byte) bool {
+	for i := 0; ; {
+		d := bytes.IndexByte(src[i:], '$')
+		if d < 0 {
+			return false
+		}
+		i += d + 1
+		if len(src)-i >= len(nearKey) && bytes.EqualFold(src[i:i+len(nearKey)], nearKey) {
+			return true
+		}
+	}
+}
+
+// nearMissFile reports the malformed markers in src, a file that lacks
+// the marker text, which Flux and every other run skip. Nothing else about
+// the file is reported (it may not even be YAML), and nothing is changed.
+func (r *run) nearMissFile(j job, src []byte) {
+	out := rewrite(j.rel, src, env{known: r.env.known})
+	var problems []Problem
+	for _, p := range out.problems {
+		if me := (*MarkerError)(nil); errors.As(p.Err, &me) {
+			problems = append(problems, p)
+		}
+	}
+	if len(problems) > 0 {
+		r.mu.Lock()
+		r.res.Problems = append(r.res.Problems, problems...)
+		r.mu.Unlock()
+	}
 }
 
 // rewriteFile rewrites src, the bytes of a file that holds the marker

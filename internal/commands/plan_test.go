@@ -280,6 +280,8 @@ targets:
 	writeFile(t, repo, "a.yaml", "image: ghcr.io/acme/web:1 # {\"$imagepolicy\": \"apps:web\"}\n")
 	badRepo := filepath.Join(dir, "badrepo")
 	writeFile(t, badRepo, "a.yaml", "x: 1\nimage: ghcr.io/acme/web:1 # {\"$imagepolicy\": \"apps:wbe\"}\n")
+	misspelt := filepath.Join(dir, "misspelt")
+	writeFile(t, misspelt, "a.yaml", "x: 1\nimage: ghcr.io/acme/web:1 # {\"$imagePolicy\": \"apps:web\"}\n")
 
 	tests := []struct {
 		name     string
@@ -294,6 +296,8 @@ targets:
 		{name: "pull requests at a URL with no owner", args: []string{"validate", "-c", noOwner}, wantCode: ExitUsage, want: []string{"config read, with problems", "error: " + noOwner + ":6: target tp: push.pullRequest: git URL http://git.example.com/fleet.git: the path needs an owner and a repository"}},
 		{name: "a target glob matching no policy", args: []string{"validate", "-c", globs}, want: []string{"config is valid", `warning: ` + globs + `:6: target prod: policies entry "app:*" matches no image policy`, "such as apps:web"}},
 		{name: "marker naming an unknown policy", args: []string{"validate", "-c", good, "--repo", badRepo}, wantCode: ExitUsage, want: []string{"a.yaml:2", "apps:wbe"}},
+		// The file lacks the text "$imagepolicy": plan skips it, as Flux.
+		{name: "a misspelt marker alone in its file", args: []string{"validate", "-c", good, "--repo", misspelt}, wantCode: ExitUsage, want: []string{"0 markers", `a.yaml:2: malformed marker {"$imagePolicy": "apps:web"}: unknown key "$imagePolicy"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

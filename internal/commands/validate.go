@@ -40,7 +40,8 @@ func NewCmdValidate(g *globalOptions, stdout io.Writer, runF func(context.Contex
 		Short:       "Check the config and the markers, without touching the network",
 		Long: `Check the config (strict keys, policies, patterns, ranges) and, with --repo,
 every marker in the checkout: markers naming unknown policies, malformed
-markers, markers on flow collections, YAML files that do not parse. Policies
+markers (also misspelt ones, such as "$imagePolicy", in files the other
+commands skip), markers on flow collections, YAML files that do not parse. Policies
 that no marker uses are warned about, and so are files the config names that
 are not here. Each registry with a provider is shown with where its
 credentials come from (auto resolved). Exit 64 when anything is invalid.`,

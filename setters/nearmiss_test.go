@@ -1,0 +1,94 @@
+package setters
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestNearMisses: a file without the marker text is skipped, as Flux skips
+// it, so a marker misspelt in a file with no other marker did nothing and
+// said nothing. With NearMisses (validate), the comments there meant as
+// markers are reported, and nothing else about such a file; nothing is
+// changed, even with an image to write and Write set.
+func TestNearMisses(t *testing.T) {
+	files := map[string]string{
+		"cased.yaml":    "image: ghcr.io/acme/app:1.4.2 # {\"$imagePolicy\": \"apps:app\"}\n",
+		"unquoted.yaml": "spec:\n  tag: 1.4.2 # {$imagepolicy: apps:app:tag}\n",
+		"crlf.yaml":     "a: b\r\nimage: app:1 #{\"$ImagePolicy\":\"apps:app\"}\r\n",
+		// Mentions that are no marker, in files that are or are not YAML.
+		"prose.yaml":  "# see the $ImagePolicy docs\na: b # about $IMAGEPOLICY\n",
+		"string.yaml": "note: \"$ImagePolicy\"\n",
+		"broken.yaml": "a: [unclosed # {\"$imagePolicy\": \"apps:app\"}\n",
+		"shell.yaml":  "run: echo ${HOME} $PATH $\n",
+		// A file with the marker text is read as ever: its misspelt
+		// marker was reported before too.
+		"mixed.yaml": "a: app:1 # {\"$imagepolicy\": \"apps:app\"}\nb: app:1 # {\"$imagePolicy\": \"apps:app\"}\n",
+	}
+	images := map[string]Image{"apps:app": {Repository: "ghcr.io/acme/app", Tag: "1.5.0"}}
+	for _, tt := range []struct {
+		name       string
+		nearMisses bool
+		want       []string
+	}{
+		{"without NearMisses", false, []string{
+			`mixed.yaml:2: malformed marker {"$imagePolicy": "apps:app"}: unknown key "$imagePolicy" (the key is "$imagepolicy")`,
+		}},
+		{"with NearMisses", true, []string{
+			`cased.yaml:1: malformed marker {"$imagePolicy": "apps:app"}: unknown key "$imagePolicy" (the key is "$imagepolicy")`,
+			`crlf.yaml:2: malformed marker {"$ImagePolicy":"apps:app"}: unknown key "$ImagePolicy" (the key is "$imagepolicy")`,
+			`mixed.yaml:2: malformed marker {"$imagePolicy": "apps:app"}: unknown key "$imagePolicy" (the key is "$imagepolicy")`,
+			`unquoted.yaml:2: malformed marker {$imagepolicy: apps:app:tag}: invalid JSON: invalid character '$'`,
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeRepo(t, files)
+			res, err := Apply(context.Background(), Options{Root: dir, Images: images, Write: true, NearMisses: tt.nearMisses})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(problemLines(res.Problems), tt.want); diff != "" {
+				t.Errorf("problems (-got +want):\n%s", diff)
+			}
+			if len(res.Markers) != 1 || res.Markers[0].File != "mixed.yaml" || res.FilesWithMarkers != 1 {
+				t.Errorf("markers %v in %d files; want mixed.yaml's alone", res.Markers, res.FilesWithMarkers)
+			}
+			for name, before := range files {
+				got, err := os.ReadFile(filepath.Join(dir, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if name != "mixed.yaml" && string(got) != before {
+					t.Errorf("%s changed: %q", name, got)
+				}
+			}
+		})
+	}
+}
+
+func TestNearMiss(t *testing.T) {
+	for _, tt := range []struct {
+		src  string
+		want bool
+	}{
+		{"", false},
+		{"$", false},
+		{"$imagepolic", false},
+		{"$imagepolicy", true},
+		{"x: $IMAGEPOLICY", true},
+		{"$$ImagePolicy", true},
+		{"$ imagepolicy", false},
+		{"imagepolicy", false},
+		{strings.Repeat("$", 100) + "imagePolicy", true},
+		{"$imagepolic\u0079", true},
+		{"${imagepolicy}", false},
+	} {
+		if got := nearMiss([]byte(tt.src)); got != tt.want {
+			t.Errorf("nearMiss(%q) = %v, want %v", tt.src, got, tt.want)
+		}
+	}
+}
