@@ -134,6 +134,11 @@ func Load(ctx context.Context, paths []string, opts LoadOptions) (*Set, error) {
 			}
 			continue
 		}
+		if !info.Mode().IsRegular() {
+			// A named pipe would block the read for as long as nothing
+			// writes to it.
+			return nil, fmt.Errorf("reading Flux objects: %s is not a regular file (%s): name a file or a folder", p, fileKind(info.Mode()))
+		}
 		if k := kustomizationIn(filepath.Dir(p)); k != "" && !isKustomization(filepath.Base(p)) && !opts.NoKustomize {
 			// Flux builds the folder: its kustomization may set the
 			// file's namespace or patch it.
@@ -208,17 +213,38 @@ func (l *loader) dir(ctx context.Context, dir string) error {
 			if err := l.dir(ctx, p); err != nil {
 				return err
 			}
-		case e.Type()&fs.ModeSymlink != 0:
-			l.log.Debug("skipping symbolic link", "file", p)
 		case isKustomization(e.Name()):
 			// Read as written when not built: it holds no Flux object.
-		case strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml"):
+		case !strings.HasSuffix(e.Name(), ".yaml") && !strings.HasSuffix(e.Name(), ".yml"):
+		case e.Type()&fs.ModeSymlink != 0:
+			// It may lead out of the repository: Flux objects in a folder
+			// are read from its own files.
+			l.p.note(Warning, Object{File: p, Line: 1}, "", 1, "not read: a symbolic link; Flux objects in a folder are read from its regular files only (name the file it leads to, to read it)")
+		case !e.Type().IsRegular():
+			// A named pipe would block the read.
+			l.p.note(Warning, Object{File: p, Line: 1}, "", 1, "not read: not a regular file (%s)", fileKind(e.Type()))
+		default:
 			if err := l.file(p, false); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// fileKind names what a file that is not regular is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	}
+	return "mode " + m.Type().String()
 }
 
 // file reads the objects of one file. explicit is true for a file named
@@ -303,7 +329,7 @@ func (l *loader) build(dir, kfile string) error {
 	// Find where each object was written before the build, to point at it.
 	origins := map[string]Object{}
 	_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+		if err != nil || !e.Type().IsRegular() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
 			return nil
 		}
 		data, err := os.ReadFile(p)
@@ -345,7 +371,7 @@ func (l *loader) build(dir, kfile string) error {
 // built.
 func unbuildable(dir string) (file string, line int, why string) {
 	_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() || !isKustomization(e.Name()) || why != "" {
+		if err != nil || !e.Type().IsRegular() || !isKustomization(e.Name()) || why != "" {
 			return nil
 		}
 		data, err := os.ReadFile(p)
