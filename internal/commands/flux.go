@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -92,8 +94,16 @@ dropped silently.`,
 }
 
 func runFluxExport(ctx context.Context, o *FluxExportOptions, stdout io.Writer) error {
+	if o.File != "" {
+		if st, err := os.Stat(o.File); err == nil && st.IsDir() {
+			return usageError(fmt.Errorf("--file %s is a folder: name the file to write, such as %s", o.File, filepath.Join(o.File, "imagebump.yaml")))
+		}
+	}
 	set, err := flux.Load(ctx, o.Paths, flux.LoadOptions{NoKustomize: o.NoKustomize, Logger: o.global.logger})
 	if err != nil {
+		return usageError(err)
+	}
+	if err := notAnInput(o.File, o.Paths, set); err != nil {
 		return usageError(err)
 	}
 	var secrets *flux.Secrets
@@ -134,6 +144,29 @@ func runFluxExport(ctx context.Context, o *FluxExportOptions, stdout io.Writer) 
 	}
 	_, err = stdout.Write(native.YAML)
 	return err
+}
+
+// notAnInput refuses a --file that flux export read objects from, or was
+// given to read: the config written would replace the objects it came
+// from.
+func notAnInput(file string, paths []string, set *flux.Set) error {
+	if file == "" {
+		return nil
+	}
+	st, err := os.Stat(file)
+	if err != nil {
+		return nil // a new file
+	}
+	inputs := slices.Clone(paths)
+	for _, obj := range set.Report.Objects {
+		inputs = append(inputs, obj.File)
+	}
+	for _, in := range inputs {
+		if in2, err := os.Stat(in); err == nil && os.SameFile(st, in2) {
+			return fmt.Errorf("--file %s is where flux export reads Flux objects (%s): writing the config there would replace them; name another file, such as imagebump.yaml beside it", file, in)
+		}
+	}
+	return nil
 }
 
 func newCmdFluxGenerate(g *globalOptions, stdout io.Writer) *cobra.Command {

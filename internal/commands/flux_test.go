@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -1064,6 +1065,46 @@ func TestFluxExportFile(t *testing.T) {
 	out, stderr, code = runMain(t, "flux", "export", "clusters", "--secrets", "secrets.yaml", "--file", "deploy/sub/imagebump.yaml")
 	if code != 0 || out != "" || !strings.Contains(stderr, "wrote deploy/sub/imagebump.yaml") {
 		t.Fatalf("flux export --file: exit %d, stdout %q\n%s", code, out, stderr)
+	}
+	// Not over the objects it reads, nor a folder.
+	var objects []string
+	err := filepath.WalkDir("clusters", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".yaml") {
+			objects = append(objects, p)
+		}
+		return err
+	})
+	if err != nil || len(objects) == 0 {
+		t.Fatalf("no objects under clusters (%v)", err)
+	}
+	for _, tt := range []struct{ file, want string }{
+		{"clusters", "--file clusters is a folder"},
+	} {
+		if _, stderr, code := runMain(t, "flux", "export", "clusters", "--file", tt.file); code != ExitUsage || !strings.Contains(stderr, tt.want) {
+			t.Errorf("--file %s: exit %d, %s", tt.file, code, stderr)
+		}
+	}
+	for _, obj := range objects {
+		before, err := os.ReadFile(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, stderr, code := runMain(t, "flux", "export", "clusters", "--secrets", "secrets.yaml", "--file", obj)
+		if bytes.Contains(before, []byte("image.toolkit.fluxcd.io")) {
+			if code != ExitUsage || !strings.Contains(stderr, "--file "+obj+" is where flux export reads Flux objects") {
+				t.Errorf("--file %s, a file of objects read: exit %d, %s", obj, code, stderr)
+			}
+		}
+		if after, _ := os.ReadFile(obj); code == ExitUsage && !bytes.Equal(after, before) {
+			t.Errorf("%s changed though flux export failed", obj)
+		}
+		if err := os.WriteFile(obj, before, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	single := filepath.Join("clusters", "prod", "apps", "image-policies.yaml")
+	if _, stderr, code := runMain(t, "flux", "export", single, "--file", single); code != ExitUsage || !strings.Contains(stderr, "reads Flux objects") {
+		t.Errorf("flux export X --file X: exit %d, %s", code, stderr)
 	}
 	data, err := os.ReadFile("deploy/sub/imagebump.yaml")
 	if err != nil || !strings.Contains(string(data), "dockerConfig: ../../secrets/docker-config.json\n") {
