@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -96,6 +97,14 @@ func loadConfigFor(g *globalOptions, use gitUse) (*config.Config, error) {
 	}
 	if len(fluxPaths) == 0 {
 		return native, nil
+	}
+	// A folder named twice (--flux and the config's flux.paths, say) is
+	// read once: read twice, each of its objects would be defined twice.
+	for i := 0; i < len(fluxPaths); i++ {
+		if slices.ContainsFunc(fluxPaths[:i], func(p string) bool { return sameFile(p, fluxPaths[i]) }) {
+			fluxPaths = slices.Delete(fluxPaths, i, i+1)
+			i--
+		}
 	}
 	fromFlux, err := loadFlux(context.Background(), g, fluxPaths, secrets, use)
 	if err != nil {

@@ -838,12 +838,45 @@ func (r *initRun) writeText(w io.Writer, written bool) error {
 
 // planCommand is the plan command that shows what the new policies would
 // bump: with -c when plan would not find the config from here.
+// With the Flux objects of --flux that the config does not name in
+// flux.paths: the markers may name their policies, which plan would not
+// know without them.
 func (r *initRun) planCommand() string {
 	cmd := "imagebump plan --repo " + shellWord(r.repo)
 	if filepath.Clean(r.configPath) != "imagebump.yaml" {
 		cmd += " -c " + shellWord(r.configPath)
 	}
+	var named []string // flux.paths, as the config resolves them
+	var secrets string
+	if r.configData != nil {
+		if c, err := config.Load(r.configPath); err == nil && c.Flux != nil {
+			named, secrets = c.Flux.Paths, c.Flux.Secrets
+		}
+	}
+	added := false
+	for _, p := range r.o.global.Flux {
+		if !slices.ContainsFunc(named, func(n string) bool { return sameFile(n, p) }) {
+			cmd += " --flux " + shellWord(p)
+			added = true
+		}
+	}
+	if added && r.o.global.FluxSecrets != "" && !sameFile(secrets, r.o.global.FluxSecrets) {
+		cmd += " --flux-secrets " + shellWord(r.o.global.FluxSecrets)
+	}
+	if added {
+		cmd += " (run and serve read Flux objects from the config's flux.paths: add them there, see docs/flux.md)"
+	}
 	return cmd
+}
+
+// sameFile reports whether paths a and b name the same file or folder.
+func sameFile(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
 }
 
 // shellWord quotes s for a POSIX shell when it holds anything but the

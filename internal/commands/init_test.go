@@ -552,9 +552,34 @@ spec:
 	if !strings.Contains(string(got), `# {"$imagepolicy": "flux-system:web"}`) {
 		t.Errorf("no marker naming the Flux policy:\n%s", got)
 	}
+	// The command init says to run next reads the Flux objects too: the
+	// marker names their policy.
+	if !strings.Contains(out, "Next: imagebump plan --repo "+repo+" -c "+filepath.Join(repo, "imagebump.yaml")+" --flux "+flux+" (run and serve read Flux objects from the config's flux.paths") {
+		t.Errorf("init --flux does not say to plan with --flux:\n%s", out)
+	}
 	out, _, code = runMain(t, "plan", "--flux", flux, "--repo", repo)
 	if code != 0 || !strings.Contains(out, "1.2.0") {
 		t.Errorf("plan --flux after init: exit %d\n%s", code, out)
+	}
+
+	// A config that names them in flux.paths needs no --flux.
+	objects, err := os.ReadFile(filepath.Join(flux, "web.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, withFlux := range []bool{false, true} {
+		repo2 := t.TempDir()
+		writeFile(t, repo2, "flux/web.yaml", string(objects))
+		writeFile(t, repo2, "apps/web.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n    - name: web\n      image: "+host+"/acme/web:1.0.0\n")
+		cfg := writeFile(t, repo2, "imagebump.yaml", "flux:\n  paths: [flux]\n")
+		args := []string{"init", "--repo", repo2, "-c", cfg, "--write"}
+		if withFlux {
+			args = append(args, "--flux", filepath.Join(repo2, "flux"))
+		}
+		out, stderr, code = runMain(t, args...)
+		if code != 0 || !strings.Contains(out, "Next: imagebump plan --repo "+repo2+" -c "+cfg+"\n") {
+			t.Errorf("init %v with flux.paths in the config: exit %d\n%s\n%s", args, code, out, stderr)
+		}
 	}
 }
 
