@@ -371,14 +371,15 @@ func nearMiss(src []byte) bool {
 	}
 }
 
-// nearMissFile reports the malformed markers in src, a file that lacks
-// the marker text, which Flux and every other run skip. Nothing else about
-// the file is reported (it may not even be YAML), and nothing is changed.
+// nearMissFile reports the comments meant as markers in src, a file that
+// lacks the marker text, which Flux and every other run skip: malformed,
+// or where no scalar is. That the file is not YAML is not reported (it may
+// be anything named .yaml), and nothing is changed.
 func (r *run) nearMissFile(j job, src []byte) {
 	out := rewrite(j.rel, src, env{known: r.env.known})
 	var problems []Problem
-	for _, p := range out.problems {
-		if me := (*MarkerError)(nil); errors.As(p.Err, &me) {
+	for _, p := range out.static {
+		if se := (*SyntaxError)(nil); !errors.As(p.Err, &se) {
 			problems = append(problems, p)
 		}
 	}

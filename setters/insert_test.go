@@ -257,6 +257,7 @@ func FuzzInsert(f *testing.F) {
 		// one with a misspelt marker in a file that had no marker text.
 		"      0: 0\r      0: #0\"$imagepolicy\"",
 		"0: 0\n0: 0\r0: 00\r0: #0000000000\r0000000: 0 #{$imAgepoliCY",
+		" 000000: 0\r#{$imAgepoliCY0",
 	} {
 		f.Add([]byte(s))
 	}

@@ -25,6 +25,8 @@ func TestNearMisses(t *testing.T) {
 		"string.yaml": "note: \"$ImagePolicy\"\n",
 		"broken.yaml": "a: [unclosed # {\"$imagePolicy\": \"apps:app\"}\n",
 		"shell.yaml":  "run: echo ${HOME} $PATH $\n",
+		// Meant as a marker, where no marker applies.
+		"alone.yaml": "a: b\n# {\"$imagePolicy\": \"apps:app\"}\n",
 		// A file with the marker text is read as ever: its misspelt
 		// marker was reported before too.
 		"mixed.yaml": "a: app:1 # {\"$imagepolicy\": \"apps:app\"}\nb: app:1 # {\"$imagePolicy\": \"apps:app\"}\n",
@@ -39,6 +41,7 @@ func TestNearMisses(t *testing.T) {
 			`mixed.yaml:2: malformed marker {"$imagePolicy": "apps:app"}: unknown key "$imagePolicy" (the key is "$imagepolicy")`,
 		}},
 		{"with NearMisses", true, []string{
+			"alone.yaml:2: " + errNoScalar.Error(),
 			`cased.yaml:1: malformed marker {"$imagePolicy": "apps:app"}: unknown key "$imagePolicy" (the key is "$imagepolicy")`,
 			`crlf.yaml:2: malformed marker {"$ImagePolicy":"apps:app"}: unknown key "$ImagePolicy" (the key is "$imagepolicy")`,
 			`mixed.yaml:2: malformed marker {"$imagePolicy": "apps:app"}: unknown key "$imagePolicy" (the key is "$imagepolicy")`,
