@@ -121,6 +121,9 @@ type FindOptions struct {
 	Root string
 	// Paths are files and folders below Root to scan; empty means all.
 	Paths []string
+	// MaxFileSize is the size in bytes above which a file is not read, as
+	// setters.Options.MaxFileSize: the config's maxFileSize.
+	MaxFileSize int64
 	// Logger receives debug messages; nil discards.
 	Logger *slog.Logger
 }
@@ -142,7 +145,7 @@ func Find(ctx context.Context, opts FindOptions) (*Inventory, error) {
 	}
 	inv := &Inventory{src: map[string][]byte{}}
 	var builds []*kbuild
-	problems, err := setters.Walk(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, Logger: log}, func(file string, src []byte) error {
+	problems, err := setters.Walk(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, MaxFileSize: opts.MaxFileSize, Logger: log}, func(file string, src []byte) error {
 		inv.FilesScanned++
 		if chartTemplate(root, file) {
 			inv.ChartTemplates++

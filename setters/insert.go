@@ -393,7 +393,7 @@ func Walk(ctx context.Context, opts Options, fn func(file string, src []byte) er
 		var tooLarge *TooLargeError
 		switch {
 		case errors.As(err, &tooLarge):
-			r.problem(Problem{File: j.rel, Err: fmt.Errorf("the file is %s, over the limit of %s; not read", byteSize(tooLarge.Size), byteSize(tooLarge.Limit))})
+			r.problem(Problem{File: j.rel, Err: fmt.Errorf("the file is %s, over the limit of %s; not read (raise maxFileSize in imagebump.yaml to read it)", byteSize(tooLarge.Size), byteSize(tooLarge.Limit))})
 			continue
 		case err != nil:
 			r.problem(Problem{File: j.rel, Err: fmt.Errorf("reading file: %w", err)})

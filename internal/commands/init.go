@@ -263,7 +263,7 @@ func runInit(ctx context.Context, o *InitOptions, stdout io.Writer) error {
 		return usageError(err)
 	}
 
-	r.inv, err = discover.Find(ctx, discover.FindOptions{Root: r.repo, Paths: o.Paths, Logger: o.global.logger})
+	r.inv, err = discover.Find(ctx, discover.FindOptions{Root: r.repo, Paths: o.Paths, MaxFileSize: r.cfg.FileSizeLimit(), Logger: o.global.logger})
 	if err != nil {
 		if ctx.Err() != nil {
 			return failure(err)

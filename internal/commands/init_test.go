@@ -688,3 +688,31 @@ func TestInitWriteWithRegistryFailure(t *testing.T) {
 		t.Errorf("init --write with a registry failing: exit %d\n%s", code, out)
 	}
 }
+
+// TestInitMaxFileSize: init reads files up to the config's maxFileSize, as
+// validate and plan do, and a file over it is named with the key to raise.
+func TestInitMaxFileSize(t *testing.T) {
+	host := startMemRegistry(t)
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n    - name: web\n      image: " + host + "/acme/web:1.0.0\n"
+	big := pod + "data: " + strings.Repeat("x", 3<<20) + "\n" // over the 2 MiB default
+	for _, tt := range []struct {
+		name, config string
+		want         string
+	}{
+		{"the default limit", "", "over the limit of 2.0 MiB; not read (raise maxFileSize in imagebump.yaml to read it)"},
+		{"the config's limit", "maxFileSize: 8MiB\n", host + "/acme/web"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := t.TempDir()
+			writeFile(t, repo, "big.yaml", big)
+			args := []string{"init", "--repo", repo, "--insecure-registry", host}
+			if tt.config != "" {
+				args = append(args, "-c", writeFile(t, repo, "imagebump.yaml", tt.config))
+			}
+			out, stderr, code := runMain(t, args...)
+			if !strings.Contains(out+stderr, tt.want) {
+				t.Errorf("exit %d: output lacks %q:\n%s\n%s", code, tt.want, out, stderr)
+			}
+		})
+	}
+}
