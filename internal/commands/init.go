@@ -772,7 +772,7 @@ func (r *initRun) writeText(w io.Writer, written bool) error {
 		for _, fm := range r.marks {
 			for _, m := range fm.Marks {
 				if m.Status == setters.Refused {
-					fmt.Fprintf(&b, "  %s:%d: %s (%s): %s\n", ps(m.File), m.EditorLine, ps(markerRef(m.Policy, m.Field)), ps(m.Source), ps(m.Err.Error()))
+					fmt.Fprintf(&b, "  %s:%d: %s (%s): %s\n", ps(m.File), m.EditorLine, ps(markerRef(m.Policy, m.Field)), ps(m.Source), printable.Message(m.Err.Error()))
 				}
 			}
 		}
@@ -780,7 +780,7 @@ func (r *initRun) writeText(w io.Writer, written bool) error {
 	if len(r.problems) > 0 {
 		b.WriteString("\nProblems:\n")
 		for _, p := range r.problems {
-			b.WriteString("  " + ps(p.Message) + "\n")
+			b.WriteString("  " + printable.Message(p.Message) + "\n")
 		}
 	}
 
@@ -789,7 +789,7 @@ func (r *initRun) writeText(w io.Writer, written bool) error {
 		fmt.Fprintf(&b, "\n%s: its images: is written in flow style (such as images: []), which cannot be extended by adding lines. "+
 			"Write it as a block list and run init again, or add these items to it by hand:\n\n%s", ps(r.configPath), discover.Entries(r.configProps))
 	case r.configErr != nil:
-		fmt.Fprintf(&b, "\n%s cannot be written as proposed (%v). Add these entries by hand:\n\n%s", ps(r.configPath), ps(r.configErr.Error()), r.manualEntries())
+		fmt.Fprintf(&b, "\n%s cannot be written as proposed (%v). Add these entries by hand:\n\n%s", ps(r.configPath), printable.Message(r.configErr.Error()), r.manualEntries())
 	case r.newConfig != nil && r.configData == nil:
 		fmt.Fprintf(&b, "\nProposed %s (new file):\n\n%s", ps(r.configPath), r.added())
 	case r.newConfig != nil:

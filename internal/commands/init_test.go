@@ -716,3 +716,17 @@ func TestInitMaxFileSize(t *testing.T) {
 		})
 	}
 }
+
+// TestInitPlainHTTPAdvice: a registry that answers plain HTTP fails init
+// with a problem ending in what to do; the text output cut it off before
+// that, at 512 bytes.
+func TestInitPlainHTTPAdvice(t *testing.T) {
+	host := startMemRegistry(t)
+	repo := t.TempDir()
+	writeFile(t, repo, "pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n    - name: web\n      image: "+host+"/acme/web:1.0.0\n")
+	out, stderr, _ := runMain(t, "init", "--repo", repo)
+	want := "run init again with --insecure-registry " + host + ", which a new config keeps under registries:"
+	if !strings.Contains(out, want) {
+		t.Errorf("init's problems lack %q:\n%s\n%s", want, out, stderr)
+	}
+}
