@@ -90,8 +90,8 @@ type TargetResult struct {
 	// Attempts is how many times the edit ran (more than one after a push
 	// race).
 	Attempts int
-	// Held is true when push.branch and its pull request were left as they
-	// are because a policy failed: push.branch is rebuilt from scratch each
+	// Held is true when push.branch (and its pull request, if any) was left
+	// as it is because a policy failed: push.branch is rebuilt from scratch each
 	// cycle, so rebuilt now it would lose that policy's bumps, and the pull
 	// request would flip with each registry blip.
 	Held bool
@@ -295,8 +295,9 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		if len(rep.Changes) == 0 {
 			return nil, "", nil
 		}
-		if WantsPullRequest(t) && rep.FailedPolicies() > 0 {
-			// Rebuilding the branch would drop the bumps it holds for the
+		if res.PushBranch != "" && res.PushBranch != repo.Branch() && rep.FailedPolicies() > 0 {
+			// Rebuilding the branch (imagebump's own, with a pull
+			// request or not) would drop the bumps it holds for the
 			// failed policies, which cannot be made again now; unless it
 			// holds none: the files of their markers are on it as they
 			// are here (a repository gone, say, keeps no target frozen).

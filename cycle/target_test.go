@@ -246,6 +246,51 @@ func pullRequestTargetWith(t *testing.T, keys string) (*config.Config, config.Ta
 	return cfg, target, bare
 }
 
+// TestRunTargetPushBranchHeldWhileAPolicyFails: push.branch without a
+// pull request is rebuilt on git.branch at each bump too, so a policy that
+// fails holds it as it holds a pull request's branch: rebuilt, it dropped
+// the failing policy's bump (and a registry's blip made the branch flip
+// back and forth).
+func TestRunTargetPushBranchHeldWhileAPolicyFails(t *testing.T) {
+	cfg, bare := targetSetup(t, "push:\n  branch: imagebump/main\n")
+	reg := &fakeRegistry{tags: map[string][]string{
+		"reg.example/web": {"1.2.0"},
+		"reg.example/api": {"1.1.0"},
+	}}
+	opts := TargetOptions{Config: cfg, Target: cfg.Targets()[0], Registry: reg, Workdir: t.TempDir()}
+	res, err := RunTarget(context.Background(), opts)
+	if err != nil || !res.Pushed {
+		t.Fatalf("first cycle: pushed=%v, %v", res.Pushed, err)
+	}
+	branch := strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/imagebump/main"))
+
+	// api's registry fails, and web has a new tag.
+	reg.fail = map[string]error{"reg.example/api": context.DeadlineExceeded}
+	reg.tags["reg.example/web"] = []string{"1.2.0", "1.3.0"}
+	res, err = RunTarget(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Held || res.Pushed {
+		t.Errorf("cycle with a failing policy whose bump the branch holds: held=%v pushed=%v; want held", res.Held, res.Pushed)
+	}
+	if now := strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/imagebump/main")); now != branch {
+		t.Errorf("push.branch moved while a policy failed: %s -> %s; api.yaml there: %s", branch, now,
+			testgit.Git(t, bare, "show", "refs/heads/imagebump/main:api.yaml"))
+	}
+
+	reg.fail = nil
+	res, err = RunTarget(context.Background(), opts)
+	if err != nil || !res.Pushed {
+		t.Fatalf("cycle once api resolves: pushed=%v, %v", res.Pushed, err)
+	}
+	for file, want := range map[string]string{"web.yaml": "reg.example/web:1.3.0", "api.yaml": "tag: 1.1.0"} {
+		if got := testgit.Git(t, bare, "show", "refs/heads/imagebump/main:"+file); !strings.Contains(got, want) {
+			t.Errorf("%s on the branch: %q, want %s", file, got, want)
+		}
+	}
+}
+
 // TestRunTargetPullRequestHeldWhileAPolicyFails checks the push.branch
 // mode with a pull request: the first cycle opens it, a cycle with a failing
 // registry holds the branch and the pull request as they are, and a cycle

@@ -224,8 +224,8 @@ type CycleStatus struct {
 	Commit string `json:"commit,omitempty"`
 	Pushed bool   `json:"pushed"`
 	Forced bool   `json:"forced,omitempty"`
-	// Held is true when push.branch and its pull request were left as
-	// they are because a policy failed.
+	// Held is true when push.branch (and its pull request, if any) was
+	// left as it is because a policy failed.
 	Held bool `json:"held,omitempty"`
 	// Changes lists the fields rewritten (at most 50; ChangesTotal counts
 	// them all).

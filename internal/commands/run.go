@@ -176,7 +176,7 @@ func writeRunText(w io.Writer, rep report.Run, results []*cycle.TargetResult) er
 		case t.Pushed:
 			fmt.Fprintf(&b, "  committed %s and pushed it to %s\n", shortSHA(t.Commit), pushTarget(t))
 		case t.Held:
-			fmt.Fprintf(&b, "  %s left as it is while a policy failed, so the pull request does not lose that policy's bumps\n", t.PushBranch)
+			fmt.Fprintf(&b, "  %s left as it is while a policy failed, so that it does not lose that policy's bumps\n", t.PushBranch)
 		default:
 			fmt.Fprintf(&b, "  nothing to commit: no push\n")
 		}
