@@ -40,7 +40,8 @@
 //     failure in a row up to Options.MaxRetryBackoff (10 m), the second half
 //     of it drawn at random, unless the next tick comes first. A cycle whose
 //     only problems are files (invalid YAML, unknown policies) waits for the
-//     next tick: only a new commit fixes those.
+//     next tick: only a new commit fixes those, and it ends the row of
+//     failures the backoff counts.
 //   - Triggers: Server.Trigger runs a target's cycle Options.Debounce (2 s)
 //     after the first trigger; further triggers meanwhile join that cycle,
 //     and a trigger that comes while a cycle runs gets one more cycle right

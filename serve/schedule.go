@@ -51,9 +51,9 @@ type timing struct {
 //   - A cycle serves every tick up to its end: ticks that passed while it
 //     ran are skipped, never made up in a burst.
 //   - After a failed cycle that a retry may fix, the retry runs after a
-//     backoff (backoff doubled per failure in a row, capped at maxBackoff,
-//     the second half of it drawn at random), unless the next tick comes
-//     first.
+//     backoff (backoff doubled per such failure in a row, capped at
+//     maxBackoff, the second half of it drawn at random), unless the next
+//     tick comes first. A failure no retry fixes ends the row.
 type timetable struct {
 	timing
 	sched cron.Schedule
@@ -61,7 +61,7 @@ type timetable struct {
 	// when its cycle starts (tick plus jitter).
 	tick, fire time.Time
 	first      bool // tick is the interval schedule's first
-	failures   int  // cycles in a row that failed
+	failures   int  // cycles in a row that failed, each retried
 }
 
 // newTimetable starts a target's schedule at now. atStart says the process
@@ -116,15 +116,16 @@ func (t *timetable) done(end time.Time, failed, retry bool) (time.Time, string) 
 		}
 		t.setTick(next)
 	}
-	if !failed {
+	if !failed || !retry {
+		// A failure no retry fixes (a broken file) is not retried, so it
+		// adds nothing to the backoff: a file broken for a day must not
+		// put every registry blip after it at the cap.
 		t.failures = 0
 		return t.next()
 	}
 	t.failures++
-	if retry {
-		if at := end.Add(t.retryDelay(t.failures)); at.Before(t.fire) {
-			return at, ReasonRetry
-		}
+	if at := end.Add(t.retryDelay(t.failures)); at.Before(t.fire) {
+		return at, ReasonRetry
 	}
 	return t.next()
 }

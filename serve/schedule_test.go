@@ -141,6 +141,21 @@ func TestTimetableDone(t *testing.T) {
 			why: []string{ReasonRetry, ReasonRetry, ReasonRetry, ReasonRetry, ReasonRetry, ReasonRetry, ReasonRetry, ReasonRetry, ReasonRetry},
 		},
 		{
+			// A file broken for hours must not put the retry of the
+			// next registry blip at the cap.
+			name: "a failure no retry fixes resets the backoff", schedule: "1m",
+			cycles: []cycle{
+				{took: time.Second, failed: true, retry: true},
+				{took: time.Second, failed: true},
+				{took: time.Second, failed: true},
+				{took: time.Second, failed: true, retry: true},
+			},
+			// Start 3s. Ends 4s, retry 11.5s; ends 12.5s, tick 63s;
+			// ends 64s, tick 123s; ends 124s, retry after 7.5s: 131.5s.
+			want: []time.Duration{11500 * time.Millisecond, 63 * time.Second, 123 * time.Second, 131500 * time.Millisecond},
+			why:  []string{ReasonRetry, ReasonSchedule, ReasonSchedule, ReasonRetry},
+		},
+		{
 			name: "a success after failures resets the backoff", schedule: "1m",
 			cycles: []cycle{
 				{took: time.Second, failed: true, retry: true},
