@@ -10,7 +10,9 @@
 // at a time, so that cycles of one target never overlap and a slow or
 // failing target never holds up another. Cycles of different targets run
 // at once up to Options.Concurrency (default 4); a cycle whose time has come
-// while every slot is taken waits for one. The working copy of each target
+// while every slot is taken waits for one. Failing targets, and cycles slow
+// for 10 s while there is room, run in a share of their own, one slot
+// fewer (at least one), beside those. The working copy of each target
 // stays in Options.Workdir between cycles, and the registry client (with
 // its cached auth challenges and tokens) is shared by every cycle until the
 // config is reloaded, so a cycle with nothing new costs the tag listings of

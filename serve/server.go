@@ -96,9 +96,10 @@ type Options struct {
 	// fails. Zero: DefaultUnreadyAfter. Negative: never.
 	UnreadyAfter time.Duration
 	// Concurrency bounds the cycles running at once. Zero:
-	// DefaultConcurrency. A cycle running past DefaultSlowAfter may give
-	// its place to another, so that up to max(1, Concurrency-1) slow
-	// cycles run beside Concurrency others.
+	// DefaultConcurrency. The cycles of failing targets, and a cycle
+	// running past DefaultSlowAfter that gives its place to another, run
+	// in a share of their own: up to max(1, Concurrency-1) of them beside
+	// Concurrency others.
 	Concurrency int
 	// Debounce is how long a Trigger waits for more triggers of the same
 	// target before the cycle starts. Zero: DefaultDebounce. Negative: no
@@ -154,13 +155,14 @@ type Server struct {
 	runCycle func(context.Context, cycle.TargetOptions) (*cycle.TargetResult, error)
 
 	slots chan struct{} // one per running cycle, Concurrency in all
-	// failSlots are taken, before a slot, by a target whose last cycle
-	// failed: one fewer than the slots (at least one), so that targets
-	// that keep failing or hanging (a git server that never answers holds
-	// a slot until the git timeout) always leave a slot to the others. A
-	// cycle still running after slowAfter takes one too, when one is
-	// free, and gives its slot back: targets that start hanging all at
-	// once leave a slot to the others as well.
+	// failSlots are taken, instead of a slot, by a target whose last
+	// cycle failed: one fewer than the slots (at least one), so that
+	// targets that keep failing or hanging (a git server that never
+	// answers holds a slot until the git timeout) never wait for, nor
+	// hold, the others' slots. A cycle still running after slowAfter
+	// takes one too, when one is free, and gives its slot back: targets
+	// that start hanging all at once leave their slots to the others as
+	// far as the failing share has room.
 	failSlots    chan struct{}
 	slowAfter    time.Duration // DefaultSlowAfter; tests shorten it
 	stopping     chan struct{} // closed when a stop begins

@@ -234,14 +234,11 @@ func (w *worker) loop() {
 			moved = w.slowWatch()
 		}
 		w.run(why)
-		if moved() {
+		if failing || moved() {
 			<-s.failSlots
 			continue
 		}
 		<-s.slots
-		if failing {
-			<-s.failSlots
-		}
 	}
 }
 
@@ -286,39 +283,26 @@ func (w *worker) slowWatch() (moved func() bool) {
 	}
 }
 
-// takeSlot waits for a slot to run a cycle in, first for one of the
-// failing targets' when failing, and reports false when the target was
-// removed or the server stops first (holding nothing then).
+// takeSlot waits for a slot to run a cycle in: one of the failing
+// targets' when failing, else one of the others', and reports false when
+// the target was removed or the server stops first (holding nothing then).
 func (w *worker) takeSlot(failing bool) bool {
 	s := w.s
-	release := func() {
-		if failing {
-			<-s.failSlots
-		}
-	}
+	pool := s.slots
 	if failing {
-		select {
-		case s.failSlots <- struct{}{}:
-		case <-w.quit:
-			return false
-		case <-s.stopping:
-			return false
-		}
+		pool = s.failSlots
 	}
 	select {
-	case s.slots <- struct{}{}:
+	case pool <- struct{}{}:
 	case <-w.quit:
-		release()
 		return false
 	case <-s.stopping:
-		release()
 		return false
 	}
 	select {
 	case <-s.stopping:
 		// The stop and the slot came together: the stop wins.
-		<-s.slots
-		release()
+		<-pool
 		return false
 	default:
 	}

@@ -396,42 +396,48 @@ func TestServeConcurrencyLimit(t *testing.T) {
 }
 
 // TestServeFailingTargetsLeaveASlot: targets whose cycles fail and then
-// hang (a git server that stops answering) take at most all slots but one,
-// so a healthy target still runs on time.
+// hang (a git server that stops answering) run in the failing targets'
+// share of slots (one fewer than --concurrency, at least one) and never in
+// the others', so a healthy target still runs on time; with --concurrency
+// 1 too, where a hanging target held the one slot until its timeout.
 func TestServeFailingTargetsLeaveASlot(t *testing.T) {
-	f := newFake(t, Options{Config: mustConfig(t, "1m", "1m", "1m"), MaxJitter: -1, Concurrency: 2})
-	f.runner.results = func(target string, _ int) error {
-		if target == "c" {
-			return nil
-		}
-		return errors.New("git server down")
-	}
-	f.start()
-	for range 3 {
-		<-f.runner.started
-	}
-	f.clock.WaitTimers(t, 3)
-	// a and b now fail by hanging, from their retry on.
-	defer f.holdTarget("a")()
-	defer f.holdTarget("b")()
-	f.clock.Advance(10 * time.Second) // the retry backoff
-	first := <-f.runner.started
-	if first == "c" {
-		t.Fatalf("c ran at its retry time; want a or b")
-	}
-	select {
-	case name := <-f.runner.started:
-		t.Fatalf("%s started while %s hangs: failing targets took every slot", name, first)
-	case <-time.After(100 * time.Millisecond):
-	}
-	f.clock.Advance(50 * time.Second) // c's schedule
-	select {
-	case name := <-f.runner.started:
-		if name != "c" {
-			t.Fatalf("%s started at c's time; want c", name)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("c did not run while the failing targets hang")
+	for _, concurrency := range []int{1, 2} {
+		t.Run(fmt.Sprintf("concurrency %d", concurrency), func(t *testing.T) {
+			f := newFake(t, Options{Config: mustConfig(t, "1m", "1m", "1m"), MaxJitter: -1, Concurrency: concurrency})
+			f.runner.results = func(target string, _ int) error {
+				if target == "c" {
+					return nil
+				}
+				return errors.New("git server down")
+			}
+			f.start()
+			for range 3 {
+				<-f.runner.started
+			}
+			f.clock.WaitTimers(t, 3)
+			// a and b now fail by hanging, from their retry on.
+			defer f.holdTarget("a")()
+			defer f.holdTarget("b")()
+			f.clock.Advance(10 * time.Second) // the retry backoff
+			first := <-f.runner.started
+			if first == "c" {
+				t.Fatalf("c ran at its retry time; want a or b")
+			}
+			select {
+			case name := <-f.runner.started:
+				t.Fatalf("%s started while %s hangs: failing targets took every slot", name, first)
+			case <-time.After(100 * time.Millisecond):
+			}
+			f.clock.Advance(50 * time.Second) // c's schedule
+			select {
+			case name := <-f.runner.started:
+				if name != "c" {
+					t.Fatalf("%s started at c's time; want c", name)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("c did not run while the failing targets hang")
+			}
+		})
 	}
 }
 

@@ -115,7 +115,7 @@ docs/serve.md has the details.`,
 	f.StringVar(&o.Workdir, "workdir", "", "folder that keeps a working copy per target between cycles (default: imagebump/serve in the user's cache folder: $XDG_CACHE_HOME or ~/.cache on Linux, ~/Library/Caches on macOS)")
 	f.DurationVar(&o.Grace, "grace", serve.DefaultGrace, "on SIGTERM or SIGINT, how long running cycles may take to finish before they are cancelled")
 	f.DurationVar(&o.UnreadyAfter, "unready-after", serve.DefaultUnreadyAfter, "/readyz fails once a target has failed for longer than this (0: never)")
-	f.IntVar(&o.Concurrency, "concurrency", serve.DefaultConcurrency, "cycles (of different targets) running at once, cycles slow for 10s or more aside (docs/serve.md)")
+	f.IntVar(&o.Concurrency, "concurrency", serve.DefaultConcurrency, "cycles (of different targets) running at once, failing targets and cycles slow for 10s or more aside (docs/serve.md)")
 	f.StringVar(&o.shardSpec, "shard", "", "run only the targets whose name hashes to shard I of N replicas: I/N, or auto/N to take I from the ordinal ending $HOSTNAME (a StatefulSet pod's name)")
 	return cmd
 }
