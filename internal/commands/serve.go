@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -132,7 +134,18 @@ func runServe(ctx context.Context, o *ServeOptions) error {
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(signals)
-	cfg, err := loadConfig(o.global)
+	// At the start and at each reload, a file the config names that is
+	// not here (a Secret not mounted yet, a typo) is logged at once,
+	// rather than found by the first cycle or webhook delivery that
+	// reads it.
+	load := func() (*config.Config, error) {
+		cfg, err := loadConfig(o.global)
+		if err == nil {
+			warnMissingFiles(cfg, o.global.logger)
+		}
+		return cfg, err
+	}
+	cfg, err := load()
 	if err != nil {
 		return usageError(err)
 	}
@@ -156,7 +169,7 @@ func runServe(ctx context.Context, o *ServeOptions) error {
 		Config: cfg,
 		// A reload reads what the start read: imagebump.yaml and the Flux
 		// objects it, --flux or -c DIR name.
-		Load:         func() (*config.Config, error) { return loadConfig(o.global) },
+		Load:         load,
 		Workdir:      workdir,
 		Listen:       o.Listen,
 		HealthListen: o.HealthListen,
@@ -185,4 +198,14 @@ func defaultServeWorkdir() (string, error) {
 		return "", fmt.Errorf("no --workdir and no cache folder to default to (%w): pass --workdir DIR", err)
 	}
 	return filepath.Join(dir, "imagebump", "serve"), nil
+}
+
+// warnMissingFiles logs a warning for each file cfg names that does not
+// exist: each cycle or webhook delivery that reads it fails until it does.
+func warnMissingFiles(cfg *config.Config, log *slog.Logger) {
+	for _, f := range cfg.Files() {
+		if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
+			log.Warn("a file the config names does not exist: what reads it fails until it does", "key", f.Key, "file", f.Path, "config", fileLine(cfg.File, f.Line))
+		}
+	}
 }

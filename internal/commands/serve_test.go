@@ -1,9 +1,11 @@
 package commands
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 
+	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/internal/testkit/serveproc"
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
 	"github.com/imagebump/imagebump/serve"
@@ -263,5 +266,39 @@ func TestServeRefusesBadConfig(t *testing.T) {
 				t.Errorf("exit %d, want %d; stderr: %s", code, ExitUsage, stderr)
 			}
 		})
+	}
+}
+
+// TestServeWarnsMissingFiles: a file the config names that is not there (a
+// webhook's secret, here) is logged at load, rather than found by the
+// first delivery that reads it; a file that is there, and env:NAME, are
+// not.
+func TestServeWarnsMissingFiles(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "secrets/present", "s3cret")
+	cfg := writeFile(t, dir, "imagebump.yaml", `webhooks:
+  - {name: registry, secretFile: secrets/missing}
+  - {name: hub, secretFile: secrets/present}
+  - {name: env, tokenFile: env:HOOK_TOKEN}
+images:
+  - {name: apps:web, repository: ghcr.io/acme/web, policy: {semver: ">=1.0.0"}}
+`)
+	c, err := config.Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	warnMissingFiles(c, slog.New(slog.NewTextHandler(&logs, nil)))
+	got := logs.String()
+	if n := strings.Count(got, "level=WARN"); n != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", n, got)
+	}
+	for _, want := range []string{"webhooks[0].secretFile", filepath.Join(dir, "secrets/missing"), cfg + ":2"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the warning lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "s3cret") {
+		t.Errorf("the warning holds the secret:\n%s", got)
 	}
 }
