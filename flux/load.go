@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -259,7 +260,7 @@ func (l *loader) file(name string, explicit bool) error {
 	// One that holds a Secret is read for where it is, to name it when
 	// the Secret is not mapped.
 	mentionsFlux := bytes.Contains(data, []byte(fluxDomain))
-	if !mentionsFlux && !explicit && !bytes.Contains(data, []byte("kind: Secret")) {
+	if !mentionsFlux && !explicit && !bytes.Contains(data, []byte("kind: Secret")) && !mayMisspell(data) {
 		return nil
 	}
 	docs, err := yamlstream.Split(data)
@@ -291,6 +292,13 @@ func (l *loader) file(name string, explicit bool) error {
 		}
 	}
 	return nil
+}
+
+// mayMisspell reports whether data, which does not mention Flux's API
+// domain, may hold an object of a kind imagebump reads with its group
+// misspelt or its apiVersion missing (misspeltGroup).
+func mayMisspell(data []byte) bool {
+	return bytes.Contains(data, []byte("fluxcd")) || bytes.Contains(data, []byte("kind: Image")) || bytes.Contains(data, []byte("kind: GitRepository"))
 }
 
 // readDoc parses one document with kyaml. kyaml has panicked on odd
@@ -421,6 +429,35 @@ var ignoredKinds = map[string]string{
 	"Bucket":         "a source for the cluster; imagebump reads GitRepository only",
 }
 
+// readKinds are the kinds imagebump reads, by API group: all of the image
+// group's, and one of the source group's.
+var readKinds = map[string][]string{
+	groupImage:  {KindImageRepository, KindImagePolicy, KindImageUpdateAutomation},
+	groupSource: {KindGitRepository},
+}
+
+// misspeltGroup reports an object of a kind imagebump reads whose
+// apiVersion is missing, or names a group near one of Flux's: written so,
+// it was skipped without a word, as another project's object, and its
+// policy was then unknown to the markers that name it.
+func (l *loader) misspeltGroup(s *source, apiVersion, group, kind string) {
+	for g, kinds := range readKinds {
+		if !slices.Contains(kinds, kind) {
+			continue
+		}
+		obj := s.obj
+		obj.APIVersion, obj.Kind = apiVersion, kind
+		obj.Name, obj.Namespace = printable.String(s.str("metadata.name")), printable.String(orDefault(s.str("metadata.namespace"), DefaultNamespace))
+		switch {
+		case apiVersion == "":
+			l.p.fail(obj, "apiVersion", obj.Line, nil, "missing: the apiVersion of Flux's %s is %s/v1 (the key is apiVersion, in this case)", kind, g)
+		case closest(group, []string{g}) != "":
+			l.p.fail(obj, "apiVersion", obj.Line, nil, "%q: the group is misspelt (did you mean %s/v1?)", printable.Cut(apiVersion, 80), g)
+		}
+		return
+	}
+}
+
 // object takes one node read: a Flux object of a kind imagebump reads is
 // decoded, another Flux object listed as ignored, anything else skipped.
 func (l *loader) object(s *source) {
@@ -437,6 +474,7 @@ func (l *loader) object(s *source) {
 		return
 	}
 	if !strings.HasSuffix(group, fluxDomain) {
+		l.misspeltGroup(s, apiVersion, group, kind)
 		return
 	}
 	s.obj.APIVersion, s.obj.Kind = apiVersion, kind
@@ -463,6 +501,19 @@ func (l *loader) object(s *source) {
 		l.p.note(Warning, s.obj, "spec.targetNamespace", s.line("spec.targetNamespace"),
 			"%s: Flux puts the objects of %s in namespace %s, whatever their files say; imagebump reads them as their files say, so image policies there are named after those namespaces: set metadata.namespace: %s in them (or a kustomization's namespace:) so that markers name the same policies under both",
 			tn, orDefault(s.str("spec.path"), "its path"), tn, tn)
+	}
+	if !known && (group == groupImage || group == groupSource && ignoredKinds[kind] == "") {
+		// The image group has the three kinds imagebump reads and no
+		// other; in the source group, one near GitRepository is taken
+		// for it misspelt. Flux's API server would refuse them too.
+		if want := closest(kind, readKinds[group]); want != "" || group == groupImage {
+			hint := ""
+			if want != "" {
+				hint = fmt.Sprintf(" (did you mean %s?)", want)
+			}
+			l.p.fail(s.obj, "kind", s.obj.Line, nil, "%q is no kind of %s%s: it has %s", kind, group, hint, strings.Join(readKinds[group], ", "))
+			return
+		}
 	}
 	if !known {
 		why := ignoredKinds[kind]
