@@ -334,19 +334,32 @@ func (l *loader) build(dir, kfile string) error {
 		l.p.fail(Object{File: kfile, Line: 1}, "", 1, err, "kustomize build failed: fix the kustomization, or read the folder as written with flux export --no-kustomize")
 		return nil
 	}
-	// Find where each object was written before the build, to point at it.
-	origins := map[string]Object{}
-	_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || !e.Type().IsRegular() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
-			return nil
+	// Find where each object was written before the build, to point at
+	// it: in the files kustomize read (a base in another folder too), by
+	// kind and name, and by namespace where several match (a
+	// kustomization's namespace: may have changed it).
+	type origin struct {
+		obj Object
+		ns  string
+	}
+	origins := map[string][]origin{}
+	// kustomize names the files by their absolute paths: they are shown
+	// from the folder as given, as the files read one by one are.
+	base, _ := filepath.Abs(dir)
+	if real, err := filepath.EvalSymlinks(base); err == nil {
+		base = real
+	}
+	for _, p := range fsys.read {
+		if !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) || isKustomization(filepath.Base(p)) {
+			continue
 		}
 		data, err := os.ReadFile(p)
 		if err != nil || !bytes.Contains(data, []byte(fluxDomain)) {
-			return nil
+			continue
 		}
 		docs, err := yamlstream.Split(data)
 		if err != nil {
-			return nil
+			continue
 		}
 		for _, d := range docs {
 			nodes, err := readDoc(d, true)
@@ -355,17 +368,21 @@ func (l *loader) build(dir, kfile string) error {
 			}
 			src := &source{node: nodes[0]}
 			key := src.str("kind") + " " + src.str("metadata.name")
-			if _, dup := origins[key]; !dup {
-				origins[key] = Object{File: p, Line: d.FileLine(nodes[0].YNode().Line)}
+			shown := p
+			if rel, err := filepath.Rel(base, p); err == nil {
+				shown = filepath.Join(dir, rel)
 			}
+			origins[key] = append(origins[key], origin{Object{File: shown, Line: d.FileLine(nodes[0].YNode().Line)}, src.str("metadata.namespace")})
 		}
-		return nil
-	})
+	}
 	for _, n := range rm.ToRNodeSlice() {
 		obj := Object{File: kfile, Line: 1, Kustomization: kfile}
 		src := &source{node: n}
-		if o, ok := origins[src.str("kind")+" "+src.str("metadata.name")]; ok {
-			obj.File, obj.Line = o.File, o.Line
+		cands := origins[src.str("kind")+" "+src.str("metadata.name")]
+		if i := slices.IndexFunc(cands, func(o origin) bool { return o.ns == src.str("metadata.namespace") }); i >= 0 {
+			obj.File, obj.Line = cands[i].obj.File, cands[i].obj.Line
+		} else if len(cands) == 1 {
+			obj.File, obj.Line = cands[0].obj.File, cands[0].obj.Line
 		}
 		l.object(&source{node: n, obj: obj, built: true})
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -19,7 +20,8 @@ import (
 // checkout holding the path read (or, outside one, that path) as the root.
 type rootedFS struct {
 	filesys.FileSystem
-	root string // absolute, symbolic links resolved
+	root string   // absolute, symbolic links resolved
+	read []string // the files read, in order, each once
 }
 
 // newRootedFS confines kustomize to the checkout holding path.
@@ -126,7 +128,11 @@ func (f *rootedFS) ReadFile(p string) ([]byte, error) {
 	if err := f.check(p); err != nil {
 		return nil, err
 	}
-	return f.FileSystem.ReadFile(p)
+	data, err := f.FileSystem.ReadFile(p)
+	if err == nil && !slices.Contains(f.read, p) {
+		f.read = append(f.read, p)
+	}
+	return data, err
 }
 
 func (f *rootedFS) Walk(p string, fn filepath.WalkFunc) error {
