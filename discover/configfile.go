@@ -209,13 +209,16 @@ func AppendImages(src []byte, file string, props []Proposal) ([]byte, error) {
 		}
 	}
 	lines := splitKeep(src)
+	// What follows a document end (--- or ...) at the end of the file is
+	// another document to a YAML reader: the entries go before it.
+	body := docLines(lines)
 	var at int
 	var text string
 	switch {
 	case keyN == nil:
-		// A new section at the end of the file.
-		at = len(src)
-		if len(src) > 0 && src[len(src)-1] != '\n' {
+		// A new section at the end of the document.
+		at = offsetAfter(lines, body)
+		if at > 0 && src[at-1] != '\n' {
 			text = eol
 		}
 		text += "images:" + eol + renderEntries(adds, 2, 4, eol)
@@ -223,6 +226,9 @@ func AppendImages(src []byte, file string, props []Proposal) ([]byte, error) {
 		last := lastLine(images)
 		if next > 0 && last >= next || last > len(lines) {
 			return nil, ErrNotAppendable
+		}
+		if next == 0 {
+			next = body + 1
 		}
 		at = offsetAfter(lines, endOfBlock(lines, last, next))
 		if at == len(src) && len(src) > 0 && src[len(src)-1] != '\n' {
@@ -241,6 +247,36 @@ func AppendImages(src []byte, file string, props []Proposal) ([]byte, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// docLines returns how many of lines come before the document end markers
+// (--- or ...) that end the file, with the blank lines and comments among
+// and after them; len(lines) when the file ends with no marker.
+func docLines(lines [][]byte) int {
+	n := len(lines)
+	for i := len(lines) - 1; i >= 0; i-- {
+		t := bytes.TrimSpace(lines[i])
+		switch {
+		case len(t) == 0 || t[0] == '#':
+		case isDocMarker(t):
+			n = i
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+// isDocMarker reports whether the trimmed line t is a document marker,
+// --- or ..., alone or before a comment.
+func isDocMarker(t []byte) bool {
+	for _, m := range []string{"---", "..."} {
+		if rest, ok := bytes.CutPrefix(t, []byte(m)); ok && (len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t') {
+			rest = bytes.TrimSpace(rest)
+			return len(rest) == 0 || rest[0] == '#'
+		}
+	}
+	return false
 }
 
 // splitKeep cuts src into lines that keep their line breaks.

@@ -62,6 +62,21 @@ func TestAppendImages(t *testing.T) {
 			want: "images:\r\n  - name: apps:old\r\n    repository: ghcr.io/acme/old\r\n    policy: {semver: \">=1\"}\r\n" + strings.ReplaceAll(testEntries, "\n", "\r\n"),
 		},
 		{
+			name: "no images key, a document end at the end",
+			src:  "registries:\n  - host: ghcr.io\n---\n",
+			want: "registries:\n  - host: ghcr.io\nimages:\n" + testEntries + "---\n",
+		},
+		{
+			name: "images last, an end marker and a comment after it",
+			src:  "---\nimages:\n  - name: apps:old\n    repository: ghcr.io/acme/old\n    policy: {semver: \">=1\"}\n\n...\n# the end\n",
+			want: "---\nimages:\n  - name: apps:old\n    repository: ghcr.io/acme/old\n    policy: {semver: \">=1\"}\n" + testEntries + "\n...\n# the end\n",
+		},
+		{
+			name: "no images key, no final newline before the marker",
+			src:  "registries:\n  - host: ghcr.io\n--- # end",
+			want: "registries:\n  - host: ghcr.io\nimages:\n" + testEntries + "--- # end",
+		},
+		{
 			name: "empty file",
 			src:  "",
 			want: header + "images:\n" + testEntries,
