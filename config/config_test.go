@@ -678,6 +678,15 @@ registries:
   - host: ghcr.io
     caFile: env:CA
 `, "imagebump.yaml:4:13: registries[0].caFile:", "env:NAME is only for secrets"},
+		{"a GitHub token pasted as the file", `
+git:
+  url: https://example.com/fleet.git
+  auth: {tokenFile: ghp_Sup3rS3cretValue123456}
+`, "imagebump.yaml:4:21: git.auth.tokenFile:", "looks like the secret itself"},
+		{"a random token pasted as the file", `
+webhooks:
+  - {name: hub, secretFile: 9fQ2xLr7Tz4mKp1Vb8Nc3Hd6Jw0Ys5Ua}
+`, "imagebump.yaml:3:29: webhooks[0].secretFile:", "looks like the secret itself"},
 		{"malformed env reference", `
 git:
   url: https://example.com/fleet.git
@@ -1387,5 +1396,38 @@ func TestParseTrailingEmptyDocument(t *testing.T) {
 				t.Errorf("images = %d, want 1", len(c.Images))
 			}
 		})
+	}
+}
+
+// TestLooksInline: a secret pasted where a file's path goes is refused
+// without being shown (shown as a missing file's path, it reached every
+// log); file names, even long ones, are not taken for one.
+func TestLooksInline(t *testing.T) {
+	for _, tt := range []struct {
+		ref  string
+		want bool
+	}{
+		{"ghp_Sup3rS3cretValue123456", true},
+		{"glpat-xxxxxxxxxxxxxxxxxxxx", true},
+		{"dckr_pat_AbCdEfGhIjKlMnOp", true},
+		{"9fQ2xLr7Tz4mKp1Vb8Nc3Hd6Jw0Ys5Ua", true},
+		{"-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n", true},
+		{"token", false},
+		{"ghp_", false},
+		{"secrets/ghp_Sup3rS3cretValue123456", false},
+		{"github-token.txt", false},
+		{"GITHUB_TOKEN_FILE", false},
+		{"imagebump-github-token-2024-rotated-weekly", false},
+		{"registry_password_for_prod_cluster", false},
+		{"env:GITHUB_TOKEN", false},
+		{"/run/secrets/token", false},
+	} {
+		if got := looksInline(tt.ref); got != tt.want {
+			t.Errorf("looksInline(%q) = %v, want %v", tt.ref, got, tt.want)
+		}
+	}
+	_, err := Parse([]byte("git:\n  url: https://example.com/fleet.git\n  auth: {tokenFile: ghp_Sup3rS3cretValue123456}\n"), "imagebump.yaml")
+	if err == nil || strings.Contains(err.Error(), "Sup3rS3cret") {
+		t.Errorf("Parse: %v; want an error that does not show the token", err)
 	}
 }

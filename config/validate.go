@@ -907,6 +907,47 @@ func resolvePaths(v reflect.Value, dir string) {
 	})
 }
 
+// tokenPrefixes start the tokens of the forges and registries users paste
+// most (GitHub, GitLab, Docker Hub, Slack, AWS access keys), and a PEM
+// block or a JWT.
+var tokenPrefixes = []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-", "glrt-", "dckr_pat_", "xoxb-", "xoxp-", "AKIA", "ASIA", "-----BEGIN", "eyJ"}
+
+// looksInline reports whether ref, the value of a key that takes the path
+// of a file holding a secret, looks like a secret pasted in its place: a
+// known token's prefix, a line break, or a long run of letters and digits
+// in both cases with no separator, as tokens are and file names are not.
+func looksInline(ref string) bool {
+	if secretfile.IsEnv(ref) || strings.ContainsAny(ref, `/\`) {
+		return false
+	}
+	if strings.ContainsAny(ref, "\n\r") {
+		return true
+	}
+	for _, p := range tokenPrefixes {
+		if strings.HasPrefix(ref, p) && len(ref) >= len(p)+12 {
+			return true
+		}
+	}
+	if len(ref) < 32 {
+		return false
+	}
+	var upper, lower, digit bool
+	for _, r := range ref {
+		switch {
+		case 'A' <= r && r <= 'Z':
+			upper = true
+		case 'a' <= r && r <= 'z':
+			lower = true
+		case '0' <= r && r <= '9':
+			digit = true
+		case r == '_':
+		default:
+			return false
+		}
+	}
+	return upper && lower && digit
+}
+
 // composite reports whether a value of kind k can hold struct fields.
 func composite(k reflect.Kind) bool {
 	return k == reflect.Pointer || k == reflect.Slice || k == reflect.Struct
@@ -921,6 +962,10 @@ func (v *validator) secretRefs() {
 		}
 		ref := fv.String()
 		switch {
+		case f.secret && looksInline(ref):
+			// Shown as a path (missing, unreadable), it would reach
+			// every log and report.
+			v.add(v.at(kp), kp, "the value looks like the secret itself, not the path of a file holding it (the value is not shown here): secrets are never written in the config; put it in a file and give that file's path, or env:NAME")
 		case !secretfile.IsEnv(ref):
 		case !f.secret:
 			v.add(v.at(kp), kp, "%q: env:NAME is only for secrets; %s takes a file path", ref, key)
