@@ -139,6 +139,9 @@ type Files struct {
 type Run struct {
 	Version int      `json:"version"`
 	Targets []Target `json:"targets"`
+	// Error says why run stopped before any target's cycle (the config,
+	// --target); targets is then empty, and the exit code is not 0.
+	Error string `json:"error,omitempty"`
 }
 
 // Target is one target's cycle.

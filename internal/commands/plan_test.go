@@ -765,3 +765,39 @@ func TestPlanCachePerPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONOnUsageErrors: run and tags with -o json print their document,
+// empty but for the error, when they refuse the config or the argument
+// (exit 64), as plan, apply and validate do: a CI step piping them to jq
+// got nothing to parse.
+func TestJSONOnUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := writeFile(t, dir, "bad.yaml", "images:\n  - {name: apps:web, repository: ghcr.io/acme/web, policy: {semver: \"not a range\"}}\n")
+	good := writeFile(t, dir, "good.yaml", "images:\n  - {name: apps:web, repository: ghcr.io/acme/web, policy: {semver: \">=1\"}}\ngit: {url: \"https://example.com/fleet.git\"}\n")
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string // in the document's error
+	}{
+		{"run, a bad config", []string{"run", "-c", bad, "-o", "json"}, "bad.yaml:2"},
+		{"run, no such target", []string{"run", "-c", good, "--target", "nope", "-o", "json"}, "nope"},
+		{"tags, a bad config", []string{"tags", "apps:web", "-c", bad, "-o", "json"}, "bad.yaml:2"},
+		{"tags, a bad rule", []string{"tags", "ghcr.io/acme/web", "--semver", "not a range", "-o", "json"}, "not a range"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, stderr, code := runMain(t, tt.args...)
+			if code != ExitUsage {
+				t.Fatalf("exit %d, want %d\n%s", code, ExitUsage, stderr)
+			}
+			var doc struct {
+				Error string `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatalf("stdout is no JSON document (%v): %q", err, out)
+			}
+			if !strings.Contains(doc.Error, tt.want) {
+				t.Errorf("error %q lacks %q", doc.Error, tt.want)
+			}
+		})
+	}
+}

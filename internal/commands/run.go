@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -77,6 +78,21 @@ Exit 0 when every target succeeded, 1 when any policy, file or target failed
 }
 
 func runRun(ctx context.Context, o *RunOptions, stdout io.Writer) error {
+	err := runTargets(ctx, o, stdout)
+	var ee *exitError
+	if o.Output == "json" && errors.As(err, &ee) && ee.code == ExitUsage {
+		// Stopped before any cycle (the config, --target): a JSON reader
+		// gets the document, empty but for the error, as the message
+		// goes to stderr.
+		if werr := encodeJSON(stdout, report.Run{Version: report.Version, Targets: []report.Target{}, Error: ee.err.Error()}); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
+
+// runTargets is run: each target's cycle in turn, and the report.
+func runTargets(ctx context.Context, o *RunOptions, stdout io.Writer) error {
 	cfg, err := loadConfig(o.global)
 	if err != nil {
 		return usageError(err)

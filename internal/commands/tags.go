@@ -125,12 +125,29 @@ type TagsReport struct {
 	// Explain walks the tag that --explain names through every step.
 	Explain  []ExplainStep `json:"explain,omitempty"`
 	Warnings []string      `json:"warnings,omitempty"`
-	// Error says why the command failed (exit 1): the tags could not be
-	// listed, a gate could not be checked, the digest not resolved.
+	// Error says why the command failed: the tags could not be listed, a
+	// gate could not be checked, the digest not resolved (exit 1); or the
+	// config, the argument or the rule was refused (exit 64), the other
+	// fields then empty.
 	Error string `json:"error,omitempty"`
 }
 
 func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
+	err := listTags(ctx, o, stdout)
+	var ee *exitError
+	if o.Output == "json" && errors.As(err, &ee) && ee.code == ExitUsage {
+		// Refused before asking the registry (the config, the argument,
+		// the rule): a JSON reader gets the document, empty but for the
+		// error, as the message goes to stderr.
+		if werr := writeTags(stdout, o.Output, TagsReport{Repository: o.Target, Error: ee.err.Error()}); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
+
+// listTags is tags: the listing, the pick, and the report.
+func listTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 	cfg, err := loadConfigIfAny(o.global)
 	if err != nil {
 		return err
