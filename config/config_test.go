@@ -520,6 +520,14 @@ registries:
 registries:
   - host: x.io:99999
 `, "imagebump.yaml:3:11: registries[0].host:", `port 99999 is not between 1 and 65535`},
+		{"a repository's port out of range", `
+images:
+  - {name: apps:web, repository: "127.0.0.1:99999/x", policy: {semver: ">=1"}}
+`, "imagebump.yaml:3:34: images[0].repository:", `registry "127.0.0.1:99999": port 99999 is not between 1 and 65535`},
+		{"a repository's port 0", `
+images:
+  - {name: apps:web, repository: "registry.example.com:0/x", policy: {semver: ">=1"}}
+`, "imagebump.yaml:3:34: images[0].repository:", `port 0 is not between 1 and 65535`},
 		{"host with an empty port", `
 registries:
   - host: "ghcr.io:"

@@ -305,8 +305,16 @@ func checkRepository(s string) error {
 	if strings.Contains(s, "://") {
 		return fmt.Errorf("%q has a scheme; give the repository only, such as ghcr.io/acme/app", s)
 	}
-	if _, err := name.NewRepository(s); err != nil {
+	r, err := name.NewRepository(s)
+	if err != nil {
 		return fmt.Errorf("invalid repository %q: %w", s, err)
+	}
+	// go-containerregistry takes any number for a port; the dial then
+	// fails each cycle, as if the network did.
+	if host := r.RegistryStr(); strings.Contains(s, host) {
+		if err := checkHost(host); err != nil {
+			return fmt.Errorf("repository %q: registry %w", s, err)
+		}
 	}
 	return nil
 }
