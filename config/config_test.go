@@ -937,6 +937,31 @@ images:
 	if diff := cmp.Diff(got, want); diff != "" {
 		t.Errorf("errors (-got +want):\n%s\n%v", diff, err)
 	}
+
+	// A bad semver range (a value the policy package refuses, not the
+	// config's shape), a bad pattern and two bad exclude patterns: the
+	// range's error alone showed, then the pattern's, and so on.
+	_, err = Parse([]byte(`
+images:
+  - name: apps:web
+    repository: ghcr.io/acme/web
+    policy: {semver: "not a range"}
+    filterTags: {pattern: '^v(.*$'}
+    exclude: ['ok', '(', '[']
+`), "imagebump.yaml")
+	got = nil
+	if err != nil {
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			var ce *Error
+			if errors.As(e, &ce) {
+				got = append(got, ce.Path)
+			}
+		}
+	}
+	want = []string{"images[0].policy.semver", "images[0].filterTags.pattern", "images[0].exclude[1]", "images[0].exclude[2]"}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("errors (-got +want):\n%s\n%v", diff, err)
+	}
 }
 
 func TestParseResolvesPaths(t *testing.T) {

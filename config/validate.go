@@ -398,27 +398,52 @@ func (v *validator) images() {
 		}
 		pol, err := policy.New(im.Spec())
 		if err != nil {
-			v.policyError(p, err)
+			// policy.New stops at its first error: the filters' are
+			// looked for one by one, so that every error shows at once.
+			if !isFilterError(err) {
+				v.policyError(p, err)
+			}
+			v.filterErrors(im, p)
 			continue
 		}
 		im.policy = pol
 	}
 }
 
-// filterErrors reports the errors of an image's filterTags and exclude
-// when others (a bad rule, say) keep its policy from being compiled, so
-// that every error shows at once: they are checked with a stand-in rule.
+// filterErrors reports the errors of an image's filterTags and of each of
+// its exclude patterns when another keeps its policy from being compiled
+// (a bad rule, say), so that every error shows at once: each is checked
+// alone, with a stand-in rule.
 func (v *validator) filterErrors(im *Image, p string) {
-	if v.hasErrorsUnder(p+".filterTags") || v.hasErrorsUnder(p+".exclude") {
-		return
+	full := im.Spec()
+	base := policy.Spec{Alphabetical: "asc", Digest: policy.DigestNever}
+	var specs []policy.Spec
+	if !v.hasErrorsUnder(p + ".filterTags") {
+		s := base
+		s.FilterPattern, s.FilterExtract = full.FilterPattern, full.FilterExtract
+		specs = append(specs, s)
 	}
-	spec := im.Spec()
-	spec.SemVer, spec.Numerical, spec.Alphabetical, spec.Digest = "", "", "asc", policy.DigestNever
-	_, err := policy.New(spec)
+	if !v.hasErrorsUnder(p + ".exclude") {
+		for i, pattern := range full.Exclude {
+			// Empty patterns before it keep the index in the error.
+			s := base
+			s.Exclude = make([]string, i+1)
+			s.Exclude[i] = pattern
+			specs = append(specs, s)
+		}
+	}
+	for _, s := range specs {
+		if _, err := policy.New(s); isFilterError(err) {
+			v.policyError(p, err)
+		}
+	}
+}
+
+// isFilterError reports whether err is policy.New's about a filterTags or
+// exclude field.
+func isFilterError(err error) bool {
 	var se *policy.SpecError
-	if errors.As(err, &se) && (strings.HasPrefix(se.Field, "filterTags.") || strings.HasPrefix(se.Field, "exclude[")) {
-		v.policyError(p, err)
-	}
+	return errors.As(err, &se) && (strings.HasPrefix(se.Field, "filterTags.") || strings.HasPrefix(se.Field, "exclude["))
 }
 
 // policyError reports an error of policy.New for the image at p, at the
