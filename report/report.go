@@ -30,7 +30,9 @@ var (
 type Plan struct {
 	// Version is the schema version, 1.
 	Version int `json:"version"`
-	// Applied is true for apply: the changes were written.
+	// Applied is true for apply when every edit it made was written;
+	// false when a file could not be written (a problem says which, and
+	// Changes lists the edits written).
 	Applied  bool      `json:"applied"`
 	Policies []Policy  `json:"policies"`
 	Changes  []Change  `json:"changes"`

@@ -52,6 +52,15 @@ func TestApplyUnwritable(t *testing.T) {
 	if strings.Contains(string(out), "every marked field is current") {
 		t.Errorf("apply says the fields are current:\n%s", out)
 	}
+	// -o json says so too: applied is false, where it was true.
+	cmd = exec.Command(os.Args[0], "-test.run=^TestApplyUnwritable$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "IMAGEBUMP_TEST_APPLY_ARGS="+strings.Join([]string{"apply", "-c", cfg, "--repo", repo, "--no-cache", "-o", "json"}, "\n"))
+	if out, err = cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the child: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `"applied": false`) || !strings.Contains(string(out), "writing file:") {
+		t.Errorf("apply -o json does not say it did not apply:\n%s", out)
+	}
 	entries, _ := os.ReadDir(repo)
 	if len(entries) != 2 {
 		t.Errorf("the checkout holds %d files, want a.yaml and b.yaml alone: %v", len(entries), entries)

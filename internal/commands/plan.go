@@ -263,7 +263,10 @@ func planOrApply(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 
 	switch o.Output {
 	case "json":
-		out := report.NewPlan(rep, o.Write)
+		// A file that could not be written (a read-only folder) is a
+		// problem, and its edits are not among the changes: apply did
+		// not apply all it meant to.
+		out := report.NewPlan(rep, o.Write && len(rep.Unwritten()) == 0)
 		out.PullRequest = pr
 		if prErr != nil {
 			out.PullRequestError = prErr.Error()
