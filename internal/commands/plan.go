@@ -173,7 +173,7 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 		// reader gets the document, empty but for the error, as the
 		// message goes to stderr.
 		out := report.NewPlan(&cycle.Report{}, false)
-		out.Error = ee.err.Error()
+		out.Error = describe(ctx, ee.err) // an interrupt says which
 		if werr := encodeJSON(stdout, out); werr != nil {
 			return werr
 		}

@@ -801,3 +801,26 @@ func TestJSONOnUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanJSONInterrupted: plan -o json stopped by a signal says which in
+// its document's error, as on stderr, where it said "context canceled".
+func TestPlanJSONInterrupted(t *testing.T) {
+	host := startMemRegistry(t)
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "imagebump.yaml", "registries:\n  - {host: \""+host+"\", insecure: true}\nimages:\n  - {name: apps:web, repository: "+host+"/acme/web, policy: {semver: \">=1.0.0 <2\"}}\n")
+	repo := t.TempDir()
+	writeFile(t, repo, "a.yaml", "image: "+host+"/acme/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\n")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(&InterruptedError{Signal: os.Interrupt})
+	var out, errb bytes.Buffer
+	code := Main(ctx, []string{"plan", "-c", cfg, "--repo", repo, "-o", "json", "--no-cache"}, &out, &errb)
+	var doc struct {
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatalf("exit %d, stdout is no JSON document (%v): %q\n%s", code, err, out.String(), errb.String())
+	}
+	if code != ExitFailure || !strings.Contains(doc.Error, "interrupted by SIGINT") {
+		t.Errorf("exit %d, error %q; want exit 1 and the signal named\n%s", code, doc.Error, errb.String())
+	}
+}
