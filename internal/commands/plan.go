@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -203,8 +204,12 @@ func planOrApply(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 			}
 			return usageError(fmt.Errorf("plan without --repo clones one target's repository: choose one with --target (targets: %s)", targetNames(cfg.Targets())))
 		}
-	} else if st, err := os.Stat(o.Repo); err != nil || !st.IsDir() {
-		return usageError(fmt.Errorf("--repo %s: not a directory", o.Repo))
+	} else if st, err := os.Stat(o.Repo); errors.Is(err, fs.ErrNotExist) {
+		return usageError(fmt.Errorf("--repo %s does not exist: name the folder of a checkout", o.Repo))
+	} else if err != nil {
+		return usageError(fmt.Errorf("--repo %s: %w", o.Repo, err))
+	} else if !st.IsDir() {
+		return usageError(fmt.Errorf("--repo %s is a file, not a folder: name the folder of a checkout", o.Repo))
 	}
 	reg := o.registry
 	if reg == nil {

@@ -824,3 +824,27 @@ func TestPlanJSONInterrupted(t *testing.T) {
 		t.Errorf("exit %d, error %q; want exit 1 and the signal named\n%s", code, doc.Error, errb.String())
 	}
 }
+
+// TestPathFlagErrors: --repo and --workdir naming a missing folder or a
+// file say which, and what to name (exit 64); --workdir on a file failed
+// each target's cycle with "mkdir: not a directory" (exit 1).
+func TestPathFlagErrors(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "imagebump.yaml", "images:\n  - {name: apps:web, repository: ghcr.io/acme/web, policy: {semver: \">=1\"}}\ngit: {url: \"file:///nonexistent.git\"}\n")
+	file := writeFile(t, dir, "file", "")
+	missing := filepath.Join(dir, "missing")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "-c", cfg, "--repo", missing}, "--repo " + missing + " does not exist"},
+		{[]string{"plan", "-c", cfg, "--repo", file}, "--repo " + file + " is a file, not a folder"},
+		{[]string{"apply", "-c", cfg, "--repo", file}, "--repo " + file + " is a file, not a folder"},
+		{[]string{"run", "-c", cfg, "--workdir", file}, "--workdir " + file + " is a file, not a folder"},
+	} {
+		_, stderr, code := runMain(t, tt.args...)
+		if code != ExitUsage || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, %q; want exit 64 and %q", tt.args, code, stderr, tt.want)
+		}
+	}
+}

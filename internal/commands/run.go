@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -96,6 +97,11 @@ func runTargets(ctx context.Context, o *RunOptions, stdout io.Writer) error {
 	cfg, err := loadConfig(o.global)
 	if err != nil {
 		return usageError(err)
+	}
+	if o.Workdir != "" {
+		if st, err := os.Stat(o.Workdir); err == nil && !st.IsDir() {
+			return usageError(fmt.Errorf("--workdir %s is a file, not a folder: name a folder (it is made if missing) where run keeps a working copy per target", o.Workdir))
+		}
 	}
 	targets, err := chooseTargets(cfg, o.Target)
 	if err != nil {
