@@ -72,6 +72,10 @@ type payload struct {
 func parsePayload(body []byte, h http.Header) (payload, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
+		if ct, _, _ := strings.Cut(h.Get("Content-Type"), ";"); strings.EqualFold(strings.TrimSpace(ct), "application/x-www-form-urlencoded") {
+			// GitHub's default for a new webhook.
+			return payload{}, fmt.Errorf("%w: the body is form-encoded (Content-Type: application/x-www-form-urlencoded), not JSON: set the webhook's content type to application/json where it is made (on GitHub: Content type, in the webhook's settings)", errPayload)
+		}
 		return payload{}, fmt.Errorf("%w: the body is not a JSON object: %v", errPayload, err)
 	}
 	if top == nil {

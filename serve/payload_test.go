@@ -137,9 +137,15 @@ func TestParsePayloadRefused(t *testing.T) {
 		{"GitHub null package", `{"action": "published", "package": null}`, "null package"},
 		{"Quay without docker_url", `{"updated_tags": ["1"]}`, "docker_url"},
 		{"too many images", `{"docker_url": "quay.io/a/b", "updated_tags": [` + strings.Repeat(`"t",`, maxPushes) + `"t"]}`, "more than"},
+		// GitHub's default content type for a new webhook.
+		{"form-encoded", `payload=%7B%22action%22%3A%22published%22%7D`, "set the webhook's content type to application/json"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parsePayload([]byte(tt.body), http.Header{})
+			h := http.Header{}
+			if tt.name == "form-encoded" {
+				h.Set("Content-Type", "application/x-www-form-urlencoded")
+			}
+			got, err := parsePayload([]byte(tt.body), h)
 			if err == nil {
 				t.Fatalf("parsePayload = %+v, want an error", got)
 			}
