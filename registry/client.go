@@ -198,7 +198,7 @@ func (k *call) do(ctx context.Context, what string, fn func(ctx context.Context,
 		if err != nil {
 			return err
 		}
-		attempts, err := k.c.retry(ctx, k.h, k.b, what, func(ctx context.Context) error {
+		attempts, err := k.c.retry(ctx, k.h, k.b, what, k.repo.RepositoryStr(), func(ctx context.Context) error {
 			return fn(ctx, s)
 		})
 		if err == nil {
@@ -223,7 +223,7 @@ func (k *call) do(ctx context.Context, what string, fn func(ctx context.Context,
 // fn ran. A request that gets no answer is retried only as long as b, the
 // host's breaker in the cycle, allows; once the host is held down, fn is
 // not called at all and the error is b's.
-func (c *Client) retry(ctx context.Context, h *host, b *breaker, what string, fn func(context.Context) error) (int, error) {
+func (c *Client) retry(ctx context.Context, h *host, b *breaker, what, repo string, fn func(context.Context) error) (int, error) {
 	for n := 1; ; n++ {
 		if err := b.check(); err != nil {
 			return n - 1, err
@@ -264,7 +264,11 @@ func (c *Client) retry(ctx context.Context, h *host, b *breaker, what string, fn
 		if last {
 			return n, err
 		}
-		c.log.Info("retrying registry request", "host", h.name, "request", what, "attempt", n, "kind", v.kind.String(), "status", v.status, "delay", delay)
+		attrs := []any{"host", h.name, "request", what, "attempt", n, "kind", v.kind.String(), "status", v.status, "delay", delay}
+		if repo != "" {
+			attrs = append(attrs, "repository", repo)
+		}
+		c.log.Info("retrying registry request", attrs...)
 		if err := retry.Sleep(ctx, delay); err != nil {
 			return n, err
 		}
@@ -298,7 +302,7 @@ func (c *Client) newSession(ctx context.Context, h *host, b *breaker, repo name.
 			tok.Token = cfg.RegistryToken
 		} else {
 			scopes := []string{repo.Scope(transport.PullScope)}
-			n, err = c.retry(ctx, h, b, "token", func(ctx context.Context) error {
+			n, err = c.retry(ctx, h, b, "token", repo.RepositoryStr(), func(ctx context.Context) error {
 				t, err := transport.Exchange(ctx, repo.Registry, auth, h.rt, scopes, ch)
 				if err != nil && strings.HasPrefix(err.Error(), noTokenPrefix) {
 					// A 200 answer without "token" or "access_token":
@@ -352,7 +356,7 @@ func (c *Client) challenge(ctx context.Context, h *host, b *breaker, reg name.Re
 	var attempts int
 	ch, _, err := sl.get(ctx, func() (*transport.Challenge, error) {
 		var ch *transport.Challenge
-		n, err := c.retry(ctx, h, b, "ping", func(ctx context.Context) error {
+		n, err := c.retry(ctx, h, b, "ping", "", func(ctx context.Context) error {
 			var err error
 			ch, err = transport.Ping(ctx, reg, h.rt)
 			return err

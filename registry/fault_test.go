@@ -1,9 +1,11 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -701,5 +703,23 @@ func TestRateLimitNowAndThen(t *testing.T) {
 	}
 	if f.hit("a") != 2 || f.hit("b") != 2 {
 		t.Errorf("requests: a %d, b %d; want each retried once", f.hit("a"), f.hit("b"))
+	}
+}
+
+// TestRetryLogNamesRepository: the log line of a retried request names the
+// repository beside the host, so that a flaky repository can be told from
+// a flaky host.
+func TestRetryLogNamesRepository(t *testing.T) {
+	t.Parallel()
+	f := newFaults(&rule{name: "r", path: "/tags/list", times: 1, action: status(503, nil, "")})
+	host := newRegistry(t, f.wrap)
+	push(t, host, "acme/app", "1.0")
+	var logs bytes.Buffer
+	c := newClient(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, host)
+	if _, err := c.Tags(context.Background(), host+"/acme/app"); err != nil {
+		t.Fatal(err)
+	}
+	if line := logs.String(); !strings.Contains(line, "retrying registry request") || !strings.Contains(line, "repository=acme/app") {
+		t.Errorf("the retry's log line does not name the repository:\n%s", line)
 	}
 }
