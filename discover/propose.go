@@ -116,6 +116,7 @@ func Propose(inv *Inventory, opts ProposeOptions) []Proposal {
 		p.ask(opts.Tags, opts.Errors)
 		out = append(out, p)
 	}
+	markedTwice(out)
 	assignNames(out, opts.Existing, opts.Targets)
 	for i := range out {
 		checkApplied(&out[i], opts.Targets)
@@ -479,6 +480,61 @@ func sanitize(s string) string {
 		s = strings.Trim(s[:63], "-")
 	}
 	return s
+}
+
+// markedTwice settles a policy name that markers give to the values of
+// two repositories or more, which the config lacks (a marker copied from
+// another file, most likely): a policy watches one repository, and both
+// entries would make the config invalid. The repository with the most
+// values marked so keeps the name; each other is left for the user to
+// decide, saying where its markers are, since a bump would otherwise
+// write another repository's tags into its values.
+func markedTwice(props []Proposal) {
+	marked := func(p *Proposal) (n int, at []string) {
+		for _, u := range p.Uses {
+			for _, v := range u.Values {
+				if v.Marker == p.Policy {
+					n++
+					at = append(at, fmt.Sprintf("%s:%d", u.File, v.Line))
+				}
+			}
+		}
+		return n, at
+	}
+	by := map[string][]int{}
+	var names []string
+	for i := range props {
+		if p := &props[i]; !p.Existing && !p.Choice && p.Policy != "" {
+			if by[p.Policy] == nil {
+				names = append(names, p.Policy)
+			}
+			by[p.Policy] = append(by[p.Policy], i)
+		}
+	}
+	for _, name := range names {
+		idx := by[name]
+		if len(idx) < 2 {
+			continue
+		}
+		slices.SortStableFunc(idx, func(a, b int) int {
+			na, _ := marked(&props[a])
+			nb, _ := marked(&props[b])
+			return cmp.Or(nb-na, strings.Compare(props[a].Repository, props[b].Repository))
+		})
+		keep := props[idx[0]].Repository
+		for _, i := range idx[1:] {
+			p := &props[i]
+			_, at := marked(p)
+			if len(at) > 3 {
+				at = append(at[:3], "...")
+			}
+			p.Choice = true
+			// The entry is not proposed after all.
+			p.Notes = slices.DeleteFunc(p.Notes, func(n string) bool { return strings.HasPrefix(n, "its values are marked for "+name+" already") })
+			p.Reason = fmt.Sprintf("its values are marked for %s, which the values of %s are marked for too: a policy watches one repository, and a bump would write %s's tags here; fix the markers at %s (give them a policy of their own), then run init again",
+				name, keep, keep, strings.Join(at, ", "))
+		}
+	}
 }
 
 // assignNames names the proposals that have no name yet:

@@ -235,3 +235,50 @@ func TestProposeTargets(t *testing.T) {
 		})
 	}
 }
+
+// TestProposeMarkedTwice: markers naming one policy on the values of two
+// repositories (one copied from another file) proposed that policy twice,
+// which no config may hold. The repository with more such markers keeps
+// the name; the other is a choice left to the user, naming its markers.
+func TestProposeMarkedTwice(t *testing.T) {
+	use := func(file, repo, marker string) Use {
+		return Use{File: file, Line: 3, Repository: repo, Tag: "1.0.0",
+			Values: []Value{{Line: 3, Column: 12, Value: repo + ":1.0.0", Marker: marker}}}
+	}
+	inv := &Inventory{Uses: []Use{
+		use("web.yaml", "ghcr.io/acme/web", "apps:web"),
+		use("web2.yaml", "ghcr.io/acme/web", "apps:web"),
+		use("api.yaml", "ghcr.io/acme/api", "apps:web"),
+		use("db.yaml", "ghcr.io/acme/db", ""),
+	}}
+	props := Propose(inv, ProposeOptions{})
+	byRepo := map[string]Proposal{}
+	for _, p := range props {
+		byRepo[p.Repository] = p
+	}
+	if web := byRepo["ghcr.io/acme/web"]; web.Policy != "apps:web" || !web.Writes() {
+		t.Errorf("web: %s, writes %v; want apps:web written", web.Policy, web.Writes())
+	}
+	api := byRepo["ghcr.io/acme/api"]
+	if !api.Choice || api.Writes() || api.Marks() {
+		t.Errorf("api: choice %v, writes %v, marks %v; want a choice, nothing written or marked", api.Choice, api.Writes(), api.Marks())
+	}
+	for _, want := range []string{"marked for apps:web", "ghcr.io/acme/web", "api.yaml:3"} {
+		if !strings.Contains(api.Reason, want) {
+			t.Errorf("api's reason lacks %q: %s", want, api.Reason)
+		}
+	}
+	if slices.ContainsFunc(api.Notes, func(n string) bool { return strings.Contains(n, "the entry is proposed") }) {
+		t.Errorf("api's notes say an entry is proposed: %q", api.Notes)
+	}
+	var written []string
+	for _, p := range props {
+		if p.Writes() {
+			written = append(written, p.Policy)
+		}
+	}
+	slices.Sort(written)
+	if len(slices.Compact(slices.Clone(written))) != len(written) {
+		t.Errorf("policies written twice: %v", written)
+	}
+}
