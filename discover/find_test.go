@@ -380,3 +380,25 @@ func findTree(t *testing.T, files map[string]string) *Inventory {
 	}
 	return inv
 }
+
+// TestMarkersWrongField: a value carrying its policy's marker for another
+// part of the reference (:tag on a whole image, say, which a bump would
+// replace by the tag alone) is left alone, saying what to write instead;
+// it said only that the value was marked already.
+func TestMarkersWrongField(t *testing.T) {
+	inv := findTree(t, map[string]string{
+		"pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  containers:\n    - name: a\n      image: ghcr.io/acme/web:1.3.0 # {\"$imagepolicy\": \"apps:web:tag\"}\n",
+	})
+	var errs []string
+	for _, fm := range Markers(inv, Propose(inv, ProposeOptions{})) {
+		for _, m := range fm.Marks {
+			if m.Err != nil {
+				errs = append(errs, m.Err.Error())
+			}
+		}
+	}
+	want := `the value is marked already with {"$imagepolicy": "apps:web:tag"}; it is left as it is: but it says the tag alone where the value holds the whole reference, and a bump would write the tag alone over it; write {"$imagepolicy": "apps:web"} instead`
+	if len(errs) != 1 || errs[0] != want {
+		t.Errorf("errors %q, want [%q]", errs, want)
+	}
+}

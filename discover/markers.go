@@ -2,6 +2,8 @@ package discover
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -91,6 +93,12 @@ func Markers(inv *Inventory, props []Proposal) []FileMarkers {
 		fm.After = after
 		odd := !onlyCRLF(src) || strings.ContainsAny(string(src), "\u0085\u2028\u2029")
 		for i, r := range res {
+			if me := (*setters.MarkedError)(nil); errors.As(r.Err, &me) && me.Policy == r.Policy && me.Field != r.Field {
+				// The policy's own marker, for another part of the
+				// reference: a bump would write that part over the whole.
+				r.Err = fmt.Errorf("%w: but it says %s where the value holds %s, and a bump would write %s over it; write %s instead",
+					me, fieldWords(me.Field), fieldWords(r.Field), fieldWords(me.Field), setters.FormatMarker(r.Policy, r.Field))
+			}
 			line := r.Line
 			if odd {
 				line = setters.EditorLine(src, line)
@@ -100,4 +108,17 @@ func Markers(inv *Inventory, props []Proposal) []FileMarkers {
 		out = append(out, fm)
 	}
 	return out
+}
+
+// fieldWords names what a marker's field owns.
+func fieldWords(f setters.Field) string {
+	switch f {
+	case setters.FieldTag:
+		return "the tag alone"
+	case setters.FieldName:
+		return "the repository name alone"
+	case setters.FieldDigest:
+		return "the digest alone"
+	}
+	return "the whole reference"
 }
