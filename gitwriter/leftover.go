@@ -83,7 +83,11 @@ func (r *Repo) waitLeft(ctx context.Context, path, what string) (bool, error) {
 	if settled(first.ModTime(), time.Now(), leftAge) {
 		return true, nil
 	}
-	r.log.Info("waiting for "+what+" in the working copy to settle or go: it changed in the last "+leftAge.String(), "file", path)
+	key := "file"
+	if what == "a lock" {
+		key = "lock" // as before temporary files were waited for too
+	}
+	r.log.Info("waiting for "+what+" in the working copy to settle or go: it changed in the last "+leftAge.String(), key, path)
 	deadline := time.Now().Add(leftAge)
 	for {
 		if err := retry.Sleep(ctx, leftPoll); err != nil {

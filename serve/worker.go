@@ -16,7 +16,7 @@ const maxTriggers = 10
 // worker runs one target's cycles, one at a time, on the target's
 // timetable. Each target has its own worker (a goroutine), so a slow or
 // failing target never holds up another; they share only the Concurrency
-// slots.
+// slots, and the failing targets' share beside them.
 type worker struct {
 	s    *Server
 	name string

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -202,9 +202,11 @@ func defaultServeWorkdir() (string, error) {
 
 // warnMissingFiles logs a warning for each file cfg names that does not
 // exist: each cycle or webhook delivery that reads it fails until it does.
+// A registry's caFile is left out: the registry client reads it when it is
+// made, so its absence refuses the config with an error of its own.
 func warnMissingFiles(cfg *config.Config, log *slog.Logger) {
-	for _, f := range cfg.Files() {
-		if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
+	for _, f := range missingFiles(cfg) {
+		if !strings.HasSuffix(f.Key, ".caFile") {
 			log.Warn("a file the config names does not exist: what reads it fails until it does", "key", f.Key, "file", f.Path, "config", fileLine(cfg.File, f.Line))
 		}
 	}

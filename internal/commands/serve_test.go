@@ -112,6 +112,20 @@ func TestServeProcessSignals(t *testing.T) {
 		t.Fatal("the status says pushed, the remote did not move")
 	}
 
+	// A config naming a file that is not there loads, with a warning
+	// naming it; so does the next reload.
+	good, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, append(good, "webhooks:\n  - {name: hub, secretFile: hook-secret-not-mounted}\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.signal(t, syscall.SIGHUP)
+	waitUntil(t, 30*time.Second, "the reload naming a missing file", func() bool {
+		return p.metric(t, "imagebump_config_reloads_total", "result", "success") == 1
+	})
+
 	if err := os.WriteFile(cfg, []byte("images: [\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -136,11 +150,15 @@ func TestServeProcessSignals(t *testing.T) {
 	}
 	var msgs []string
 	for _, l := range records {
-		if m := l["msg"].(string); m == "config reload refused; the running config stays" || m == "stopping" || m == "stopped" {
+		m := l["msg"].(string)
+		switch {
+		case m == "config reload refused; the running config stays" || m == "stopping" || m == "stopped":
 			msgs = append(msgs, m)
+		case strings.HasPrefix(m, "a file the config names does not exist"):
+			msgs = append(msgs, m+" "+l["key"].(string))
 		}
 	}
-	if diff := cmp.Diff(msgs, []string{"config reload refused; the running config stays", "stopping", "stopped"}); diff != "" {
+	if diff := cmp.Diff(msgs, []string{"a file the config names does not exist: what reads it fails until it does webhooks[0].secretFile", "config reload refused; the running config stays", "stopping", "stopped"}); diff != "" {
 		t.Errorf("log records (-got +want):\n%s", diff)
 	}
 	if got := strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/main")); got != after {
@@ -276,7 +294,9 @@ func TestServeRefusesBadConfig(t *testing.T) {
 func TestServeWarnsMissingFiles(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "secrets/present", "s3cret")
-	cfg := writeFile(t, dir, "imagebump.yaml", `webhooks:
+	cfg := writeFile(t, dir, "imagebump.yaml", `registries:
+  - {host: reg.example, caFile: ca-not-there.pem}
+webhooks:
   - {name: registry, secretFile: secrets/missing}
   - {name: hub, secretFile: secrets/present}
   - {name: env, tokenFile: env:HOOK_TOKEN}
@@ -293,7 +313,9 @@ images:
 	if n := strings.Count(got, "level=WARN"); n != 1 {
 		t.Errorf("%d warnings, want 1:\n%s", n, got)
 	}
-	for _, want := range []string{"webhooks[0].secretFile", filepath.Join(dir, "secrets/missing"), cfg + ":2"} {
+	// A missing caFile refuses the config when the registry client is
+	// made: no warning for it.
+	for _, want := range []string{"webhooks[0].secretFile", filepath.Join(dir, "secrets/missing"), cfg + ":4"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the warning lacks %q:\n%s", want, got)
 		}

@@ -193,12 +193,10 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 	// A file the config names that is not here fails every cycle that
 	// reads it. The config may be meant for another machine (a pod's
 	// mounted Secrets), so it is a warning.
-	for _, f := range cfg.Files() {
-		if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
-			msg := fmt.Sprintf("%s: %s does not exist here: the cycles that read it will fail until it does (fine if the config is for another machine, such as a pod with the Secret mounted there)", f.Key, f.Path)
-			out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Line: f.Line, Message: msg})
-			fmt.Fprintf(&b, "warning: %s: %s\n", fileLine(cfg.File, f.Line), printable.Message(msg))
-		}
+	for _, f := range missingFiles(cfg) {
+		msg := fmt.Sprintf("%s: %s does not exist here: the cycles that read it will fail until it does (fine if the config is for another machine, such as a pod with the Secret mounted there)", f.Key, f.Path)
+		out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Line: f.Line, Message: msg})
+		fmt.Fprintf(&b, "warning: %s: %s\n", fileLine(cfg.File, f.Line), printable.Message(msg))
 	}
 	if o.Repo != "" {
 		t, err := pickTarget(cfg, o.Target)
@@ -308,4 +306,15 @@ func cloudCredentials(provider string) string {
 		return "Azure (Entra ID, exchanged at the registry for an ACR token)"
 	}
 	return provider
+}
+
+// missingFiles returns the files cfg names that do not exist.
+func missingFiles(cfg *config.Config) []config.FileRef {
+	var out []config.FileRef
+	for _, f := range cfg.Files() {
+		if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
