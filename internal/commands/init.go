@@ -820,7 +820,11 @@ func (r *initRun) writeText(w io.Writer, written bool) error {
 	case inserted == 0 && r.newConfig == nil && r.configErr == nil:
 		fmt.Fprintf(&b, "Nothing to do: %d %s in place, and the config has every policy they name.\n", present, plural(present, "marker is", "markers are"))
 	case written:
-		fmt.Fprintf(&b, "Wrote %s and %d %s in %d %s. Next: %s\n", r.writtenConfigText(), inserted, plural(inserted, "marker", "markers"), files, plural(files, "file", "files"), r.planCommand())
+		cmd, fluxNote := r.planCommand()
+		fmt.Fprintf(&b, "Wrote %s and %d %s in %d %s. Next: %s\n", r.writtenConfigText(), inserted, plural(inserted, "marker", "markers"), files, plural(files, "file", "files"), cmd)
+		if fluxNote {
+			b.WriteString("run and serve read Flux objects from the config's flux.paths: add them there (see docs/flux.md).\n")
+		}
 	case r.o.Write && (r.wroteConfig || files > 0):
 		// Some of it went through: say what, and that running init
 		// again finishes the rest (it adds only what is missing).
@@ -840,10 +844,12 @@ func (r *initRun) writeText(w io.Writer, written bool) error {
 // bump: with -c when plan would not find the config from here.
 // With the Flux objects of --flux that the config does not name in
 // flux.paths: the markers may name their policies, which plan would not
-// know without them.
-func (r *initRun) planCommand() string {
-	cmd := "imagebump plan --repo " + shellWord(r.repo)
-	if filepath.Clean(r.configPath) != "imagebump.yaml" {
+// know without them (fluxNote, then). With -c only when a config is there
+// to read: init writes none when Flux objects define every policy.
+func (r *initRun) planCommand() (cmd string, fluxNote bool) {
+	cmd = "imagebump plan --repo " + shellWord(r.repo)
+	configThere := r.configData != nil || r.wroteConfig
+	if configThere && filepath.Clean(r.configPath) != "imagebump.yaml" {
 		cmd += " -c " + shellWord(r.configPath)
 	}
 	var named []string // flux.paths, as the config resolves them
@@ -853,20 +859,16 @@ func (r *initRun) planCommand() string {
 			named, secrets = c.Flux.Paths, c.Flux.Secrets
 		}
 	}
-	added := false
 	for _, p := range r.o.global.Flux {
 		if !slices.ContainsFunc(named, func(n string) bool { return sameFile(n, p) }) {
 			cmd += " --flux " + shellWord(p)
-			added = true
+			fluxNote = true
 		}
 	}
-	if added && r.o.global.FluxSecrets != "" && !sameFile(secrets, r.o.global.FluxSecrets) {
+	if fluxNote && r.o.global.FluxSecrets != "" && !sameFile(secrets, r.o.global.FluxSecrets) {
 		cmd += " --flux-secrets " + shellWord(r.o.global.FluxSecrets)
 	}
-	if added {
-		cmd += " (run and serve read Flux objects from the config's flux.paths: add them there, see docs/flux.md)"
-	}
-	return cmd
+	return cmd, fluxNote
 }
 
 // sameFile reports whether paths a and b name the same file or folder.
