@@ -216,6 +216,12 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 	}
 	defer repo.Close()
 	res.Branch, res.Head = repo.Branch(), repo.Head()
+	if res.PushBranch == res.Branch && !WantsPullRequest(t) {
+		// push.branch naming the tracked branch (written out, or the
+		// remote's default when git.branch is not): a direct push, as
+		// without it; gitwriter refused it.
+		res.PushBranch = ""
+	}
 
 	idx, err := openIndex(repo, t, sopts, kept, keptWhy, opts.NoCache, logger)
 	if err != nil {
@@ -295,13 +301,13 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		if len(rep.Changes) == 0 {
 			return nil, "", nil
 		}
-		if res.PushBranch != "" && res.PushBranch != repo.Branch() && rep.FailedPolicies() > 0 {
+		if res.PushBranch != "" && rep.FailedPolicies() > 0 {
 			// Rebuilding the branch (imagebump's own, with a pull
 			// request or not) would drop the bumps it holds for the
 			// failed policies, which cannot be made again now; unless it
 			// holds none: the files of their markers are on it as they
 			// are here (a repository gone, say, keeps no target frozen).
-			keeps, err := branchKeepsFailed(ctx, repo, t.Push.Branch, rep)
+			keeps, err := branchKeepsFailed(ctx, repo, res.PushBranch, rep)
 			if err != nil {
 				return nil, "", err
 			}

@@ -291,6 +291,21 @@ func TestRunTargetPushBranchHeldWhileAPolicyFails(t *testing.T) {
 	}
 }
 
+// TestRunTargetPushBranchIsTracked: push.branch naming the tracked branch,
+// without a pull request, is a direct push (config.md gives git.branch as
+// its default); gitwriter refused it, failing every cycle.
+func TestRunTargetPushBranchIsTracked(t *testing.T) {
+	cfg, bare := targetSetup(t, "push:\n  branch: main\n")
+	reg := &fakeRegistry{tags: map[string][]string{"reg.example/web": {"1.2.0"}, "reg.example/api": {"1.1.0"}}}
+	res, err := RunTarget(context.Background(), TargetOptions{Config: cfg, Target: cfg.Targets()[0], Registry: reg, Workdir: t.TempDir()})
+	if err != nil || !res.Pushed || res.PushBranch != "" {
+		t.Fatalf("pushed=%v push branch %q, %v; want a direct push", res.Pushed, res.PushBranch, err)
+	}
+	if got := testgit.Git(t, bare, "show", "refs/heads/main:web.yaml"); !strings.Contains(got, "reg.example/web:1.2.0") {
+		t.Errorf("web.yaml on main: %q", got)
+	}
+}
+
 // TestRunTargetPullRequestHeldWhileAPolicyFails checks the push.branch
 // mode with a pull request: the first cycle opens it, a cycle with a failing
 // registry holds the branch and the pull request as they are, and a cycle
