@@ -135,11 +135,11 @@ func Load(ctx context.Context, paths []string, opts LoadOptions) (*Set, error) {
 			}
 			continue
 		}
-		if !info.Mode().IsRegular() {
-			// A named pipe would block the read for as long as nothing
-			// writes to it.
+		if !info.Mode().IsRegular() && info.Mode()&fs.ModeNamedPipe == 0 {
 			return nil, fmt.Errorf("reading Flux objects: %s is not a regular file (%s): name a file or a folder", p, fileKind(info.Mode()))
 		}
+		// A named pipe named here is read, as <(kubectl get ... -o yaml)
+		// is: what writes to it is the caller's.
 		if k := kustomizationIn(filepath.Dir(p)); k != "" && !isKustomization(filepath.Base(p)) && !opts.NoKustomize {
 			// Flux builds the folder: its kustomization may set the
 			// file's namespace or patch it.
@@ -264,6 +264,11 @@ func (l *loader) file(name string, explicit bool) error {
 		return nil
 	}
 	docs, err := yamlstream.Split(data)
+	if err != nil && !mentionsFlux {
+		// Read only in case it held a misspelt object (mayMisspell).
+		l.log.Debug("skipping a file that is not a YAML stream", "file", name, "error", err)
+		return nil
+	}
 	if err != nil {
 		l.p.fail(Object{File: name, Line: 1}, "", 1, err, "invalid YAML stream")
 		return nil
@@ -379,9 +384,12 @@ func (l *loader) build(dir, kfile string) error {
 		obj := Object{File: kfile, Line: 1, Kustomization: kfile}
 		src := &source{node: n}
 		cands := origins[src.str("kind")+" "+src.str("metadata.name")]
+		// Else the first read: kustomize reads resources before the
+		// patches that name them (a kustomization's namespace: changes
+		// every candidate's).
 		if i := slices.IndexFunc(cands, func(o origin) bool { return o.ns == src.str("metadata.namespace") }); i >= 0 {
 			obj.File, obj.Line = cands[i].obj.File, cands[i].obj.Line
-		} else if len(cands) == 1 {
+		} else if len(cands) > 0 {
 			obj.File, obj.Line = cands[0].obj.File, cands[0].obj.Line
 		}
 		l.object(&source{node: n, obj: obj, built: true})
@@ -396,7 +404,12 @@ func (l *loader) build(dir, kfile string) error {
 // built.
 func unbuildable(dir string) (file string, line int, why string) {
 	_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || !e.Type().IsRegular() || !isKustomization(e.Name()) || why != "" {
+		if err != nil || e.IsDir() || !isKustomization(e.Name()) || why != "" {
+			return nil
+		}
+		// Followed, as kustomize follows it: a kustomization that is a
+		// symbolic link is built too. A named pipe is not read.
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
 			return nil
 		}
 		data, err := os.ReadFile(p)
@@ -466,8 +479,12 @@ func (l *loader) misspeltGroup(s *source, apiVersion, group, kind string) {
 		obj.APIVersion, obj.Kind = apiVersion, kind
 		obj.Name, obj.Namespace = printable.String(s.str("metadata.name")), printable.String(orDefault(s.str("metadata.namespace"), DefaultNamespace))
 		switch {
+		case !s.has("apiVersion") && s.has("apiversion"):
+			l.p.fail(obj, "apiVersion", obj.Line, nil, "missing: the key is written apiversion; Flux's %s is apiVersion: %s/v1", kind, g)
+		case !s.has("apiVersion"):
+			l.p.fail(obj, "apiVersion", obj.Line, nil, "missing: Flux's %s is apiVersion: %s/v1", kind, g)
 		case apiVersion == "":
-			l.p.fail(obj, "apiVersion", obj.Line, nil, "missing: the apiVersion of Flux's %s is %s/v1 (the key is apiVersion, in this case)", kind, g)
+			// Not a string: a template (Helm's {{ ... }}), say.
 		case closest(group, []string{g}) != "":
 			l.p.fail(obj, "apiVersion", obj.Line, nil, "%q: the group is misspelt (did you mean %s/v1?)", printable.Cut(apiVersion, 80), g)
 		}
@@ -518,6 +535,19 @@ func (l *loader) object(s *source) {
 		l.p.note(Warning, s.obj, "spec.targetNamespace", s.line("spec.targetNamespace"),
 			"%s: Flux puts the objects of %s in namespace %s, whatever their files say; imagebump reads them as their files say, so image policies there are named after those namespaces: set metadata.namespace: %s in them (or a kustomization's namespace:) so that markers name the same policies under both",
 			tn, orDefault(s.str("spec.path"), "its path"), tn, tn)
+	}
+	for g, kinds := range readKinds {
+		if !known && slices.Contains(kinds, kind) && group != g {
+			// images.toolkit.fluxcd.io, from the CRD's name, say.
+			l.p.fail(s.obj, "apiVersion", s.obj.Line, nil, "%q: %s is in group %s (apiVersion: %s/v1)", printable.Cut(apiVersion, 80), kind, g, g)
+			return
+		}
+	}
+	// A list of objects (kubectl get's dump) is no misspelt kind.
+	listOf := strings.TrimSuffix(kind, "List")
+	if !known && listOf != kind && slices.Contains(readKinds[group], listOf) {
+		l.p.note(Warning, s.obj, "", s.obj.Line, "a %s is not read: its items are, written as a kind: List (kubectl get -o yaml writes that)", kind)
+		return
 	}
 	if !known && (group == groupImage || group == groupSource && ignoredKinds[kind] == "") {
 		// The image group has the three kinds imagebump reads and no

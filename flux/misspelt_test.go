@@ -22,7 +22,18 @@ func TestMisspeltObjects(t *testing.T) {
 		{"a misspelt source group", "apiVersion: source.toolkit.flux.io/v1\nkind: GitRepository\n" + rest,
 			`did you mean source.toolkit.fluxcd.io/v1?`},
 		{"apiVersion in lower case", "apiversion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\n" + rest,
-			`f.yaml:1: ImageRepository apps/web: apiVersion: missing: the apiVersion of Flux's ImageRepository is image.toolkit.fluxcd.io/v1`},
+			`f.yaml:1: ImageRepository apps/web: apiVersion: missing: the key is written apiversion; Flux's ImageRepository is apiVersion: image.toolkit.fluxcd.io/v1`},
+		{"no apiVersion", "kind: ImagePolicy\n" + rest,
+			`apiVersion: missing: Flux's ImagePolicy is apiVersion: image.toolkit.fluxcd.io/v1`},
+		{"the group of the CRD's name", "apiVersion: images.toolkit.fluxcd.io/v1\nkind: ImagePolicy\n" + rest,
+			`"images.toolkit.fluxcd.io/v1": ImagePolicy is in group image.toolkit.fluxcd.io`},
+		// A Helm chart templating the apiVersion: not a string, no error.
+		{"a templated apiVersion", "apiVersion: {{ include \"x.apiVersion\" . }}\nkind: GitRepository\n" + rest, ""},
+		{"a List of policies", "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicyList\nitems: []\n", ""},
+		{"a List of Git repositories", "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepositoryList\nitems: []\n", ""},
+		// Read for a misspelt object (it mentions fluxcd), and no YAML
+		// stream: skipped, as before.
+		{"a non-Flux file that is no YAML stream", "--- |\n  image: ghcr.io/fluxcd/flux-cli\n", ""},
 		{"a misspelt kind", "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolcy\n" + rest,
 			`f.yaml:1: ImagePolcy apps/web: kind: "ImagePolcy" is no kind of image.toolkit.fluxcd.io (did you mean ImagePolicy?): it has ImageRepository, ImagePolicy, ImageUpdateAutomation`},
 		{"a kind in lower case", "apiVersion: image.toolkit.fluxcd.io/v1\nkind: imagepolicy\n" + rest,

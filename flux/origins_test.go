@@ -34,6 +34,16 @@ func TestKustomizeOrigins(t *testing.T) {
 			t.Errorf("Load: %v; want the error at %s:1", err, b)
 		}
 	})
+	t.Run("a namespace set and a patch", func(t *testing.T) {
+		dir := t.TempDir()
+		writeFile(t, dir, "k/kustomization.yaml", "namespace: prod\nresources: [policy.yaml]\npatches:\n  - path: patch.yaml\n")
+		res := writeFile(t, dir, "k/policy.yaml", policy("apps", true)+repo("apps"))
+		writeFile(t, dir, "k/patch.yaml", "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: web, namespace: apps}\nspec:\n  policy: {semver: {range: \">=2.0.0\"}}\n")
+		_, err := Load(context.Background(), []string{filepath.Join(dir, "k")}, LoadOptions{})
+		if err == nil || !strings.Contains(err.Error(), res+":1, after") {
+			t.Errorf("Load: %v; want the error at %s:1, the resource (read before the patch)", err, res)
+		}
+	})
 	t.Run("a base in another folder", func(t *testing.T) {
 		dir := t.TempDir()
 		writeFile(t, dir, ".git/HEAD", "ref: refs/heads/main\n") // the repository's root
