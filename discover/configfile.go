@@ -258,7 +258,9 @@ func docLines(lines [][]byte) int {
 		t := bytes.TrimSpace(lines[i])
 		switch {
 		case len(t) == 0 || t[0] == '#':
-		case isDocMarker(t):
+		case isDocMarker(bytes.TrimRight(lines[i], " \t\r\n")):
+			// At the line's start only: indented, it is a block
+			// scalar's text.
 			n = i
 		default:
 			return n

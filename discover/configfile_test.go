@@ -77,6 +77,11 @@ func TestAppendImages(t *testing.T) {
 			want: "registries:\n  - host: ghcr.io\nimages:\n" + testEntries + "--- # end",
 		},
 		{
+			name: "a block scalar whose last line reads as a marker",
+			src:  "git: {url: https://git.example/a.git}\ncommit:\n  messageTemplate: |\n    bump\n    ---\n",
+			want: "git: {url: https://git.example/a.git}\ncommit:\n  messageTemplate: |\n    bump\n    ---\nimages:\n" + testEntries,
+		},
+		{
 			name: "empty file",
 			src:  "",
 			want: header + "images:\n" + testEntries,
