@@ -1441,6 +1441,13 @@ func TestLooksInline(t *testing.T) {
 		want bool
 	}{
 		{"ghp_Sup3rS3cretValue123456", true},
+		{"AKIAIOSFODNN7EXAMPLE", true},
+		{"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", true},
+		{"dGhpcyBpcyBhIHNlY3JldCB0b2tlbiE9PQ==", true},
+		{"ASIA_ECR_PASSWORD", false},
+		{"AKIA-key-file-for-ci", false},
+		{"ImagebumpGithubAppPrivateKey2024", false},
+		{"secrets/imagebump/github-app-private-key-production", false},
 		{"glpat-xxxxxxxxxxxxxxxxxxxx", true},
 		{"dckr_pat_AbCdEfGhIjKlMnOp", true},
 		{"9fQ2xLr7Tz4mKp1Vb8Nc3Hd6Jw0Ys5Ua", true},
