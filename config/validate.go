@@ -1002,7 +1002,12 @@ func looksInline(ref string) bool {
 	if strings.Contains(ref, "+") || strings.HasSuffix(ref, "=") {
 		return true // base64
 	}
-	return len(ref) >= 32 && changes*100 >= len(ref)*38
+	random := changes*100 >= len(ref)*38
+	if strings.Contains(ref, "/") {
+		// A relative path, unless it is as long as an AWS secret key.
+		return len(ref) == 40 && random
+	}
+	return len(ref) >= 32 && random
 }
 
 // composite reports whether a value of kind k can hold struct fields.
