@@ -81,6 +81,9 @@ type Set struct {
 	// Report lists the objects read, the Flux objects ignored and the notes
 	// of the reading (Native adds its own).
 	Report Report
+	// Files are the files read, the kustomizations a build read included,
+	// each once, in the order read.
+	Files []string
 
 	// secretManifests are the Secret manifests met among the files, by
 	// namespace/name: not read, but named when a Secret is not mapped.
@@ -233,6 +236,13 @@ func (l *loader) dir(ctx context.Context, dir string) error {
 	return nil
 }
 
+// read records a file read, once.
+func (l *loader) read(name string) {
+	if !slices.Contains(l.set.Files, name) {
+		l.set.Files = append(l.set.Files, name)
+	}
+}
+
 // fileKind names what a file that is not regular is.
 func fileKind(m fs.FileMode) string {
 	switch {
@@ -251,6 +261,7 @@ func fileKind(m fs.FileMode) string {
 // file reads the objects of one file. explicit is true for a file named
 // by the caller, whose YAML errors are always reported.
 func (l *loader) file(name string, explicit bool) error {
+	l.read(name)
 	data, err := os.ReadFile(name)
 	if err != nil {
 		return fmt.Errorf("reading Flux objects: %w", err)
@@ -355,6 +366,7 @@ func (l *loader) build(dir, kfile string) error {
 		base = real
 	}
 	for _, p := range fsys.read {
+		l.read(p)
 		if !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) || isKustomization(filepath.Base(p)) {
 			continue
 		}

@@ -98,14 +98,17 @@ func loadConfigFor(g *globalOptions, use gitUse) (*config.Config, error) {
 	if len(fluxPaths) == 0 {
 		return native, nil
 	}
-	// A folder named twice (--flux and the config's flux.paths, say) is
-	// read once: read twice, each of its objects would be defined twice.
-	for i := 0; i < len(fluxPaths); i++ {
-		if slices.ContainsFunc(fluxPaths[:i], func(p string) bool { return sameFile(p, fluxPaths[i]) }) {
-			fluxPaths = slices.Delete(fluxPaths, i, i+1)
-			i--
+	// A file or folder named twice (--flux and the config's flux.paths,
+	// say), or inside a folder named too, is read once: read twice, each
+	// of its objects would be defined twice.
+	var kept []string
+	for _, p := range fluxPaths {
+		if slices.ContainsFunc(kept, func(q string) bool { return inside(p, q) }) {
+			continue
 		}
+		kept = append(slices.DeleteFunc(kept, func(q string) bool { return inside(q, p) }), p)
 	}
+	fluxPaths = kept
 	fromFlux, err := loadFlux(context.Background(), g, fluxPaths, secrets, use)
 	if err != nil {
 		return nil, err
@@ -227,4 +230,21 @@ func (g *globalOptions) policyPos(cfg *config.Config, im config.Image) (file str
 		return o.File, o.Line, o.Pos()
 	}
 	return cfg.File, im.Line, fmt.Sprintf("%s:%d", cfg.File, im.Line)
+}
+
+// inside reports whether path p lies inside folder dir, or is it, their
+// symbolic links resolved.
+func inside(p, dir string) bool {
+	real := func(s string) string {
+		abs, err := filepath.Abs(s)
+		if err != nil {
+			return s
+		}
+		if r, err := filepath.EvalSymlinks(abs); err == nil {
+			return r
+		}
+		return abs
+	}
+	rel, err := filepath.Rel(real(dir), real(p))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

@@ -103,7 +103,7 @@ func runFluxExport(ctx context.Context, o *FluxExportOptions, stdout io.Writer) 
 	if err != nil {
 		return usageError(err)
 	}
-	if err := notAnInput(o.File, o.Paths, set); err != nil {
+	if err := notAnInput(o.File, o.Secrets, o.Paths, set); err != nil {
 		return usageError(err)
 	}
 	var secrets *flux.Secrets
@@ -146,24 +146,20 @@ func runFluxExport(ctx context.Context, o *FluxExportOptions, stdout io.Writer) 
 	return err
 }
 
-// notAnInput refuses a --file that flux export read objects from, or was
-// given to read: the config written would replace the objects it came
-// from.
-func notAnInput(file string, paths []string, set *flux.Set) error {
+// notAnInput refuses a --file that flux export read (objects, a
+// kustomization, a manifest of a folder it read), was given to read, or
+// is the Secrets mapping: the config written would replace it.
+func notAnInput(file, secrets string, paths []string, set *flux.Set) error {
 	if file == "" {
 		return nil
 	}
-	st, err := os.Stat(file)
-	if err != nil {
-		return nil // a new file
-	}
-	inputs := slices.Clone(paths)
-	for _, obj := range set.Report.Objects {
-		inputs = append(inputs, obj.File)
+	inputs := append(slices.Clone(paths), set.Files...)
+	if secrets != "" {
+		inputs = append(inputs, secrets)
 	}
 	for _, in := range inputs {
-		if in2, err := os.Stat(in); err == nil && os.SameFile(st, in2) {
-			return fmt.Errorf("--file %s is where flux export reads Flux objects (%s): writing the config there would replace them; name another file, such as imagebump.yaml beside it", file, in)
+		if sameFile(file, in) {
+			return fmt.Errorf("--file %s is a file flux export reads (%s): writing the config there would replace it; name another file, such as imagebump.yaml beside the objects", file, in)
 		}
 	}
 	return nil

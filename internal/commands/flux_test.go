@@ -1089,13 +1089,13 @@ func TestFluxExportFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Every file under the folder is read (a kustomization, a plain
+		// manifest too): none is overwritten.
 		_, stderr, code := runMain(t, "flux", "export", "clusters", "--secrets", "secrets.yaml", "--file", obj)
-		if bytes.Contains(before, []byte("image.toolkit.fluxcd.io")) {
-			if code != ExitUsage || !strings.Contains(stderr, "--file "+obj+" is where flux export reads Flux objects") {
-				t.Errorf("--file %s, a file of objects read: exit %d, %s", obj, code, stderr)
-			}
+		if code != ExitUsage || !strings.Contains(stderr, "--file "+obj+" is a file flux export reads") {
+			t.Errorf("--file %s, a file read: exit %d, %s", obj, code, stderr)
 		}
-		if after, _ := os.ReadFile(obj); code == ExitUsage && !bytes.Equal(after, before) {
+		if after, _ := os.ReadFile(obj); !bytes.Equal(after, before) {
 			t.Errorf("%s changed though flux export failed", obj)
 		}
 		if err := os.WriteFile(obj, before, 0o644); err != nil {
@@ -1103,8 +1103,11 @@ func TestFluxExportFile(t *testing.T) {
 		}
 	}
 	single := filepath.Join("clusters", "prod", "apps", "image-policies.yaml")
-	if _, stderr, code := runMain(t, "flux", "export", single, "--file", single); code != ExitUsage || !strings.Contains(stderr, "reads Flux objects") {
+	if _, stderr, code := runMain(t, "flux", "export", single, "--file", single); code != ExitUsage || !strings.Contains(stderr, "is a file flux export reads") {
 		t.Errorf("flux export X --file X: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runMain(t, "flux", "export", "clusters", "--secrets", "secrets.yaml", "--file", "secrets.yaml"); code != ExitUsage || !strings.Contains(stderr, "is a file flux export reads") {
+		t.Errorf("--file naming the Secrets mapping: exit %d, %s", code, stderr)
 	}
 	data, err := os.ReadFile("deploy/sub/imagebump.yaml")
 	if err != nil || !strings.Contains(string(data), "dockerConfig: ../../secrets/docker-config.json\n") {
@@ -1173,4 +1176,18 @@ spec:
 	marked = "image: " + host + "/acme/web:1.0.0 # {\"$imagepolicy\": \"apps:web\"}\n"
 	writeFile(t, repo, "app.yaml", marked)
 	return flux, repo, marked
+}
+
+// TestFluxPathsOverlap: a Flux folder and a file or folder inside it,
+// named by --flux and flux.paths, are read once: their objects were
+// defined twice.
+func TestFluxPathsOverlap(t *testing.T) {
+	dir := copyFleet(t)
+	cfg := writeFile(t, dir, "imagebump.yaml", "flux:\n  paths: [clusters]\n  secrets: secrets.yaml\n")
+	for _, extra := range []string{"clusters", "clusters/prod", "clusters/prod/apps/image-policies.yaml", "./clusters/../clusters"} {
+		_, stderr, code := runMain(t, "validate", "-c", cfg, "--flux", filepath.Join(dir, extra))
+		if code != 0 || strings.Contains(stderr, "defined twice") {
+			t.Errorf("--flux %s beside flux.paths: exit %d\n%s", extra, code, stderr)
+		}
+	}
 }
