@@ -202,10 +202,8 @@ func runInit(ctx context.Context, o *InitOptions, stdout io.Writer) error {
 	if r.repo == "" {
 		r.repo = "."
 	}
-	if st, err := os.Stat(r.repo); errors.Is(err, os.ErrNotExist) {
-		return usageError(fmt.Errorf("--repo %s: no such folder", r.repo))
-	} else if err != nil || !st.IsDir() {
-		return usageError(fmt.Errorf("--repo %s: not a folder", r.repo))
+	if err := checkRepoFlag(r.repo); err != nil {
+		return usageError(err)
 	}
 	r.configPath = filepath.Join(r.repo, "imagebump.yaml")
 	if o.global.configSet {

@@ -336,8 +336,8 @@ func TestInitUsage(t *testing.T) {
 	}{
 		{"bad output", []string{"init", "--repo", repo, "-o", "yaml"}, `-o "yaml"`},
 		{"argument", []string{"init", "--repo", repo, "extra"}, "unknown command"},
-		{"no such repo", []string{"init", "--repo", filepath.Join(repo, "nope")}, "nope: no such folder"},
-		{"repo is a file", []string{"init", "--repo", filepath.Join(repo, "app.yaml")}, "app.yaml: not a folder"},
+		{"no such repo", []string{"init", "--repo", filepath.Join(repo, "nope")}, "nope does not exist"},
+		{"repo is a file", []string{"init", "--repo", filepath.Join(repo, "app.yaml")}, "app.yaml is a file, not a folder"},
 		{"config is a folder", []string{"init", "--repo", repo, "-c", repo}, "is a folder"},
 		{"invalid config", []string{"init", "--repo", repo, "-c", bad}, "fix it first (imagebump validate -c " + bad + "): " + bad + ":2:"},
 		{"no such path", []string{"init", "--repo", repo, "--paths", "nosuch"}, "--paths nosuch: no such file or folder under --repo"},

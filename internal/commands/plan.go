@@ -167,17 +167,27 @@ func addPlanFlags(cmd *cobra.Command, o *PlanOptions) {
 }
 
 func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
-	err := planOrApply(ctx, o, stdout)
-	var ee *exitError
-	if o.Output == "json" && errors.As(err, &ee) {
-		// Stopped before it had a result (the config, the clone): a JSON
-		// reader gets the document, empty but for the error, as the
-		// message goes to stderr.
+	// Stopped before it had a result (the config, the clone): any failure.
+	return jsonOnFailure(ctx, planOrApply(ctx, o, stdout), o.Output, false, stdout, func(msg string) error {
 		out := report.NewPlan(&cycle.Report{}, false)
-		out.Error = describe(ctx, ee.err) // an interrupt says which
-		if werr := encodeJSON(stdout, out); werr != nil {
-			return werr
-		}
+		out.Error = msg
+		return encodeJSON(stdout, out)
+	})
+}
+
+// jsonOnFailure gives a JSON reader the command's document, empty but for
+// the error, when err stopped the command before it wrote one, as the
+// message goes to stderr: any failure, or with usageOnly the refusals of
+// exit 64 alone (a failure later wrote the document already). write
+// writes the document holding msg, the error as the user reads it (an
+// interrupt names its signal). It returns err, or write's error.
+func jsonOnFailure(ctx context.Context, err error, output string, usageOnly bool, stdout io.Writer, write func(msg string) error) error {
+	var ee *exitError
+	if output != "json" || !errors.As(err, &ee) || usageOnly && ee.code != ExitUsage {
+		return err
+	}
+	if werr := write(describe(ctx, ee.err)); werr != nil {
+		return werr
 	}
 	return err
 }
@@ -204,12 +214,8 @@ func planOrApply(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 			}
 			return usageError(fmt.Errorf("plan without --repo clones one target's repository: choose one with --target (targets: %s)", targetNames(cfg.Targets())))
 		}
-	} else if st, err := os.Stat(o.Repo); errors.Is(err, fs.ErrNotExist) {
-		return usageError(fmt.Errorf("--repo %s does not exist: name the folder of a checkout", o.Repo))
-	} else if err != nil {
-		return usageError(fmt.Errorf("--repo %s: %w", o.Repo, err))
-	} else if !st.IsDir() {
-		return usageError(fmt.Errorf("--repo %s is a file, not a folder: name the folder of a checkout", o.Repo))
+	} else if err := checkRepoFlag(o.Repo); err != nil {
+		return usageError(err)
 	}
 	reg := o.registry
 	if reg == nil {
@@ -498,4 +504,19 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// checkRepoFlag checks the folder --repo names, saying what is wrong with
+// it and what to name instead.
+func checkRepoFlag(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--repo %s does not exist: name the folder of a checkout", dir)
+	case err != nil:
+		return fmt.Errorf("--repo %s: %w", dir, err)
+	case !st.IsDir():
+		return fmt.Errorf("--repo %s is a file, not a folder: name the folder of a checkout", dir)
+	}
+	return nil
 }

@@ -841,6 +841,10 @@ func TestPathFlagErrors(t *testing.T) {
 		{[]string{"plan", "-c", cfg, "--repo", file}, "--repo " + file + " is a file, not a folder"},
 		{[]string{"apply", "-c", cfg, "--repo", file}, "--repo " + file + " is a file, not a folder"},
 		{[]string{"run", "-c", cfg, "--workdir", file}, "--workdir " + file + " is a file, not a folder"},
+		{[]string{"run", "-c", cfg, "--workdir", filepath.Join(file, "sub")}, "--workdir " + filepath.Join(file, "sub") + " cannot be made"},
+		{[]string{"validate", "-c", cfg, "--repo", missing}, "--repo " + missing + " does not exist"},
+		{[]string{"validate", "-c", cfg, "--repo", file}, "--repo " + file + " is a file, not a folder"},
+		{[]string{"init", "--repo", file}, "--repo " + file + " is a file, not a folder"},
 	} {
 		_, stderr, code := runMain(t, tt.args...)
 		if code != ExitUsage || !strings.Contains(stderr, tt.want) {

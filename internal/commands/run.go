@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -79,17 +78,10 @@ Exit 0 when every target succeeded, 1 when any policy, file or target failed
 }
 
 func runRun(ctx context.Context, o *RunOptions, stdout io.Writer) error {
-	err := runTargets(ctx, o, stdout)
-	var ee *exitError
-	if o.Output == "json" && errors.As(err, &ee) && ee.code == ExitUsage {
-		// Stopped before any cycle (the config, --target): a JSON reader
-		// gets the document, empty but for the error, as the message
-		// goes to stderr.
-		if werr := encodeJSON(stdout, report.Run{Version: report.Version, Targets: []report.Target{}, Error: ee.err.Error()}); werr != nil {
-			return werr
-		}
-	}
-	return err
+	// Refused before any cycle (the config, --target).
+	return jsonOnFailure(ctx, runTargets(ctx, o, stdout), o.Output, true, stdout, func(msg string) error {
+		return encodeJSON(stdout, report.Run{Version: report.Version, Targets: []report.Target{}, Error: msg})
+	})
 }
 
 // runTargets is run: each target's cycle in turn, and the report.
@@ -99,8 +91,13 @@ func runTargets(ctx context.Context, o *RunOptions, stdout io.Writer) error {
 		return usageError(err)
 	}
 	if o.Workdir != "" {
+		// Made here, as serve makes its own: a path through a file fails
+		// once, before any target, rather than each target's cycle.
 		if st, err := os.Stat(o.Workdir); err == nil && !st.IsDir() {
 			return usageError(fmt.Errorf("--workdir %s is a file, not a folder: name a folder (it is made if missing) where run keeps a working copy per target", o.Workdir))
+		}
+		if err := os.MkdirAll(o.Workdir, 0o755); err != nil {
+			return usageError(fmt.Errorf("--workdir %s cannot be made: %w; name a folder this user may create", o.Workdir, err))
 		}
 	}
 	targets, err := chooseTargets(cfg, o.Target)

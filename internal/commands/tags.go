@@ -133,17 +133,17 @@ type TagsReport struct {
 }
 
 func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
-	err := listTags(ctx, o, stdout)
-	var ee *exitError
-	if o.Output == "json" && errors.As(err, &ee) && ee.code == ExitUsage {
-		// Refused before asking the registry (the config, the argument,
-		// the rule): a JSON reader gets the document, empty but for the
-		// error, as the message goes to stderr.
-		if werr := writeTags(stdout, o.Output, TagsReport{Repository: o.Target, Error: ee.err.Error()}); werr != nil {
-			return werr
+	// Refused before asking the registry (the config, the argument, the
+	// rule).
+	return jsonOnFailure(ctx, listTags(ctx, o, stdout), o.Output, true, stdout, func(msg string) error {
+		rep := TagsReport{Error: msg}
+		if strings.Contains(o.Target, ":") && !strings.Contains(o.Target, "/") {
+			rep.Policy = o.Target // NAMESPACE:NAME, a policy's name
+		} else {
+			rep.Repository = o.Target
 		}
-	}
-	return err
+		return writeTags(stdout, o.Output, rep)
+	})
 }
 
 // listTags is tags: the listing, the pick, and the report.

@@ -199,6 +199,9 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 		fmt.Fprintf(&b, "warning: %s: %s\n", fileLine(cfg.File, f.Line), printable.Message(msg))
 	}
 	if o.Repo != "" {
+		if err := checkRepoFlag(o.Repo); err != nil {
+			return usageError(err)
+		}
 		t, err := pickTarget(cfg, o.Target)
 		if err != nil {
 			return usageError(err)
