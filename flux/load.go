@@ -23,6 +23,7 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/imagebump/imagebump/internal/printable"
+	"github.com/imagebump/imagebump/internal/secretfile"
 	"github.com/imagebump/imagebump/internal/yamlstream"
 )
 
@@ -139,7 +140,7 @@ func Load(ctx context.Context, paths []string, opts LoadOptions) (*Set, error) {
 			continue
 		}
 		if !info.Mode().IsRegular() && info.Mode()&fs.ModeNamedPipe == 0 {
-			return nil, fmt.Errorf("reading Flux objects: %s is not a regular file (%s): name a file or a folder", p, fileKind(info.Mode()))
+			return nil, fmt.Errorf("reading Flux objects: %s is not a regular file (%s): name a file or a folder", p, secretfile.FileType(info.Mode()))
 		}
 		// A named pipe named here is read, as <(kubectl get ... -o yaml)
 		// is: what writes to it is the caller's.
@@ -226,7 +227,7 @@ func (l *loader) dir(ctx context.Context, dir string) error {
 			l.p.note(Warning, Object{File: p, Line: 1}, "", 1, "not read: a symbolic link; Flux objects in a folder are read from its regular files only (name the file it leads to, to read it)")
 		case !e.Type().IsRegular():
 			// A named pipe would block the read.
-			l.p.note(Warning, Object{File: p, Line: 1}, "", 1, "not read: not a regular file (%s)", fileKind(e.Type()))
+			l.p.note(Warning, Object{File: p, Line: 1}, "", 1, "not read: not a regular file (%s)", secretfile.FileType(e.Type()))
 		default:
 			if err := l.file(p, false); err != nil {
 				return err
@@ -241,21 +242,6 @@ func (l *loader) read(name string) {
 	if !slices.Contains(l.set.Files, name) {
 		l.set.Files = append(l.set.Files, name)
 	}
-}
-
-// fileKind names what a file that is not regular is.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return "mode " + m.Type().String()
 }
 
 // file reads the objects of one file. explicit is true for a file named

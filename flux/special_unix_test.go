@@ -66,7 +66,7 @@ func TestSpecialFiles(t *testing.T) {
 		}
 		got := strings.Join(notes, "\n")
 		for _, want := range []string{
-			pipe + ":1: warning: not read: not a regular file (a named pipe)",
+			pipe + ":1: warning: not read: not a regular file (a FIFO)",
 			link + ":1: warning: not read: a symbolic link",
 		} {
 			if !strings.Contains(got, want) {

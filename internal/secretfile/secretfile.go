@@ -108,7 +108,7 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, fileType(st.Mode()))}
+		return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, FileType(st.Mode()))}
 	}
 	if st.Size() > limit {
 		return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, st.Size(), limit)}
@@ -125,11 +125,14 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// fileType names the kind of a file that is not regular.
-func fileType(m os.FileMode) string {
+// FileType names the kind of a file that is not regular, for errors and
+// warnings that say why it is not read.
+func FileType(m os.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a directory"
+	case m&os.ModeSymlink != 0:
+		return "a symbolic link"
 	case m&os.ModeNamedPipe != 0:
 		return "a FIFO"
 	case m&os.ModeSocket != 0:
