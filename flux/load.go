@@ -167,6 +167,8 @@ type loader struct {
 	set  *Set
 	p    problems
 	seen map[string]Object // Kind ns/name of each object read
+	// files are set.Files, to add each once.
+	files map[string]bool
 }
 
 func isKustomization(name string) bool {
@@ -239,7 +241,11 @@ func (l *loader) dir(ctx context.Context, dir string) error {
 
 // read records a file read, once.
 func (l *loader) read(name string) {
-	if !slices.Contains(l.set.Files, name) {
+	if !l.files[name] {
+		if l.files == nil {
+			l.files = map[string]bool{}
+		}
+		l.files[name] = true
 		l.set.Files = append(l.set.Files, name)
 	}
 }
@@ -353,11 +359,8 @@ func (l *loader) build(dir, kfile string) error {
 	}
 	for _, p := range fsys.read {
 		l.read(p)
-		if !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) || isKustomization(filepath.Base(p)) {
-			continue
-		}
-		data, err := os.ReadFile(p)
-		if err != nil || !bytes.Contains(data, []byte(fluxDomain)) {
+		data := fsys.objects[p] // the bytes kustomize read, when they mention Flux
+		if data == nil || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) || isKustomization(filepath.Base(p)) {
 			continue
 		}
 		docs, err := yamlstream.Split(data)
@@ -469,25 +472,65 @@ var readKinds = map[string][]string{
 // it was skipped without a word, as another project's object, and its
 // policy was then unknown to the markers that name it.
 func (l *loader) misspeltGroup(s *source, apiVersion, group, kind string) {
-	for g, kinds := range readKinds {
-		if !slices.Contains(kinds, kind) {
-			continue
-		}
-		obj := s.obj
-		obj.APIVersion, obj.Kind = apiVersion, kind
-		obj.Name, obj.Namespace = printable.String(s.str("metadata.name")), printable.String(orDefault(s.str("metadata.namespace"), DefaultNamespace))
-		switch {
-		case !s.has("apiVersion") && s.has("apiversion"):
-			l.p.fail(obj, "apiVersion", obj.Line, nil, "missing: the key is written apiversion; Flux's %s is apiVersion: %s/v1", kind, g)
-		case !s.has("apiVersion"):
-			l.p.fail(obj, "apiVersion", obj.Line, nil, "missing: Flux's %s is apiVersion: %s/v1", kind, g)
-		case apiVersion == "":
-			// Not a string: a template (Helm's {{ ... }}), say.
-		case closest(group, []string{g}) != "":
-			l.p.fail(obj, "apiVersion", obj.Line, nil, "%q: the group is misspelt (did you mean %s/v1?)", printable.Cut(apiVersion, 80), g)
-		}
+	g := groupOf(kind)
+	if g == "" {
 		return
 	}
+	obj := s.obj
+	obj.APIVersion, obj.Kind = apiVersion, kind
+	obj.Name, obj.Namespace = printable.String(s.str("metadata.name")), printable.String(orDefault(s.str("metadata.namespace"), DefaultNamespace))
+	switch {
+	case !s.has("apiVersion") && s.has("apiversion"):
+		l.p.fail(obj, "apiVersion", obj.Line, nil, "missing: the key is written apiversion; Flux's %s is apiVersion: %s/v1", kind, g)
+	case !s.has("apiVersion"):
+		l.p.fail(obj, "apiVersion", obj.Line, nil, "missing: Flux's %s is apiVersion: %s/v1", kind, g)
+	case apiVersion == "":
+		// Not a string: a template (Helm's {{ ... }}), say.
+	case closest(group, []string{g}) != "":
+		l.p.fail(obj, "apiVersion", obj.Line, nil, "%q: the group is misspelt (did you mean %s/v1?)", printable.Cut(apiVersion, 80), g)
+	}
+}
+
+// groupOf returns the API group of a kind imagebump reads, or "".
+func groupOf(kind string) string {
+	for g, kinds := range readKinds {
+		if slices.Contains(kinds, kind) {
+			return g
+		}
+	}
+	return ""
+}
+
+// unread takes a Flux object of a kind imagebump does not read in its
+// group: a kind it reads written in another of Flux's groups, or one the
+// image group does not have (or near GitRepository in the source group),
+// is an error, as Flux's API server would refuse it; a list of objects
+// kubectl dumped is a warning; anything else is listed as ignored.
+func (l *loader) unread(s *source, apiVersion, group, kind string) {
+	if g := groupOf(kind); g != "" {
+		// images.toolkit.fluxcd.io, from the CRD's name, say.
+		l.p.fail(s.obj, "apiVersion", s.obj.Line, nil, "%q: %s is in group %s (apiVersion: %s/v1)", printable.Cut(apiVersion, 80), kind, g, g)
+		return
+	}
+	if listOf, ok := strings.CutSuffix(kind, "List"); ok && groupOf(listOf) == group {
+		l.p.note(Warning, s.obj, "", s.obj.Line, "a %s is not read: its items are, written as a kind: List (kubectl get -o yaml writes that)", kind)
+		return
+	}
+	if group == groupImage || group == groupSource && ignoredKinds[kind] == "" {
+		if want := closest(kind, readKinds[group]); want != "" || group == groupImage {
+			hint := ""
+			if want != "" {
+				hint = fmt.Sprintf(" (did you mean %s?)", want)
+			}
+			l.p.fail(s.obj, "kind", s.obj.Line, nil, "%q is no kind of %s%s: it has %s", kind, group, hint, strings.Join(readKinds[group], ", "))
+			return
+		}
+	}
+	why := ignoredKinds[kind]
+	if why == "" {
+		why = "not part of image automation"
+	}
+	l.set.Report.Ignored = append(l.set.Report.Ignored, Ignored{Object: s.obj, Reason: why})
 }
 
 // object takes one node read: a Flux object of a kind imagebump reads is
@@ -519,8 +562,7 @@ func (l *loader) object(s *source) {
 		l.p.fail(s.obj, "kind", s.obj.Line, nil, "missing: a Kubernetes object names its kind beside its apiVersion %s (ImageRepository, ImagePolicy, ImageUpdateAutomation, GitRepository...)", apiVersion)
 		return
 	}
-	known := (group == groupImage && (kind == KindImageRepository || kind == KindImagePolicy || kind == KindImageUpdateAutomation)) ||
-		(group == groupSource && kind == KindGitRepository)
+	known := slices.Contains(readKinds[group], kind)
 	if s.obj.Namespace == "" {
 		s.obj.Namespace = DefaultNamespace
 		if known {
@@ -534,38 +576,8 @@ func (l *loader) object(s *source) {
 			"%s: Flux puts the objects of %s in namespace %s, whatever their files say; imagebump reads them as their files say, so image policies there are named after those namespaces: set metadata.namespace: %s in them (or a kustomization's namespace:) so that markers name the same policies under both",
 			tn, orDefault(s.str("spec.path"), "its path"), tn, tn)
 	}
-	for g, kinds := range readKinds {
-		if !known && slices.Contains(kinds, kind) && group != g {
-			// images.toolkit.fluxcd.io, from the CRD's name, say.
-			l.p.fail(s.obj, "apiVersion", s.obj.Line, nil, "%q: %s is in group %s (apiVersion: %s/v1)", printable.Cut(apiVersion, 80), kind, g, g)
-			return
-		}
-	}
-	// A list of objects (kubectl get's dump) is no misspelt kind.
-	listOf := strings.TrimSuffix(kind, "List")
-	if !known && listOf != kind && slices.Contains(readKinds[group], listOf) {
-		l.p.note(Warning, s.obj, "", s.obj.Line, "a %s is not read: its items are, written as a kind: List (kubectl get -o yaml writes that)", kind)
-		return
-	}
-	if !known && (group == groupImage || group == groupSource && ignoredKinds[kind] == "") {
-		// The image group has the three kinds imagebump reads and no
-		// other; in the source group, one near GitRepository is taken
-		// for it misspelt. Flux's API server would refuse them too.
-		if want := closest(kind, readKinds[group]); want != "" || group == groupImage {
-			hint := ""
-			if want != "" {
-				hint = fmt.Sprintf(" (did you mean %s?)", want)
-			}
-			l.p.fail(s.obj, "kind", s.obj.Line, nil, "%q is no kind of %s%s: it has %s", kind, group, hint, strings.Join(readKinds[group], ", "))
-			return
-		}
-	}
 	if !known {
-		why := ignoredKinds[kind]
-		if why == "" {
-			why = "not part of image automation"
-		}
-		l.set.Report.Ignored = append(l.set.Report.Ignored, Ignored{Object: s.obj, Reason: why})
+		l.unread(s, apiVersion, group, kind)
 		return
 	}
 	if s.obj.Name == "" {

@@ -1,11 +1,11 @@
 package flux
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -22,6 +22,9 @@ type rootedFS struct {
 	filesys.FileSystem
 	root string   // absolute, symbolic links resolved
 	read []string // the files read, in order, each once
+	// objects are the bytes of the files read that mention Flux's API
+	// domain, by path: where the built objects were written.
+	objects map[string][]byte
 }
 
 // newRootedFS confines kustomize to the checkout holding path.
@@ -129,8 +132,15 @@ func (f *rootedFS) ReadFile(p string) ([]byte, error) {
 		return nil, err
 	}
 	data, err := f.FileSystem.ReadFile(p)
-	if err == nil && !slices.Contains(f.read, p) {
+	if _, seen := f.objects[p]; err == nil && !seen {
+		if f.objects == nil {
+			f.objects = map[string][]byte{}
+		}
 		f.read = append(f.read, p)
+		f.objects[p] = nil
+		if bytes.Contains(data, []byte(fluxDomain)) {
+			f.objects[p] = data
+		}
 	}
 	return data, err
 }
