@@ -440,6 +440,16 @@ func isLooseName(name string) bool {
 // working copy has one writer, and Close folds only once it is done).
 const staleAge = time.Hour
 
+// fanOuts are the names of the 256 folders loose objects go in, by the
+// first byte of their name: 00 to ff.
+var fanOuts = func() []string {
+	out := make([]string, 256)
+	for i := range out {
+		out[i] = fmt.Sprintf("%02x", i)
+	}
+	return out
+}()
+
 // listLoose returns the loose objects of the objects folder dir, and the
 // paths of the temporary files and pack indexes without a pack older than
 // staleAge in it and in its pack folder.
@@ -450,8 +460,7 @@ func listLoose(dir string) (hashes []plumbing.Hash, temps []string, err error) {
 			temps = append(temps, filepath.Join(folder, e.Name()))
 		}
 	}
-	for i := range 256 {
-		fan := fmt.Sprintf("%02x", i)
+	for _, fan := range fanOuts {
 		entries, err := os.ReadDir(filepath.Join(dir, fan))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -552,8 +561,8 @@ func removeMultiPackIndex(dir string) error {
 
 // removeEmptyFanout removes the objects/xx folders a fold emptied.
 func removeEmptyFanout(dir string) {
-	for i := range 256 {
-		_ = os.Remove(filepath.Join(dir, fmt.Sprintf("%02x", i))) // only when empty
+	for _, fan := range fanOuts {
+		_ = os.Remove(filepath.Join(dir, fan)) // only when empty
 	}
 }
 

@@ -56,7 +56,7 @@ func leftTemp(e os.DirEntry, now time.Time, age time.Duration) bool {
 func (r *Repo) removeLeftLocks(ctx context.Context) error {
 	for _, name := range []string{"index.lock", "shallow.lock"} {
 		path := filepath.Join(r.dir, ".git", name)
-		left, err := r.waitLeft(ctx, path, "a lock")
+		left, err := r.waitLeft(ctx, path, "a lock", "lock")
 		if err != nil {
 			return err
 		}
@@ -69,8 +69,8 @@ func (r *Repo) removeLeftLocks(ctx context.Context) error {
 
 // waitLeft reports whether the file at path is there and left by a killed
 // cycle, waiting up to leftAge for a young one to settle or go. what names
-// the file in the log line ("a lock").
-func (r *Repo) waitLeft(ctx context.Context, path, what string) (bool, error) {
+// the file in the log line ("a lock"), and key its attribute there.
+func (r *Repo) waitLeft(ctx context.Context, path, what, key string) (bool, error) {
 	first, err := os.Lstat(path)
 	if err != nil {
 		return false, nil // not there
@@ -82,10 +82,6 @@ func (r *Repo) waitLeft(ctx context.Context, path, what string) (bool, error) {
 	}
 	if settled(first.ModTime(), time.Now(), leftAge) {
 		return true, nil
-	}
-	key := "file"
-	if what == "a lock" {
-		key = "lock" // as before temporary files were waited for too
 	}
 	r.log.Info("waiting for "+what+" in the working copy to settle or go: it changed in the last "+leftAge.String(), key, path)
 	deadline := time.Now().Add(leftAge)
@@ -141,18 +137,14 @@ func (r *Repo) removeLeftParts(packDir string) []string {
 // meanwhile fails the cycle, with the working copy left as it is.
 func (r *Repo) waitYoungTemps(ctx context.Context) error {
 	objects := filepath.Join(r.dir, filepath.FromSlash(objectsDir))
-	folders := []string{"pack"}
-	for i := range 256 {
-		folders = append(folders, fmt.Sprintf("%02x", i))
-	}
 	now := time.Now()
-	for _, f := range folders {
+	for _, f := range append([]string{"pack"}, fanOuts...) {
 		entries, _ := os.ReadDir(filepath.Join(objects, f))
 		for _, e := range entries {
 			if !strings.HasPrefix(e.Name(), "tmp_") || !e.Type().IsRegular() || leftTemp(e, now, leftAge) {
 				continue
 			}
-			if _, err := r.waitLeft(ctx, filepath.Join(objects, f, e.Name()), "a temporary file of git's"); err != nil {
+			if _, err := r.waitLeft(ctx, filepath.Join(objects, f, e.Name()), "a temporary file of git's", "file"); err != nil {
 				return err
 			}
 		}

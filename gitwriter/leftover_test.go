@@ -33,6 +33,20 @@ func setLeftAge(t *testing.T, d time.Duration) {
 	t.Cleanup(func() { leftAge = saved })
 }
 
+// keepWriting writes the file at path every 20 ms, a byte longer each
+// time, as a running git writes its lock or part of a pack, until stop
+// closes.
+func keepWriting(path string, stop <-chan struct{}) {
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+		os.WriteFile(path, []byte(strings.Repeat("x", i)), 0o644)
+	}
+}
+
 func TestSettled(t *testing.T) {
 	now := time.Date(2026, 12, 4, 23, 0, 0, 0, time.UTC)
 	for _, tt := range []struct {
@@ -76,16 +90,7 @@ func TestLeftLocks(t *testing.T) {
 					time.Sleep(100 * time.Millisecond)
 					os.Remove(lock)
 				}},
-				{name: "in use", wantErr: true, hold: func(lock string, stop <-chan struct{}) {
-					for i := 0; ; i++ {
-						select {
-						case <-stop:
-							return
-						case <-time.After(20 * time.Millisecond):
-						}
-						os.WriteFile(lock, []byte(strings.Repeat("x", i)), 0o644)
-					}
-				}},
+				{name: "in use", wantErr: true, hold: keepWriting},
 				// As git takes a lock: a new file each time, once the
 				// last one is renamed or removed.
 				{name: "in use, made again", wantErr: true, hold: func(lock string, stop <-chan struct{}) {
@@ -267,16 +272,7 @@ func TestRecloneWaitsForTemps(t *testing.T) {
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
 			if tt.busy {
-				wg.Go(func() {
-					for i := 0; ; i++ {
-						select {
-						case <-stop:
-							return
-						case <-time.After(20 * time.Millisecond):
-						}
-						os.WriteFile(temp, []byte(strings.Repeat("x", i)), 0o444)
-					}
-				})
+				wg.Go(func() { keepWriting(temp, stop) })
 			}
 			r, err := Open(t.Context(), Options{URL: fileURL(other), Branch: "main", Workdir: wd, Logger: logger})
 			took := time.Since(fi.ModTime())
