@@ -376,17 +376,10 @@ func nearMiss(src []byte) bool {
 // or where no scalar is. That the file is not YAML is not reported (it may
 // be anything named .yaml), and nothing is changed.
 func (r *run) nearMissFile(j job, src []byte) {
-	out := rewrite(j.rel, src, env{known: r.env.known})
-	var problems []Problem
-	for _, p := range out.static {
+	for _, p := range rewrite(j.rel, src, env{known: r.env.known}).static {
 		if se := (*SyntaxError)(nil); !errors.As(p.Err, &se) {
-			problems = append(problems, p)
+			r.problem(p)
 		}
-	}
-	if len(problems) > 0 {
-		r.mu.Lock()
-		r.res.Problems = append(r.res.Problems, problems...)
-		r.mu.Unlock()
 	}
 }
 
