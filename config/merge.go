@@ -13,9 +13,10 @@ import (
 // a webhook) or a
 // registry host given in both with different settings is an error naming
 // both files: one source must own it. The result's targets are all in
-// TargetList; its File is a's.
+// TargetList; its File and its flux source (flux:, which says where b may
+// have come from) are a's.
 func Merge(a, b *Config) (*Config, error) {
-	c := &Config{File: a.File, images: map[string]int{}}
+	c := &Config{File: a.File, Flux: a.Flux, images: map[string]int{}}
 	var errs []error
 	for _, src := range []*Config{b, a} {
 		if src.MaxFileSize != "" {

@@ -852,13 +852,12 @@ func (r *initRun) planCommand() (cmd string, fluxNote bool) {
 	}
 	var named []string // flux.paths, as the config resolves them
 	var secrets string
-	if r.configData != nil {
-		if c, err := config.Load(r.configPath); err == nil && c.Flux != nil {
-			named, secrets = c.Flux.Paths, c.Flux.Secrets
-		}
+	if r.cfg != nil && r.cfg.Flux != nil {
+		named, secrets = r.cfg.Flux.Paths, r.cfg.Flux.Secrets
 	}
 	for _, p := range r.o.global.Flux {
-		if !slices.ContainsFunc(named, func(n string) bool { return sameFile(n, p) }) {
+		// As the loader reads a path once when it is in one of them.
+		if !slices.ContainsFunc(named, func(n string) bool { return inside(p, n) }) {
 			cmd += " --flux " + shellWord(p)
 			fluxNote = true
 		}
