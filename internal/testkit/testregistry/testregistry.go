@@ -293,7 +293,7 @@ func Start(t testing.TB, opts Options) *Server {
 		if err != nil {
 			t.Fatalf("testregistry: %v", err)
 		}
-		cfg.addr = "127.0.0.1:" + strconv.Itoa(port)
+		cfg.addr, cfg.instance = "127.0.0.1:"+strconv.Itoa(port), randomHex(8)
 		host := cfg.addr
 		if opts.Token {
 			host = "localhost:" + strconv.Itoa(port)
@@ -360,7 +360,7 @@ func (s *Server) run(t testing.TB, bin, dir string, cfg config) error {
 		<-exited
 	}
 
-	if err := s.waitReady(exited); err != nil {
+	if err := s.waitReady(exited, cfg.instance); err != nil {
 		stop()
 		tail := logTail(s.LogFile)
 		if bytes.Contains(tail, []byte("address already in use")) {
@@ -379,9 +379,15 @@ func (s *Server) run(t testing.TB, bin, dir string, cfg config) error {
 	return nil
 }
 
+// instanceHeader carries a registry's config.instance in its answers.
+const instanceHeader = "X-Testregistry-Instance"
+
 // waitReady polls GET /v2/ until the registry answers 200 or 401, the
-// process exits, or readyTimeout passes.
-func (s *Server) waitReady(exited <-chan struct{}) error {
+// process exits, or readyTimeout passes. Only an answer that carries
+// instance counts: a port taken between freePort and the bind (by another
+// test's registry, in parallel) answers too, and this process then exits
+// for the address in use.
+func (s *Server) waitReady(exited <-chan struct{}, instance string) error {
 	client := &http.Client{Transport: s.Transport, Timeout: 2 * time.Second}
 	deadline := time.Now().Add(readyTimeout)
 	var last error
@@ -394,10 +400,14 @@ func (s *Server) waitReady(exited <-chan struct{}) error {
 		resp, err := client.Get(s.URL + "/v2/")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
+			switch {
+			case resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusUnauthorized:
+				err = fmt.Errorf("GET /v2/ answered %s", resp.Status)
+			case resp.Header.Get(instanceHeader) != instance:
+				err = errors.New("GET /v2/ was answered by another process on the port")
+			default:
 				return nil
 			}
-			err = fmt.Errorf("GET /v2/ answered %s", resp.Status)
 		}
 		last = err
 		if time.Now().After(deadline) {
@@ -480,8 +490,11 @@ func writeHtpasswd(path, user, pass string) error {
 
 // config is what Start varies in a registry's YAML config.
 type config struct {
-	version        Version
-	addr           string
+	version Version
+	addr    string
+	// instance is sent back in every answer's instanceHeader: it tells
+	// this process's answers from another's on the same port.
+	instance       string
 	root           string
 	inMemory       bool
 	certFile       string
@@ -500,6 +513,7 @@ func (c config) yaml() ([]byte, error) {
 		"secret": randomHex(16),
 		"headers": map[string]any{
 			"X-Content-Type-Options": []string{"nosniff"},
+			instanceHeader:           []string{c.instance},
 		},
 	}
 	if c.certFile != "" {
