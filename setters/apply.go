@@ -62,8 +62,9 @@ type Options struct {
 	// holding the old file's size and times, does not vouch for.
 	NoSync bool
 	// Workers is how many files are read and rewritten at once. Zero means
-	// runtime.GOMAXPROCS(0). The renames that end a run with Write set use
-	// at least 8 goroutines, as they mostly wait on the disk.
+	// runtime.GOMAXPROCS(0). The renames that end a run with Write set, and
+	// the reads of a scan that looks for the marker text without parsing,
+	// use at least 8 goroutines, as they mostly wait in the kernel.
 	Workers int
 	// OnEdit, if set, is called once per changed file with its old and new
 	// bytes (in a dry run too), after the file was written. Calls may come
@@ -454,6 +455,20 @@ func (r *run) rewriteFile(j job, src []byte, key *statKey) {
 // discard, freeing the replaced file's blocks is a synchronous discard. More
 // goroutines than cores overlap those waits.
 const commitWorkers = 8
+
+// scanWorkers is the least number of goroutines that read files for a
+// line scan (Index.Scan's full scan, Referenced). Their work is system
+// calls (open, fstat, read, close) and a search for the marker text: with
+// more readers than cores, the walk and the reads keep both cores busy
+// (a cold plan of 10,000 files on 2 cores: the scan took 64 ms with 2
+// readers, 55 ms with 8 and with 16; docs/benchmarks.md). Files are parsed
+// by workerCount goroutines, as parsing is CPU work.
+const scanWorkers = 8
+
+// scanBufKeep is the largest read buffer a scan's reader keeps between
+// files: a reader that read a larger file lets its buffer go, so that
+// scanWorkers readers do not each hold one of the largest files' size.
+const scanBufKeep = 256 << 10
 
 // syncs are how run.commit makes files durable; tests count the calls.
 var syncs = struct{ staged, renamed func([]*staged) error }{syncStaged, syncRenamed}

@@ -542,7 +542,7 @@ func (ix *Index) Scan(ctx context.Context, opts Options) error {
 // scanAll walks the tree as Apply does. ByStat reads only the files whose
 // stat key changed; ByBlob reads every file.
 func (ix *Index) scanAll(ctx context.Context, opts Options, root string, log *slog.Logger) error {
-	workers := workerCount(opts)
+	workers := max(workerCount(opts), scanWorkers)
 	start := racyNow()
 	r := &run{opts: opts, log: log, root: root, res: &Result{}}
 	seen := map[string]*fileEntry{}
@@ -576,6 +576,9 @@ func (ix *Index) scanAll(ctx context.Context, opts Options, root string, log *sl
 				var key statKey
 				err := scanReadFile(j.abs, &buf, limit, &key)
 				e, p := scanRead(j.rel, buf.Bytes(), err)
+				if buf.Cap() > scanBufKeep {
+					buf = bytes.Buffer{}
+				}
 				report(opts, e)
 				mu.Lock()
 				ix.read[j.rel] = true

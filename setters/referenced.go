@@ -27,7 +27,7 @@ func Referenced(ctx context.Context, opts Options) (References, error) {
 	if err != nil {
 		return nil, err
 	}
-	workers := workerCount(opts)
+	workers := max(workerCount(opts), scanWorkers)
 	r := &run{opts: opts, log: log, root: root, res: &Result{}}
 	refs := References{}
 	var mu sync.Mutex
@@ -50,6 +50,9 @@ func Referenced(ctx context.Context, opts Options) (References, error) {
 						opts.OnReference(p)
 					}
 				})
+				if buf.Cap() > scanBufKeep {
+					buf = bytes.Buffer{}
+				}
 			}
 			mu.Lock()
 			for p, n := range local {
