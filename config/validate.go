@@ -294,8 +294,9 @@ func checkImageName(s string) error {
 	return nil
 }
 
-// checkRepository checks an image repository without tag or digest.
-func checkRepository(s string) error {
+// CheckRepository checks an image repository without tag or digest, as an
+// image's repository field is checked: its registry's port must be a port.
+func CheckRepository(s string) error {
 	if strings.Contains(s, "@") {
 		return fmt.Errorf("%q has a digest; give the repository only", s)
 	}
@@ -356,7 +357,7 @@ func (v *validator) images() {
 			}
 		}
 		if v.require(p, "repository") && im.Repository != "" {
-			if err := checkRepository(im.Repository); err != nil {
+			if err := CheckRepository(im.Repository); err != nil {
 				v.add(v.at(p+".repository"), p+".repository", "%v", err)
 			}
 		}

@@ -176,7 +176,7 @@ func listTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 			}
 		}
 		repo, dropped := splitReference(o.Target)
-		if _, err := name.NewRepository(repo); err != nil {
+		if err := config.CheckRepository(repo); err != nil {
 			msg := fmt.Errorf("%q is neither a repository nor a policy in %s: %w", o.Target, configName(o.global, cfg), err)
 			return usageError(msg)
 		}

@@ -340,6 +340,29 @@ func TestTagsMistypedPolicy(t *testing.T) {
 	}
 }
 
+// TestTagsBadRepository: a repository no registry can serve is refused
+// at once, without a request: a port out of range used to be retried as a
+// network failure for seconds.
+func TestTagsBadRepository(t *testing.T) {
+	for _, tc := range []struct{ repo, want string }{
+		{"localhost:99999/foo/bar", "port 99999 is not between 1 and 65535"},
+		{"localhost:0/foo", "port 0 is not between 1 and 65535"},
+		{"https://ghcr.io/acme/app", "has a scheme"},
+		{"ghcr.io/Acme/app", "invalid repository"},
+	} {
+		t.Run(tc.repo, func(t *testing.T) {
+			start := time.Now()
+			_, stderr, code := runMain(t, "tags", tc.repo)
+			if code != ExitUsage || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "retrying") {
+				t.Errorf("exit %d, stderr %q; want a usage error saying %q, no retry", code, stderr, tc.want)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %s: was the registry asked?", d)
+			}
+		})
+	}
+}
+
 // TestDidYouMean: a policy name a typo away is suggested; a name far from
 // every policy (redis:7.2, a Docker Hub repository and tag, beside a
 // policy redis:cache) is not, so tags lists that repository.
