@@ -144,6 +144,9 @@ type Run struct {
 	// Error says why run stopped before any target's cycle (the config,
 	// --target); targets is then empty, and the exit code is not 0.
 	Error string `json:"error,omitempty"`
+	// Problems are the config's problems, with their places, when the
+	// config was refused; absent otherwise.
+	Problems []Problem `json:"problems,omitempty"`
 }
 
 // Target is one target's cycle.

@@ -168,9 +168,12 @@ func addPlanFlags(cmd *cobra.Command, o *PlanOptions) {
 
 func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 	// Stopped before it had a result (the config, the clone): any failure.
-	return jsonOnFailure(ctx, planOrApply(ctx, o, stdout), o.Output, false, stdout, func(msg string) error {
+	return jsonOnFailure(ctx, planOrApply(ctx, o, stdout), o.Output, false, stdout, func(msg string, err error) error {
 		out := report.NewPlan(&cycle.Report{}, false)
 		out.Error = msg
+		if ps := loadProblems(err); ps != nil {
+			out.Problems = ps
+		}
 		return encodeJSON(stdout, out)
 	})
 }
@@ -180,13 +183,14 @@ func runPlan(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 // message goes to stderr: any failure, or with usageOnly the refusals of
 // exit 64 alone (a failure later wrote the document already). write
 // writes the document holding msg, the error as the user reads it (an
-// interrupt names its signal). It returns err, or write's error.
-func jsonOnFailure(ctx context.Context, err error, output string, usageOnly bool, stdout io.Writer, write func(msg string) error) error {
+// interrupt names its signal), and may read the error itself (a config's
+// problems, with their places). It returns err, or write's error.
+func jsonOnFailure(ctx context.Context, err error, output string, usageOnly bool, stdout io.Writer, write func(msg string, err error) error) error {
 	var ee *exitError
 	if output != "json" || !errors.As(err, &ee) || usageOnly && ee.code != ExitUsage {
 		return err
 	}
-	if werr := write(describe(ctx, ee.err)); werr != nil {
+	if werr := write(describe(ctx, ee.err), ee.err); werr != nil {
 		return werr
 	}
 	return err

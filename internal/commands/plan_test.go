@@ -552,6 +552,67 @@ git: {url: "file://`+filepath.Join(dir, "missing.git")+`", branch: main}
 	}
 }
 
+// TestJSONConfigProblems: a refused config's problems are in plan's,
+// apply's and run's documents one by one, with file, line and column, as
+// validate -o json gives them (they came as one joined error string); so
+// are a Flux object's. A failure that is no config problem adds none.
+func TestJSONConfigProblems(t *testing.T) {
+	dir := t.TempDir()
+	bad := writeFile(t, dir, "bad.yaml", `images:
+  - name: apps:web
+    repository: localhost:99999/web
+    policy: {semver: ">=1"}
+  - name: apps:api
+    repository: ghcr.io/acme/api
+    policy: {semverr: ">=1"}
+`)
+	fluxDir := filepath.Join(dir, "flux")
+	writeFile(t, fluxDir, "policy.yaml", "apiVersion: image.toolkit.fluxcd.io/v1beta2\nkind: ImagePolcy\nmetadata: {name: web}\n")
+	repo := t.TempDir()
+	want := []report.Problem{
+		{File: bad, Line: 3, Column: 17},
+		{File: bad, Line: 7, Column: 14},
+	}
+	type doc struct {
+		Error    string           `json:"error"`
+		Problems []report.Problem `json:"problems"`
+	}
+	check := func(t *testing.T, args []string, want []report.Problem) {
+		t.Helper()
+		out, stderr, code := runMain(t, args...)
+		var d doc
+		if err := json.Unmarshal([]byte(out), &d); err != nil || code != ExitUsage || d.Error == "" {
+			t.Fatalf("exit %d, document %q (%v)\n%s", code, out, err, stderr)
+		}
+		if len(d.Problems) != len(want) {
+			t.Fatalf("problems %+v, want %d", d.Problems, len(want))
+		}
+		for i, p := range d.Problems {
+			w := want[i]
+			if p.File != w.File || p.Line != w.Line || p.Column != w.Column || !strings.HasPrefix(p.Message, fmt.Sprintf("%s:%d", w.File, w.Line)) {
+				t.Errorf("problem %d is %+v, want %s:%d:%d", i, p, w.File, w.Line, w.Column)
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"plan", "-c", bad, "--repo", repo, "-o", "json"},
+		{"apply", "-c", bad, "--repo", repo, "-o", "json"},
+		{"run", "-c", bad, "-o", "json"},
+	} {
+		t.Run(args[0], func(t *testing.T) { check(t, args, want) })
+	}
+	t.Run("flux", func(t *testing.T) {
+		check(t, []string{"plan", "--flux", fluxDir, "--repo", repo, "-o", "json"}, []report.Problem{{File: filepath.Join(fluxDir, "policy.yaml"), Line: 1}})
+	})
+	t.Run("not a config problem", func(t *testing.T) {
+		out, _, code := runMain(t, "plan", "-c", bad+".missing", "--repo", repo, "-o", "json")
+		var d doc
+		if err := json.Unmarshal([]byte(out), &d); err != nil || code != ExitUsage || d.Error == "" || len(d.Problems) != 0 {
+			t.Errorf("exit %d, document %s (%v); want an error and no problems", code, out, err)
+		}
+	})
+}
+
 // TestPlanDiffInGitTree: with --repo a folder inside a Git working tree,
 // plan -o diff writes paths from the tree's top, as git diff does, so that
 // git apply takes the patch from the top or from the folder (with paths

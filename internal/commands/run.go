@@ -79,8 +79,8 @@ Exit 0 when every target succeeded, 1 when any policy, file or target failed
 
 func runRun(ctx context.Context, o *RunOptions, stdout io.Writer) error {
 	// Refused before any cycle (the config, --target).
-	return jsonOnFailure(ctx, runTargets(ctx, o, stdout), o.Output, true, stdout, func(msg string) error {
-		return encodeJSON(stdout, report.Run{Version: report.Version, Targets: []report.Target{}, Error: msg})
+	return jsonOnFailure(ctx, runTargets(ctx, o, stdout), o.Output, true, stdout, func(msg string, err error) error {
+		return encodeJSON(stdout, report.Run{Version: report.Version, Targets: []report.Target{}, Error: msg, Problems: loadProblems(err)})
 	})
 }
 

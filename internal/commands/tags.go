@@ -135,7 +135,7 @@ type TagsReport struct {
 func runTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 	// Refused before asking the registry (the config, the argument, the
 	// rule).
-	return jsonOnFailure(ctx, listTags(ctx, o, stdout), o.Output, true, stdout, func(msg string) error {
+	return jsonOnFailure(ctx, listTags(ctx, o, stdout), o.Output, true, stdout, func(msg string, _ error) error {
 		rep := TagsReport{Error: msg}
 		if strings.Contains(o.Target, ":") && !strings.Contains(o.Target, "/") {
 			rep.Policy = o.Target // NAMESPACE:NAME, a policy's name

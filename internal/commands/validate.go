@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/flux"
 	"github.com/imagebump/imagebump/cycle"
 	"github.com/imagebump/imagebump/internal/cloudhost"
 	"github.com/imagebump/imagebump/internal/printable"
@@ -269,10 +270,28 @@ func configProblems(err error) []report.Problem {
 			out = append(out, report.Problem{File: ce.File, Line: ce.Line, Column: ce.Column, Message: ce.Error()})
 			return
 		}
+		var fe *flux.Error
+		if errors.As(err, &fe) {
+			out = append(out, report.Problem{File: fe.Object.File, Line: fe.Line, Message: fe.Error()})
+			return
+		}
 		out = append(out, report.Problem{Message: err.Error()})
 	}
 	walk(err)
 	return out
+}
+
+// loadProblems is configProblems for an error holding a config's
+// problems (its file's, or its Flux objects'), and nil for any other:
+// plan's and run's JSON documents list them with their places, as
+// validate's does.
+func loadProblems(err error) []report.Problem {
+	var ce *config.Error
+	var fe *flux.Error
+	if !errors.As(err, &ce) && !errors.As(err, &fe) {
+		return nil
+	}
+	return configProblems(err)
 }
 
 // exampleNames names up to three of the config's image policies, for a
