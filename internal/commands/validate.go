@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/imagebump/imagebump/config"
-	"github.com/imagebump/imagebump/flux"
 	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/flux"
 	"github.com/imagebump/imagebump/internal/cloudhost"
 	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/report"
