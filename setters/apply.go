@@ -87,8 +87,11 @@ type Options struct {
 	// text but mention $imagepolicy in another case or without its
 	// quotes, and report each comment there meant as a marker: malformed
 	// ({"$imagePolicy": ...}) or not. Such a file is never changed: Flux,
-	// like Apply otherwise, skips it. validate sets it; an Apply with an
-	// Index ignores it.
+	// like Apply otherwise, skips it. It also makes Apply read the files
+	// it does not scan, by their names (a Dockerfile, a .json), but for
+	// binary and prose files (.md, .txt, ...), and list in
+	// Result.Elsewhere those that mention $imagepolicy. validate sets it;
+	// an Apply with an Index ignores it.
 	NearMisses bool
 	// Index, when set, is the marker index of Root (see Index): Apply
 	// reads only the files whose markers would change and serves the
@@ -191,6 +194,11 @@ type Result struct {
 	FilesWithMarkers int
 	// FilesChanged lists the files written (or, in a dry run, that would be).
 	FilesChanged []string
+	// Elsewhere lists, with Options.NearMisses, the files that mention
+	// $imagepolicy (in any case) but are not scanned, as their names are
+	// not those of YAML files, each at its first mention: a marker there
+	// is never updated. They are not in Problems.
+	Elsewhere []Problem
 }
 
 // Errors Apply reports as Problems for files it will not read.
@@ -235,11 +243,15 @@ func Apply(ctx context.Context, opts Options) (*Result, error) {
 				if ctx.Err() != nil {
 					continue // drain
 				}
+				if j.other {
+					r.otherFile(j, &buf)
+					continue
+				}
 				r.file(j, &buf)
 			}
 		})
 	}
-	w := &walker{ctx: ctx, root: root, jobs: jobs, log: log, run: r}
+	w := &walker{ctx: ctx, root: root, jobs: jobs, log: log, run: r, others: opts.NearMisses}
 	w.walk(opts.Paths)
 	close(jobs)
 	wg.Wait()
@@ -300,7 +312,12 @@ type run struct {
 }
 
 // job is one file to read: rel is its real path relative to the root.
-type job struct{ rel, abs string }
+// job is one file for a worker. other marks a file that is not scanned,
+// read for Options.NearMisses only.
+type job struct {
+	rel, abs string
+	other    bool
+}
 
 func (r *run) problem(p Problem) {
 	r.mu.Lock()
@@ -359,17 +376,58 @@ var nearKey = []byte(markerKey[1:])
 
 // nearMiss reports whether src mentions $imagepolicy in any case, as a
 // file that lacks the marker text (token) may in a misspelt marker.
-func nearMiss(src []byte) bool {
+func nearMiss(src []byte) bool { return nearIndex(src) >= 0 }
+
+// nearIndex is the offset of the first $imagepolicy in src, in any case,
+// or -1.
+func nearIndex(src []byte) int {
 	for i := 0; ; {
 		d := bytes.IndexByte(src[i:], '$')
 		if d < 0 {
-			return false
+			return -1
 		}
 		i += d + 1
 		if len(src)-i >= len(nearKey) && bytes.EqualFold(src[i:i+len(nearKey)], nearKey) {
-			return true
+			return i - 1
 		}
 	}
+}
+
+// ErrNotScanned is the error of a Result.Elsewhere entry.
+var ErrNotScanned = errors.New("$imagepolicy is mentioned in a file that is never scanned for markers: only YAML files are (named *.yaml, *.yml or Kustomization), as Flux reads them, so a marker here is never updated; move the image reference into a YAML file, or ignore this if the mention is no marker")
+
+// otherFile reads a file that is not scanned, for Options.NearMisses, and
+// lists it in Result.Elsewhere when it mentions $imagepolicy. A file
+// over the size limit, or binary (a NUL in its first 8000 bytes, as git
+// tells), is left unread or unreported.
+func (r *run) otherFile(j job, buf *bytes.Buffer) {
+	limit := maxFileSize(r.opts)
+	if fi, err := os.Lstat(j.abs); err != nil || !fi.Mode().IsRegular() || (limit > 0 && fi.Size() > limit) {
+		return
+	}
+	if readFile(j.abs, buf, limit) != nil {
+		return
+	}
+	src := buf.Bytes()
+	at := nearIndex(src)
+	if at < 0 || bytes.IndexByte(src[:min(len(src), 8000)], 0) >= 0 {
+		return
+	}
+	line := 1 + bytes.Count(src[:at], []byte("\n"))
+	r.mu.Lock()
+	r.res.Elsewhere = append(r.res.Elsewhere, Problem{File: j.rel, Line: line, Err: ErrNotScanned})
+	r.mu.Unlock()
+}
+
+// prose reports whether a file's name is that of a text for people
+// (.md, .txt, ...), which may show a marker as an example: NearMisses
+// does not read it.
+func prose(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".md", ".markdown", ".mdx", ".txt", ".rst", ".adoc", ".asciidoc", ".html", ".htm", ".org":
+		return true
+	}
+	return false
 }
 
 // nearMissFile reports the comments meant as markers in src, a file that
@@ -558,6 +616,7 @@ func (r *run) sort() {
 	})
 	slices.Sort(res.FilesChanged)
 	slices.Sort(res.Stale)
+	slices.SortFunc(res.Elsewhere, func(a, b Problem) int { return strings.Compare(a.File, b.File) })
 }
 
 // sortMarkers orders markers by file, line and column.
@@ -602,6 +661,9 @@ type walker struct {
 	// unreadFolder is set when a folder could not be read: files under it
 	// were not seen.
 	unreadFolder bool
+	// others makes the walk send the regular files that are not scanned
+	// too, as jobs marked other (Options.NearMisses), but for prose.
+	others bool
 }
 
 // rel returns the slash-separated path of abs relative to the root.
@@ -752,6 +814,11 @@ func (w *walker) dir(top string) {
 			}
 		case d.Type().IsRegular() && staleTemp(d.Name()):
 			w.removeStale(p, d)
+		case d.Type().IsRegular() && w.others && !prose(d.Name()):
+			select {
+			case w.jobs <- job{rel: w.rel(p), abs: p, other: true}:
+			case <-w.ctx.Done():
+			}
 		}
 		return nil
 	})

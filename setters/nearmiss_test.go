@@ -95,3 +95,59 @@ func TestNearMiss(t *testing.T) {
 		}
 	}
 }
+
+// TestElsewhere: with NearMisses, files that are never scanned by their
+// names (a Dockerfile, a .json, a Helm template) but mention $imagepolicy
+// are listed at their first mention, outside Problems, and left alone;
+// prose (.md), binary files, files over the size limit, files that do not
+// mention it and YAML files are not listed. Without NearMisses none is
+// read.
+func TestElsewhere(t *testing.T) {
+	files := map[string]string{
+		"app/Dockerfile":                "FROM alpine\nFROM ghcr.io/acme/app:1.4.2 # {\"$imagepolicy\": \"apps:app\"}\n",
+		"app/values.json":               "{\"image\": \"app:1\", \"$ImagePolicy\": \"apps:app\"}\n",
+		"chart/templates/d.yaml.gotmpl": "a: b\n\nimage: {{ .img }} # {\"$imagepolicy\": \"apps:app\"}\n",
+		"README.md":                     "Write # {\"$imagepolicy\": \"ns:name\"} after the image.\n",
+		"docs/notes.TXT":                "$imagepolicy\n",
+		"bin/blob":                      "\x00\x01$imagepolicy\n",
+		"big.json":                      strings.Repeat(" ", 200) + "$imagepolicy\n",
+		"plain.json":                    "{\"image\": \"app:1\"}\n",
+		"d.yaml":                        "image: ghcr.io/acme/app:1.4.2 # {\"$imagepolicy\": \"apps:app\"}\n",
+	}
+	images := map[string]Image{"apps:app": {Repository: "ghcr.io/acme/app", Tag: "1.5.0"}}
+	for _, tt := range []struct {
+		name       string
+		nearMisses bool
+		want       []string
+	}{
+		{"without NearMisses", false, nil},
+		{"with NearMisses", true, []string{
+			"app/Dockerfile:2: " + ErrNotScanned.Error(),
+			"app/values.json:1: " + ErrNotScanned.Error(),
+			"chart/templates/d.yaml.gotmpl:3: " + ErrNotScanned.Error(),
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeRepo(t, files)
+			res, err := Apply(context.Background(), Options{Root: dir, Images: images, Write: true, NearMisses: tt.nearMisses, MaxFileSize: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(problemLines(res.Elsewhere), tt.want); diff != "" {
+				t.Errorf("elsewhere (-got +want):\n%s", diff)
+			}
+			if len(res.Problems) != 0 || res.FilesScanned != 1 || len(res.Changes) != 1 {
+				t.Errorf("problems %v, %d files scanned, changes %v; want d.yaml's change alone", res.Problems, res.FilesScanned, res.Changes)
+			}
+			for name, before := range files {
+				got, err := os.ReadFile(filepath.Join(dir, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if name != "d.yaml" && string(got) != before {
+					t.Errorf("%s changed: %q", name, got)
+				}
+			}
+		})
+	}
+}

@@ -282,6 +282,9 @@ targets:
 	writeFile(t, badRepo, "a.yaml", "x: 1\nimage: ghcr.io/acme/web:1 # {\"$imagepolicy\": \"apps:wbe\"}\n")
 	misspelt := filepath.Join(dir, "misspelt")
 	writeFile(t, misspelt, "a.yaml", "x: 1\nimage: ghcr.io/acme/web:1 # {\"$imagePolicy\": \"apps:web\"}\n")
+	dockerfile := filepath.Join(dir, "dockerfile")
+	writeFile(t, dockerfile, "a.yaml", "image: ghcr.io/acme/web:1 # {\"$imagepolicy\": \"apps:web\"}\n")
+	writeFile(t, dockerfile, "Dockerfile", "FROM ghcr.io/acme/web:1 # {\"$imagepolicy\": \"apps:web\"}\n")
 
 	tests := []struct {
 		name     string
@@ -298,6 +301,9 @@ targets:
 		{name: "marker naming an unknown policy", args: []string{"validate", "-c", good, "--repo", badRepo}, wantCode: ExitUsage, want: []string{"a.yaml:2", "apps:wbe"}},
 		// The file lacks the text "$imagepolicy": plan skips it, as Flux.
 		{name: "a misspelt marker alone in its file", args: []string{"validate", "-c", good, "--repo", misspelt}, wantCode: ExitUsage, want: []string{"0 markers", `a.yaml:2: malformed marker {"$imagePolicy": "apps:web"}: unknown key "$imagePolicy"`}},
+		// Flux reads YAML files alone: a warning, as the mention may be
+		// no marker.
+		{name: "a marker in a Dockerfile", args: []string{"validate", "-c", good, "--repo", dockerfile}, want: []string{"1 marker in 1 of 1 YAML files", "warning: Dockerfile:1: $imagepolicy is mentioned in a file that is never scanned"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

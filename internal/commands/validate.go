@@ -227,6 +227,12 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 				fmt.Fprintf(&b, "warning: %s: %s\n", pos, msg)
 			}
 		}
+		// Marker text where no marker is read (a Dockerfile, a .json):
+		// Flux's rule, so a warning, as the mention may be no marker.
+		for _, p := range res.Elsewhere {
+			out.Warnings = append(out.Warnings, report.Problem{File: p.File, Line: p.Line, Message: p.Error()})
+			fmt.Fprintf(&b, "warning: %s\n", printable.Message(p.Error()))
+		}
 		for _, p := range res.Problems {
 			out.Problems = append(out.Problems, report.Problem{File: p.File, Line: p.Line, Policy: p.Policy, Message: p.Error()})
 			fmt.Fprintf(&b, "error: %s\n", printable.Message(p.Error()))
