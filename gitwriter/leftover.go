@@ -2,10 +2,12 @@ package gitwriter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/imagebump/imagebump/internal/retry"
@@ -136,12 +138,17 @@ func (r *Repo) removeLeftParts(packDir string) []string {
 // young file is waited for as a lock is (waitLeft), and one that changes
 // meanwhile fails the cycle, with the working copy left as it is.
 func (r *Repo) waitYoungTemps(ctx context.Context) error {
+	if pid, ok := gcRunning(r.dir, time.Now()); ok {
+		return fmt.Errorf("git gc is running in the working copy (process %d, named in .git/gc.pid); imagebump's working copy is its own, so stop it or let it end; the next cycle looks again", pid)
+	}
 	objects := filepath.Join(r.dir, filepath.FromSlash(objectsDir))
 	now := time.Now()
 	for _, f := range append([]string{"pack"}, fanOuts...) {
 		entries, _ := os.ReadDir(filepath.Join(objects, f))
 		for _, e := range entries {
-			if !strings.HasPrefix(e.Name(), "tmp_") || !e.Type().IsRegular() || leftTemp(e, now, leftAge) {
+			// tmp_*: a fetch's or a commit's; .tmp-*: a repack's packs.
+			temp := strings.HasPrefix(e.Name(), "tmp_") || strings.HasPrefix(e.Name(), ".tmp-")
+			if !temp || !e.Type().IsRegular() || leftTemp(e, now, leftAge) {
 				continue
 			}
 			if _, err := r.waitLeft(ctx, filepath.Join(objects, f, e.Name()), "a temporary file of git's", "file"); err != nil {
@@ -150,4 +157,46 @@ func (r *Repo) waitYoungTemps(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// gcStale is how old a gc.pid may be before git takes its gc as dead
+// whatever its process: git's own rule.
+const gcStale = 12 * time.Hour
+
+// gcRunning reports whether a git gc runs in the working copy at dir, and
+// its process: git writes .git/gc.pid ("PID HOST") when gc starts, before
+// it writes anything in the object store, and removes it when done. As
+// git does, a file older than gcStale is a dead gc's; so is one naming
+// this host and a process that is not running. A gc of another host (a
+// shared volume) is taken as running until the file is stale.
+func gcRunning(dir string, now time.Time) (int, bool) {
+	path := filepath.Join(dir, ".git", "gc.pid")
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || now.Sub(fi.ModTime()) > gcStale {
+		return 0, false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	var pid int
+	var host string
+	if n, _ := fmt.Sscanf(string(data), "%d %s", &pid, &host); n != 2 || pid <= 0 {
+		return 0, false
+	}
+	if me, err := os.Hostname(); err == nil && me != host {
+		return pid, true
+	}
+	return pid, processRunning(pid)
+}
+
+// processRunning reports whether a process with this pid runs here: a
+// signal 0 reaches it, or it is someone else's.
+func processRunning(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -252,6 +253,7 @@ func TestRecloneWaitsForTemps(t *testing.T) {
 		{name: "a commit's loose object, being written", temp: "3f/tmp_obj_Ab9", busy: true, wantErr: true},
 		{name: "a young loose object, left", temp: "3f/tmp_obj_Ab9"},
 		{name: "a young pack part, left", temp: "pack/tmp_idx_77"},
+		{name: "a repack's pack, being written", temp: "pack/.tmp-4242-pack-0a1b.pack", busy: true, wantErr: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			logger, logs := newLogger()
@@ -310,6 +312,74 @@ func TestRecloneWaitsForTemps(t *testing.T) {
 			}
 			if _, err := os.Lstat(temp); !os.IsNotExist(err) {
 				t.Errorf("%s is still there after the new clone (%v)", temp, err)
+			}
+		})
+	}
+}
+
+// TestRecloneWaitsForGC: a git gc someone runs in the working copy writes
+// .git/gc.pid at its start, long before it writes a pack; a re-clone then
+// fails the cycle, naming the process, and empties nothing. A gc.pid that
+// git itself would take as dead (its process gone, or 12 hours old) does
+// not stop it; one of another host does, until stale.
+func TestRecloneWaitsForGC(t *testing.T) {
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		pid     string
+		age     time.Duration
+		wantErr bool
+	}{
+		{name: "gc running here", pid: fmt.Sprintf("%d %s", os.Getpid(), host), wantErr: true},
+		{name: "gc on another host", pid: "4242 other-host.example", wantErr: true},
+		{name: "a killed gc", pid: fmt.Sprintf("%d %s", dead.Process.Pid, host)},
+		{name: "a stale gc.pid", pid: fmt.Sprintf("%d %s", os.Getpid(), host), age: 13 * time.Hour},
+		{name: "a stale gc.pid of another host", pid: "4242 other-host.example", age: 13 * time.Hour},
+		{name: "no pid in it", pid: "garbage"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			wd := t.TempDir()
+			openClose(t, Options{URL: fileURL(testgit.NewBare(t, seed)), Branch: "main", Workdir: wd})
+			mine := filepath.Join(wd, ".git", "operator-notes")
+			write(t, mine, "a file only this working copy has")
+			pidFile := filepath.Join(wd, ".git", "gc.pid")
+			write(t, pidFile, tt.pid)
+			if tt.age > 0 {
+				old := time.Now().Add(-tt.age)
+				if err := os.Chtimes(pidFile, old, old); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := Open(t.Context(), Options{URL: fileURL(testgit.NewBare(t, seed)), Branch: "main", Workdir: wd})
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				if !r.Cloned() {
+					t.Error("Open did not clone the other URL afresh")
+				}
+				return
+			}
+			if err == nil {
+				r.Close()
+				t.Fatal("Open emptied the working copy while git gc ran there")
+			}
+			pid, _, _ := strings.Cut(tt.pid, " ")
+			for _, want := range []string{"git gc is running", "process " + pid, "next cycle"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error lacks %q: %v", want, err)
+				}
+			}
+			if _, err := os.Lstat(mine); err != nil {
+				t.Errorf("%s is gone: %v", mine, err)
 			}
 		})
 	}
