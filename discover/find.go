@@ -61,6 +61,11 @@ type Use struct {
 	// NAME:TAG@DIGEST as an image named NAME:TAG): under a policy that pins
 	// digests it is left unmarked.
 	NoDigest bool
+
+	// object is set for a reference in a Kubernetes object's containers
+	// or volumes, whose namespace the kustomizations that build its file
+	// decide (applyNamespaces).
+	object bool
 }
 
 // ref writes the reference as one string: the scalar that holds it
@@ -171,6 +176,7 @@ func Find(ctx context.Context, opts FindOptions) (*Inventory, error) {
 	}
 	inv.Problems = append(inv.Problems, problems...)
 	inv.applyOverrides(builds, log)
+	inv.applyNamespaces(builds)
 	inv.sort()
 	return inv, nil
 }
@@ -429,6 +435,8 @@ func composeLike(services *kyaml.Node) bool {
 type site struct {
 	source    string
 	namespace string
+	// object is set for a Kubernetes object's containers and volumes.
+	object bool
 }
 
 // use records a trackable reference, or, in a generated file, lists it
@@ -484,7 +492,7 @@ func (f *fileFinder) whole(n *kyaml.Node, s site, p string) {
 		return
 	}
 	f.use(Use{Line: sc.Line, Source: s.source, Path: p, Namespace: s.namespace, Repository: repo, Tag: tag, Digest: digest,
-		Values: []Value{value(sc, setters.FieldImage)}})
+		Values: []Value{value(sc, setters.FieldImage)}, object: s.object})
 }
 
 // join appends a key to a YAML path.

@@ -26,6 +26,10 @@ type kbuild struct {
 	paths []string
 	// entries are its images entries that set a tag.
 	entries []imagesEntry
+	// namespace is the namespace it puts every object it builds in:
+	// kustomize's namespace, a Flux Kustomization's targetNamespace; ""
+	// when it sets none.
+	namespace string
 }
 
 // imagesEntry is a kustomization images entry that sets a tag: the image
@@ -149,4 +153,83 @@ func (inv *Inventory) applyOverrides(builds []*kbuild, log *slog.Logger) {
 		})
 	}
 	inv.Uses = kept
+}
+
+// applyNamespaces gives each reference in a Kubernetes object the
+// namespace the kustomizations that build its file put the object in, as
+// kustomize and Flux do: the outermost namespace set along the way wins
+// over those inside it and over the object's own. When the kustomizations
+// that build the file (those no other names) disagree, or one builds it
+// as written, the object's own namespace stays.
+func (inv *Inventory) applyNamespaces(builds []*kbuild) {
+	if !slices.ContainsFunc(builds, func(b *kbuild) bool { return b.namespace != "" }) {
+		return
+	}
+	folders := map[string]*kbuild{}
+	for _, b := range builds {
+		if _, dup := folders[b.folder]; b.folder != "" && !dup {
+			folders[b.folder] = b
+		}
+	}
+	named := map[*kbuild]bool{}
+	for _, b := range builds {
+		for _, p := range b.paths {
+			if c := folders[p]; c != nil && c != b {
+				named[c] = true
+			}
+		}
+	}
+	for i := range inv.Uses {
+		u := &inv.Uses[i]
+		if !u.object {
+			continue
+		}
+		got := map[string]bool{}
+		for _, b := range builds {
+			if !named[b] {
+				for ns := range b.namespacesOf(u.File, folders, map[*kbuild]bool{}) {
+					got[ns] = true
+				}
+			}
+		}
+		if len(got) == 1 && !got[""] {
+			for ns := range got {
+				u.Namespace = ns
+			}
+		}
+	}
+}
+
+// namespacesOf returns the namespaces b's build puts file's objects in,
+// "" for as written: b's own when it sets one, else those of the
+// kustomizations it names down to file. The set is empty when b does not
+// build file. seen holds the kustomizations on the way, so that a cycle
+// ends.
+func (b *kbuild) namespacesOf(file string, folders map[string]*kbuild, seen map[*kbuild]bool) map[string]bool {
+	out := map[string]bool{}
+	if seen[b] {
+		return out
+	}
+	seen[b] = true
+	defer delete(seen, b)
+	for _, p := range b.paths {
+		if !under(file, p) {
+			continue
+		}
+		c := folders[p]
+		if c == nil {
+			c = nearest(folders, p, file)
+		}
+		if c == nil || c == b {
+			out[""] = true // a file named, or below a folder without a kustomization
+			continue
+		}
+		for ns := range c.namespacesOf(file, folders, seen) {
+			out[ns] = true
+		}
+	}
+	if b.namespace != "" && len(out) > 0 {
+		return map[string]bool{b.namespace: true}
+	}
+	return out
 }

@@ -87,7 +87,8 @@ func (f *fileFinder) object(m *kyaml.Node, prefix string) {
 		if t := namespaceOf(str(lookup(m, "spec", "targetNamespace"))); t != "" {
 			s.namespace = t
 		}
-		b := &kbuild{at: f.file + " (Kustomization " + name + ")", paths: []string{rootPath(str(lookup(m, "spec", "path")))}}
+		b := &kbuild{at: f.file + " (Kustomization " + name + ")", paths: []string{rootPath(str(lookup(m, "spec", "path")))},
+			namespace: namespaceOf(str(lookup(m, "spec", "targetNamespace")))}
 		f.builds = append(f.builds, b)
 		f.kustomization(lookup(m, "spec"), prefix+"spec.", "Kustomization "+name, s.namespace, b)
 	case isKustomization:
@@ -113,7 +114,7 @@ func (f *fileFinder) podSpec(spec *kyaml.Node, p, owner, ns string) {
 	}
 	for i, v := range items(field(spec, "volumes")) {
 		if ref := lookup(v, "image", "reference"); ref != nil {
-			f.whole(ref, site{source: fmt.Sprintf("%s, volume %s", owner, str(field(v, "name"))), namespace: ns}, fmt.Sprintf("%s.volumes[%d].image.reference", p, i))
+			f.whole(ref, site{source: fmt.Sprintf("%s, volume %s", owner, str(field(v, "name"))), namespace: ns, object: true}, fmt.Sprintf("%s.volumes[%d].image.reference", p, i))
 		}
 	}
 }
@@ -125,7 +126,7 @@ func (f *fileFinder) containers(list *kyaml.Node, p, item, owner, ns string) {
 		if img == nil {
 			continue
 		}
-		f.whole(img, site{source: fmt.Sprintf("%s, %s %s", owner, item, str(field(c, "name"))), namespace: ns}, fmt.Sprintf("%s[%d].image", p, i))
+		f.whole(img, site{source: fmt.Sprintf("%s, %s %s", owner, item, str(field(c, "name"))), namespace: ns, object: true}, fmt.Sprintf("%s[%d].image", p, i))
 	}
 }
 
@@ -221,7 +222,7 @@ func (f *fileFinder) kustomization(m *kyaml.Node, prefix, what, ns string, b *kb
 // and the local resources, bases and components it names.
 func (f *fileFinder) kustomizationFile(m *kyaml.Node) *kbuild {
 	dir := path.Dir(f.file)
-	b := &kbuild{at: f.file, dir: dir}
+	b := &kbuild{at: f.file, dir: dir, namespace: namespaceOf(str(field(m, "namespace")))}
 	if slices.Contains(kustomizationNames, path.Base(f.file)) {
 		b.folder = dir
 	}
