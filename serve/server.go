@@ -363,6 +363,14 @@ func (s *Server) install(cfg *config.Config, specs map[string]*spec) {
 	for name, w := range s.workers {
 		if _, ok := specs[name]; !ok {
 			delete(s.workers, name)
+			if !s.running {
+				// Never started (a reload before Run): no cycle of it
+				// to wait for, and no loop that would ever end it, so
+				// a worker made for the target later must not wait for
+				// it (it would wait for ever, and a stop for both).
+				s.metrics.forgetTarget(name)
+				continue
+			}
 			s.leaving[name] = w
 			w.remove()
 		}

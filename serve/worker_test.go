@@ -950,6 +950,38 @@ func TestServeConcurrentReloads(t *testing.T) {
 	}
 }
 
+// TestServeReloadsBeforeRun: reloads before Run starts the workers (a
+// reload racing serve's start) make and drop workers that never run. One
+// made for a target that was removed and added back waited for the
+// dropped one's end, which never came: once a later reload removed it
+// too, it waited for ever, and a stop waited for it (CI saw
+// TestServeConcurrentReloads's Run not return after SIGTERM).
+func TestServeReloadsBeforeRun(t *testing.T) {
+	one, three := mustConfig(t, "1h"), mustConfig(t, "1h", "1h", "1h")
+	var next *config.Config
+	f := newFake(t, Options{Config: one, MaxJitter: -1, Load: func() (*config.Config, error) { return next, nil }})
+	go func() {
+		for range f.runner.started {
+		}
+	}()
+	for _, cfg := range []*config.Config{three, one, three} {
+		next = cfg
+		if err := f.Reload(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.start()
+	f.clock.WaitTimers(t, 3)
+	next = one
+	if err := f.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	f.signals <- syscall.SIGTERM
+	if err := f.wait(t, 5*time.Second); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
 // TestServeRescheduleKeepsRetry: a failing target waiting for its retry,
 // whose schedule a reload changes, keeps the retry when it comes before
 // the new schedule's next time.
