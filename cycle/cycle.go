@@ -609,10 +609,23 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 					return
 				}
 				if !im.Digest.NeedsLookup(picked.Latest, known.tag, known.digest) {
-					if im.Digest == policy.DigestIfNotPresent {
-						r.Digest = known.digest
+					if im.Digest != policy.DigestIfNotPresent {
+						return
 					}
-					return
+					// The digest the markers pin is what deploys: the
+					// gates checked the tag's digest of today, and a
+					// pinned one that fails them (an unsigned build
+					// pinned by hand) is replaced by that one.
+					hb, err := gates.CheckDigest(ctx, reg.(GateRegistry), im, picked.Latest, known.digest)
+					if err != nil {
+						r.Err = err
+						return
+					}
+					if hb == nil {
+						r.Digest = known.digest
+						return
+					}
+					logger.Info("the digest the markers pin for the pick does not pass the policy's gates; pinning the tag's digest of today", "policy", im.Name, "tag", picked.Latest, "digest", known.digest, "gate", string(hb.Gate))
 				}
 			}
 			d, err := reg.Digest(ctx, im.Repository, r.Selection.Latest, im.Platform)

@@ -169,6 +169,13 @@ func (g *Gates) Check(ctx context.Context, reg GateRegistry, im *config.Image, t
 	if err != nil {
 		return nil, fmt.Errorf("policy %s: resolving %s to check it: %w", im.Name, tag, err)
 	}
+	return g.CheckDigest(ctx, reg, im, tag, digest)
+}
+
+// CheckDigest runs one digest of a tag through the gates: nil means it
+// passes. A marker that pins a digest deploys that digest, whatever the
+// tag names now.
+func (g *Gates) CheckDigest(ctx context.Context, reg GateRegistry, im *config.Image, tag, digest string) (*HeldBack, error) {
 	if im.MinAge > 0 {
 		created, err := reg.Created(ctx, im.Repository, digest)
 		if err != nil {

@@ -361,3 +361,44 @@ func minAgeConfig(t *testing.T, repo string) *config.Config {
 	}
 	return cfg
 }
+
+// TestGatesCheckThePinnedDigest: with digest ifNotPresent, a marker that
+// pins a digest beside the pick's tag keeps it only when that digest
+// passes the gates too: the markers deploy the digest, not the tag. A
+// young build pinned by hand under an old tag moves to the tag's digest of
+// today; an old one pinned stays.
+func TestGatesCheckThePinnedDigest(t *testing.T) {
+	srv, client, opts, root := gateSetup(t)
+	repo := srv.Host + "/app"
+	now := time.Now()
+	youngDigest := pushCreated(t, opts, repo, "1.1.0", now.Add(-time.Hour))
+	oldDigest := pushCreated(t, opts, repo, "1.1.0", now.Add(-72*time.Hour)) // the tag now names an old build
+	cfg, err := config.Parse([]byte(fmt.Sprintf("images:\n  - name: app\n    repository: %s\n    policy: {semver: \">=1.0.0\"}\n    minAge: 24h\n    digest: ifNotPresent\n", repo)), "imagebump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, pinned, want string
+	}{
+		{"a young build pinned", youngDigest, oldDigest},
+		{"an old build pinned", oldDigest, oldDigest},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(root, "app.yaml")
+			if err := os.WriteFile(file, []byte("image: "+repo+":1.1.0@"+tt.pinned+" # {\"$imagepolicy\": \"default:app\"}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Run(t.Context(), Options{Config: cfg, Registry: client, Root: root})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := rep.Policies[0]
+			if p.Err != nil || p.Latest() != "1.1.0" || p.Digest != tt.want {
+				t.Fatalf("picked %s@%s (%v), want 1.1.0@%s", p.Latest(), p.Digest, p.Err, tt.want)
+			}
+			if moved := tt.pinned != tt.want; moved != (len(rep.Changes) == 1) {
+				t.Errorf("changes %v; want one only when the pinned digest moves", rep.Changes)
+			}
+		})
+	}
+}
