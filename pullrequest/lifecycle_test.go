@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -456,16 +457,40 @@ func TestRequestValidation(t *testing.T) {
 	}
 }
 
+// TestLongTitle: a title over 255 bytes is cut to 255 at most, at a
+// character's start, ending in "…", as Gitea keeps 255 bytes of a title
+// (a title cut to 255 characters was cut again by Gitea, and every run
+// then updated the pull request); line breaks become spaces.
 func TestLongTitle(t *testing.T) {
-	long := strings.Repeat("é", 300)
+	for _, tt := range []struct{ name, title string }{
+		{"two-byte characters", strings.Repeat("é", 300)},
+		{"ASCII", strings.Repeat("x", 300)},
+		{"a character across the cut", strings.Repeat("x", 251) + "€€€"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &scripted{}
+			if _, err := Ensure(context.Background(), p, request(changeA, tt.title)); err != nil {
+				t.Fatal(err)
+			}
+			title := strings.TrimPrefix(p.calls[1], "create ")
+			if n := len(title); n > MaxTitleLength || n < MaxTitleLength-3 || !strings.HasSuffix(title, "…") || !utf8.ValidString(title) {
+				t.Errorf("title sent has %d bytes (%q...), want at most %d, valid UTF-8, ending in …", n, title[:10], MaxTitleLength)
+			}
+		})
+	}
 	p := &scripted{}
+	if _, err := Ensure(context.Background(), p, request(changeA, "Bump\r\nimages\rnow\nplease")); err != nil {
+		t.Fatal(err)
+	}
+	if title := strings.TrimPrefix(p.calls[1], "create "); title != "Bump images now please" {
+		t.Errorf("title sent is %q, want its line breaks as spaces", title)
+	}
+	long := strings.Repeat("é", 300)
+	p = &scripted{}
 	if _, err := Ensure(context.Background(), p, request(changeA, long)); err != nil {
 		t.Fatal(err)
 	}
 	title := strings.TrimPrefix(p.calls[1], "create ")
-	if n := len([]rune(title)); n != MaxTitleLength || !strings.HasSuffix(title, "…") {
-		t.Errorf("title sent has %d characters (%q...), want %d ending in …", n, title[:10], MaxTitleLength)
-	}
 	// The cut title is what later runs compare, so nothing changes.
 	p = &scripted{prs: []PR{pr(1, StateOpen, title, changeA)}}
 	got, err := Ensure(context.Background(), p, request(changeA, long))

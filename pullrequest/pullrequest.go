@@ -85,7 +85,7 @@ type Request struct {
 	// branch the pull request targets (git.branch).
 	Head, Base string
 	// Title is the pull request's title, already rendered by the caller. It
-	// is cut to MaxTitleLength characters.
+	// is cut to MaxTitleLength bytes, its line breaks made spaces.
 	Title string
 	// Changes are the bumps the branch makes; at least one.
 	Changes []Change
@@ -100,9 +100,11 @@ type Request struct {
 	Notes []string
 }
 
-// MaxTitleLength is the longest title Ensure sends, in characters. Gitea
-// and Forgejo refuse longer titles, and a title the forge shortened would
-// never compare equal again.
+// MaxTitleLength is the longest title Ensure sends, in bytes of UTF-8.
+// Gitea and Forgejo keep 255 bytes of a title and cut the rest with their
+// own "…", and a title the forge shortened would never compare equal
+// again: every run would update the pull request. GitHub (256 characters)
+// and GitLab (255) take as much.
 const MaxTitleLength = 255
 
 // Outcome says what Ensure or Close did, or what Plan or PlanClose expects
@@ -373,10 +375,13 @@ func (req Request) normalize() (Request, error) {
 	case len(req.Changes) == 0:
 		return req, errors.New("pull request: no changes to propose")
 	}
-	req.Title = strings.TrimSpace(strings.ReplaceAll(req.Title, "\n", " "))
-	if utf8.RuneCountInString(req.Title) > MaxTitleLength {
-		r := []rune(req.Title)
-		req.Title = strings.TrimSpace(string(r[:MaxTitleLength-1])) + "…"
+	req.Title = strings.TrimSpace(strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ").Replace(req.Title))
+	if len(req.Title) > MaxTitleLength {
+		cut := MaxTitleLength - len("…")
+		for !utf8.RuneStart(req.Title[cut]) {
+			cut--
+		}
+		req.Title = strings.TrimSpace(req.Title[:cut]) + "…"
 	}
 	var labels []string
 	for _, l := range req.Labels {

@@ -286,3 +286,26 @@ func TestCommentClose(t *testing.T) {
 		t.Errorf("after Close: got %+v, want #%d closed, not merged, title and body kept", got, pr.Number)
 	}
 }
+
+// TestLongTitle: a title longer than Gitea keeps is sent cut to what it
+// keeps, so the next run finds the pull request unchanged. Cut to 255
+// characters, Gitea cut it again to 255 bytes, and every run updated it.
+func TestLongTitle(t *testing.T) {
+	s := testgitea.Start(t)
+	_, _, p := newRepo(t, s, s.Token)
+	ctx := context.Background()
+	for _, title := range []string{strings.Repeat("x", 300), strings.Repeat("é", 300)} {
+		req := pullrequest.Request{Head: "imagebump/main", Base: "main", Title: title,
+			Changes: []pullrequest.Change{{File: "app.yaml", Line: 1, Policy: "apps:a", Old: "1", New: "2"}}}
+		if _, err := pullrequest.Ensure(ctx, p, req); err != nil {
+			t.Fatal(err)
+		}
+		again, err := pullrequest.Ensure(ctx, p, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Outcome != pullrequest.Unchanged {
+			t.Errorf("title of %d bytes: the next run %s the pull request, want it unchanged", len(title), again.Outcome)
+		}
+	}
+}
