@@ -127,8 +127,13 @@ func runHold(o *HoldOptions, stdout io.Writer) error {
 }
 
 // replaceFile writes data over path atomically, keeping its mode; a new
-// file gets 0644.
+// file gets 0644. A symbolic link is followed: the file it names is
+// replaced and the link stays (a rename over the link replaced the link
+// with a copy, and the file it named kept the old text).
 func replaceFile(path string, data []byte) error {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	mode := fs.FileMode(0o644)
 	st, err := os.Stat(path)
 	switch {

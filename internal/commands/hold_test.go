@@ -72,6 +72,36 @@ func TestHoldAndRelease(t *testing.T) {
 	}
 }
 
+// TestHoldThroughSymlink: hold and release through a config named by a
+// symbolic link edit the file it names, and the link stays a link (the
+// link was replaced by a held copy, and the config itself never held).
+func TestHoldThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	cfgText := "images:\n  - name: apps:web\n    repository: ghcr.io/acme/web\n    policy: {semver: \">=1.0.0\"}\n"
+	real := writeFile(t, filepath.Join(dir, "configs"), "imagebump.yaml", cfgText)
+	link := filepath.Join(dir, "imagebump.yaml")
+	if err := os.Symlink(filepath.Join("configs", "imagebump.yaml"), link); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what, want string) {
+		t.Helper()
+		if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("after %s, %s is no symbolic link any more (%v)", what, link, err)
+		}
+		if data, _ := os.ReadFile(real); string(data) != want {
+			t.Errorf("after %s, the config reads:\n%s\nwant:\n%s", what, data, want)
+		}
+	}
+	if out, stderr, code := runMain(t, "hold", "apps:web", "-c", link, "--reason", "freeze"); code != 0 {
+		t.Fatalf("hold: exit %d\n%s%s", code, out, stderr)
+	}
+	check("hold", cfgText+"    hold: {reason: \"freeze\"}\n")
+	if out, stderr, code := runMain(t, "release", "apps:web", "-c", link); code != 0 {
+		t.Fatalf("release: exit %d\n%s%s", code, out, stderr)
+	}
+	check("release", cfgText)
+}
+
 // TestSuspendedFluxPolicy: with Flux objects as the config, a suspended
 // ImagePolicy is held (apply reports its pick and leaves its marker, and
 // succeeds, where a policy left out made the marker name an unknown one),
