@@ -49,9 +49,10 @@ func Body(changes []Change) string {
 	return BodyWithNotes(changes, nil)
 }
 
-// BodyWithNotes is Body with notes listed under the table: tags a gate held
-// back (unsigned, too young), one per line, each in a code span. Notes do
-// not count in the content key.
+// BodyWithNotes is Body with notes listed under the table, under "Left
+// out of this pull request": what it does not propose, and why (tags a
+// gate held back, policies held, policies that failed), one per line, each
+// in a code span. Notes do not count in the content key.
 func BodyWithNotes(changes []Change, notes []string) string {
 	sorted := sortChanges(changes)
 	files := map[string]bool{}
@@ -70,7 +71,7 @@ func BodyWithNotes(changes []Change, notes []string) string {
 		b.WriteString(row)
 	}
 	if len(notes) > 0 {
-		b.WriteString("\nHeld back (newer tags the policies would pick, and the gate that held each):\n\n")
+		b.WriteString("\nLeft out of this pull request:\n\n")
 		for i, n := range notes {
 			line := "- " + cell(n) + "\n"
 			if b.Len()+len(line) > maxBodyBytes {

@@ -157,3 +157,25 @@ func TestBodyLong(t *testing.T) {
 		t.Error("the body's key is not the key of all changes")
 	}
 }
+
+// TestBodyNotes: the notes are listed under a heading that fits each kind
+// of note (a tag a gate held back, a policy held, a policy that failed):
+// the heading spoke of gates alone, over a failed policy's note too.
+func TestBodyNotes(t *testing.T) {
+	changes := []Change{{File: "app.yaml", Line: 1, Policy: "apps:app", Old: "1.0.0", New: "1.1.0"}}
+	notes := []string{
+		"apps:web: could not be checked this time (the run's log says why), so its markers are left as they are",
+		"apps:api 2.0.0: unsigned (no signature found)",
+	}
+	body := BodyWithNotes(changes, notes)
+	want := "\nLeft out of this pull request:\n\n- `" + notes[0] + "`\n- `" + notes[1] + "`\n"
+	if !strings.Contains(body, want) {
+		t.Errorf("body:\n%s\nwant it to hold:\n%s", body, want)
+	}
+	if strings.Contains(body, "gate that held each") {
+		t.Errorf("the heading speaks of gates for a failed policy:\n%s", body)
+	}
+	if Body(changes) == body || !strings.Contains(body, ContentKey(changes)) {
+		t.Error("notes changed nothing, or the content key")
+	}
+}
