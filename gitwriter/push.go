@@ -126,7 +126,7 @@ func (r *Repo) push(ctx context.Context, branch string, dst plumbing.ReferenceNa
 	if dst.IsBranch() && r.waitStored(false) == nil {
 		_ = r.setRefLater(plumbing.NewHashReference(r.trackingRef(dst.Short()), commit))
 	}
-	r.log.Debug("push accepted", "branch", branch, "ref", dst.String(), "objects", len(objects), "duration", time.Since(started).Round(time.Millisecond))
+	r.log.Debug("push accepted", "push_branch", branch, "ref", dst.String(), "objects", len(objects), "duration", time.Since(started).Round(time.Millisecond))
 	return nil
 }
 

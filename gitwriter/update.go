@@ -402,7 +402,7 @@ func (r *Repo) pushOwn(ctx context.Context, base, commit plumbing.Hash, u Update
 			if !replace {
 				return false, &ForeignCommitError{Remote: r.remote, Branch: branch, Commit: shortHash(existing), Why: why, Subject: subject(old.Message)}
 			}
-			r.log.Info("replacing the push branch: it ends in a commit imagebump did not make, which the caller says is kept elsewhere", "branch", branch, "commit", shortHash(existing), "why", why)
+			r.log.Info("replacing the push branch: it ends in a commit imagebump did not make, which is kept elsewhere (the head of a merged pull request)", "push_branch", branch, "commit", shortHash(existing), "why", why)
 		}
 		// Force only over the commit just seen, so that a concurrent
 		// writer of the branch is noticed rather than overwritten: the
