@@ -135,10 +135,16 @@ func (e *Error) Error() string {
 	}
 	b.WriteString(": ")
 	var (
-		cred  *credentialError
-		cloud *cloudauth.Error
+		cred     *credentialError
+		cloud    *cloudauth.Error
+		notFound *notFoundError
 	)
 	switch {
+	case errors.As(e.Err, &notFound):
+		// The registry answered, with an image that lacks what was asked
+		// (a platform, a creation time): "not found at HOST" would read
+		// as a missing image. The message says what is missing.
+		b.WriteString(e.cutCause(notFound.Error()))
 	case e.Kind == KindAuth && errors.As(e.Err, &cred):
 		// No request was sent: the file, not the registry, is the news.
 		b.WriteString(e.cutCause(cred.Error()))
@@ -453,7 +459,8 @@ func (e *badResponseError) Error() string {
 func (e *badResponseError) Unwrap() error { return e.err }
 
 // notFoundError reports something the registry has but not in the form
-// asked, such as a platform missing from an index.
+// asked, such as a platform missing from an index. Error gives its message
+// without the "not found at HOST" of a 404.
 type notFoundError struct{ msg string }
 
 func (e *notFoundError) Error() string { return e.msg }

@@ -35,7 +35,7 @@ func TestErrorText(t *testing.T) {
 		{
 			name: "platform missing from an index",
 			err:  &Error{Op: OpResolveDigest, Repository: "ghcr.io/acme/app", Tag: "1.2.3", Platform: "linux/arm64", Host: "ghcr.io", Kind: KindNotFound, Err: &notFoundError{msg: "index has no platform linux/arm64"}},
-			want: "resolve digest for ghcr.io/acme/app:1.2.3 (platform linux/arm64): not found at ghcr.io: index has no platform linux/arm64",
+			want: "resolve digest for ghcr.io/acme/app:1.2.3 (platform linux/arm64): index has no platform linux/arm64",
 		},
 		{
 			name: "tag not found",

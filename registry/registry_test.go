@@ -128,9 +128,9 @@ func TestDigest(t *testing.T) {
 		{name: "index missing platform", repo: "acme/multi", tag: "2.0.0", platform: "linux/s390x", wantKind: KindNotFound},
 		{name: "single-platform image matching", repo: "acme/arm", tag: "1.0", platform: "linux/arm64/v8", want: armDigest},
 		{name: "single-platform image other platform", repo: "acme/arm", tag: "1.0", platform: "linux/amd64", wantKind: KindNotFound,
-			wantText: "not found at HOST: tag is a single-platform image for linux/arm64"},
+			wantText: "(platform linux/amd64): tag is a single-platform image for linux/arm64"},
 		{name: "single-platform image naming no platform", repo: "acme/noplatform", tag: "1.0", platform: "linux/amd64", wantKind: KindNotFound,
-			wantText: `not found at HOST: tag is a single-platform image whose config names no platform (os "", architecture "")`},
+			wantText: `(platform linux/amd64): tag is a single-platform image whose config names no platform (os "", architecture "")`},
 		{name: "missing tag", repo: "acme/app", tag: "9.9.9", wantKind: KindNotFound,
 			wantText: "not found at HOST (HTTP 404): GET http://HOST/v2/acme/app/manifests/9.9.9: MANIFEST_UNKNOWN: Unknown manifest; the repository or tag does not exist, or the credentials for HOST cannot see it"},
 		{name: "missing repository", repo: "acme/nope", tag: "1.0.0", wantKind: KindNotFound},
@@ -173,7 +173,7 @@ func TestDigestMissingPlatformNamesThePlatforms(t *testing.T) {
 	if err == nil {
 		t.Fatal("Digest() succeeded for a platform the index lacks")
 	}
-	want := "resolve digest for " + host + "/acme/multi:1 (platform windows/amd64): not found at " + host + ": index has no platform windows/amd64 (it has linux/amd64, linux/arm64)"
+	want := "resolve digest for " + host + "/acme/multi:1 (platform windows/amd64): index has no platform windows/amd64 (it has linux/amd64, linux/arm64)"
 	if got := err.Error(); got != want {
 		t.Errorf("error text\n got %q\nwant %q", got, want)
 	}
