@@ -34,6 +34,12 @@ func TestHoldAndRelease(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(repo, "app.yaml")); string(got) != marker {
 		t.Errorf("a held marker moved: %q", got)
 	}
+	// The Markdown plan (a pull request's check) says so too.
+	out, _, code = runMain(t, "plan", "-c", cfg, "--repo", repo, "-o", "markdown")
+	if code != 0 || !strings.Contains(out, "**Held**\n\n- `Held: apps:web stays where it is, until released (imagebump release apps:web): incident 42`") ||
+		!strings.Contains(out, "`1.2.0` (held) |") {
+		t.Errorf("plan -o markdown of a held policy: exit %d\n%s", code, out)
+	}
 
 	if out, stderr, code = runMain(t, "release", "apps:web", "-c", cfg); code != 0 {
 		t.Fatalf("release: exit %d\n%s%s", code, out, stderr)

@@ -12,7 +12,7 @@ import (
 
 // writePlanMarkdown renders a plan as GitHub-flavoured Markdown, ready to
 // post as a pull-request comment: a table of the changes, the problems,
-// and the policies. Every value from a registry or the repository goes
+// the tags held back and the policies held, and the policies. Every value from a registry or the repository goes
 // into a code span, so none of it is read as Markdown or HTML.
 func writePlanMarkdown(w io.Writer, rep *cycle.Report, pr *pullrequest.Result, prErr error) error {
 	var b strings.Builder
@@ -40,6 +40,12 @@ func writePlanMarkdown(w io.Writer, rep *cycle.Report, pr *pullrequest.Result, p
 			fmt.Fprintf(&b, "- %s\n", mdCode(l))
 		}
 	}
+	if lines := holdLines(rep); len(lines) > 0 {
+		b.WriteString("\n**Held**\n\n")
+		for _, l := range lines {
+			fmt.Fprintf(&b, "- %s\n", mdCode(l))
+		}
+	}
 	if len(rep.Policies) > 0 {
 		b.WriteString("\n<details><summary>Policies</summary>\n\n| Policy | Image | Latest |\n| --- | --- | --- |\n")
 		for _, p := range rep.Policies {
@@ -48,6 +54,9 @@ func writePlanMarkdown(w io.Writer, rep *cycle.Report, pr *pullrequest.Result, p
 				latest = "failed"
 			} else if p.Digest != "" {
 				latest = mdCode(p.Latest() + "@" + p.Digest)
+			}
+			if p.Held != nil && p.Err == nil {
+				latest += " (held)"
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s |\n", mdCode(p.Name), mdCode(p.Repository), latest)
 		}

@@ -397,6 +397,25 @@ func targetNames(targets []config.Target) string {
 	return strings.Join(names, ", ")
 }
 
+// holdLines says, a line each, which better tags a gate held back and
+// which policies are held, for the text and Markdown plans.
+func holdLines(rep *cycle.Report) []string {
+	var out []string
+	for _, p := range rep.Policies {
+		for _, h := range p.HeldBack {
+			out = append(out, fmt.Sprintf("Held back: %s %s (%s): %s", p.Name, h.Tag, h.Gate, h.Detail))
+		}
+		if h := p.Held; h != nil {
+			until := "until released (imagebump release " + p.Name + ")"
+			if u := h.UntilTime(); !u.IsZero() {
+				until = "until " + u.UTC().Format(time.RFC3339)
+			}
+			out = append(out, fmt.Sprintf("Held: %s stays where it is, %s: %s", p.Name, until, h.Reason))
+		}
+	}
+	return out
+}
+
 func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
@@ -414,18 +433,8 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", printable.String(p.Name), printable.String(p.Repository), printable.String(latest))
 	}
 	tw.Flush()
-	for _, p := range rep.Policies {
-		for _, h := range p.HeldBack {
-			line := fmt.Sprintf("Held back: %s %s is %s: %s", p.Name, h.Tag, h.Gate, h.Detail)
-			fmt.Fprintln(&b, printable.String(line))
-		}
-		if h := p.Held; h != nil {
-			until := "until released (imagebump release " + p.Name + ")"
-			if u := h.UntilTime(); !u.IsZero() {
-				until = "until " + u.UTC().Format(time.RFC3339)
-			}
-			fmt.Fprintf(&b, "Held: %s stays where it is, %s: %s\n", printable.String(p.Name), until, printable.String(h.Reason))
-		}
+	for _, line := range holdLines(rep) {
+		fmt.Fprintln(&b, printable.String(line))
 	}
 	if len(rep.Unreferenced) > 0 {
 		fmt.Fprintf(&b, "Not asked (no marker names %s): %s\n", plural(len(rep.Unreferenced), "it", "them"), printable.String(strings.Join(rep.Unreferenced, ", ")))

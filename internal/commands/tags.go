@@ -391,7 +391,7 @@ func writeTags(w io.Writer, format string, rep TagsReport) error {
 		fmt.Fprintf(&b, "digest: %s\n", printable.String(rep.Digest))
 	}
 	for _, h := range rep.HeldBack {
-		fmt.Fprintf(&b, "held back: %s is %s: %s\n", printable.String(h.Tag), h.Gate, printable.String(h.Detail))
+		fmt.Fprintf(&b, "held back: %s (%s): %s\n", printable.String(h.Tag), h.Gate, printable.String(h.Detail))
 	}
 	if rep.Held != nil {
 		until := "until released"

@@ -288,7 +288,7 @@ func TestTagsExplainAgeGate(t *testing.T) {
 		})
 	}
 	out, _, _ := runMain(t, "tags", "young", "-c", cfg)
-	if !strings.Contains(out, "held back: too young") || !strings.Contains(out, "held back: 3.1.0 is too young: created") {
+	if !strings.Contains(out, "held back: too young") || !strings.Contains(out, "held back: 3.1.0 (too young): created") {
 		t.Errorf("text output does not say why 3.1.0 was held back:\n%s", out)
 	}
 
