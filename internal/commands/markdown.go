@@ -37,13 +37,13 @@ func writePlanMarkdown(w io.Writer, rep *cycle.Report, pr *pullrequest.Result, p
 	if lines := problemLines(rep); len(lines) > 0 {
 		b.WriteString("\n**Problems**\n\n")
 		for _, l := range lines {
-			fmt.Fprintf(&b, "- %s\n", mdCode(l))
+			fmt.Fprintf(&b, "- %s\n", mdMessage(l))
 		}
 	}
 	if lines := holdLines(rep); len(lines) > 0 {
 		b.WriteString("\n**Held**\n\n")
 		for _, l := range lines {
-			fmt.Fprintf(&b, "- %s\n", mdCode(l))
+			fmt.Fprintf(&b, "- %s\n", mdMessage(l))
 		}
 	}
 	if len(rep.Policies) > 0 {
@@ -66,7 +66,7 @@ func writePlanMarkdown(w io.Writer, rep *cycle.Report, pr *pullrequest.Result, p
 		fmt.Fprintf(&b, "\nPull request: %s\n", mdCode(describePR(pr, true)))
 	}
 	if prErr != nil {
-		fmt.Fprintf(&b, "\nPull request: could not be checked: %s\n", mdCode(prErr.Error()))
+		fmt.Fprintf(&b, "\nPull request: could not be checked: %s\n", mdMessage(prErr.Error()))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -75,8 +75,14 @@ func writePlanMarkdown(w io.Writer, rep *cycle.Report, pr *pullrequest.Result, p
 // mdCode puts s in a Markdown code span usable in a table cell: control
 // characters escaped, the fence longer than any run of backticks inside,
 // and pipes escaped (GitHub splits cells on them even in code spans).
-func mdCode(s string) string {
-	s = printable.String(s)
+func mdCode(s string) string { return mdSpan(printable.String(s)) }
+
+// mdMessage is mdCode for a message: a long one is cut in its middle
+// (printable.Message), so that its end, which says what to do, stays.
+func mdMessage(s string) string { return mdSpan(printable.Message(s)) }
+
+// mdSpan puts s, made printable, in a code span usable in a table cell.
+func mdSpan(s string) string {
 	if s == "" {
 		return ""
 	}

@@ -382,7 +382,7 @@ func writeTags(w io.Writer, format string, rep TagsReport) error {
 		fmt.Fprintf(&b, "warning: %s\n", printable.String(w))
 	}
 	if rep.Summary != "" {
-		fmt.Fprintf(&b, "\n%s\n", printable.String(rep.Summary))
+		fmt.Fprintf(&b, "\n%s\n", printable.Message(rep.Summary))
 	}
 	if rep.Latest != "" {
 		fmt.Fprintf(&b, "latest: %s\n", printable.String(rep.Latest))
