@@ -77,6 +77,16 @@ func (e *Error) Error() string {
 		}
 	case e.Status >= 500:
 		fmt.Fprintf(&b, "the forge failed on its side (HTTP %d); the next cycle (or run) tries again", e.Status)
+	case e.Status >= 200 && e.Status < 300:
+		// A success that the client could not read: a login page, a
+		// proxy's, another forge's API.
+		fmt.Fprintf(&b, "the answer (HTTP %d) is not this forge's API", e.Status)
+		if e.Err != nil {
+			b.WriteString(": " + redact.Text(e.Err.Error()))
+		}
+		b.WriteString("; check push.pullRequest.apiURL, and that provider (github, gitlab or gitea) is this forge's")
+	case e.Status == http.StatusMethodNotAllowed:
+		fmt.Fprintf(&b, "the server does not take this request (HTTP %d); check that push.pullRequest.provider (github, gitlab or gitea) is this forge's, and apiURL", e.Status)
 	case e.Status != 0:
 		fmt.Fprintf(&b, "HTTP %d", e.Status)
 	case e.Err != nil:
@@ -84,7 +94,7 @@ func (e *Error) Error() string {
 	default:
 		b.WriteString("failed")
 	}
-	if e.Message != "" && e.Status != 0 && !e.Exists {
+	if e.Message != "" && e.Status != 0 && !e.Exists && (e.Status < 200 || e.Status >= 300) {
 		msg := redact.Text(e.Message)
 		if e.Status >= 500 {
 			// A proxy's error page, or a dump of the request: its first

@@ -45,6 +45,11 @@ func TestErrorMessages(t *testing.T) {
 			"github: creating a pull request in acme/fleet: the forge failed on its side (HTTP 503); the next cycle (or run) tries again; github said: " + strings.Repeat("y", 200) + "..."},
 		{"a 4xx message is kept whole", with(func(e *Error) { e.Status = 422; e.Message = "Validation Failed\nfield: title" }),
 			"github: creating a pull request in acme/fleet: HTTP 422; github said: Validation Failed\nfield: title"},
+		{"a page that is no API", with(func(e *Error) {
+			e.Status, e.Message, e.Err = 200, "invalid character '<' looking for beginning of value", errors.New("invalid character '<' looking for beginning of value")
+		}), "github: creating a pull request in acme/fleet: the answer (HTTP 200) is not this forge's API: invalid character '<' looking for beginning of value; check push.pullRequest.apiURL, and that provider (github, gitlab or gitea) is this forge's"},
+		{"another forge's API", with(func(e *Error) { e.Provider, e.Status = "gitlab", 405 }),
+			"gitlab: creating a pull request in acme/fleet: the server does not take this request (HTTP 405); check that push.pullRequest.provider (github, gitlab or gitea) is this forge's, and apiURL"},
 		{"network", with(func(e *Error) {
 			e.Err = &url.Error{Op: "Post", URL: "https://u:secret@api.example.com/repos?access_token=abc", Err: context.DeadlineExceeded}
 		}), `github: creating a pull request in acme/fleet: Post "https://api.example.com/repos?access_token=REDACTED": context deadline exceeded`},

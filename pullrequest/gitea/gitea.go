@@ -365,7 +365,14 @@ func (p *Provider) fail(op, needs string, resp *sdk.Response, err error) error {
 	}
 	if resp != nil && resp.Response != nil {
 		e.Status = resp.StatusCode
-		e.Message = pullrequest.Scrub(err.Error(), p.token)
+		msg := pullrequest.Scrub(err.Error(), p.token)
+		if first, _, dump := strings.Cut(msg, "\nRequest: '"); dump {
+			// The SDK's dump of a request whose answer was no JSON:
+			// the path, the method and the whole body (an HTML page,
+			// most often). Its first line says enough.
+			msg = first + " (the answer was not the API's JSON)"
+		}
+		e.Message = msg
 	}
 	switch e.Status {
 	case http.StatusConflict:

@@ -238,6 +238,18 @@ func TestErrors(t *testing.T) {
 			}
 		}
 	})
+	t.Run("an API URL under the web pages", func(t *testing.T) {
+		// Gitea answers the unknown path with its HTML 404 page, which
+		// the SDK dumped with the request into the message, over lines.
+		p, err := gitea.New(gitea.Options{APIURL: s.URL + "/some/where", Token: s.Token, Owner: owner, Repo: repo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.List(ctx, "imagebump/main", "main")
+		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "check push.pullRequest.apiURL") {
+			t.Errorf("got %q, want one line naming apiURL", err)
+		}
+	})
 	t.Run("unreachable server", func(t *testing.T) {
 		p, err := gitea.New(gitea.Options{APIURL: "http://127.0.0.1:1", Token: s.Token, Owner: owner, Repo: "x"})
 		if err != nil {
