@@ -84,7 +84,7 @@ func TestEnsureDecisions(t *testing.T) {
 		name:      "nothing yet opens",
 		req:       request(changeA, "Bump a", "deps"),
 		want:      Result{Number: 100, URL: "https://forge/pr/100", Outcome: Opened, Labels: []string{"deps"}},
-		wantCalls: []string{"list", "create Bump a", "labels #100 deps"},
+		wantCalls: []string{"list", "create Bump a", "list", "labels #100 deps"},
 	}, {
 		name:      "open and current is unchanged",
 		prs:       []PR{pr(3, StateOpen, "Bump a", changeA, "deps")},
@@ -140,7 +140,7 @@ func TestEnsureDecisions(t *testing.T) {
 		}()},
 		req:       request(changeA, "Bump a"),
 		want:      Result{Number: 101, URL: "https://forge/pr/101", Outcome: Opened},
-		wantCalls: []string{"list", "create Bump a"},
+		wantCalls: []string{"list", "create Bump a", "list"},
 	}, {
 		name: "a hand-closed one behind one closed as stale still skips",
 		prs: []PR{pr(2, StateClosed, "Bump a", changeA), func() PR {
@@ -162,11 +162,16 @@ func TestEnsureDecisions(t *testing.T) {
 		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Skipped},
 		wantCalls: []string{"list"},
 	}, {
-		name:      "the most recent open one is kept current",
-		prs:       []PR{pr(2, StateOpen, "old", changeA), pr(5, StateOpen, "Bump a", changeA)},
-		req:       request(changeA, "Bump a"),
-		want:      Result{Number: 5, URL: "https://forge/pr/5", Outcome: Unchanged},
-		wantCalls: []string{"list"},
+		// Two open from one branch: twins of runs that overlapped, where
+		// the forge's check races (Gitea's). The newer is closed as a
+		// stale duplicate; the older is kept current.
+		name: "of open twins, the oldest is kept current and the newer closed",
+		prs:  []PR{pr(2, StateOpen, "old", changeA), pr(5, StateOpen, "Bump a", changeA)},
+		req:  request(changeA, "Bump a"),
+		want: Result{Number: 2, URL: "https://forge/pr/2", Outcome: Updated},
+		wantCalls: []string{"list",
+			"comment #5 Closed as a duplicate of #2, which another imagebump run opened from the same branch at the same moment.",
+			"update #5 Bump a", "close #5", "update #2 Bump a"},
 	}, {
 		name:      "an open one wins over a newer closed one with the same content",
 		prs:       []PR{pr(7, StateClosed, "Bump a", changeB), pr(4, StateOpen, "Bump a", changeA)},
@@ -190,7 +195,7 @@ func TestEnsureDecisions(t *testing.T) {
 		prs:       []PR{pr(2, StateClosed, "Bump a", changeA), pr(6, StateMerged, "Bump a", changeB)},
 		req:       request(changeA, "Bump a"),
 		want:      Result{Number: 100 + 2, URL: "https://forge/pr/102", Outcome: Opened},
-		wantCalls: []string{"list", "create Bump a"},
+		wantCalls: []string{"list", "create Bump a", "list"},
 	}, {
 		name: "a closed one without a marker does not block",
 		prs: []PR{func() PR {
@@ -200,7 +205,7 @@ func TestEnsureDecisions(t *testing.T) {
 		}()},
 		req:       request(changeA, "Bump a"),
 		want:      Result{Number: 101, URL: "https://forge/pr/101", Outcome: Opened},
-		wantCalls: []string{"list", "create Bump a"},
+		wantCalls: []string{"list", "create Bump a", "list"},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			p := &scripted{prs: c.prs}
@@ -567,5 +572,52 @@ func TestMergedHead(t *testing.T) {
 				t.Errorf("calls (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// racing is scripted, but for a twin that another run opens while this
+// one creates: the lists after the create show it, older.
+type racing struct {
+	scripted
+	twin    PR
+	created *PR
+}
+
+func (r *racing) List(ctx context.Context, head, base string) ([]PR, error) {
+	prs, _ := r.scripted.List(ctx, head, base)
+	if r.created != nil {
+		prs = append(prs, r.twin, *r.created)
+	}
+	return prs, nil
+}
+
+func (r *racing) Create(ctx context.Context, head, base, title, body string) (*PR, error) {
+	pr, err := r.scripted.Create(ctx, head, base, title, body)
+	if err == nil {
+		c := *pr
+		c.Head, c.Base = head, base
+		r.created = &c
+	}
+	return pr, err
+}
+
+// TestEnsureRacingTwin: two runs that overlap can each open a pull request
+// where the forge's check for an open one races (two were seen open on
+// Gitea). The run whose pull request is the newer closes it as a stale
+// duplicate, naming the older, and reports the older as its own.
+func TestEnsureRacingTwin(t *testing.T) {
+	p := &racing{twin: pr(99, StateOpen, "Bump a", changeA)}
+	got, err := Ensure(context.Background(), p, request(changeA, "Bump a", "deps"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Result{Number: 99, URL: "https://forge/pr/99", Outcome: Unchanged, Provider: "scripted", Labels: nil}); got.Number != want.Number || got.Outcome != want.Outcome {
+		t.Errorf("Ensure = %+v, want the twin #99 unchanged", got)
+	}
+	wantCalls := []string{"list", "create Bump a", "list",
+		"comment #100 Closed as a duplicate of #99, which another imagebump run opened from the same branch at the same moment.",
+		"update #100 Bump a", "close #100"}
+	if diff := cmp.Diff(wantCalls, p.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }

@@ -169,24 +169,35 @@ func Ensure(ctx context.Context, p Provider, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if prs, err = closeTwins(ctx, p, prs); err != nil {
+		return nil, err
+	}
 	d := decide(prs, req)
 	if d.outcome == Opened {
 		pr, err := p.Create(ctx, req.Head, req.Base, req.Title, d.body)
-		if err == nil {
-			return finish(ctx, p, pr, Opened, d.labels)
-		}
-		if !errors.Is(err, ErrAlreadyExists) {
-			return nil, err
-		}
-		// Another run opened one between our list and our create. Take it
-		// over as the open pull request; if it still cannot be seen, report
-		// the refusal rather than guess.
-		prs, lerr := p.List(ctx, req.Head, req.Base)
-		if lerr != nil {
-			return nil, lerr
-		}
-		d = decide(prs, req)
-		if d.open == nil {
+		switch {
+		case err == nil:
+			left, err := twinOfOlder(ctx, p, req, pr)
+			if err != nil {
+				return nil, err
+			}
+			if left == nil {
+				return finish(ctx, p, pr, Opened, d.labels)
+			}
+			d = decide(left, req)
+		case errors.Is(err, ErrAlreadyExists):
+			// Another run opened one between our list and our create.
+			// Take it over as the open pull request; if it still cannot
+			// be seen, report the refusal rather than guess.
+			prs, lerr := p.List(ctx, req.Head, req.Base)
+			if lerr != nil {
+				return nil, lerr
+			}
+			d = decide(prs, req)
+			if d.open == nil {
+				return nil, err
+			}
+		default:
 			return nil, err
 		}
 	}
@@ -206,6 +217,56 @@ func Ensure(ctx context.Context, p Provider, req Request) (*Result, error) {
 		// d.labels is empty: an unchanged pull request gets no write.
 		return finish(ctx, p, d.open, Unchanged, d.labels)
 	}
+}
+
+// twinOfOlder looks again, once pr is opened, for an older open pull
+// request from the same branch: another run may have opened one at the
+// same moment, where the forge's check for an open one races (Gitea's).
+// Then pr, the newer, is closed (closeTwins), and the pull requests are
+// returned; nil means pr stands. A list that fails leaves pr standing.
+func twinOfOlder(ctx context.Context, p Provider, req Request, pr *PR) ([]PR, error) {
+	after, err := p.List(ctx, req.Head, req.Base)
+	if err != nil || !slices.ContainsFunc(after, func(o PR) bool { return o.State == StateOpen && o.Number < pr.Number }) {
+		return nil, nil
+	}
+	if !slices.ContainsFunc(after, func(o PR) bool { return o.Number == pr.Number }) {
+		after = append(after, *pr)
+	}
+	return closeTwins(ctx, p, after)
+}
+
+// closeTwins closes the open pull requests in prs but the oldest, and
+// returns prs with them closed. prs are those from one head into one base,
+// of which a forge keeps one open: more are the twins of runs that
+// overlapped where the forge's check races (Gitea's). Each twin gets a
+// comment naming the one kept, and the stale marker, so that its bumps do
+// not count as turned down.
+func closeTwins(ctx context.Context, p Provider, prs []PR) ([]PR, error) {
+	oldest := 0
+	for _, pr := range prs {
+		if pr.State == StateOpen && (oldest == 0 || pr.Number < oldest) {
+			oldest = pr.Number
+		}
+	}
+	out := slices.Clone(prs)
+	for i := range out {
+		pr := &out[i]
+		if pr.State != StateOpen || pr.Number == oldest {
+			continue
+		}
+		msg := fmt.Sprintf("Closed as a duplicate of #%d, which another imagebump run opened from the same branch at the same moment.", oldest)
+		if err := p.Comment(ctx, pr.Number, msg); err != nil {
+			return nil, err
+		}
+		if _, err := p.Update(ctx, pr.Number, pr.Title, markStale(pr.Body)); err != nil {
+			return nil, err
+		}
+		if err := p.Close(ctx, pr.Number); err != nil {
+			return nil, err
+		}
+		pr.State, pr.Body = StateClosed, markStale(pr.Body)
+	}
+	return out, nil
 }
 
 // finish adds labels to pr and builds the result. Labels refused leave
@@ -315,7 +376,9 @@ func decide(prs []PR, req Request) decision {
 	slices.SortStableFunc(sorted, func(a, b PR) int { return cmp.Compare(b.Number, a.Number) })
 	for i := range sorted {
 		pr := &sorted[i]
-		if pr.State == StateOpen && d.open == nil {
+		if pr.State == StateOpen {
+			// The oldest, when twins are open: the one Ensure keeps
+			// (closeTwins).
 			d.open = pr
 		}
 		// One closed as stale was not turned down: the last one that

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -318,6 +319,38 @@ func TestLongTitle(t *testing.T) {
 		}
 		if again.Outcome != pullrequest.Unchanged {
 			t.Errorf("title of %d bytes: the next run %s the pull request, want it unchanged", len(title), again.Outcome)
+		}
+	}
+}
+
+// TestOverlappingRuns: two runs that open the pull request at the same
+// moment leave one open. Gitea's check for an open pull request from the
+// branch races: two overlapping runs opened two (seen by hand, twice).
+func TestOverlappingRuns(t *testing.T) {
+	s := testgitea.Start(t)
+	ctx := context.Background()
+	for round := range 4 {
+		owner, repo, p := newRepo(t, s, s.Token)
+		req := pullrequest.Request{Head: "imagebump/main", Base: "main", Title: "Bump a",
+			Changes: []pullrequest.Change{{File: "app.yaml", Line: 1, Policy: "apps:a", Old: "1", New: "2"}}}
+		var wg sync.WaitGroup
+		results := make([]*pullrequest.Result, 2)
+		errs := make([]error, 2)
+		for i := range 2 {
+			wg.Go(func() { results[i], errs[i] = pullrequest.Ensure(ctx, p, req) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, run %d: %v", round, i, err)
+			}
+		}
+		var open []struct {
+			Number int `json:"number"`
+		}
+		s.API(t, http.MethodGet, "/repos/"+owner+"/"+repo+"/pulls?state=open", nil, http.StatusOK, &open)
+		if len(open) != 1 || results[0].Number != open[0].Number || results[1].Number != open[0].Number {
+			t.Errorf("round %d: open %v, runs reported #%d and #%d; want one open, both reporting it", round, open, results[0].Number, results[1].Number)
 		}
 	}
 }
