@@ -188,6 +188,10 @@ func writeRunText(w io.Writer, rep report.Run, results []*cycle.TargetResult) er
 		switch {
 		case t.Error != "" && t.Pushed:
 			fmt.Fprintf(&b, "  pushed %s to %s, then FAILED: %s\n", shortSHA(t.Commit), pushTarget(t), printable.Message(t.Error))
+		case t.Error != "" && len(t.Changes) > 0 && t.PullRequest != nil && t.PushBranch != "" && !t.Held:
+			// Pushed by an earlier run: the pull request step came after
+			// the branch was found holding them.
+			fmt.Fprintf(&b, "  %s holds the edits above (pushed before), then FAILED: %s\n", t.PushBranch, printable.Message(t.Error))
 		case t.Error != "" && len(t.Changes) > 0:
 			fmt.Fprintf(&b, "  FAILED, the edits above were not pushed (the next run makes them again): %s\n", printable.Message(t.Error))
 		case t.Error != "":

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/imagebump/imagebump/cycle"
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
+	"github.com/imagebump/imagebump/pullrequest"
 	"github.com/imagebump/imagebump/report"
+	"github.com/imagebump/imagebump/setters"
 )
 
 // demoRepoFiles returns the demo's sample repository with REGISTRY replaced
@@ -267,5 +270,23 @@ func TestRunConcurrentSameWorkdir(t *testing.T) {
 	commits := strings.Fields(testgit.Git(t, bare, "rev-list", before+"..refs/heads/main"))
 	if len(commits) != 1 {
 		t.Errorf("remote main gained %d commits, want 1", len(commits))
+	}
+}
+
+// TestRunTextAfterThePullRequest: a target that failed after its pull
+// request was reached (labels refused, say) says that the push branch
+// holds the edits; it said they were not pushed, which sent the reader to
+// look for a push that had been made by an earlier run.
+func TestRunTextAfterThePullRequest(t *testing.T) {
+	res := &cycle.TargetResult{Target: "prod", Repository: "https://git.example/fleet.git", Branch: "main", PushBranch: "imagebump/main",
+		PullRequest: &pullrequest.Result{Provider: "gitea", Number: 4, URL: "https://git.example/fleet/pulls/4", Outcome: pullrequest.Updated},
+		Report: &cycle.Report{Changes: []setters.Change{{File: "app.yaml", Line: 1, Policy: "apps:app", Old: "1.0.0", New: "1.1.0"}}}}
+	rep := report.Run{Version: report.Version, Targets: []report.Target{report.NewTarget(res, "adding the labels newlabel was refused")}}
+	var b strings.Builder
+	if err := writeRunText(&b, rep, []*cycle.TargetResult{res}); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "imagebump/main holds the edits above (pushed before), then FAILED: adding the labels") || strings.Contains(out, "not pushed") {
+		t.Errorf("run text:\n%s", out)
 	}
 }
