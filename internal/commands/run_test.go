@@ -280,7 +280,7 @@ func TestRunConcurrentSameWorkdir(t *testing.T) {
 func TestRunTextAfterThePullRequest(t *testing.T) {
 	res := &cycle.TargetResult{Target: "prod", Repository: "https://git.example/fleet.git", Branch: "main", PushBranch: "imagebump/main",
 		PullRequest: &pullrequest.Result{Provider: "gitea", Number: 4, URL: "https://git.example/fleet/pulls/4", Outcome: pullrequest.Updated},
-		Report: &cycle.Report{Changes: []setters.Change{{File: "app.yaml", Line: 1, Policy: "apps:app", Old: "1.0.0", New: "1.1.0"}}}}
+		Report:      &cycle.Report{Changes: []setters.Change{{File: "app.yaml", Line: 1, Policy: "apps:app", Old: "1.0.0", New: "1.1.0"}}}}
 	rep := report.Run{Version: report.Version, Targets: []report.Target{report.NewTarget(res, "adding the labels newlabel was refused")}}
 	var b strings.Builder
 	if err := writeRunText(&b, rep, []*cycle.TargetResult{res}); err != nil {
