@@ -113,6 +113,22 @@ func runHold(o *HoldOptions, stdout io.Writer) error {
 		_, err = fmt.Fprintf(stdout, "%s: %s is not held; nothing to release\n", file, config.NormalizeName(o.Policy))
 		return err
 	case err != nil:
+		// Not in the file's images, but in the config: an ImagePolicy of
+		// the Flux objects its flux: paths name.
+		// Loaded without its Flux report: the error is the news.
+		quiet := *o.global
+		quiet.stderr = nil
+		if cfg, lerr := loadConfig(&quiet); lerr == nil {
+			if im, ok := cfg.Image(o.Policy); ok {
+				suspend := "true"
+				if o.Release {
+					suspend = "false"
+				}
+				_, _, pos := quiet.policyPos(cfg, *im)
+				return usageError(fmt.Errorf("%s is an ImagePolicy of the Flux objects %s reads (%s, by flux.paths): imagebump %s edits the policies of the imagebump.yaml itself; set spec.suspend: %s on that ImagePolicy instead (imagebump reads a suspended policy as held)",
+					im.Name, file, pos, verb, suspend))
+			}
+		}
 		return usageError(err)
 	}
 	if err := replaceFile(file, out); err != nil {

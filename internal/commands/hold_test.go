@@ -138,3 +138,35 @@ func TestSuspendedFluxPolicy(t *testing.T) {
 		t.Errorf("the Flux objects were edited:\n%s", data)
 	}
 }
+
+// TestHoldFluxPathsPolicy: a policy the config reads from Flux objects by
+// its flux.paths cannot be held in the file, which has no entry for it:
+// hold and release say to suspend the ImagePolicy, naming where it is,
+// where they said the file had no such policy; and print no Flux report.
+func TestHoldFluxPathsPolicy(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "imagebump.yaml", "flux:\n  paths: [flux]\nimages:\n  - {name: native, repository: ghcr.io/a/b, policy: {semver: \">=1\"}}\n")
+	objects := writeFile(t, filepath.Join(dir, "flux"), "policy.yaml", `apiVersion: image.toolkit.fluxcd.io/v1beta2
+kind: ImageRepository
+metadata: {name: app, namespace: apps}
+spec: {image: ghcr.io/acme/app}
+---
+apiVersion: image.toolkit.fluxcd.io/v1beta2
+kind: ImagePolicy
+metadata: {name: app, namespace: apps}
+spec:
+  imageRepositoryRef: {name: app}
+  policy: {semver: {range: ">=1.0.0"}}
+`)
+	before, _ := os.ReadFile(cfg)
+	for _, args := range [][]string{{"hold", "apps:app", "--reason", "x"}, {"release", "apps:app"}} {
+		_, stderr, code := runMain(t, append(args, "-c", cfg)...)
+		if code != ExitUsage || !strings.Contains(stderr, "apps:app is an ImagePolicy of the Flux objects") || !strings.Contains(stderr, objects+":6") ||
+			!strings.Contains(stderr, "spec.suspend") || strings.Contains(stderr, "Flux objects read") {
+			t.Errorf("%s: exit %d, stderr %q", args[0], code, stderr)
+		}
+	}
+	if after, _ := os.ReadFile(cfg); string(after) != string(before) {
+		t.Errorf("the config changed:\n%s", after)
+	}
+}
