@@ -222,16 +222,12 @@ func scan(rep *cycle.Report) ([]Policy, []Change, []Problem) {
 		}
 		for _, h := range p.HeldBack {
 			hb := HeldBack{Tag: h.Tag, Digest: h.Digest, Gate: string(h.Gate), Detail: h.Detail}
-			if !h.Until.IsZero() {
-				hb.Until = h.Until.UTC().Format(time.RFC3339)
-			}
+			hb.Until = Time(h.Until)
 			pj.HeldBack = append(pj.HeldBack, hb)
 		}
 		if h := p.Held; h != nil {
 			pj.Held = &Hold{Reason: h.Reason}
-			if u := h.UntilTime(); !u.IsZero() {
-				pj.Held.Until = u.UTC().Format(time.RFC3339)
-			}
+			pj.Held.Until = Time(h.UntilTime())
 		}
 		policies = append(policies, pj)
 	}
@@ -251,4 +247,14 @@ func FieldName(f setters.Field) string {
 		return "image"
 	}
 	return string(f)
+}
+
+// Time writes t as RFC 3339, in UTC, as the documents' times are; "" for
+// the zero time, and for a time past the year 9999, which RFC 3339 cannot
+// write (an image dated 9999-12-31 by a broken build, plus a minimum age).
+func Time(t time.Time) string {
+	if t.IsZero() || t.UTC().Year() > 9999 {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }

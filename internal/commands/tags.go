@@ -257,7 +257,7 @@ func listTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 			gates := cycle.NewGates(nil, o.global.logger)
 			picked, held, err := gates.Pick(ctx, client, img.WithPolicy(pol), res, tags)
 			for _, h := range held {
-				rep.HeldBack = append(rep.HeldBack, report.HeldBack{Tag: h.Tag, Digest: h.Digest, Gate: string(h.Gate), Detail: h.Detail, Until: formatTime(h.Until)})
+				rep.HeldBack = append(rep.HeldBack, report.HeldBack{Tag: h.Tag, Digest: h.Digest, Gate: string(h.Gate), Detail: h.Detail, Until: report.Time(h.Until)})
 			}
 			switch {
 			case err != nil:
@@ -279,7 +279,7 @@ func listTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 			}
 		}
 		if fromConfig && img.Hold.Active(time.Now()) {
-			rep.Held = &report.Hold{Reason: img.Hold.Reason, Until: formatTime(img.Hold.UntilTime())}
+			rep.Held = &report.Hold{Reason: img.Hold.Reason, Until: report.Time(img.Hold.UntilTime())}
 		}
 	}
 	if o.Explain != "" {
@@ -637,14 +637,6 @@ func explainTag(ctx context.Context, tag string, rep TagsReport, spec policy.Spe
 		add("hold", "pass", "not held")
 	}
 	return out
-}
-
-// formatTime writes t as RFC 3339 in UTC, or "" for the zero time.
-func formatTime(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339)
 }
 
 // readAsRepository says, for an argument that names a namespace of the
