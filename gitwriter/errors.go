@@ -49,8 +49,9 @@ type ForeignCommitError struct {
 // Error names the commit and says what to do.
 func (e *ForeignCommitError) Error() string {
 	return fmt.Sprintf("not pushed: %s branch %q ends in commit %s (%q), which imagebump did not make (%s); "+
-		"imagebump rebuilds its push branch on every bump, which would drop that commit, so it leaves the branch and its pull request as they are. "+
-		"Merge the pull request, then delete the branch (the next bump makes it again; GitHub, GitLab and Gitea can delete a merged branch by themselves), "+
+		"imagebump rebuilds its push branch on every bump, which would drop that commit, so it leaves the branch, and any pull request from it, as they are. "+
+		"Keep that commit where it belongs (merge the pull request, when one is open; else put the commit on another branch, or drop it), then delete the branch "+
+		"(the next bump makes it again; GitHub, GitLab and Gitea can delete a merged branch by themselves), "+
 		"or give push.branch a name that only imagebump pushes to. "+
 		"Deleting the branch of an open pull request closes it on GitHub and Gitea, and imagebump does not propose a closed pull request's bumps again until they change",
 		e.Remote, e.Branch, e.Commit, e.Subject, e.Why)

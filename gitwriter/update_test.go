@@ -436,7 +436,7 @@ func TestUpdatePushBranchForeign(t *testing.T) {
 			if !errors.As(err, &fe) || fe.Commit != before["refs/heads/"+pushBranch][:12] || !strings.Contains(fe.Why, tc.why) {
 				t.Fatalf("Update() = %+v, %v; want a *ForeignCommitError for the branch's tip, %s", got, err, tc.why)
 			}
-			for _, w := range []string{`branch "imagebump/main" ends in commit ` + fe.Commit, "which imagebump did not make", "Merge the pull request, then delete the branch", "closes it on GitHub and Gitea"} {
+			for _, w := range []string{`branch "imagebump/main" ends in commit ` + fe.Commit, "which imagebump did not make", "merge the pull request, when one is open; else put the commit on another branch, or drop it), then delete the branch", "closes it on GitHub and Gitea"} {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q lacks %q", err, w)
 				}
