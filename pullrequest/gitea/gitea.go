@@ -169,10 +169,22 @@ func (p *Provider) list(c *sdk.Client, state sdk.StateType, head, base string, f
 
 // ours reports whether pr goes from head into base within one repository.
 func ours(pr *sdk.PullRequest, head, base string) bool {
-	if pr.Head == nil || pr.Base == nil || pr.Head.Ref != head || pr.Base.Ref != base {
+	if pr.Head == nil || pr.Base == nil || headBranch(pr.Head) != head || pr.Base.Ref != base {
 		return false
 	}
 	return pr.Head.RepoID == 0 || pr.Base.RepoID == 0 || pr.Head.RepoID == pr.Base.RepoID
+}
+
+// headBranch is the branch a pull request comes from. Once that branch
+// is deleted, Gitea gives the pull request's own ref (refs/pull/N/head)
+// as its ref, and the branch's name in its label alone: a closed pull
+// request was missed after its branch was deleted, so its bumps were
+// proposed again.
+func headBranch(h *sdk.PRBranchInfo) string {
+	if strings.HasPrefix(h.Ref, "refs/pull/") && h.Name != "" {
+		return h.Name
+	}
+	return h.Ref
 }
 
 // Create opens a pull request from head into base.
@@ -334,7 +346,7 @@ func (p *Provider) convert(pr *sdk.PullRequest) pullrequest.PR {
 		State:  pullrequest.StateOpen,
 	}
 	if pr.Head != nil {
-		out.Head, out.HeadCommit = pr.Head.Ref, pr.Head.Sha
+		out.Head, out.HeadCommit = headBranch(pr.Head), pr.Head.Sha
 	}
 	if pr.Base != nil {
 		out.Base = pr.Base.Ref

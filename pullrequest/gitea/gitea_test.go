@@ -354,3 +354,32 @@ func TestOverlappingRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestClosedWithBranchDeleted: a pull request closed without merging, its
+// branch then deleted (Gitea's "delete branch" button), is still listed as
+// the branch's: Gitea gives it the ref refs/pull/N/head then, with the
+// branch's name in the label. It was missed, and plan said a new pull
+// request would open for the bumps that were turned down.
+func TestClosedWithBranchDeleted(t *testing.T) {
+	s := testgitea.Start(t)
+	owner, repo, p := newRepo(t, s, s.Token)
+	ctx := context.Background()
+	req := pullrequest.Request{Head: "imagebump/main", Base: "main", Title: "Bump a",
+		Changes: []pullrequest.Change{{File: "app.yaml", Line: 1, Policy: "apps:a", Old: "1", New: "2"}}}
+	opened, err := pullrequest.Ensure(ctx, p, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ClosePR(t, owner, repo, opened.Number)
+	s.API(t, http.MethodDelete, "/repos/"+owner+"/"+repo+"/branches/imagebump%2Fmain", nil, http.StatusNoContent, nil)
+	prs, err := p.List(ctx, "imagebump/main", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prs) != 1 || prs[0].Number != opened.Number || prs[0].State != pullrequest.StateClosed || prs[0].Head != "imagebump/main" {
+		t.Fatalf("List = %+v, want #%d closed, from imagebump/main", prs, opened.Number)
+	}
+	if res, err := pullrequest.Plan(ctx, p, req); err != nil || res.Outcome != pullrequest.Skipped {
+		t.Errorf("Plan = %+v, %v; want skipped, as the bumps were turned down", res, err)
+	}
+}
