@@ -55,9 +55,16 @@ type PlanResult struct {
 	// PullRequest is what a run would do to the target's pull request,
 	// when the target has push.pullRequest.
 	PullRequest *pullrequest.Result
-	// PullRequestErr says why the pull request could not be checked; it
-	// does not fail the plan.
+	// PullRequestErr says why the pull request could not be checked, or
+	// why a run would leave it (a push branch ending in a commit
+	// imagebump did not make); it does not fail the plan.
 	PullRequestErr error
+	// Held is set when a run would leave push.branch and its pull request
+	// as they are, as a policy failed and the branch holds its bumps;
+	// Refused when a run would fail before the pull request, as the branch
+	// ends in a commit imagebump did not make (PullRequestErr says which).
+	// A plan on its own clone only: plan --repo cannot see the branch.
+	Held, Refused bool
 }
 
 // ErrNeedTarget is returned by Plan when Repo is empty and no target names
@@ -79,12 +86,13 @@ func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
 	}
 	t := opts.Target
 	root, base := opts.Repo, ""
+	var clone *gitwriter.Repo
 	if root == "" {
 		if t == nil || t.Git == nil || opts.Write {
 			return nil, ErrNeedTarget
 		}
-		clone, err := gitwriter.Open(ctx, GitOptions(*t, "", logger))
-		if err != nil {
+		var err error
+		if clone, err = gitwriter.Open(ctx, GitOptions(*t, "", logger)); err != nil {
 			return nil, err
 		}
 		defer clone.Close()
@@ -145,8 +153,45 @@ func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
 		res.PullRequestErr = err
 		return res, nil
 	}
+	if clone != nil {
+		// A run acts on the push branch before its pull request; plan
+		// --repo cannot see the branch, a plan on its own clone can.
+		held, err := pushBranchVerdict(ctx, clone, p, *t, base, rep)
+		if err != nil || held {
+			var fe *gitwriter.ForeignCommitError
+			res.Held, res.Refused, res.PullRequestErr = held, errors.As(err, &fe), err
+			return res, nil
+		}
+	}
 	res.PullRequest, res.PullRequestErr = pullRequestFor(ctx, p, topts, base, rep, redact.String(t.Git.URL), false, nil)
 	return res, nil
+}
+
+// pushBranchVerdict says, from the push branch as the remote has it, what
+// a run would make of it before the pull request: held, when a policy
+// failed and the branch holds its bumps (a run leaves it as it is); or
+// refused, with the *gitwriter.ForeignCommitError a run fails with, when
+// the branch ends in a commit imagebump did not make and that is no merged
+// pull request's head (which a run replaces).
+func pushBranchVerdict(ctx context.Context, repo *gitwriter.Repo, p pullrequest.Provider, t config.Target, base string, rep *Report) (held bool, err error) {
+	if len(rep.Changes) == 0 {
+		return false, nil
+	}
+	if rep.FailedPolicies() > 0 {
+		keeps, err := branchKeepsFailed(ctx, repo, t.Push.Branch, rep)
+		if err != nil || !keeps {
+			return err == nil, err
+		}
+	}
+	commit, _ := commitSettings(t)
+	err = repo.CheckPushBranch(ctx, t.Push.Branch, commit.AuthorEmail)
+	var fe *gitwriter.ForeignCommitError
+	if errors.As(err, &fe) {
+		if merged, merr := pullrequest.MergedHead(ctx, p, t.Push.Branch, base, fe.Hash); merr == nil && merged {
+			return false, nil
+		}
+	}
+	return false, err
 }
 
 // Validate finds the markers under root (the target's paths, when t is not

@@ -336,6 +336,12 @@ func TestRunTargetPullRequestHeldWhileAPolicyFails(t *testing.T) {
 	if !res.Held || res.Pushed || res.PullRequest != nil {
 		t.Errorf("cycle with a failing policy: held=%v pushed=%v pull request %+v", res.Held, res.Pushed, res.PullRequest)
 	}
+	// A plan on its own clone says so, where it said the pull request
+	// would be updated.
+	plan, err := Plan(context.Background(), PlanOptions{Config: cfg, Target: &target, Registry: reg, PullRequests: opts.PullRequests})
+	if err != nil || !plan.Held || plan.PullRequest != nil {
+		t.Errorf("plan with a failing policy: held=%v pull request %+v, %v; want held, as the run", plan.Held, plan.PullRequest, err)
+	}
 	if now := strings.TrimSpace(testgit.Git(t, bare, "rev-parse", "refs/heads/imagebump/main")); now != branch {
 		t.Errorf("push.branch moved while a policy failed: %s -> %s", branch, now)
 	}
@@ -483,10 +489,19 @@ func TestRunTargetStaleCloseKeepsForeignBranch(t *testing.T) {
 	// A new bump: the branch is replaced only when its tip is the merged
 	// pull request's head, as the forge reports it.
 	reg.tags["reg.example/web"] = []string{"1.2.0", "1.3.0"}
+	planOpts := PlanOptions{Config: cfg, Target: &target, Registry: reg, PullRequests: opts.PullRequests}
+	// A plan on its own clone says that a run would stop there, where it
+	// previewed a pull request the run never reaches.
+	if plan, err := Plan(context.Background(), planOpts); err != nil || !plan.Refused || !errors.As(plan.PullRequestErr, &fe) || plan.PullRequest != nil {
+		t.Errorf("plan over a person's commit: refused=%v %v, pull request %+v, %v; want refused with a *ForeignCommitError", plan.Refused, plan.PullRequestErr, plan.PullRequest, err)
+	}
 	if _, err := RunTarget(context.Background(), opts); !errors.As(err, &fe) {
 		t.Fatalf("new bump, the merged pull request's head unknown: %v; want a *ForeignCommitError", err)
 	}
 	forge.prs[0].HeadCommit = fix
+	if plan, err := Plan(context.Background(), planOpts); err != nil || plan.Refused || plan.PullRequest == nil || plan.PullRequest.Outcome != pullrequest.Opened {
+		t.Errorf("plan over the merged pull request's head: refused=%v %v, pull request %+v, %v; want a pull request opened", plan.Refused, plan.PullRequestErr, plan.PullRequest, err)
+	}
 	res, err = RunTarget(context.Background(), opts)
 	if err != nil || !res.Pushed || !res.Forced || res.PullRequest == nil || res.PullRequest.Outcome != pullrequest.Opened {
 		t.Fatalf("new bump over the merged pull request's head: %+v, %v; want the branch replaced and a pull request opened", res, err)

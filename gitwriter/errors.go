@@ -37,8 +37,9 @@ var ErrConflict = errors.New("remote branch kept moving")
 type ForeignCommitError struct {
 	// Remote is the remote URL with any credential removed.
 	Remote string
-	// Branch is the push branch; Commit its tip, abbreviated.
-	Branch, Commit string
+	// Branch is the push branch; Commit its tip, abbreviated, and Hash
+	// in full.
+	Branch, Commit, Hash string
 	// Why says how the commit is not imagebump's: "committed by NAME
 	// <EMAIL>", "a merge commit, by ...".
 	Why string

@@ -400,7 +400,7 @@ func (r *Repo) pushOwn(ctx context.Context, base, commit plumbing.Hash, u Update
 				}
 			}
 			if !replace {
-				return false, &ForeignCommitError{Remote: r.remote, Branch: branch, Commit: shortHash(existing), Why: why, Subject: subject(old.Message)}
+				return false, &ForeignCommitError{Remote: r.remote, Branch: branch, Commit: shortHash(existing), Hash: existing.String(), Why: why, Subject: subject(old.Message)}
 			}
 			r.log.Info("replacing the push branch: it ends in a commit imagebump did not make, which is kept elsewhere (the head of a merged pull request)", "push_branch", branch, "commit", shortHash(existing), "why", why)
 		}
@@ -542,7 +542,7 @@ func (r *Repo) CheckPushBranch(ctx context.Context, branch, email string) error 
 		return fmt.Errorf("reading the commit of %s branch %q: %w", r.remote, branch, err)
 	}
 	if why := ownCommit(c, invalidSignatureChars.Replace(email)); why != "" {
-		return &ForeignCommitError{Remote: r.remote, Branch: branch, Commit: shortHash(h), Why: why, Subject: subject(c.Message)}
+		return &ForeignCommitError{Remote: r.remote, Branch: branch, Commit: shortHash(h), Hash: h.String(), Why: why, Subject: subject(c.Message)}
 	}
 	return nil
 }

@@ -47,8 +47,15 @@ type Plan struct {
 	// (plan only, when the target has push.pullRequest and something would
 	// happen).
 	PullRequest *pullrequest.Result `json:"pullRequest,omitempty"`
-	// PullRequestError says why the pull request could not be checked.
+	// PullRequestError says why the pull request could not be checked, or
+	// why a run would stop before it (pushRefused).
 	PullRequestError string `json:"pullRequestError,omitempty"`
+	// Held is set when a run would leave push.branch and its pull request
+	// as they are while a policy fails (plan without --repo only).
+	Held bool `json:"held,omitempty"`
+	// PushRefused is set when a run would not push, as push.branch ends in
+	// a commit imagebump did not make (plan without --repo only).
+	PushRefused bool `json:"pushRefused,omitempty"`
 	// Error says why plan or apply stopped before it had a result (the
 	// config, the clone); the other fields are then empty, and the exit
 	// code is not 0.

@@ -14,7 +14,7 @@ import (
 // post as a pull-request comment: a table of the changes, the problems,
 // the tags held back and the policies held, and the policies. Every value from a registry or the repository goes
 // into a code span, so none of it is read as Markdown or HTML.
-func writePlanMarkdown(w io.Writer, rep *cycle.Report, pr *pullrequest.Result, prErr error) error {
+func writePlanMarkdown(w io.Writer, rep *cycle.Report, pr *pullrequest.Result, prLine string) error {
 	var b strings.Builder
 	failed := len(problemLines(rep))
 	fmt.Fprintf(&b, "### imagebump plan: %d %s in %d %s, %d %s\n\n",
@@ -65,8 +65,8 @@ func writePlanMarkdown(w io.Writer, rep *cycle.Report, pr *pullrequest.Result, p
 	if pr != nil {
 		fmt.Fprintf(&b, "\nPull request: %s\n", mdCode(describePR(pr, true)))
 	}
-	if prErr != nil {
-		fmt.Fprintf(&b, "\nPull request: could not be checked: %s\n", mdMessage(prErr.Error()))
+	if prLine != "" {
+		fmt.Fprintf(&b, "\nPull request: %s\n", mdMessage(prLine))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -282,13 +282,13 @@ func planOrApply(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 		// problem, and its edits are not among the changes: apply did
 		// not apply all it meant to.
 		out := report.NewPlan(rep, o.Write && len(rep.Unwritten()) == 0)
-		out.PullRequest = pr
+		out.PullRequest, out.Held, out.PushRefused = pr, plan.Held, plan.Refused
 		if prErr != nil {
 			out.PullRequestError = prErr.Error()
 		}
 		err = encodeJSON(stdout, out)
 	case "markdown":
-		err = writePlanMarkdown(stdout, rep, pr, prErr)
+		err = writePlanMarkdown(stdout, rep, pr, pullRequestLine(plan))
 	case "diff":
 		files := make([]string, 0, len(diffs))
 		for f := range diffs {
@@ -314,8 +314,8 @@ func planOrApply(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 		if err == nil && pr != nil {
 			_, err = fmt.Fprintf(stdout, "Pull request: %s\n", describePR(pr, true))
 		}
-		if err == nil && prErr != nil {
-			_, err = fmt.Fprintf(stdout, "Pull request: could not be checked: %v\n", prErr)
+		if line := pullRequestLine(plan); err == nil && line != "" {
+			_, err = fmt.Fprintf(stdout, "Pull request: %s\n", printable.Message(line))
 		}
 	}
 	if err != nil {
@@ -329,6 +329,21 @@ func planOrApply(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 		return silentExit(ExitChanges)
 	}
 	return nil
+}
+
+// pullRequestLine says what keeps a plan from previewing the pull
+// request: a run would leave the push branch as it is, or stop before it,
+// or it could not be checked; "" when nothing does.
+func pullRequestLine(plan *cycle.PlanResult) string {
+	switch {
+	case plan.Held:
+		return "a run would leave push.branch and its pull request as they are: a policy failed, and the branch holds its bumps, which a rebuild would drop (see run)"
+	case plan.Refused:
+		return "a run would stop before it: " + plan.PullRequestErr.Error()
+	case plan.PullRequestErr != nil:
+		return "could not be checked: " + plan.PullRequestErr.Error()
+	}
+	return ""
 }
 
 // noChanges is the line that says a report has no changes, and no failed
