@@ -151,8 +151,12 @@ func checkEnvRefs(t config.Target) error {
 // repositories are always owner/repo, a longer path is an error here, so
 // that validate and the check before a push see it.
 func pullRequestPlace(t config.Target) (ownerPath, api string, err error) {
-	if _, ownerPath, err = pullrequest.ParseRepoURL(t.Git.URL); err != nil {
+	var host string
+	if host, ownerPath, err = pullrequest.ParseRepoURL(t.Git.URL); err != nil {
 		return "", "", fmt.Errorf("push.pullRequest: %w", err)
+	}
+	if want := pullrequest.HostedProvider(host); want != "" && want != t.Push.PullRequest.Provider && t.Push.PullRequest.APIURL == "" {
+		return "", "", fmt.Errorf("push.pullRequest: provider is %s, but git.url's host %s serves %s's API: set provider: %s", t.Push.PullRequest.Provider, host, want, want)
 	}
 	if p := t.Push.PullRequest.Provider; p == "github" || p == "gitea" {
 		if _, _, err := pullrequest.OwnerRepo(ownerPath); err != nil {

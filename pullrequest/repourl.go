@@ -119,3 +119,22 @@ func DefaultAPIURL(provider, gitURL string) (string, error) {
 		return "", fmt.Errorf("unknown provider %q: want github, gitlab or gitea", provider)
 	}
 }
+
+// hostedForges are the public forges whose provider their host tells.
+var hostedForges = map[string]string{
+	"github.com":   "github",
+	"gitlab.com":   "gitlab",
+	"codeberg.org": "gitea",
+	"gitea.com":    "gitea",
+}
+
+// HostedProvider returns the provider of a public forge's host (github.com
+// is GitHub's, codeberg.org runs Forgejo, which speaks Gitea's API), ""
+// for any other host, where any provider may run.
+func HostedProvider(host string) string {
+	h := strings.ToLower(strings.TrimPrefix(strings.ToLower(host), "www."))
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.Contains(h[i:], "]") {
+		h = h[:i]
+	}
+	return hostedForges[h]
+}
