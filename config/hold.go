@@ -27,6 +27,19 @@ func SetHold(data []byte, file, name string, h Hold) ([]byte, error) {
 			return nil, err
 		}
 	}
+	value := "{reason: " + strconv.Quote(h.Reason)
+	if h.Until != "" {
+		value += ", until: " + strconv.Quote(h.Until)
+	}
+	value += "}"
+	// A hold there already is replaced where it is, with the comment on
+	// its key's line: a block or flow mapping's value is rewritten in its
+	// own style.
+	if e, err := newHoldEditor(data, file, name); err == nil {
+		if out, ok := e.replaceHold(value, h); ok {
+			return e.check(out, &h)
+		}
+	}
 	cleared, err := ClearHold(data, file, name)
 	if err != nil && !errors.Is(err, ErrNotHeld) {
 		return nil, err
@@ -38,11 +51,6 @@ func SetHold(data []byte, file, name string, h Hold) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	value := "{reason: " + strconv.Quote(h.Reason)
-	if h.Until != "" {
-		value += ", until: " + strconv.Quote(h.Until)
-	}
-	value += "}"
 	var out []byte
 	if e.item.Style&yaml.FlowStyle != 0 {
 		end, err := e.flowEnd(e.offset(e.item.Line, e.item.Column))
@@ -60,6 +68,54 @@ func SetHold(data []byte, file, name string, h Hold) ([]byte, error) {
 		out = splice(data, at, at, line)
 	}
 	return e.check(out, &h)
+}
+
+// replaceHold returns the bytes with the value of the entry's hold (a
+// mapping) replaced by h, in the style it is written in: flow, as value
+// ({reason: ..., until: ...}), or block, one key a line at its indent.
+// The hold key, its comments and its place stay. ok is false when the
+// entry has no hold, or one of another shape.
+func (e *holdEditor) replaceHold(flow string, h Hold) (out []byte, ok bool) {
+	key, value := e.field("hold")
+	if key == nil || value.Kind != yaml.MappingNode || len(value.Content) == 0 {
+		return nil, false
+	}
+	if value.Style&yaml.FlowStyle != 0 {
+		start := e.offset(value.Line, value.Column)
+		end, err := e.flowEnd(start)
+		if err != nil {
+			return nil, false
+		}
+		return splice(e.data, start, end+1, flow), true
+	}
+	if value.Line <= key.Line {
+		return nil, false
+	}
+	// The value's lines: from its first key's to its last node's, then
+	// any line indented deeper than the hold key (a long scalar's rest).
+	last := value.Line
+	for _, n := range value.Content {
+		last = max(last, n.Line)
+	}
+	next := e.nextKeyLine(key)
+	for last+1 < next {
+		line := string(e.data[e.lineStart(last+1):min(e.lineStart(last+2), len(e.data))])
+		trimmed := strings.TrimLeft(line, " ")
+		if strings.TrimSpace(line) == "" || len(line)-len(trimmed) < key.Column {
+			break
+		}
+		last++
+	}
+	indent := strings.Repeat(" ", value.Content[0].Column-1)
+	block := indent + "reason: " + strconv.Quote(h.Reason) + e.eol
+	if h.Until != "" {
+		block += indent + "until: " + strconv.Quote(h.Until) + e.eol
+	}
+	end := e.lineStart(last + 1)
+	if end == len(e.data) && len(e.data) > 0 && e.data[len(e.data)-1] != '\n' {
+		block = strings.TrimSuffix(block, e.eol)
+	}
+	return splice(e.data, e.lineStart(value.Line), end, block), true
 }
 
 // ErrNotHeld is returned by ClearHold when the policy has no hold.

@@ -28,6 +28,9 @@ func TestHoldGolden(t *testing.T) {
 		{"crlf-no-eol.yaml", "web", Hold{Reason: "crlf"}},
 		{"held.yaml", "apps:web", Hold{Reason: "new reason"}},
 		{"held.yaml", "apps:api", Hold{Reason: "replaced"}},
+		// A hold there is replaced in place and in its style; the comment
+		// on its key's line stays, and so does the next key's.
+		{"held.yaml", "apps:worker", Hold{Reason: "new", Until: "2027-01-01"}},
 		// The hold goes before the empty document a trailing --- opens.
 		{"trailing-separator.yaml", "apps:worker", Hold{Reason: "last"}},
 	} {
