@@ -63,3 +63,52 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSetHold checks that SetHold and ClearHold never panic, and that what
+// they return parses, with the policy held (then released) and every other
+// entry as it was: SetHold's own check refuses any other result, so an
+// error is fine and a wrong output is not.
+func FuzzSetHold(f *testing.F) {
+	entries, err := os.ReadDir("testdata/hold")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range entries {
+		if data, err := os.ReadFile("testdata/hold/" + e.Name()); err == nil && !e.IsDir() {
+			f.Add(data, "apps:web", "r")
+		}
+	}
+	f.Add([]byte("images:\n  - name: apps:web\n    hold:  # c\n      reason: x\n"), "apps:web", "new")
+	f.Fuzz(func(t *testing.T, data []byte, policy, reason string) {
+		before, err := Parse(data, "f.yaml")
+		if err != nil || strings.TrimSpace(reason) == "" {
+			return
+		}
+		out, err := SetHold(data, "f.yaml", policy, Hold{Reason: reason})
+		if err != nil {
+			return
+		}
+		held, err := Parse(out, "f.yaml")
+		if err != nil {
+			t.Fatalf("SetHold gave a config that does not parse: %v\n%s", err, out)
+		}
+		im, ok := held.Image(policy)
+		if !ok || im.Hold == nil || im.Hold.Reason != reason {
+			t.Fatalf("SetHold did not hold %s with reason %q:\n%s", policy, reason, out)
+		}
+		if len(held.Images) != len(before.Images) {
+			t.Fatalf("SetHold changed the number of images from %d to %d", len(before.Images), len(held.Images))
+		}
+		cleared, err := ClearHold(out, "f.yaml", policy)
+		if err != nil {
+			t.Fatalf("ClearHold of a hold SetHold made: %v\n%s", err, out)
+		}
+		after, err := Parse(cleared, "f.yaml")
+		if err != nil {
+			t.Fatalf("ClearHold gave a config that does not parse: %v", err)
+		}
+		if im, _ := after.Image(policy); im.Hold != nil {
+			t.Fatalf("ClearHold left a hold:\n%s", cleared)
+		}
+	})
+}
