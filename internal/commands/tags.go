@@ -557,7 +557,11 @@ func explainTag(ctx context.Context, tag string, rep TagsReport, spec policy.Spe
 		add("filtered", "stop", "does not match filterTags.pattern")
 		return out
 	}
-	add("filtered", "pass", "")
+	if spec.FilterPattern == "" {
+		add("filtered", "pass", "no filterTags")
+	} else {
+		add("filtered", "pass", "matches filterTags.pattern")
+	}
 	if in(rep.Skipped) {
 		// A version the range leaves out is not one the rule cannot
 		// order.
