@@ -103,20 +103,7 @@ func (inv *Inventory) applyOverrides(builds []*kbuild, log *slog.Logger) {
 	if !slices.ContainsFunc(builds, func(b *kbuild) bool { return len(b.entries) > 0 }) {
 		return
 	}
-	folders := map[string]*kbuild{}
-	for _, b := range builds {
-		if _, dup := folders[b.folder]; b.folder != "" && !dup {
-			folders[b.folder] = b
-		}
-	}
-	named := map[*kbuild]bool{}
-	for _, b := range builds {
-		for _, p := range b.paths {
-			if c := folders[p]; c != nil && c != b {
-				named[c] = true
-			}
-		}
-	}
+	folders, named := graph(builds)
 	kept := inv.Uses[:0]
 	for _, u := range inv.Uses {
 		if !strings.HasSuffix(u.Path, ".image") || strings.HasPrefix(u.Source, "kustomization") {
@@ -165,20 +152,7 @@ func (inv *Inventory) applyNamespaces(builds []*kbuild) {
 	if !slices.ContainsFunc(builds, func(b *kbuild) bool { return b.namespace != "" }) {
 		return
 	}
-	folders := map[string]*kbuild{}
-	for _, b := range builds {
-		if _, dup := folders[b.folder]; b.folder != "" && !dup {
-			folders[b.folder] = b
-		}
-	}
-	named := map[*kbuild]bool{}
-	for _, b := range builds {
-		for _, p := range b.paths {
-			if c := folders[p]; c != nil && c != b {
-				named[c] = true
-			}
-		}
-	}
+	folders, named := graph(builds)
 	for i := range inv.Uses {
 		u := &inv.Uses[i]
 		if !u.object {
@@ -232,4 +206,25 @@ func (b *kbuild) namespacesOf(file string, folders map[string]*kbuild, seen map[
 		return map[string]bool{b.namespace: true}
 	}
 	return out
+}
+
+// graph maps each folder to the kustomization kustomize reads there (the
+// first, when there are several), and tells the kustomizations another
+// names: those built as a part of it, not on their own.
+func graph(builds []*kbuild) (folders map[string]*kbuild, named map[*kbuild]bool) {
+	folders = map[string]*kbuild{}
+	for _, b := range builds {
+		if _, dup := folders[b.folder]; b.folder != "" && !dup {
+			folders[b.folder] = b
+		}
+	}
+	named = map[*kbuild]bool{}
+	for _, b := range builds {
+		for _, p := range b.paths {
+			if c := folders[p]; c != nil && c != b {
+				named[c] = true
+			}
+		}
+	}
+	return folders, named
 }
