@@ -37,7 +37,11 @@ func SetHold(data []byte, file, name string, h Hold) ([]byte, error) {
 	// own style.
 	if e, err := newHoldEditor(data, file, name); err == nil {
 		if out, ok := e.replaceHold(value, h); ok {
-			return e.check(out, &h)
+			if out, err := e.check(out, &h); err == nil {
+				return out, nil
+			}
+			// A hold of a shape the line scan misreads (a block scalar
+			// with blank lines, say): cleared and written anew below.
 		}
 	}
 	cleared, err := ClearHold(data, file, name)

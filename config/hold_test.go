@@ -102,3 +102,21 @@ func TestHoldRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestSetHoldOverBlockScalar: a hold whose last value is a block scalar
+// with a blank line is replaced all the same (written anew after the
+// entry): the in-place edit left the scalar's rest behind and failed.
+func TestSetHoldOverBlockScalar(t *testing.T) {
+	in := "images:\n  - name: apps:web\n    repository: ghcr.io/acme/web\n    policy: {semver: \">=1\"}\n    hold:\n      until: \"2027-01-01\"\n      reason: |\n        line one\n\n        line two\n"
+	out, err := SetHold([]byte(in), "c.yaml", "apps:web", Hold{Reason: "new", Until: "2027-02-02"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse(out, "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im, _ := cfg.Image("apps:web"); im.Hold == nil || im.Hold.Reason != "new" || im.Hold.Until != "2027-02-02" {
+		t.Errorf("hold after SetHold: %+v\n%s", im.Hold, out)
+	}
+}
