@@ -2,6 +2,7 @@ package discover
 
 import (
 	"log/slog"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -78,17 +79,19 @@ func (b *kbuild) asWritten(file, name string, folders map[string]*kbuild, seen m
 	return false
 }
 
-// nearest returns the kustomization file nearest to file in the folders
-// between file and top, below top; nil when there is none. Flux builds a
-// folder without a kustomization.yaml as one that names each such folder
-// below it.
+// nearest returns the kustomization Flux builds file through when top, a
+// folder it builds, has no kustomization.yaml: Flux builds such a folder
+// as one that names each folder below it with a kustomization.yaml, the
+// outermost on each way down (it descends no further there). nil when
+// there is none between top and file.
 func nearest(folders map[string]*kbuild, top, file string) *kbuild {
+	var outermost *kbuild
 	for d := path.Dir(file); d != top && under(d, top) && d != "."; d = path.Dir(d) {
 		if k := folders[d]; k != nil {
-			return k
+			outermost = k
 		}
 	}
-	return nil
+	return outermost
 }
 
 // applyOverrides moves to Untracked the workload references whose image a
@@ -153,13 +156,22 @@ func (inv *Inventory) applyNamespaces(builds []*kbuild) {
 		return
 	}
 	folders, named := graph(builds)
+	// The kustomizations that name each path: those that can build a
+	// file are found from its folders upward, not by asking every one
+	// (quadratic on a fleet of thousands of kustomizations).
+	namers := map[string][]*kbuild{}
+	for _, b := range builds {
+		for _, p := range b.paths {
+			namers[p] = append(namers[p], b)
+		}
+	}
 	for i := range inv.Uses {
 		u := &inv.Uses[i]
 		if !u.object {
 			continue
 		}
 		got := map[string]bool{}
-		for _, b := range builds {
+		for _, b := range buildersOf(u.File, namers) {
 			if !named[b] {
 				for ns := range b.namespacesOf(u.File, folders, map[*kbuild]bool{}) {
 					got[ns] = true
@@ -171,6 +183,41 @@ func (inv *Inventory) applyNamespaces(builds []*kbuild) {
 				u.Namespace = ns
 			}
 		}
+	}
+}
+
+// buildersOf returns the kustomizations that may build file: those that
+// name it or a folder above it, and, up from each, those that name its
+// folder or a folder above that. It may return more than build file, never
+// fewer.
+func buildersOf(file string, namers map[string][]*kbuild) []*kbuild {
+	seen := map[*kbuild]bool{}
+	var out []*kbuild
+	queue := namersAbove(file, namers, nil)
+	for len(queue) > 0 {
+		b := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		if seen[b] {
+			continue
+		}
+		seen[b] = true
+		out = append(out, b)
+		if b.folder != "" {
+			queue = namersAbove(b.folder, namers, queue)
+		}
+	}
+	return out
+}
+
+// namersAbove appends to out the kustomizations that name p or a folder
+// above it, up to the root.
+func namersAbove(p string, namers map[string][]*kbuild, out []*kbuild) []*kbuild {
+	for {
+		out = append(out, namers[p]...)
+		if p == "." || p == "/" || p == "" {
+			return out
+		}
+		p = path.Dir(p)
 	}
 }
 
@@ -219,10 +266,25 @@ func graph(builds []*kbuild) (folders map[string]*kbuild, named map[*kbuild]bool
 		}
 	}
 	named = map[*kbuild]bool{}
+	sorted := slices.Sorted(maps.Keys(folders))
 	for _, b := range builds {
 		for _, p := range b.paths {
-			if c := folders[p]; c != nil && c != b {
-				named[c] = true
+			if c := folders[p]; c != nil {
+				if c != b {
+					named[c] = true
+				}
+				continue
+			}
+			// A folder without a kustomization (a Flux path): Flux
+			// builds the kustomizations below it as its parts.
+			prefix := p + "/"
+			if p == "." {
+				prefix = ""
+			}
+			for i, _ := slices.BinarySearch(sorted, prefix); i < len(sorted) && strings.HasPrefix(sorted[i], prefix); i++ {
+				if c := folders[sorted[i]]; c != b {
+					named[c] = true
+				}
 			}
 		}
 	}
