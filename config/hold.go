@@ -122,6 +122,10 @@ func (e *holdEditor) replaceHold(flow string, h Hold) (out []byte, ok bool) {
 	return splice(e.data, e.lineStart(value.Line), end, block), true
 }
 
+// ErrNoPolicy is wrapped by SetHold's and ClearHold's error when the
+// file has no image policy of that name.
+var ErrNoPolicy = errors.New("no such policy in the file")
+
 // ErrNotHeld is returned by ClearHold when the policy has no hold.
 var ErrNotHeld = errors.New("the policy has no hold")
 
@@ -219,7 +223,7 @@ func newHoldEditor(data []byte, file, name string) (*holdEditor, error) {
 		}
 	}
 	if e.item == nil {
-		return nil, fmt.Errorf("%s has no image policy %s (it has: %s)", file, e.name, strings.Join(names, ", "))
+		return nil, fmt.Errorf("%s has no image policy %s (it has: %s): %w", file, e.name, strings.Join(names, ", "), ErrNoPolicy)
 	}
 	if e.item.Style&yaml.FlowStyle == 0 && e.images.Style&yaml.FlowStyle != 0 {
 		return nil, fmt.Errorf("%s: images is a flow list [...]; write it as a block list to hold a policy", file)

@@ -112,14 +112,14 @@ func runHold(o *HoldOptions, stdout io.Writer) error {
 	case errors.Is(err, config.ErrNotHeld):
 		_, err = fmt.Fprintf(stdout, "%s: %s is not held; nothing to release\n", file, config.NormalizeName(o.Policy))
 		return err
-	case err != nil:
+	case errors.Is(err, config.ErrNoPolicy):
 		// Not in the file's images, but in the config: an ImagePolicy of
-		// the Flux objects its flux: paths name.
-		// Loaded without its Flux report: the error is the news.
+		// the Flux objects its flux: paths name. Loaded without its Flux
+		// report: the error is the news.
 		quiet := *o.global
 		quiet.stderr = nil
 		if cfg, lerr := loadConfig(&quiet); lerr == nil {
-			if im, ok := cfg.Image(o.Policy); ok {
+			if im, ok := cfg.Image(o.Policy); ok && quiet.fluxPolicies[im.Name].Kind != "" {
 				suspend := "true"
 				if o.Release {
 					suspend = "false"
@@ -129,6 +129,8 @@ func runHold(o *HoldOptions, stdout io.Writer) error {
 					im.Name, file, pos, verb, suspend))
 			}
 		}
+		return usageError(err)
+	case err != nil:
 		return usageError(err)
 	}
 	if err := replaceFile(file, out); err != nil {

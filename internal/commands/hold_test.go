@@ -166,6 +166,12 @@ spec:
 			t.Errorf("%s: exit %d, stderr %q", args[0], code, stderr)
 		}
 	}
+	// The file's own policy's errors are its own: a bad --until is said
+	// as such, not as a Flux object's.
+	_, stderr, code := runMain(t, "hold", "native", "-c", cfg, "--reason", "x", "--until", "tomorrow")
+	if code != ExitUsage || strings.Contains(stderr, "ImagePolicy") || !strings.Contains(stderr, "tomorrow") {
+		t.Errorf("hold --until tomorrow: exit %d, stderr %q", code, stderr)
+	}
 	if after, _ := os.ReadFile(cfg); string(after) != string(before) {
 		t.Errorf("the config changed:\n%s", after)
 	}
