@@ -612,20 +612,15 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 					if im.Digest != policy.DigestIfNotPresent {
 						return
 					}
-					// The digest the markers pin is what deploys: the
-					// gates checked the tag's digest of today, and a
-					// pinned one that fails them (an unsigned build
-					// pinned by hand) is replaced by that one.
-					hb, err := gates.CheckDigest(ctx, reg.(GateRegistry), im, picked.Latest, known.digest)
+					kept, err := keepPinned(ctx, reg, gates, im, picked.Latest, known.digest, logger)
 					if err != nil {
 						r.Err = err
 						return
 					}
-					if hb == nil {
+					if kept {
 						r.Digest = known.digest
 						return
 					}
-					logger.Info("the digest the markers pin for the pick does not pass the policy's gates; pinning the tag's digest of today", "policy", im.Name, "tag", picked.Latest, "digest", known.digest, "gate", string(hb.Gate))
 				}
 			}
 			d, err := reg.Digest(ctx, im.Repository, r.Selection.Latest, im.Platform)
@@ -643,6 +638,37 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 		}
 	}
 	return results
+}
+
+// keepPinned reports whether a digest the markers pin beside the pick's
+// tag stays, with digest ifNotPresent under gates: the markers deploy
+// that digest, while the gates checked the tag's digest of today. It stays
+// when it is today's (for a platform, today's image of that platform,
+// whose index the gates checked) or passes the gates itself; a build
+// pinned by hand that fails them (unsigned, too young), or that the
+// registry no longer has, gives way to today's. A platform's image is
+// seldom signed apart from its index, so under verify a pinned platform
+// digest other than today's gives way too.
+func keepPinned(ctx context.Context, reg Registry, gates *Gates, im *config.Image, tag, pinned string, logger *slog.Logger) (bool, error) {
+	today, err := reg.Digest(ctx, im.Repository, tag, im.Platform)
+	if err != nil {
+		return false, fmt.Errorf("policy %s: %w", im.Name, err)
+	}
+	if today == pinned {
+		return true, nil
+	}
+	hb, err := gates.CheckDigest(ctx, reg.(GateRegistry), im, tag, pinned)
+	switch {
+	case err != nil && registry.KindOf(err) == registry.KindNotFound:
+		logger.Info("the digest the markers pin for the pick is gone from the registry; pinning the tag's digest of today", "policy", im.Name, "tag", tag, "digest", pinned)
+		return false, nil
+	case err != nil:
+		return false, err
+	case hb != nil:
+		logger.Info("the digest the markers pin for the pick does not pass the policy's gates; pinning the tag's digest of today", "policy", im.Name, "tag", tag, "digest", pinned, "gate", string(hb.Gate))
+		return false, nil
+	}
+	return true, nil
 }
 
 // hintUnknown adds to each marker naming an unknown policy the name it

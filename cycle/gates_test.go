@@ -363,14 +363,16 @@ func minAgeConfig(t *testing.T, repo string) *config.Config {
 }
 
 // TestGatesCheckThePinnedDigest: with digest ifNotPresent, a marker that
-// pins a digest beside the pick's tag keeps it only when that digest
-// passes the gates too: the markers deploy the digest, not the tag. A
-// young build pinned by hand under an old tag moves to the tag's digest of
-// today; an old one pinned stays.
+// pins a digest beside the pick's tag keeps it only when that digest is
+// the tag's of today or passes the gates itself: the markers deploy the
+// digest, not the tag. A young build pinned by hand under the tag moves to
+// today's; an older build that passes stays (ifNotPresent's point); one
+// the registry no longer has moves (the policy failed on it every cycle).
 func TestGatesCheckThePinnedDigest(t *testing.T) {
 	srv, client, opts, root := gateSetup(t)
 	repo := srv.Host + "/app"
 	now := time.Now()
+	olderDigest := pushCreated(t, opts, repo, "1.1.0", now.Add(-96*time.Hour))
 	youngDigest := pushCreated(t, opts, repo, "1.1.0", now.Add(-time.Hour))
 	oldDigest := pushCreated(t, opts, repo, "1.1.0", now.Add(-72*time.Hour)) // the tag now names an old build
 	cfg, err := config.Parse([]byte(fmt.Sprintf("images:\n  - name: app\n    repository: %s\n    policy: {semver: \">=1.0.0\"}\n    minAge: 24h\n    digest: ifNotPresent\n", repo)), "imagebump.yaml")
@@ -381,7 +383,10 @@ func TestGatesCheckThePinnedDigest(t *testing.T) {
 		name, pinned, want string
 	}{
 		{"a young build pinned", youngDigest, oldDigest},
-		{"an old build pinned", oldDigest, oldDigest},
+		{"today's build pinned", oldDigest, oldDigest},
+		{"an older build that passes, pinned", olderDigest, olderDigest},
+		// Untagged builds a registry's cleanup removed.
+		{"a build gone from the registry", "sha256:" + strings.Repeat("0", 64), oldDigest},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			file := filepath.Join(root, "app.yaml")
