@@ -36,6 +36,12 @@ func closedAsStale(body string) bool {
 	return strings.HasSuffix(strings.TrimSpace(body), staleMarker)
 }
 
+// ClosedAsStale reports whether imagebump closed the pull request with
+// body as proposing nothing, or as an open twin: its bumps were not turned
+// down. A provider that lists closed pull requests up to the most recent
+// one lists on past these.
+func ClosedAsStale(body string) bool { return closedAsStale(body) }
+
 // markerPattern finds the content marker that Body writes.
 var markerPattern = regexp.MustCompile(`<!-- imagebump:content=([0-9a-f]{64}) -->`)
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -169,9 +170,9 @@ func TestEnsureDecisions(t *testing.T) {
 		prs:  []PR{pr(2, StateOpen, "old", changeA), pr(5, StateOpen, "Bump a", changeA)},
 		req:  request(changeA, "Bump a"),
 		want: Result{Number: 2, URL: "https://forge/pr/2", Outcome: Updated},
-		wantCalls: []string{"list",
-			"comment #5 Closed as a duplicate of #2, which another imagebump run opened from the same branch at the same moment.",
-			"update #5 Bump a", "close #5", "update #2 Bump a"},
+		wantCalls: []string{"list", "update #5 Bump a", "close #5",
+			"comment #5 Closed as a duplicate of #2, open from the same branch, which imagebump keeps current.",
+			"update #2 Bump a"},
 	}, {
 		name:      "an open one wins over a newer closed one with the same content",
 		prs:       []PR{pr(7, StateClosed, "Bump a", changeB), pr(4, StateOpen, "Bump a", changeA)},
@@ -614,10 +615,42 @@ func TestEnsureRacingTwin(t *testing.T) {
 	if want := (Result{Number: 99, URL: "https://forge/pr/99", Outcome: Unchanged, Provider: "scripted", Labels: nil}); got.Number != want.Number || got.Outcome != want.Outcome {
 		t.Errorf("Ensure = %+v, want the twin #99 unchanged", got)
 	}
-	wantCalls := []string{"list", "create Bump a", "list",
-		"comment #100 Closed as a duplicate of #99, which another imagebump run opened from the same branch at the same moment.",
-		"update #100 Bump a", "close #100"}
+	wantCalls := []string{"list", "create Bump a", "list", "update #100 Bump a", "close #100",
+		"comment #100 Closed as a duplicate of #99, open from the same branch, which imagebump keeps current."}
 	if diff := cmp.Diff(wantCalls, p.calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+// TestEnsureLaggingListIsNoTwin: a listing that lags (one the first list
+// showed closed is open in the second, GitHub's or GitLab's search index)
+// is no twin: the pull request just opened stands, and the closed one is
+// not written to (its body would have taken the new content key, and the
+// next run skipped these bumps as turned down).
+func TestEnsureLaggingListIsNoTwin(t *testing.T) {
+	closed := pr(5, StateClosed, "Bump a", changeB)
+	p := &racing{scripted: scripted{prs: []PR{closed}}, twin: pr(5, StateOpen, "Bump a", changeB)}
+	got, err := Ensure(context.Background(), p, request(changeA, "Bump a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Outcome != Opened || got.Number != 101 {
+		t.Errorf("Ensure = %+v, want #101 opened", got)
+	}
+	if want := []string{"list", "create Bump a", "list"}; !slices.Equal(p.calls, want) {
+		t.Errorf("calls %v, want %v", p.calls, want)
+	}
+}
+
+// TestEnsureTwinCommentRefused: a twin closed whose comment is refused
+// stays closed; the run says so, after keeping the older one current.
+func TestEnsureTwinCommentRefused(t *testing.T) {
+	p := &scripted{prs: []PR{pr(2, StateOpen, "Bump a", changeA), pr(5, StateOpen, "Bump a", changeA)}, commentErr: errors.New("403")}
+	got, err := Ensure(context.Background(), p, request(changeA, "Bump a"))
+	if got == nil || got.Number != 2 || got.Outcome != Unchanged || err == nil || !strings.Contains(err.Error(), "closed #5 as a duplicate of #2, but commenting on it was refused") {
+		t.Errorf("Ensure = %+v, %v; want #2 unchanged, and the refusal", got, err)
+	}
+	if !slices.Contains(p.calls, "close #5") {
+		t.Errorf("calls %v, want #5 closed", p.calls)
 	}
 }

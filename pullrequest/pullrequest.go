@@ -94,9 +94,9 @@ type Request struct {
 	// gets none, so a label someone removed stays removed until the bumps
 	// change. Labels are compared without regard to case, as GitHub does.
 	Labels []string
-	// Notes are listed in the body under the changes: the tags that a gate
-	// (a signature, a minimum age) held back. They change the body, not the
-	// content key.
+	// Notes are listed in the body under the changes: what the pull
+	// request leaves out, and why (tags a gate held back, policies held or
+	// failed). They change the body, not the content key.
 	Notes []string
 }
 
@@ -161,6 +161,17 @@ var ErrAlreadyExists = errors.New("an open pull request from this branch already
 // that writes. A result that comes with an error is a pull request opened
 // or updated whose labels the forge refused.
 func Ensure(ctx context.Context, p Provider, req Request) (*Result, error) {
+	var unsaid []error // twins closed without their comment
+	res, err := ensure(ctx, p, req, &unsaid)
+	if err == nil && len(unsaid) > 0 {
+		err = errors.Join(unsaid...)
+	}
+	return res, err
+}
+
+// ensure is Ensure; a twin closed whose comment was refused adds the
+// refusal to unsaid.
+func ensure(ctx context.Context, p Provider, req Request, unsaid *[]error) (*Result, error) {
 	req, err := req.normalize()
 	if err != nil {
 		return nil, err
@@ -169,7 +180,7 @@ func Ensure(ctx context.Context, p Provider, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if prs, err = closeTwins(ctx, p, prs); err != nil {
+	if prs, err = closeTwins(ctx, p, prs, unsaid); err != nil {
 		return nil, err
 	}
 	d := decide(prs, req)
@@ -177,7 +188,7 @@ func Ensure(ctx context.Context, p Provider, req Request) (*Result, error) {
 		pr, err := p.Create(ctx, req.Head, req.Base, req.Title, d.body)
 		switch {
 		case err == nil:
-			left, err := twinOfOlder(ctx, p, req, pr)
+			left, err := twinOfOlder(ctx, p, req, pr, prs, unsaid)
 			if err != nil {
 				return nil, err
 			}
@@ -223,25 +234,35 @@ func Ensure(ctx context.Context, p Provider, req Request) (*Result, error) {
 // request from the same branch: another run may have opened one at the
 // same moment, where the forge's check for an open one races (Gitea's).
 // Then pr, the newer, is closed (closeTwins), and the pull requests are
-// returned; nil means pr stands. A list that fails leaves pr standing.
-func twinOfOlder(ctx context.Context, p Provider, req Request, pr *PR) ([]PR, error) {
+// returned; nil means pr stands. before is the listing pr was opened on:
+// one it showed closed or merged and the new one open is a listing that
+// lags, not a twin. A list that fails leaves pr standing.
+func twinOfOlder(ctx context.Context, p Provider, req Request, pr *PR, before []PR, unsaid *[]error) ([]PR, error) {
 	after, err := p.List(ctx, req.Head, req.Base)
-	if err != nil || !slices.ContainsFunc(after, func(o PR) bool { return o.State == StateOpen && o.Number < pr.Number }) {
+	if err != nil {
 		return nil, nil
 	}
+	shut := func(n int) bool {
+		return slices.ContainsFunc(before, func(o PR) bool { return o.Number == n && o.State != StateOpen })
+	}
+	if !slices.ContainsFunc(after, func(o PR) bool { return o.State == StateOpen && o.Number < pr.Number && !shut(o.Number) }) {
+		return nil, nil
+	}
+	after = slices.DeleteFunc(after, func(o PR) bool { return shut(o.Number) })
 	if !slices.ContainsFunc(after, func(o PR) bool { return o.Number == pr.Number }) {
 		after = append(after, *pr)
 	}
-	return closeTwins(ctx, p, after)
+	return closeTwins(ctx, p, after, unsaid)
 }
 
 // closeTwins closes the open pull requests in prs but the oldest, and
 // returns prs with them closed. prs are those from one head into one base,
 // of which a forge keeps one open: more are the twins of runs that
-// overlapped where the forge's check races (Gitea's). Each twin gets a
-// comment naming the one kept, and the stale marker, so that its bumps do
-// not count as turned down.
-func closeTwins(ctx context.Context, p Provider, prs []PR) ([]PR, error) {
+// overlapped where the forge's check races (Gitea's), or opened by hand.
+// As Close does: each twin gets the stale marker, so that its bumps do not
+// count as turned down, is closed, then gets a comment naming the one
+// kept; a refused comment leaves it closed and goes to unsaid.
+func closeTwins(ctx context.Context, p Provider, prs []PR, unsaid *[]error) ([]PR, error) {
 	oldest := 0
 	for _, pr := range prs {
 		if pr.State == StateOpen && (oldest == 0 || pr.Number < oldest) {
@@ -254,17 +275,19 @@ func closeTwins(ctx context.Context, p Provider, prs []PR) ([]PR, error) {
 		if pr.State != StateOpen || pr.Number == oldest {
 			continue
 		}
-		msg := fmt.Sprintf("Closed as a duplicate of #%d, which another imagebump run opened from the same branch at the same moment.", oldest)
-		if err := p.Comment(ctx, pr.Number, msg); err != nil {
-			return nil, err
-		}
-		if _, err := p.Update(ctx, pr.Number, pr.Title, markStale(pr.Body)); err != nil {
-			return nil, err
+		if !closedAsStale(pr.Body) {
+			if _, err := p.Update(ctx, pr.Number, pr.Title, markStale(pr.Body)); err != nil {
+				return nil, err
+			}
 		}
 		if err := p.Close(ctx, pr.Number); err != nil {
 			return nil, err
 		}
 		pr.State, pr.Body = StateClosed, markStale(pr.Body)
+		msg := fmt.Sprintf("Closed as a duplicate of #%d, open from the same branch, which imagebump keeps current.", oldest)
+		if err := p.Comment(ctx, pr.Number, msg); err != nil {
+			*unsaid = append(*unsaid, fmt.Errorf("closed #%d as a duplicate of #%d, but commenting on it was refused: %w", pr.Number, oldest, err))
+		}
 	}
 	return out, nil
 }
@@ -438,10 +461,10 @@ func (req Request) normalize() (Request, error) {
 	case len(req.Changes) == 0:
 		return req, errors.New("pull request: no changes to propose")
 	}
-	req.Title = strings.TrimSpace(strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ").Replace(req.Title))
+	req.Title = strings.TrimSpace(strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ").Replace(strings.ToValidUTF8(req.Title, "\uFFFD")))
 	if len(req.Title) > MaxTitleLength {
 		cut := MaxTitleLength - len("…")
-		for !utf8.RuneStart(req.Title[cut]) {
+		for cut > 0 && !utf8.RuneStart(req.Title[cut]) {
 			cut--
 		}
 		req.Title = strings.TrimSpace(req.Title[:cut]) + "…"

@@ -121,7 +121,7 @@ func (p *Provider) Name() string { return "gitea" }
 
 // List returns the pull requests from head into base within the repository
 // (not from forks): every open one and the closed or merged ones up to the
-// most recent, newest first.
+// most recent that imagebump did not close as stale, newest first.
 func (p *Provider) List(ctx context.Context, head, base string) ([]pullrequest.PR, error) {
 	c, err := p.client(ctx)
 	if err != nil {
@@ -139,7 +139,8 @@ func (p *Provider) List(ctx context.Context, head, base string) ([]pullrequest.P
 }
 
 // list pages through the pull requests in state, newest first, and keeps
-// those from head into base; with firstOnly it stops at the first.
+// those from head into base; with firstOnly it stops at the first that
+// imagebump did not close as stale.
 func (p *Provider) list(c *sdk.Client, state sdk.StateType, head, base string, firstOnly bool) ([]pullrequest.PR, error) {
 	var out []pullrequest.PR
 	for page := 1; page <= maxPages; page++ {
@@ -156,7 +157,10 @@ func (p *Provider) list(c *sdk.Client, state sdk.StateType, head, base string, f
 				continue
 			}
 			out = append(out, p.convert(pr))
-			if firstOnly {
+			if firstOnly && !pullrequest.ClosedAsStale(pr.Body) {
+				// One closed as stale (proposing nothing, or an open
+				// twin) was not turned down: the one that counts is
+				// further back.
 				return out, nil
 			}
 		}

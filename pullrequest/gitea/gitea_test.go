@@ -324,7 +324,8 @@ func TestLongTitle(t *testing.T) {
 }
 
 // TestOverlappingRuns: two runs that open the pull request at the same
-// moment leave one open. Gitea's check for an open pull request from the
+// moment leave one open, and once a person closes it, its bumps count as
+// turned down. Gitea's check for an open pull request from the
 // branch races: two overlapping runs opened two (seen by hand, twice).
 func TestOverlappingRuns(t *testing.T) {
 	s := testgitea.Start(t)
@@ -351,6 +352,14 @@ func TestOverlappingRuns(t *testing.T) {
 		s.API(t, http.MethodGet, "/repos/"+owner+"/"+repo+"/pulls?state=open", nil, http.StatusOK, &open)
 		if len(open) != 1 || results[0].Number != open[0].Number || results[1].Number != open[0].Number {
 			t.Errorf("round %d: open %v, runs reported #%d and #%d; want one open, both reporting it", round, open, results[0].Number, results[1].Number)
+			continue
+		}
+		// A person closes the one kept: its bumps are turned down, though
+		// the twin closed as stale is newer (Gitea's list of closed ones
+		// stopped at the most recent).
+		s.ClosePR(t, owner, repo, open[0].Number)
+		if res, err := pullrequest.Plan(ctx, p, req); err != nil || res.Outcome != pullrequest.Skipped {
+			t.Errorf("round %d: after #%d was closed, Plan = %+v, %v; want skipped", round, open[0].Number, res, err)
 		}
 	}
 }
