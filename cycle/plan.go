@@ -3,6 +3,7 @@ package cycle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"time"
@@ -164,6 +165,15 @@ func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
 		}
 	}
 	res.PullRequest, res.PullRequestErr = pullRequestFor(ctx, p, topts, base, rep, redact.String(t.Git.URL), false, nil)
+	if pr := res.PullRequest; clone != nil && pr != nil && pr.Outcome == pullrequest.Closed {
+		// A run closes it only over imagebump's own commit, as it
+		// pushes only over one.
+		commit, _ := commitSettings(*t)
+		if err := clone.CheckPushBranch(ctx, t.Push.Branch, commit.AuthorEmail); err != nil {
+			var fe *gitwriter.ForeignCommitError
+			res.PullRequest, res.Refused, res.PullRequestErr = nil, errors.As(err, &fe), err
+		}
+	}
 	return res, nil
 }
 
@@ -187,7 +197,12 @@ func pushBranchVerdict(ctx context.Context, repo *gitwriter.Repo, p pullrequest.
 	err = repo.CheckPushBranch(ctx, t.Push.Branch, commit.AuthorEmail)
 	var fe *gitwriter.ForeignCommitError
 	if errors.As(err, &fe) {
-		if merged, merr := pullrequest.MergedHead(ctx, p, t.Push.Branch, base, fe.Hash); merr == nil && merged {
+		merged, merr := pullrequest.MergedHead(ctx, p, t.Push.Branch, base, fe.Hash)
+		switch {
+		case merr != nil:
+			// A run fails on this too, not on the commit.
+			return false, fmt.Errorf("checking whether the push branch's last commit is a merged pull request's head: %w", merr)
+		case merged:
 			return false, nil
 		}
 	}

@@ -472,6 +472,11 @@ func TestRunTargetStaleCloseKeepsForeignBranch(t *testing.T) {
 	if slices.Contains(forge.writes[writes:], "close") {
 		t.Errorf("the pull request was closed over a person's commit: forge writes %v", forge.writes[writes:])
 	}
+	// A plan on its own clone says the run stops there, where it said the
+	// pull request would be closed.
+	if plan, err := Plan(context.Background(), PlanOptions{Config: cfg, Target: &target, Registry: reg, PullRequests: opts.PullRequests}); err != nil || !plan.Refused || plan.PullRequest != nil {
+		t.Errorf("plan with nothing to propose over a person's commit: refused=%v %v, pull request %+v, %v; want refused", plan.Refused, plan.PullRequestErr, plan.PullRequest, err)
+	}
 
 	// Once the pull request is merged (the person's commit with it), no
 	// open one would be closed: the cycle has nothing to do and succeeds,
