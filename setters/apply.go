@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -393,6 +395,10 @@ func nearIndex(src []byte) int {
 	}
 }
 
+// binaryProbe is how much of a file tells it binary (a NUL there), as git
+// tells.
+const binaryProbe = 8000
+
 // ErrNotScanned is the error of a Result.Elsewhere entry.
 var ErrNotScanned = errors.New("$imagepolicy is mentioned in a file that is never scanned for markers: only YAML files are (named *.yaml, *.yml or Kustomization), as Flux reads them, so a marker here is never updated; move the image reference into a YAML file, or ignore this if the mention is no marker")
 
@@ -405,12 +411,37 @@ func (r *run) otherFile(j job, buf *bytes.Buffer) {
 	if fi, err := os.Lstat(j.abs); err != nil || !fi.Mode().IsRegular() || (limit > 0 && fi.Size() > limit) {
 		return
 	}
-	if readFile(j.abs, buf, limit) != nil {
+	// Non-blocking: a pipe put in its place since the Lstat does not hang
+	// the run; the fstat below then tells it.
+	f, err := os.OpenFile(j.abs, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	// Its first 8000 bytes tell a binary file, which is read no further.
+	buf.Reset()
+	if _, err := io.CopyN(buf, f, binaryProbe); err != nil && !errors.Is(err, io.EOF) {
+		return
+	}
+	if bytes.IndexByte(buf.Bytes(), 0) >= 0 {
+		return
+	}
+	rest := limit - int64(buf.Len())
+	if limit <= 0 {
+		rest = math.MaxInt64
+	}
+	if _, err := io.CopyN(buf, f, rest); err != nil && !errors.Is(err, io.EOF) {
 		return
 	}
 	src := buf.Bytes()
+	if buf.Cap() > scanBufKeep {
+		defer func() { *buf = bytes.Buffer{} }()
+	}
 	at := nearIndex(src)
-	if at < 0 || bytes.IndexByte(src[:min(len(src), 8000)], 0) >= 0 {
+	if at < 0 {
 		return
 	}
 	line := 1 + bytes.Count(src[:at], []byte("\n"))
