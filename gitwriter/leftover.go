@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -191,11 +192,18 @@ func gcRunning(dir string, now time.Time) (int, bool) {
 }
 
 // processRunning reports whether a process with this pid runs here: a
-// signal 0 reaches it, or it is someone else's.
+// signal 0 reaches it, or it is someone else's (on Windows: it can be
+// opened).
 func processRunning(pid int) bool {
 	p, err := os.FindProcess(pid)
 	if err != nil {
 		return false
+	}
+	if runtime.GOOS == "windows" {
+		// FindProcess opens the process there, and fails when there is
+		// none; no signal 0 is sent.
+		p.Release()
+		return true
 	}
 	err = p.Signal(syscall.Signal(0))
 	return err == nil || errors.Is(err, syscall.EPERM)
