@@ -22,6 +22,18 @@ var keptParams = map[string]bool{
 	"scope":   true,
 	"service": true,
 	"digest":  true,
+	// The forges' listing parameters (GitHub, GitLab, Gitea).
+	"page":          true,
+	"per_page":      true,
+	"limit":         true,
+	"state":         true,
+	"sort":          true,
+	"direction":     true,
+	"order_by":      true,
+	"head":          true,
+	"base":          true,
+	"source_branch": true,
+	"target_branch": true,
 }
 
 // URL returns u as a string without its password and with the value of every

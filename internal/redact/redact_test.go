@@ -16,6 +16,7 @@ func TestURL(t *testing.T) {
 		{name: "pagination kept", in: "https://ghcr.io/v2/a/tags/list?last=v1&n=100", want: "https://ghcr.io/v2/a/tags/list?last=v1&n=100"},
 		{name: "token query", in: "https://auth.io/token?access_token=abc&scope=repository%3Aa%3Apull", want: "https://auth.io/token?access_token=REDACTED&scope=repository%3Aa%3Apull"},
 		{name: "signed storage url", in: "https://s3.io/blob?X-Amz-Signature=xyz", want: "https://s3.io/blob?X-Amz-Signature=REDACTED"},
+		{name: "a forge's listing", in: "https://git.example/api/v1/repos/a/b/pulls?limit=50&page=2&state=closed&token=t", want: "https://git.example/api/v1/repos/a/b/pulls?limit=50&page=2&state=closed&token=REDACTED"},
 		{name: "fragment", in: "https://h.io/p#secret", want: "https://h.io/p"},
 	}
 	for _, tt := range tests {
