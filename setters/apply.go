@@ -549,9 +549,10 @@ const commitWorkers = 8
 // line scan (Index.Scan's full scan, Referenced). Their work is system
 // calls (open, fstat, read, close) and a search for the marker text: with
 // more readers than cores, the walk and the reads keep both cores busy
-// (a cold plan of 10,000 files on 2 cores: the scan took 64 ms with 2
-// readers, 55 ms with 8 and with 16; docs/benchmarks.md). Files are parsed
-// by workerCount goroutines, as parsing is CPU work.
+// (a cold plan of 10,000 files on 2 cores: the scan took about 64 ms
+// with 2 readers, 55 ms with 8 or 16; docs/benchmarks.md, "The figures
+// again (issue 13, twenty-seventh pass)"). Files are parsed by
+// workerCount goroutines, as parsing is CPU work.
 const scanWorkers = 8
 
 // scanBufKeep is the largest read buffer a scan's reader keeps between
