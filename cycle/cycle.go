@@ -605,7 +605,7 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 				}
 				r.Selection = picked
 				if picked.Latest == "" {
-					r.Err = fmt.Errorf("policy %s: %w in %s: %s (%s) (see why with: imagebump tags %s, with the same -c)", im.Name, ErrNoMatch, im.Repository, HeldBackSummary(len(held)), describeHeld(held), im.Name)
+					r.Err = fmt.Errorf("policy %s: %w in %s: %s (%s) (see why with: imagebump tags %s, with the same -c)", im.Name, ErrNoMatch, im.Repository, HeldBackSummary(len(held)), DescribeHeld(held), im.Name)
 					return
 				}
 				if !im.Digest.NeedsLookup(picked.Latest, known.tag, known.digest) {
@@ -690,8 +690,9 @@ func hintUnknown(cfg *config.Config, problems []setters.Problem) {
 	}
 }
 
-// describeHeld summarizes held-back tags for an error: how many per gate.
-func describeHeld(held []HeldBack) string {
+// DescribeHeld summarizes held-back tags for an error: how many per gate
+// ("50 too young", "2 unsigned, 1 too young").
+func DescribeHeld(held []HeldBack) string {
 	counts := map[Gate]int{}
 	var order []Gate
 	for _, h := range held {

@@ -268,7 +268,7 @@ func listTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 				rep.Summary = fmt.Sprintf("no tag picked: %v", err)
 			case picked.Latest == "":
 				rep.Latest = ""
-				rep.Summary = fmt.Sprintf("no tag matches: %s (%d)", cycle.HeldBackSummary(len(held)), len(held))
+				rep.Summary = fmt.Sprintf("no tag matches: %s (%s)", cycle.HeldBackSummary(len(held)), cycle.DescribeHeld(held))
 			default:
 				rep.Latest = picked.Latest
 				res.Latest = picked.Latest
