@@ -99,6 +99,11 @@ func TestSystemdUnits(t *testing.T) {
 					t.Errorf("the config reads %s, which no LoadCredential= of %s provides", s, tt.dir)
 				}
 			}
+			// Registries the config does not list read the same file, as
+			// Docker's config.json, as on Kubernetes (DOCKER_CONFIG).
+			if !loaded[credentialsDir+"config.json"] || !slices.Contains(unit["Service/Environment"], "DOCKER_CONFIG=%d") {
+				t.Errorf("%s: no config.json credential with DOCKER_CONFIG=%%d (environment %q)", tt.dir, unit["Service/Environment"])
+			}
 			for key, want := range map[string]string{"DynamicUser": "yes", "ProtectSystem": "strict", "StateDirectory": "imagebump", "NoNewPrivileges": "yes"} {
 				if got := unit["Service/"+key]; !slices.Equal(got, []string{want}) {
 					t.Errorf("%s = %q, want %s", key, got, want)
@@ -172,6 +177,9 @@ func TestCompose(t *testing.T) {
 	}
 	if configMount == "" {
 		t.Fatal("the config is not mounted at /etc/imagebump/imagebump.yaml")
+	}
+	if dir, ok := s.Environment["DOCKER_CONFIG"]; !ok || dir != "/run/secrets" || !slices.Contains(s.Secrets, "config.json") || compose.Secrets["config.json"].File == "" {
+		t.Errorf("DOCKER_CONFIG %q, secrets %q: want /run/secrets holding config.json, for the registries the config does not list", dir, s.Secrets)
 	}
 	cfg := loadConfig(t, path.Join(dir, configMount))
 	for _, p := range secretPaths(cfg, s.Command[0]) {
