@@ -3,7 +3,9 @@ package commands
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,6 +86,13 @@ func loadConfigFor(g *globalOptions, use gitUse) (*config.Config, error) {
 		// --flux alone: no imagebump.yaml needed.
 	case !g.configSet && !fileExists(g.ConfigFile):
 		return nil, fmt.Errorf("no config: %s does not exist in the current directory; pass -c FILE (docs/config.md describes the file), or -c DIR / --flux DIR for Flux objects", g.ConfigFile)
+	case g.configSet && g.ConfigFile != "-" && !fileExists(g.ConfigFile):
+		if _, err := os.Lstat(g.ConfigFile); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no config: -c %s names no file or folder here; check the path (docs/config.md describes the file)", g.ConfigFile)
+		}
+		if native, err = config.Load(g.ConfigFile); err != nil {
+			return nil, err
+		}
 	default:
 		if native, err = config.Load(g.ConfigFile); err != nil {
 			return nil, err

@@ -649,7 +649,15 @@ func explainTag(ctx context.Context, tag string, rep TagsReport, spec policy.Spe
 // any other argument. A listing that then fails is most likely a policy's
 // name mistyped.
 func readAsRepository(cfg *config.Config, arg, repo, cfgName string) string {
-	if cfg == nil || strings.ContainsAny(arg, "/@") {
+	if strings.ContainsAny(arg, "/@") {
+		return ""
+	}
+	if cfg == nil {
+		if _, _, ok := strings.Cut(arg, ":"); ok {
+			// apps:web with no config: a policy's name, read as Docker
+			// Hub's repository apps and its tag web.
+			return fmt.Sprintf("no config was loaded, so %q was read as the Docker Hub repository %s; if it names a policy, pass -c FILE", arg, repo)
+		}
 		return ""
 	}
 	ns, _, ok := strings.Cut(arg, ":")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -397,8 +398,13 @@ func TestReadAsRepository(t *testing.T) {
 			t.Errorf("readAsRepository(%q) = %q, want %q", arg, got, want)
 		}
 	}
-	if got := readAsRepository(nil, "apps:nope", "apps", ""); got != "" {
-		t.Errorf("without a config: %q", got)
+	// Without a config, a name with a colon may be a policy's: the error
+	// says no config was loaded (it was a bare network error).
+	if got, want := readAsRepository(nil, "apps:web", "apps", ""), `no config was loaded, so "apps:web" was read as the Docker Hub repository apps; if it names a policy, pass -c FILE`; got != want {
+		t.Errorf("without a config: %q, want %q", got, want)
+	}
+	if got := readAsRepository(nil, "nginx", "nginx", ""); got != "" {
+		t.Errorf("without a config, a bare name: %q", got)
 	}
 }
 
@@ -453,6 +459,18 @@ func TestTagsFlagsThatNeedOthers(t *testing.T) {
 		out, stderr, code := runMain(t, c.args...)
 		if code != ExitUsage || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, want 64 and %q\n%s%s", c.args, code, c.want, out, stderr)
+		}
+	}
+}
+
+// TestMissingConfigFile: -c naming no file says so, for tags as for plan
+// (it said "reading config: open X: no such file or directory").
+func TestMissingConfigFile(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "imagebump.yaml")
+	for _, args := range [][]string{{"tags", "apps:web"}, {"plan", "--repo", t.TempDir()}, {"validate"}} {
+		_, stderr, code := runMain(t, append(args, "-c", missing)...)
+		if code != ExitUsage || !strings.Contains(stderr, "no config: -c "+missing+" names no file or folder here") {
+			t.Errorf("%s: exit %d, stderr %q", args[0], code, stderr)
 		}
 	}
 }
