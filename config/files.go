@@ -43,6 +43,24 @@ func (c *Config) Files() []FileRef {
 	return out
 }
 
+// EnvRefs returns the keys that name an environment variable (env:NAME)
+// instead of a file, in key order, as FileRefs whose Path is the
+// variable's name.
+func (c *Config) EnvRefs() []FileRef {
+	var out []FileRef
+	eachPathField(reflect.ValueOf(c).Elem(), "", func(kp, _ string, _ field, fv reflect.Value) {
+		if fv.Kind() != reflect.String || !secretfile.IsEnv(fv.String()) {
+			return
+		}
+		line := c.keyLines[kp]
+		if line == 0 {
+			line = c.entryLine(kp)
+		}
+		out = append(out, FileRef{Key: kp, Path: strings.TrimPrefix(fv.String(), secretfile.EnvPrefix), Line: line})
+	})
+	return out
+}
+
 // eachPathField calls fn for every field below rv tagged config:"path"
 // or config:"secret" (a string, or a list of strings such as flux.paths),
 // with its key path, such as registries[0].auth.dockerConfig, and its key,

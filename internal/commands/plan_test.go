@@ -340,6 +340,7 @@ targets:
   - name: prod
     git: {url: "https://example.com/fleet.git", auth: {tokenFile: "env:GIT_TOKEN"}}
 `)
+	t.Setenv("GIT_TOKEN", "set")
 	out, stderr, code := runMain(t, "validate", "-c", cfg)
 	want := "warning: " + cfg + ":3: registries[0].auth.dockerConfig: " + filepath.Join(dir, "secrets/missing.json") + " does not exist here"
 	if code != 0 || !strings.Contains(out, want) {
@@ -352,6 +353,14 @@ targets:
 	var rep ValidateReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0].Message, "registries[0].auth.dockerConfig") {
 		t.Errorf("validate -o json: exit %d, warnings %+v (%v)", code, rep.Warnings, err)
+	}
+
+	// An env:NAME whose variable is not set here is warned of too
+	// (validate passed, and plan failed on it).
+	os.Unsetenv("GIT_TOKEN")
+	out, _, code = runMain(t, "validate", "-c", cfg)
+	if code != 0 || !strings.Contains(out, "warning: "+cfg+":12: targets[0].git.auth.tokenFile is env:GIT_TOKEN, and GIT_TOKEN is not set here: the cycles that read it will fail until it is") {
+		t.Errorf("validate with GIT_TOKEN unset: exit %d\n%s", code, out)
 	}
 
 	// Keys outside a list entry are named at their own line, where the

@@ -195,9 +195,18 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 	// reads it. The config may be meant for another machine (a pod's
 	// mounted Secrets), so it is a warning.
 	for _, f := range missingFiles(cfg) {
-		msg := fmt.Sprintf("%s: %s does not exist here: the cycles that read it will fail until it does (fine if the config is for another machine, such as a pod with the Secret mounted there)", f.Key, f.Path)
+		msg := fmt.Sprintf("%s: %s does not exist here: %s until it does (fine if the config is for another machine, such as a pod with the Secret mounted there)", f.Key, f.Path, readerFails(f.Key))
 		out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Line: f.Line, Message: msg})
 		fmt.Fprintf(&b, "warning: %s: %s\n", fileLine(cfg.File, f.Line), printable.Message(msg))
+	}
+	// So is a variable a key names (env:NAME) that is not set here.
+	for _, e := range cfg.EnvRefs() {
+		if _, ok := os.LookupEnv(e.Path); ok {
+			continue
+		}
+		msg := fmt.Sprintf("%s is env:%s, and %s is not set here: %s until it is (fine if the config is for another machine or a CI job that sets it)", e.Key, e.Path, e.Path, readerFails(e.Key))
+		out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Line: e.Line, Message: msg})
+		fmt.Fprintf(&b, "warning: %s: %s\n", fileLine(cfg.File, e.Line), printable.Message(msg))
 	}
 	if o.Repo != "" {
 		if err := checkRepoFlag(o.Repo); err != nil {
@@ -337,6 +346,16 @@ func cloudCredentials(provider string) string {
 }
 
 // missingFiles returns the files cfg names that do not exist.
+// readerFails says what fails while a file or variable the key names is
+// missing: a webhook's secret is read by the webhook handler, the rest by
+// the cycles.
+func readerFails(key string) string {
+	if strings.HasPrefix(key, "webhooks") {
+		return "the webhook requests checked with it are answered 500"
+	}
+	return "the cycles that read it will fail"
+}
+
 func missingFiles(cfg *config.Config) []config.FileRef {
 	var out []config.FileRef
 	for _, f := range cfg.Files() {
