@@ -128,7 +128,11 @@ func runDemo(ctx context.Context, o *DemoOptions, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "\n$ "+format+"\n", args...)
 		}
 	}
-	fmt.Fprintf(stdout, "imagebump demo: a registry on %s publishes %d sample images;\na sample repository with markers is in %s.\n", host, len(demoTags), repo)
+	gone := " (removed at the end; --keep keeps it)"
+	if o.Keep {
+		gone = ""
+	}
+	fmt.Fprintf(stdout, "imagebump demo: a registry on %s publishes %d sample images;\na sample repository with markers is in %s%s.\n", host, len(demoTags), repo, gone)
 
 	// The demo's own commands log warnings only, and to the same stream.
 	g := &globalOptions{ConfigFile: cfgPath, configSet: true, logger: slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: slog.LevelError}))}
