@@ -317,6 +317,10 @@ type Git struct {
 	Paths []string `yaml:"paths"`
 	// Auth says where the Git credentials are. Nil means none.
 	Auth *GitAuth `yaml:"auth"`
+	// Timeout bounds each network operation with the remote (a fetch,
+	// a push, listing its refs); a first clone gets at least
+	// gitwriter.MinCloneTimeout. Zero means gitwriter.DefaultTimeout (2m).
+	Timeout time.Duration `yaml:"timeout"`
 }
 
 // GitAuth holds Git credentials, as file references. At most one method is

@@ -706,6 +706,9 @@ var scpLikeRE = regexp.MustCompile(`^(?:[A-Za-z0-9._~-]+@)?[A-Za-z0-9.-]+:[^@\s]
 var globRE = regexp.MustCompile(`[*?]|\[[^/\]]+\]`)
 
 func (v *validator) git(g *Git, p string) {
+	if g.Timeout != 0 && g.Timeout < 5*time.Second {
+		v.add(v.at(p+".timeout"), p+".timeout", "must be at least 5s, got %v: a fetch needs round trips and more", g.Timeout)
+	}
 	scheme := ""
 	if v.require(p, "url") && g.URL != "" {
 		s, err := gitScheme(g.URL)

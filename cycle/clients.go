@@ -73,7 +73,7 @@ func NewRegistry(cfg *config.Config, logger *slog.Logger) (*registry.Client, err
 // is the working copy's folder; empty means a temporary clone.
 func GitOptions(t config.Target, workdir string, logger *slog.Logger) gitwriter.Options {
 	g := t.Git
-	opts := gitwriter.Options{URL: g.URL, Branch: g.Branch, Workdir: workdir, Logger: logger}
+	opts := gitwriter.Options{URL: g.URL, Branch: g.Branch, Workdir: workdir, Logger: logger, Timeout: g.Timeout}
 	if a := g.Auth; a != nil {
 		opts.Auth = gitwriter.Auth{
 			TokenFile:             a.TokenFile,

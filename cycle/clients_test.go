@@ -3,6 +3,7 @@ package cycle
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -50,5 +51,21 @@ func TestCheckPullRequestHostedForge(t *testing.T) {
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%s with %s: %v, want an error saying %q", tt.url, tt.provider, err, tt.want)
 		}
+	}
+}
+
+// TestGitTimeout: git.timeout reaches the working copy's options, and the
+// config refuses one too short for a round trip.
+func TestGitTimeout(t *testing.T) {
+	cfg, err := config.Parse([]byte("images:\n  - {name: a, repository: ghcr.io/a/b, policy: {semver: \">=1\"}}\ngit: {url: \"https://git.example/acme/fleet.git\", timeout: 10m}\n"), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := GitOptions(cfg.Targets()[0], "", nil).Timeout; got != 10*time.Minute {
+		t.Errorf("Timeout = %v, want 10m", got)
+	}
+	_, err = config.Parse([]byte("images:\n  - {name: a, repository: ghcr.io/a/b, policy: {semver: \">=1\"}}\ngit: {url: \"https://git.example/acme/fleet.git\", timeout: 1s}\n"), "c.yaml")
+	if err == nil || !strings.Contains(err.Error(), "git.timeout: must be at least 5s") {
+		t.Errorf("timeout 1s: %v", err)
 	}
 }

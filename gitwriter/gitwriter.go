@@ -32,6 +32,10 @@ import (
 const (
 	DefaultDepth   = 1
 	DefaultTimeout = 2 * time.Minute
+	// MinCloneTimeout is the least time a clone gets, whatever Timeout
+	// says: a first clone of a large repository over a slow link takes
+	// minutes, and one cut off starts again from nothing each time.
+	MinCloneTimeout = 30 * time.Minute
 )
 
 // remoteName is the name of the one remote a working copy has.
@@ -76,8 +80,9 @@ type Options struct {
 	// Depth is the clone and fetch depth. Zero means DefaultDepth (shallow,
 	// single branch); a negative depth fetches the whole history.
 	Depth int
-	// Timeout bounds each network operation (clone, fetch, listing the
-	// remote's refs, push). Zero means DefaultTimeout.
+	// Timeout bounds each network operation (fetch, listing the remote's
+	// refs, push; a clone gets MinCloneTimeout at least). Zero means
+	// DefaultTimeout.
 	Timeout time.Duration
 	// Logger receives progress at info and debug level; nil discards it.
 	Logger *slog.Logger
@@ -371,10 +376,18 @@ func (r *Repo) noteSecret(name, s string) {
 // reusing it.
 func (r *Repo) Cloned() bool { return r.cloned }
 
-// withTimeout bounds one network operation.
-func (r *Repo) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, r.opts.Timeout)
+// withTimeout bounds one network operation: a clone by MinCloneTimeout
+// at least.
+func (r *Repo) withTimeout(ctx context.Context, op string) (context.Context, context.CancelFunc) {
+	d := r.opts.Timeout
+	if op == opClone {
+		d = max(d, MinCloneTimeout)
+	}
+	return context.WithTimeout(ctx, d)
 }
+
+// opClone is network's op for a clone.
+const opClone = "cloning"
 
 // netOpts are what one network operation passes to go-git.
 type netOpts struct {
@@ -393,7 +406,7 @@ func (r *Repo) network(ctx context.Context, op, branch string, f func(ctx contex
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", op, r.remote, err)
 	}
-	tctx, cancel := r.withTimeout(ctx)
+	tctx, cancel := r.withTimeout(ctx, op)
 	defer cancel()
 	tctx, moved := withRedirects(tctx)
 	o := netOpts{auth: auth}
@@ -650,7 +663,7 @@ func (r *Repo) storeGrown(packs []string) string {
 // clone clones the tracked branch into the (empty) working directory.
 func (r *Repo) clone(ctx context.Context) error {
 	start := time.Now()
-	err := r.network(ctx, "cloning", r.branch, func(ctx context.Context, o netOpts) error {
+	err := r.network(ctx, opClone, r.branch, func(ctx context.Context, o netOpts) error {
 		sto, wt := r.openStorage()
 		repo, err := git.CloneContext(ctx, sto, wt, &git.CloneOptions{
 			URL:           r.url,

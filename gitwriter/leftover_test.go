@@ -384,3 +384,31 @@ func TestRecloneWaitsForGC(t *testing.T) {
 		})
 	}
 }
+
+// TestCloneTimeout: a clone gets MinCloneTimeout at least, whatever the
+// timeout of the other operations (a first clone of a large repository
+// over a slow link was cut off at 2 minutes every time, from nothing).
+func TestCloneTimeout(t *testing.T) {
+	r := &Repo{opts: Options{Timeout: 5 * time.Second}}
+	for _, tt := range []struct {
+		op   string
+		want time.Duration
+	}{
+		{opClone, MinCloneTimeout},
+		{"fetching", 5 * time.Second},
+		{"pushing to", 5 * time.Second},
+	} {
+		ctx, cancel := r.withTimeout(context.Background(), tt.op)
+		deadline, _ := ctx.Deadline()
+		cancel()
+		if got := time.Until(deadline); got > tt.want || got < tt.want-2*time.Second {
+			t.Errorf("%s: deadline in %v, want %v", tt.op, got.Round(time.Second), tt.want)
+		}
+	}
+	long := &Repo{opts: Options{Timeout: time.Hour}}
+	ctx, cancel := long.withTimeout(context.Background(), opClone)
+	defer cancel()
+	if deadline, _ := ctx.Deadline(); time.Until(deadline) < 59*time.Minute {
+		t.Errorf("a clone with a timeout of an hour got %v", time.Until(deadline))
+	}
+}
