@@ -66,15 +66,24 @@ func URL(u *url.URL) string {
 	return r.String()
 }
 
-// String is URL for a URL in text form. A string that does not parse as a URL
-// is replaced whole by Placeholder, since it cannot be cleaned with certainty.
+// String is URL for a URL in text form. Git's scp-like form
+// (user@host:path) keeps its host and path, without the user, as a URL
+// keeps them. Any other string that does not parse as a URL is replaced
+// whole by Placeholder, since it cannot be cleaned with certainty.
 func String(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
+		if m := scpLike.FindStringSubmatch(s); m != nil && !strings.Contains(s, "://") {
+			return m[1] + ":" + m[2]
+		}
 		return Placeholder
 	}
 	return URL(u)
 }
+
+// scpLike matches Git's scp-like remote, user@host:path: a host without a
+// scheme, a path without white space (which a URL could not carry).
+var scpLike = regexp.MustCompile(`^(?:[^@/:\s]+@)?([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):([^\s:?#][^\s?#]*)$`)
 
 // urlPattern finds absolute URLs in free text. It stops at white space and at
 // the quotes and brackets that usually surround a URL in an error message.

@@ -51,3 +51,22 @@ func TestText(t *testing.T) {
 		})
 	}
 }
+
+// TestStringSCP: Git's scp-like remotes keep their host and path (they
+// were shown as REDACTED, in reports, the status page and a commit
+// message's {{ .Repository }}); the user goes, as a URL's does, and what is
+// neither a URL nor scp-like is still replaced whole.
+func TestStringSCP(t *testing.T) {
+	for in, want := range map[string]string{
+		"git@github.com:acme/fleet.git":     "github.com:acme/fleet.git",
+		"root@127.0.0.1:/srv/git/fleet.git": "127.0.0.1:/srv/git/fleet.git",
+		"git.example:fleet.git":             "git.example:fleet.git",
+		"%zz:x":                             "REDACTED",
+		"https://h.io/%zz":                  "REDACTED",
+		"git@host:path with space":          "REDACTED",
+	} {
+		if got := String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
