@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -222,9 +223,13 @@ func (r *Repo) sshAuth() (*sshAuth, error) {
 		auth.HostKeyCallback = ssh.InsecureIgnoreHostKey()
 		return auth, nil
 	}
+	if _, err := os.Stat(a.KnownHostsFile); err != nil {
+		// go-git's own words point to SSH_KNOWN_HOSTS, which is not read.
+		return nil, fmt.Errorf("reading the known hosts file git.auth.knownHostsFile names, %s: %w; make it with ssh-keyscan -p %d %s, checked against the server's published fingerprints", a.KnownHostsFile, err, r.sshPort, r.sshHost)
+	}
 	db, err := gitssh.NewKnownHostsDb(a.KnownHostsFile)
 	if err != nil {
-		return nil, fmt.Errorf("reading known hosts file: %w", err)
+		return nil, fmt.Errorf("reading the known hosts file %s: %w", a.KnownHostsFile, err)
 	}
 	check := db.HostKeyCallback()
 	auth.HostKeyCallback = func(hostname string, remote net.Addr, key ssh.PublicKey) error {
@@ -233,7 +238,7 @@ func (r *Repo) sshAuth() (*sshAuth, error) {
 			return nil
 		}
 		var ke *knownhosts.KeyError
-		hk := &HostKeyError{Remote: r.remote, Host: hostname, Err: err}
+		hk := &HostKeyError{Remote: r.remote, Host: hostname, File: a.KnownHostsFile, Err: err}
 		hk.Unknown = errors.As(err, &ke) && len(ke.Want) == 0
 		auth.mu.Lock()
 		auth.hostKeyErr = hk

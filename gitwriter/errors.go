@@ -106,6 +106,8 @@ type HostKeyError struct {
 	// Unknown is true when the known_hosts file has no key for Host, false
 	// when it has a different one.
 	Unknown bool
+	// File is the known_hosts file.
+	File string
 	// Err is the underlying error.
 	Err error
 }
@@ -113,11 +115,28 @@ type HostKeyError struct {
 // Error names the host and says what to do; the error wrapping it names
 // the remote and the operation.
 func (e *HostKeyError) Error() string {
-	if e.Unknown {
-		return "ssh host key of " + e.Host + " is not in the known hosts file; add the server's key to it: " + e.Err.Error()
+	file := "the known hosts file"
+	if e.File != "" {
+		file += " " + e.File
 	}
-	return "ssh host key of " + e.Host + " does not match the key in the known hosts file; " +
-		"if the server's key really changed, replace it there: " + e.Err.Error()
+	if e.Unknown {
+		return "ssh host key of " + e.Host + " is not in " + file + "; add the server's key to it (" + keyscan(e.Host) + " prints it; a host on another port than 22 is written [host]:port there): " + e.Err.Error()
+	}
+	return "ssh host key of " + e.Host + " does not match the key in " + file + "; " +
+		"if the server's key really changed, replace it there (" + keyscan(e.Host) + "): " + e.Err.Error()
+}
+
+// keyscan is the ssh-keyscan command line that prints the keys of
+// hostport (host:port).
+func keyscan(hostport string) string {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return "ssh-keyscan " + hostport
+	}
+	if port == "22" {
+		return "ssh-keyscan " + host
+	}
+	return "ssh-keyscan -p " + port + " " + host
 }
 
 // Unwrap returns the underlying error.

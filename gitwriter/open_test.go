@@ -312,14 +312,21 @@ func TestOpenErrors(t *testing.T) {
 			name:        "changed ssh host key",
 			opts:        Options{URL: sshd.URL, Branch: "main", Auth: Auth{SSHKeyFile: sshd.KeyFile, KnownHostsFile: sshd.WrongKnownHostsFile}},
 			wantHostKey: true,
-			wantIn:      []string{"does not match", "127.0.0.1", "cloning ssh://"},
+			wantIn:      []string{"does not match", "127.0.0.1", "cloning ssh://", sshd.WrongKnownHostsFile, "ssh-keyscan -p "},
 		},
 		{
 			name:        "unknown ssh host",
 			opts:        Options{URL: sshd.URL, Branch: "main", Auth: Auth{SSHKeyFile: sshd.KeyFile, KnownHostsFile: emptyKnownHosts}},
 			wantHostKey: true,
 			wantUnknown: true,
-			wantIn:      []string{"not in the known hosts file"},
+			wantIn:      []string{"not in the known hosts file " + emptyKnownHosts, "ssh-keyscan -p ", "[host]:port"},
+		},
+		{
+			// go-git's words sent users to SSH_KNOWN_HOSTS, which is
+			// not read; the file's name was not given.
+			name:   "missing known hosts file",
+			opts:   Options{URL: sshd.URL, Branch: "main", Auth: Auth{SSHKeyFile: sshd.KeyFile, KnownHostsFile: "/nonexistent/known_hosts"}},
+			wantIn: []string{"git.auth.knownHostsFile", "/nonexistent/known_hosts", "ssh-keyscan -p "},
 		},
 		{
 			name: "wrong ssh key passphrase",
