@@ -317,9 +317,9 @@ type Git struct {
 	Paths []string `yaml:"paths"`
 	// Auth says where the Git credentials are. Nil means none.
 	Auth *GitAuth `yaml:"auth"`
-	// Timeout bounds each network operation with the remote (a fetch,
-	// a push, listing its refs); a first clone gets at least
-	// gitwriter.MinCloneTimeout. Zero means gitwriter.DefaultTimeout (2m).
+	// Timeout bounds each network operation with the remote (a clone, a
+	// fetch, a push, listing its refs). Zero means gitwriter's defaults:
+	// 2m, and 30m for a clone.
 	Timeout time.Duration `yaml:"timeout"`
 }
 

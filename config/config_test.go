@@ -646,6 +646,10 @@ git:
 git:
   url: https://bot:hunter2@example.com/fleet.git
 `, "imagebump.yaml:3:8: git.url:", "the URL holds a password"},
+		{"git url with a token in its query", `
+git:
+  url: https://example.com/fleet.git?private_token=glpat-abcdef
+`, "imagebump.yaml:3:8: git.url:", "the URL has a query or a fragment"},
 		{"git url not a URL", `
 git:
   url: fleet

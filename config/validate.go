@@ -677,6 +677,11 @@ func gitScheme(s string) (string, error) {
 		// required": say so now.
 		return "", errors.New("the URL holds a user name or token before '@'; imagebump takes no credentials from URLs: remove it and put the token in a file named by auth.tokenFile (or the user name in auth.usernameFile)")
 	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		// ?private_token=... is a token, and Git sends no query: the
+		// clone failed later with a misleading redirect error.
+		return "", errors.New("the URL has a query or a fragment (after ? or #), which Git does not send, and which may hold a token; give the repository's URL alone and credentials in auth (tokenFile)")
+	}
 	switch u.Scheme {
 	case "https", "http", "ssh":
 		if u.Host == "" {

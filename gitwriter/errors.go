@@ -184,11 +184,7 @@ func (r *Repo) netError(ctx context.Context, op, branch string, err error) error
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return fmt.Errorf("%s %s: the remote repository is empty, branch %q does not exist: %w", op, r.remote, branch, ErrBranchNotFound)
 	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-		d := r.opts.Timeout
-		if op == opClone {
-			d = max(d, MinCloneTimeout)
-		}
-		return fmt.Errorf("%s %s (branch %q): timed out after %v (git.timeout; a first clone gets %v at least): %w", op, r.remote, branch, d, MinCloneTimeout, err)
+		return fmt.Errorf("%s %s (branch %q): timed out after %v (git.timeout raises it): %w", op, r.remote, branch, r.timeout(op), err)
 	case ctx.Err() == nil && isUnreachable(err):
 		return fmt.Errorf("%s %s (branch %q): %w; check that the server is reachable from here (name, port, firewall, HTTPS_PROXY/NO_PROXY) and up; the next cycle (or run) tries again", op, r.remote, branch, err)
 	}

@@ -32,10 +32,10 @@ import (
 const (
 	DefaultDepth   = 1
 	DefaultTimeout = 2 * time.Minute
-	// MinCloneTimeout is the least time a clone gets, whatever Timeout
-	// says: a first clone of a large repository over a slow link takes
+	// DefaultCloneTimeout bounds a clone when Options.Timeout is not set:
+	// a first clone of a large repository over a slow link takes
 	// minutes, and one cut off starts again from nothing each time.
-	MinCloneTimeout = 30 * time.Minute
+	DefaultCloneTimeout = 30 * time.Minute
 )
 
 // remoteName is the name of the one remote a working copy has.
@@ -80,9 +80,9 @@ type Options struct {
 	// Depth is the clone and fetch depth. Zero means DefaultDepth (shallow,
 	// single branch); a negative depth fetches the whole history.
 	Depth int
-	// Timeout bounds each network operation (fetch, listing the remote's
-	// refs, push; a clone gets MinCloneTimeout at least). Zero means
-	// DefaultTimeout.
+	// Timeout bounds each network operation (clone, fetch, listing the
+	// remote's refs, push). Zero means DefaultTimeout, and
+	// DefaultCloneTimeout for a clone.
 	Timeout time.Duration
 	// Logger receives progress at info and debug level; nil discards it.
 	Logger *slog.Logger
@@ -102,11 +102,14 @@ type Options struct {
 // safe for concurrent use; two Repos in two working directories may race
 // against one remote.
 type Repo struct {
-	opts   Options
-	kind   kind
-	url    string // the URL without credentials, as stored in .git/config
-	remote string // the URL for errors and logs
-	branch string
+	opts Options
+	// cloneTimeout bounds a clone: Options.Timeout, or
+	// DefaultCloneTimeout when that is not set.
+	cloneTimeout time.Duration
+	kind         kind
+	url          string // the URL without credentials, as stored in .git/config
+	remote       string // the URL for errors and logs
+	branch       string
 	// listed are the remote's refs as the default branch was looked up
 	// in them, at the start of this Open: the fetch takes the branch's
 	// head from them instead of asking again.
@@ -215,10 +218,11 @@ func newRepo(opts Options) (*Repo, error) {
 	if opts.Depth < 0 {
 		opts.Depth = 0 // go-git's "no limit"
 	}
+	cloneTimeout := opts.Timeout
 	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
+		opts.Timeout, cloneTimeout = DefaultTimeout, DefaultCloneTimeout
 	}
-	r := &Repo{opts: opts, log: opts.Logger}
+	r := &Repo{opts: opts, log: opts.Logger, cloneTimeout: cloneTimeout}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -291,7 +295,7 @@ func (r *Repo) parseURL(raw string) error {
 		} else {
 			// scp-like user@host:path; the user name is not a secret
 			// but is left out, as for other URLs.
-			r.remote = ep.Host + ":" + strings.TrimPrefix(ep.Path, "/")
+			r.remote = ep.Host + ":" + ep.Path // an absolute path keeps its "/"
 		}
 	case "file":
 		r.kind, r.url, r.remote = kindFile, raw, raw
@@ -376,14 +380,17 @@ func (r *Repo) noteSecret(name, s string) {
 // reusing it.
 func (r *Repo) Cloned() bool { return r.cloned }
 
-// withTimeout bounds one network operation: a clone by MinCloneTimeout
-// at least.
+// withTimeout bounds one network operation: a clone by its own bound.
 func (r *Repo) withTimeout(ctx context.Context, op string) (context.Context, context.CancelFunc) {
-	d := r.opts.Timeout
-	if op == opClone {
-		d = max(d, MinCloneTimeout)
+	return context.WithTimeout(ctx, r.timeout(op))
+}
+
+// timeout is the bound of a network operation op.
+func (r *Repo) timeout(op string) time.Duration {
+	if op == opClone && r.cloneTimeout > 0 {
+		return r.cloneTimeout
 	}
-	return context.WithTimeout(ctx, d)
+	return r.opts.Timeout
 }
 
 // opClone is network's op for a clone.
@@ -418,7 +425,7 @@ func (r *Repo) network(ctx context.Context, op, branch string, f func(ctx contex
 	err = f(tctx, o)
 	to, otherOrigin, redirected := moved.target()
 	if redirected {
-		r.log.Warn("the Git remote redirects to another URL, which go-git followed; set git.url to it", "op", op, "remote", r.remote, "to", to)
+		r.log.Warn("the Git remote redirects to another URL, which go-git followed; set git.url to it", "op", op, "to", to)
 	}
 	if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return err

@@ -385,30 +385,30 @@ func TestRecloneWaitsForGC(t *testing.T) {
 	}
 }
 
-// TestCloneTimeout: a clone gets MinCloneTimeout at least, whatever the
-// timeout of the other operations (a first clone of a large repository
-// over a slow link was cut off at 2 minutes every time, from nothing).
+// TestCloneTimeout: a clone gets DefaultCloneTimeout when no timeout is
+// set (a first clone of a large repository over a slow link was cut off at
+// 2 minutes every time, from nothing); a timeout set bounds every
+// operation, the clone too.
 func TestCloneTimeout(t *testing.T) {
-	r := &Repo{opts: Options{Timeout: 5 * time.Second}}
+	bare := testgit.NewBare(t, seed)
 	for _, tt := range []struct {
-		op   string
-		want time.Duration
+		timeout     time.Duration
+		clone, rest time.Duration
 	}{
-		{opClone, MinCloneTimeout},
-		{"fetching", 5 * time.Second},
-		{"pushing to", 5 * time.Second},
+		{0, DefaultCloneTimeout, DefaultTimeout},
+		{5 * time.Second, 5 * time.Second, 5 * time.Second},
+		{time.Hour, time.Hour, time.Hour},
 	} {
-		ctx, cancel := r.withTimeout(context.Background(), tt.op)
-		deadline, _ := ctx.Deadline()
-		cancel()
-		if got := time.Until(deadline); got > tt.want || got < tt.want-2*time.Second {
-			t.Errorf("%s: deadline in %v, want %v", tt.op, got.Round(time.Second), tt.want)
+		r, err := Open(t.Context(), Options{URL: fileURL(bare), Branch: "main", Workdir: t.TempDir(), Timeout: tt.timeout})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	long := &Repo{opts: Options{Timeout: time.Hour}}
-	ctx, cancel := long.withTimeout(context.Background(), opClone)
-	defer cancel()
-	if deadline, _ := ctx.Deadline(); time.Until(deadline) < 59*time.Minute {
-		t.Errorf("a clone with a timeout of an hour got %v", time.Until(deadline))
+		if got := r.timeout(opClone); got != tt.clone {
+			t.Errorf("timeout %v: a clone gets %v, want %v", tt.timeout, got, tt.clone)
+		}
+		if got := r.timeout("fetching"); got != tt.rest {
+			t.Errorf("timeout %v: a fetch gets %v, want %v", tt.timeout, got, tt.rest)
+		}
+		r.Close()
 	}
 }
