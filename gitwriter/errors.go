@@ -73,6 +73,8 @@ type AuthError struct {
 	OtherOrigin  bool
 	// Err is the underlying error.
 	Err error
+	// SSHUser is the user an ssh remote is reached as; "" over http(s).
+	SSHUser string
 }
 
 // Error says what was sent and what to check; the error wrapping it names
@@ -88,6 +90,9 @@ func (e *AuthError) Error() string {
 	}
 	if e.RedirectedTo != "" {
 		sent += " to " + e.RedirectedTo + ", where the remote redirected (set git.url to it)"
+	}
+	if e.SSHUser != "" {
+		return "credentials refused or missing: sent " + sent + " as the user " + e.SSHUser + "; check that the server takes that key for that user (a deploy key with write access on GitHub, GitLab and Gitea, whose user is git; another user goes in the URL, as ssh://USER@host/path) and that the URL is right: " + e.Err.Error()
 	}
 	return "credentials refused or missing: sent " + sent + "; check that the file holds a current credential with write access to this repository (GitHub: contents read and write; GitLab: write_repository; Gitea: repository write), that it has not expired, and that the URL is right: " + e.Err.Error()
 }
@@ -168,6 +173,9 @@ func (r *Repo) netError(ctx context.Context, op, branch string, err error) error
 		return fmt.Errorf("%s %s: %w", op, r.remote, err)
 	case isAuthError(err):
 		ae := &AuthError{Remote: r.remote, Sent: r.opts.Auth.describe(r.kind), Err: err}
+		if r.kind == kindSSH {
+			ae.SSHUser = r.sshUser
+		}
 		var rd *redirectedError
 		if errors.As(err, &rd) {
 			ae.RedirectedTo, ae.OtherOrigin = rd.to, rd.otherOrigin

@@ -339,7 +339,7 @@ func TestOpenErrors(t *testing.T) {
 			name:     "ssh key not authorized",
 			opts:     Options{URL: sshd.URL, Branch: "main", Auth: Auth{SSHKeyFile: sshKey(t), KnownHostsFile: sshd.KnownHostsFile}},
 			wantAuth: true,
-			wantIn:   []string{"credentials refused", "ssh://127.0.0.1"},
+			wantIn:   []string{"credentials refused", "ssh://127.0.0.1", " as the user ", "deploy key"},
 		},
 		{
 			name:   "encrypted ssh key without passphrase",
