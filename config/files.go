@@ -26,37 +26,30 @@ type FileRef struct {
 // Files returns the files the config names, in key order; references to
 // environment variables (env:NAME) and the folders of Flux objects are
 // left out.
-func (c *Config) Files() []FileRef {
+func (c *Config) Files() []FileRef { return c.refs(false) }
+
+// EnvRefs returns the keys that name an environment variable (env:NAME)
+// instead of a file, in key order, as FileRefs whose Path is the
+// variable's name.
+func (c *Config) EnvRefs() []FileRef { return c.refs(true) }
+
+// refs returns the string path and secret keys that name a file, or with
+// env an environment variable, each at its line.
+func (c *Config) refs(env bool) []FileRef {
 	var out []FileRef
 	eachPathField(reflect.ValueOf(c).Elem(), "", func(kp, _ string, _ field, fv reflect.Value) {
 		if fv.Kind() != reflect.String {
 			return // flux.paths: folders of Flux objects
 		}
-		if ref := fv.String(); ref != "" && !secretfile.IsEnv(ref) {
-			line := c.keyLines[kp]
-			if line == 0 {
-				line = c.entryLine(kp)
-			}
-			out = append(out, FileRef{Key: kp, Path: ref, Line: line})
-		}
-	})
-	return out
-}
-
-// EnvRefs returns the keys that name an environment variable (env:NAME)
-// instead of a file, in key order, as FileRefs whose Path is the
-// variable's name.
-func (c *Config) EnvRefs() []FileRef {
-	var out []FileRef
-	eachPathField(reflect.ValueOf(c).Elem(), "", func(kp, _ string, _ field, fv reflect.Value) {
-		if fv.Kind() != reflect.String || !secretfile.IsEnv(fv.String()) {
+		ref := fv.String()
+		if ref == "" || secretfile.IsEnv(ref) != env {
 			return
 		}
 		line := c.keyLines[kp]
 		if line == 0 {
 			line = c.entryLine(kp)
 		}
-		out = append(out, FileRef{Key: kp, Path: strings.TrimPrefix(fv.String(), secretfile.EnvPrefix), Line: line})
+		out = append(out, FileRef{Key: kp, Path: strings.TrimPrefix(ref, secretfile.EnvPrefix), Line: line})
 	})
 	return out
 }
