@@ -23,24 +23,20 @@ const staleMarker = "<!-- imagebump:closed-as-stale -->"
 
 // markStale returns body with staleMarker added, once.
 func markStale(body string) string {
-	if closedAsStale(body) {
+	if ClosedAsStale(body) {
 		return body
 	}
 	return strings.TrimRight(body, "\n") + "\n\n" + staleMarker + "\n"
 }
 
-// closedAsStale reports whether Close closed the pull request with body
-// as stale: the marker is the body's last line, where markStale puts it
-// (a value quoted in the body's table cannot end it).
-func closedAsStale(body string) bool {
-	return strings.HasSuffix(strings.TrimSpace(body), staleMarker)
-}
-
 // ClosedAsStale reports whether imagebump closed the pull request with
 // body as proposing nothing, or as an open twin: its bumps were not turned
-// down. A provider that lists closed pull requests up to the most recent
-// one lists on past these.
-func ClosedAsStale(body string) bool { return closedAsStale(body) }
+// down. The marker is the body's last line, where markStale puts it (a
+// value quoted in the body's table cannot end it). A provider that lists
+// closed pull requests up to the most recent one lists on past these.
+func ClosedAsStale(body string) bool {
+	return strings.HasSuffix(strings.TrimSpace(body), staleMarker)
+}
 
 // markerPattern finds the content marker that Body writes.
 var markerPattern = regexp.MustCompile(`<!-- imagebump:content=([0-9a-f]{64}) -->`)

@@ -46,7 +46,7 @@ func Close(ctx context.Context, p Provider, head, base, reason string, ready fun
 	reason = strings.TrimSpace(reason)
 	var uncommented []error
 	for _, pr := range open {
-		if !closedAsStale(pr.Body) {
+		if !ClosedAsStale(pr.Body) {
 			if _, err := p.Update(ctx, pr.Number, pr.Title, markStale(pr.Body)); err != nil {
 				return nil, err
 			}

@@ -275,7 +275,7 @@ func closeTwins(ctx context.Context, p Provider, prs []PR, unsaid *[]error) ([]P
 		if pr.State != StateOpen || pr.Number == oldest {
 			continue
 		}
-		if !closedAsStale(pr.Body) {
+		if !ClosedAsStale(pr.Body) {
 			if _, err := p.Update(ctx, pr.Number, pr.Title, markStale(pr.Body)); err != nil {
 				return nil, err
 			}
@@ -406,7 +406,7 @@ func decide(prs []PR, req Request) decision {
 		}
 		// One closed as stale was not turned down: the last one that
 		// counts is the most recent merged, or closed otherwise.
-		if pr.State != StateOpen && d.last == nil && !closedAsStale(pr.Body) {
+		if pr.State != StateOpen && d.last == nil && !ClosedAsStale(pr.Body) {
 			d.last = pr
 		}
 	}
