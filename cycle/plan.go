@@ -61,11 +61,17 @@ type PlanResult struct {
 	// imagebump did not make); it does not fail the plan.
 	PullRequestErr error
 	// Held is set when a run would leave push.branch and its pull request
-	// as they are, as a policy failed and the branch holds its bumps;
-	// Refused when a run would fail before the pull request, as the branch
-	// ends in a commit imagebump did not make (PullRequestErr says which).
-	// A plan on its own clone only: plan --repo cannot see the branch.
-	Held, Refused bool
+	// as they are, as a policy failed and the branch holds its bumps (a
+	// plan on its own clone only: plan --repo cannot see the branch).
+	Held bool
+}
+
+// Refused reports whether a run would fail before the pull request, as
+// the push branch ends in a commit imagebump did not make: PullRequestErr
+// is then the *gitwriter.ForeignCommitError naming it.
+func (r *PlanResult) Refused() bool {
+	var fe *gitwriter.ForeignCommitError
+	return errors.As(r.PullRequestErr, &fe)
 }
 
 // ErrNeedTarget is returned by Plan when Repo is empty and no target names
@@ -159,8 +165,7 @@ func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
 		// --repo cannot see the branch, a plan on its own clone can.
 		held, err := pushBranchVerdict(ctx, clone, p, *t, base, rep)
 		if err != nil || held {
-			var fe *gitwriter.ForeignCommitError
-			res.Held, res.Refused, res.PullRequestErr = held, errors.As(err, &fe), err
+			res.Held, res.PullRequestErr = held, err
 			return res, nil
 		}
 	}
@@ -168,13 +173,19 @@ func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
 	if pr := res.PullRequest; clone != nil && pr != nil && pr.Outcome == pullrequest.Closed {
 		// A run closes it only over imagebump's own commit, as it
 		// pushes only over one.
-		commit, _ := commitSettings(*t)
-		if err := clone.CheckPushBranch(ctx, t.Push.Branch, commit.AuthorEmail); err != nil {
-			var fe *gitwriter.ForeignCommitError
-			res.PullRequest, res.Refused, res.PullRequestErr = nil, errors.As(err, &fe), err
+		if err := checkPushBranch(ctx, clone, *t); err != nil {
+			res.PullRequest, res.PullRequestErr = nil, err
 		}
 	}
 	return res, nil
+}
+
+// checkPushBranch is gitwriter's CheckPushBranch with t's commit author:
+// a *gitwriter.ForeignCommitError when t's push branch ends in a commit
+// imagebump did not make.
+func checkPushBranch(ctx context.Context, repo *gitwriter.Repo, t config.Target) error {
+	commit, _ := commitSettings(t)
+	return repo.CheckPushBranch(ctx, t.Push.Branch, commit.AuthorEmail)
 }
 
 // pushBranchVerdict says, from the push branch as the remote has it, what
@@ -193,8 +204,7 @@ func pushBranchVerdict(ctx context.Context, repo *gitwriter.Repo, p pullrequest.
 			return err == nil, err
 		}
 	}
-	commit, _ := commitSettings(t)
-	err = repo.CheckPushBranch(ctx, t.Push.Branch, commit.AuthorEmail)
+	err = checkPushBranch(ctx, repo, t)
 	var fe *gitwriter.ForeignCommitError
 	if errors.As(err, &fe) {
 		merged, merr := pullrequest.MergedHead(ctx, p, t.Push.Branch, base, fe.Hash)

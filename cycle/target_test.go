@@ -474,8 +474,8 @@ func TestRunTargetStaleCloseKeepsForeignBranch(t *testing.T) {
 	}
 	// A plan on its own clone says the run stops there, where it said the
 	// pull request would be closed.
-	if plan, err := Plan(context.Background(), PlanOptions{Config: cfg, Target: &target, Registry: reg, PullRequests: opts.PullRequests}); err != nil || !plan.Refused || plan.PullRequest != nil {
-		t.Errorf("plan with nothing to propose over a person's commit: refused=%v %v, pull request %+v, %v; want refused", plan.Refused, plan.PullRequestErr, plan.PullRequest, err)
+	if plan, err := Plan(context.Background(), PlanOptions{Config: cfg, Target: &target, Registry: reg, PullRequests: opts.PullRequests}); err != nil || !plan.Refused() || plan.PullRequest != nil {
+		t.Errorf("plan with nothing to propose over a person's commit: refused=%v %v, pull request %+v, %v; want refused", plan.Refused(), plan.PullRequestErr, plan.PullRequest, err)
 	}
 
 	// Once the pull request is merged (the person's commit with it), no
@@ -497,15 +497,15 @@ func TestRunTargetStaleCloseKeepsForeignBranch(t *testing.T) {
 	planOpts := PlanOptions{Config: cfg, Target: &target, Registry: reg, PullRequests: opts.PullRequests}
 	// A plan on its own clone says that a run would stop there, where it
 	// previewed a pull request the run never reaches.
-	if plan, err := Plan(context.Background(), planOpts); err != nil || !plan.Refused || !errors.As(plan.PullRequestErr, &fe) || plan.PullRequest != nil {
-		t.Errorf("plan over a person's commit: refused=%v %v, pull request %+v, %v; want refused with a *ForeignCommitError", plan.Refused, plan.PullRequestErr, plan.PullRequest, err)
+	if plan, err := Plan(context.Background(), planOpts); err != nil || !plan.Refused() || !errors.As(plan.PullRequestErr, &fe) || plan.PullRequest != nil {
+		t.Errorf("plan over a person's commit: refused=%v %v, pull request %+v, %v; want refused with a *ForeignCommitError", plan.Refused(), plan.PullRequestErr, plan.PullRequest, err)
 	}
 	if _, err := RunTarget(context.Background(), opts); !errors.As(err, &fe) {
 		t.Fatalf("new bump, the merged pull request's head unknown: %v; want a *ForeignCommitError", err)
 	}
 	forge.prs[0].HeadCommit = fix
-	if plan, err := Plan(context.Background(), planOpts); err != nil || plan.Refused || plan.PullRequest == nil || plan.PullRequest.Outcome != pullrequest.Opened {
-		t.Errorf("plan over the merged pull request's head: refused=%v %v, pull request %+v, %v; want a pull request opened", plan.Refused, plan.PullRequestErr, plan.PullRequest, err)
+	if plan, err := Plan(context.Background(), planOpts); err != nil || plan.Refused() || plan.PullRequest == nil || plan.PullRequest.Outcome != pullrequest.Opened {
+		t.Errorf("plan over the merged pull request's head: refused=%v %v, pull request %+v, %v; want a pull request opened", plan.Refused(), plan.PullRequestErr, plan.PullRequest, err)
 	}
 	res, err = RunTarget(context.Background(), opts)
 	if err != nil || !res.Pushed || !res.Forced || res.PullRequest == nil || res.PullRequest.Outcome != pullrequest.Opened {

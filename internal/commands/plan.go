@@ -282,7 +282,7 @@ func planOrApply(ctx context.Context, o *PlanOptions, stdout io.Writer) error {
 		// problem, and its edits are not among the changes: apply did
 		// not apply all it meant to.
 		out := report.NewPlan(rep, o.Write && len(rep.Unwritten()) == 0)
-		out.PullRequest, out.Held, out.PushRefused = pr, plan.Held, plan.Refused
+		out.PullRequest, out.Held, out.PushRefused = pr, plan.Held, plan.Refused()
 		if prErr != nil {
 			out.PullRequestError = prErr.Error()
 		}
@@ -338,7 +338,7 @@ func pullRequestLine(plan *cycle.PlanResult) string {
 	switch {
 	case plan.Held:
 		return "a run would leave push.branch and its pull request as they are: a policy failed, and the branch holds its bumps, which a rebuild would drop (see run)"
-	case plan.Refused:
+	case plan.Refused():
 		return "a run would stop before it: " + plan.PullRequestErr.Error()
 	case plan.PullRequestErr != nil:
 		return "could not be checked: " + plan.PullRequestErr.Error()
