@@ -408,17 +408,14 @@ var ErrNotScanned = errors.New("$imagepolicy is mentioned in a file that is neve
 // tells), is left unread or unreported.
 func (r *run) otherFile(j job, buf *bytes.Buffer) {
 	limit := maxFileSize(r.opts)
-	if fi, err := os.Lstat(j.abs); err != nil || !fi.Mode().IsRegular() || (limit > 0 && fi.Size() > limit) {
-		return
-	}
-	// Non-blocking: a pipe put in its place since the Lstat does not hang
-	// the run; the fstat below then tells it.
+	// Non-blocking: a pipe put in its place since the walk saw a regular
+	// file does not hang the run; the fstat then tells it.
 	f, err := os.OpenFile(j.abs, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || (limit > 0 && fi.Size() > limit) {
 		return
 	}
 	// Its first 8000 bytes tell a binary file, which is read no further.
