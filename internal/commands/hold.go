@@ -74,9 +74,9 @@ func NewCmdRelease(g *globalOptions, stdout io.Writer) *cobra.Command {
 
 func runHold(o *HoldOptions, stdout io.Writer) error {
 	file := o.global.ConfigFile
-	verb := "hold"
+	verb, suspend := "hold", "true"
 	if o.Release {
-		verb = "release"
+		verb, suspend = "release", "false"
 	}
 	// Flux objects hold a policy with suspend, which imagebump reads as a
 	// hold; the command edits a native config only.
@@ -84,10 +84,6 @@ func runHold(o *HoldOptions, stdout io.Writer) error {
 		what := "--flux names Flux objects"
 		if len(o.global.Flux) == 0 {
 			what = "-c " + file + " holds Flux objects"
-		}
-		suspend := "true"
-		if o.Release {
-			suspend = "false"
 		}
 		return usageError(fmt.Errorf("%s: imagebump %s edits an imagebump.yaml; with Flux objects, set spec.suspend: %s on ImagePolicy %s instead (imagebump reads a suspended policy as held)",
 			what, verb, suspend, strings.Replace(config.NormalizeName(o.Policy), ":", "/", 1)))
@@ -118,15 +114,13 @@ func runHold(o *HoldOptions, stdout io.Writer) error {
 		// report: the error is the news.
 		quiet := *o.global
 		quiet.stderr = nil
-		if cfg, lerr := loadConfig(&quiet); lerr == nil {
-			if im, ok := cfg.Image(o.Policy); ok && quiet.fluxPolicies[im.Name].Kind != "" {
-				suspend := "true"
-				if o.Release {
-					suspend = "false"
+		// hold clones nothing: loaded as validate loads it.
+		if cfg, lerr := loadConfigFor(&quiet, noGit); lerr == nil {
+			if im, ok := cfg.Image(o.Policy); ok {
+				if obj, fromFlux := quiet.fluxPolicies[im.Name]; fromFlux {
+					return usageError(fmt.Errorf("%s is an ImagePolicy of the Flux objects %s reads (%s, by flux.paths): imagebump %s edits the policies of the imagebump.yaml itself; set spec.suspend: %s on that ImagePolicy instead (imagebump reads a suspended policy as held)",
+						im.Name, file, obj.Pos(), verb, suspend))
 				}
-				_, _, pos := quiet.policyPos(cfg, *im)
-				return usageError(fmt.Errorf("%s is an ImagePolicy of the Flux objects %s reads (%s, by flux.paths): imagebump %s edits the policies of the imagebump.yaml itself; set spec.suspend: %s on that ImagePolicy instead (imagebump reads a suspended policy as held)",
-					im.Name, file, pos, verb, suspend))
 			}
 		}
 		return usageError(err)

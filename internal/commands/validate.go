@@ -345,7 +345,6 @@ func cloudCredentials(provider string) string {
 	return provider
 }
 
-// missingFiles returns the files cfg names that do not exist.
 // readerFails says what fails while a file or variable the key names is
 // missing: a webhook's secret is read by the webhook handler, the rest by
 // the cycles.
@@ -356,6 +355,7 @@ func readerFails(key string) string {
 	return "the cycles that read it will fail"
 }
 
+// missingFiles returns the files cfg names that do not exist.
 func missingFiles(cfg *config.Config) []config.FileRef {
 	var out []config.FileRef
 	for _, f := range cfg.Files() {
