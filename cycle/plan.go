@@ -160,6 +160,7 @@ func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
 		res.PullRequestErr = err
 		return res, nil
 	}
+	var ready func() error
 	if clone != nil {
 		// A run acts on the push branch before its pull request; plan
 		// --repo cannot see the branch, a plan on its own clone can.
@@ -168,15 +169,11 @@ func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
 			res.Held, res.PullRequestErr = held, err
 			return res, nil
 		}
+		// A run closes a pull request only over imagebump's own commit,
+		// as it pushes only over one.
+		ready = func() error { return checkPushBranch(ctx, clone, *t) }
 	}
-	res.PullRequest, res.PullRequestErr = pullRequestFor(ctx, p, topts, base, rep, redact.String(t.Git.URL), false, nil)
-	if pr := res.PullRequest; clone != nil && pr != nil && pr.Outcome == pullrequest.Closed {
-		// A run closes it only over imagebump's own commit, as it
-		// pushes only over one.
-		if err := checkPushBranch(ctx, clone, *t); err != nil {
-			res.PullRequest, res.PullRequestErr = nil, err
-		}
-	}
+	res.PullRequest, res.PullRequestErr = pullRequestFor(ctx, p, topts, base, rep, redact.String(t.Git.URL), false, ready)
 	return res, nil
 }
 

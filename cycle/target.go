@@ -474,7 +474,8 @@ const staleReason = "imagebump closes this pull request: the base branch already
 // change list may only mean its registry was down. Nor when a hold keeps
 // a marker from moving: its bump is only put off, and the same pull
 // request (with its review) carries it again once the hold ends, where
-// closing it would open another then.
+// closing it would open another then. ready, when not nil, is asked
+// before a close, or a preview of one (pullrequest.Close's).
 func pullRequestFor(ctx context.Context, p pullrequest.Provider, opts TargetOptions, base string, rep *Report, repository string, write bool, ready func() error) (*pullrequest.Result, error) {
 	if !rep.decidesPullRequest() {
 		return nil, nil
@@ -486,7 +487,7 @@ func pullRequestFor(ctx context.Context, p pullrequest.Provider, opts TargetOpti
 		if write {
 			res, err = pullrequest.Close(ctx, p, t.Push.Branch, base, staleReason, ready)
 		} else {
-			res, err = pullrequest.PlanClose(ctx, p, t.Push.Branch, base)
+			res, err = pullrequest.PlanClose(ctx, p, t.Push.Branch, base, ready)
 		}
 		if res == nil || res.Outcome == pullrequest.None {
 			return nil, err

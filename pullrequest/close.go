@@ -46,30 +46,48 @@ func Close(ctx context.Context, p Provider, head, base, reason string, ready fun
 	reason = strings.TrimSpace(reason)
 	var uncommented []error
 	for _, pr := range open {
-		if !ClosedAsStale(pr.Body) {
-			if _, err := p.Update(ctx, pr.Number, pr.Title, markStale(pr.Body)); err != nil {
-				return nil, err
-			}
-		}
-		if err := p.Close(ctx, pr.Number); err != nil {
+		refused, err := closeStale(ctx, p, pr, reason)
+		if err != nil {
 			return nil, err
 		}
-		if reason != "" {
-			if err := p.Comment(ctx, pr.Number, reason); err != nil {
-				uncommented = append(uncommented, fmt.Errorf("closed pull request #%d, but the comment saying why was refused: %w", pr.Number, err))
-			}
+		if refused != nil {
+			uncommented = append(uncommented, fmt.Errorf("closed pull request #%d, but the comment saying why was refused: %w", pr.Number, refused))
 		}
 	}
 	// One line: a target's error is one line of its report.
 	return res, oneline.Join(uncommented...)
 }
 
+// closeStale closes pr as stale: its body marked (once), then closed, then
+// comment posted when not blank. A comment refused leaves pr closed and
+// comes back apart, as refused; err is a write that failed before.
+func closeStale(ctx context.Context, p Provider, pr PR, comment string) (refused, err error) {
+	if !ClosedAsStale(pr.Body) {
+		if _, err := p.Update(ctx, pr.Number, pr.Title, markStale(pr.Body)); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.Close(ctx, pr.Number); err != nil {
+		return nil, err
+	}
+	if comment != "" {
+		return p.Comment(ctx, pr.Number, comment), nil
+	}
+	return nil, nil
+}
+
 // PlanClose returns what Close would do, calling only p.List: Outcome
-// Closed with the pull request it would close, or None.
-func PlanClose(ctx context.Context, p Provider, head, base string) (*Result, error) {
+// Closed with the pull request it would close, or None. ready is Close's:
+// its error, when an open pull request is found, is PlanClose's too.
+func PlanClose(ctx context.Context, p Provider, head, base string, ready func() error) (*Result, error) {
 	open, err := openPRs(ctx, p, head, base)
 	if err != nil || len(open) == 0 {
 		return noneOr(p, err)
+	}
+	if ready != nil {
+		if err := ready(); err != nil {
+			return nil, err
+		}
 	}
 	return &Result{Number: open[0].Number, URL: open[0].URL, Outcome: Closed, Provider: p.Name()}, nil
 }

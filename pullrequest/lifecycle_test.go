@@ -300,7 +300,7 @@ func TestCloseDecisions(t *testing.T) {
 
 			// PlanClose says the same, with the list call only.
 			p.calls = nil
-			plan, err := PlanClose(context.Background(), p, "imagebump/main", "main")
+			plan, err := PlanClose(context.Background(), p, "imagebump/main", "main", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -373,7 +373,7 @@ func TestCloseErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("Close: got %v, want an error saying %q", err, c.want)
 			}
-			if _, err := PlanClose(context.Background(), p, c.head, c.base); err == nil {
+			if _, err := PlanClose(context.Background(), p, c.head, c.base, nil); err == nil {
 				t.Error("PlanClose accepted the branches")
 			}
 			if len(p.calls) != 0 {

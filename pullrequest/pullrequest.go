@@ -275,18 +275,14 @@ func closeTwins(ctx context.Context, p Provider, prs []PR, unsaid *[]error) ([]P
 		if pr.State != StateOpen || pr.Number == oldest {
 			continue
 		}
-		if !ClosedAsStale(pr.Body) {
-			if _, err := p.Update(ctx, pr.Number, pr.Title, markStale(pr.Body)); err != nil {
-				return nil, err
-			}
-		}
-		if err := p.Close(ctx, pr.Number); err != nil {
+		msg := fmt.Sprintf("Closed as a duplicate of #%d, open from the same branch, which imagebump keeps current.", oldest)
+		refused, err := closeStale(ctx, p, *pr, msg)
+		if err != nil {
 			return nil, err
 		}
 		pr.State, pr.Body = StateClosed, markStale(pr.Body)
-		msg := fmt.Sprintf("Closed as a duplicate of #%d, open from the same branch, which imagebump keeps current.", oldest)
-		if err := p.Comment(ctx, pr.Number, msg); err != nil {
-			*unsaid = append(*unsaid, fmt.Errorf("closed #%d as a duplicate of #%d, but commenting on it was refused: %w", pr.Number, oldest, err))
+		if refused != nil {
+			*unsaid = append(*unsaid, fmt.Errorf("closed #%d as a duplicate of #%d, but commenting on it was refused: %w", pr.Number, oldest, refused))
 		}
 	}
 	return out, nil

@@ -566,7 +566,7 @@ func TestScenarios(t *testing.T) {
 			f.vanish(t, bumpA.Changes)
 			want := &pullrequest.Result{Number: first.Number, URL: first.URL, Outcome: pullrequest.Closed, Provider: f.p.Name()}
 			before := f.writes()
-			plan, err := pullrequest.PlanClose(context.Background(), f.p, head, base)
+			plan, err := pullrequest.PlanClose(context.Background(), f.p, head, base, nil)
 			if err != nil {
 				t.Fatalf("PlanClose: %v", err)
 			}
@@ -601,7 +601,7 @@ func TestScenarios(t *testing.T) {
 					return pullrequest.Close(context.Background(), f.p, head, base, closeReason, nil)
 				},
 				func() (*pullrequest.Result, error) {
-					return pullrequest.PlanClose(context.Background(), f.p, head, base)
+					return pullrequest.PlanClose(context.Background(), f.p, head, base, nil)
 				},
 			} {
 				got, err := closeFn()
