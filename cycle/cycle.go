@@ -612,15 +612,8 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 					if im.Digest != policy.DigestIfNotPresent {
 						return
 					}
-					kept, err := keepPinned(ctx, reg, gates, im, picked.Latest, known.digest, logger)
-					if err != nil {
-						r.Err = err
-						return
-					}
-					if kept {
-						r.Digest = known.digest
-						return
-					}
+					r.Digest, r.Err = pinnedUnderGates(ctx, reg, gates, im, picked.Latest, known.digest, logger)
+					return
 				}
 			}
 			d, err := reg.Digest(ctx, im.Repository, r.Selection.Latest, im.Platform)
@@ -640,35 +633,36 @@ func selectListed(ctx context.Context, list lister, reg Registry, gates *Gates, 
 	return results
 }
 
-// keepPinned reports whether a digest the markers pin beside the pick's
-// tag stays, with digest ifNotPresent under gates: the markers deploy
-// that digest, while the gates checked the tag's digest of today. It stays
-// when it is today's (for a platform, today's image of that platform,
-// whose index the gates checked) or passes the gates itself; a build
-// pinned by hand that fails them (unsigned, too young), or that the
-// registry no longer has, gives way to today's. A platform's image is
-// seldom signed apart from its index, so under verify a pinned platform
-// digest other than today's gives way too.
-func keepPinned(ctx context.Context, reg Registry, gates *Gates, im *config.Image, tag, pinned string, logger *slog.Logger) (bool, error) {
+// pinnedUnderGates returns the digest to pin beside the pick's tag, with
+// digest ifNotPresent under gates, where the markers pin one already: the
+// markers deploy that digest, while the gates checked the tag's digest of
+// today. The pinned one stays when it is today's (for a platform, today's
+// image of that platform, whose index the gates checked) or passes the
+// gates itself; a build pinned by hand that fails them (unsigned, too
+// young), or that the registry no longer has, gives way to today's. A
+// platform's image is seldom signed apart from its index, so under verify
+// a pinned platform digest other than today's gives way too.
+func pinnedUnderGates(ctx context.Context, reg Registry, gates *Gates, im *config.Image, tag, pinned string, logger *slog.Logger) (string, error) {
 	today, err := reg.Digest(ctx, im.Repository, tag, im.Platform)
 	if err != nil {
-		return false, fmt.Errorf("policy %s: %w", im.Name, err)
+		return "", fmt.Errorf("policy %s: %w", im.Name, err)
 	}
 	if today == pinned {
-		return true, nil
+		return pinned, nil
 	}
-	hb, err := gates.CheckDigest(ctx, reg.(GateRegistry), im, tag, pinned)
+	greg, _ := reg.(GateRegistry) // gates.Pick refused a registry that is none
+	hb, err := gates.CheckDigest(ctx, greg, im, tag, pinned)
 	switch {
 	case err != nil && registry.KindOf(err) == registry.KindNotFound:
 		logger.Info("the digest the markers pin for the pick is gone from the registry; pinning the tag's digest of today", "policy", im.Name, "tag", tag, "digest", pinned)
-		return false, nil
+		return today, nil
 	case err != nil:
-		return false, err
+		return "", err
 	case hb != nil:
 		logger.Info("the digest the markers pin for the pick does not pass the policy's gates; pinning the tag's digest of today", "policy", im.Name, "tag", tag, "digest", pinned, "gate", string(hb.Gate))
-		return false, nil
+		return today, nil
 	}
-	return true, nil
+	return pinned, nil
 }
 
 // hintUnknown adds to each marker naming an unknown policy the name it
