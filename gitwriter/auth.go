@@ -215,7 +215,7 @@ func (r *Repo) sshAuth() (*sshAuth, error) {
 			return nil, fmt.Errorf("parsing ssh key file %s: %w", a.SSHKeyFile, err)
 		}
 	}
-	auth := &sshAuth{timeout: r.opts.Timeout}
+	auth := &sshAuth{timeout: r.timeout("")}
 	auth.User = r.sshUser
 	auth.Signer = signer
 	hostPort := net.JoinHostPort(r.sshHost, strconv.Itoa(r.sshPort))
@@ -225,7 +225,7 @@ func (r *Repo) sshAuth() (*sshAuth, error) {
 	}
 	if _, err := os.Stat(a.KnownHostsFile); err != nil {
 		// go-git's own words point to SSH_KNOWN_HOSTS, which is not read.
-		return nil, fmt.Errorf("reading the known hosts file git.auth.knownHostsFile names, %s: %w; make it with ssh-keyscan -p %d %s, checked against the server's published fingerprints", a.KnownHostsFile, err, r.sshPort, r.sshHost)
+		return nil, fmt.Errorf("reading the known hosts file git.auth.knownHostsFile names, %s: %w; make it with %s, checked against the server's published fingerprints", a.KnownHostsFile, err, keyscan(hostPort))
 	}
 	db, err := gitssh.NewKnownHostsDb(a.KnownHostsFile)
 	if err != nil {

@@ -172,10 +172,7 @@ func (r *Repo) netError(ctx context.Context, op, branch string, err error) error
 	case errors.As(err, &hk):
 		return fmt.Errorf("%s %s: %w", op, r.remote, err)
 	case isAuthError(err):
-		ae := &AuthError{Remote: r.remote, Sent: r.opts.Auth.describe(r.kind), Err: err}
-		if r.kind == kindSSH {
-			ae.SSHUser = r.sshUser
-		}
+		ae := &AuthError{Remote: r.remote, Sent: r.opts.Auth.describe(r.kind), SSHUser: r.sshUser, Err: err}
 		var rd *redirectedError
 		if errors.As(err, &rd) {
 			ae.RedirectedTo, ae.OtherOrigin = rd.to, rd.otherOrigin

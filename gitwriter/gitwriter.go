@@ -103,9 +103,6 @@ type Options struct {
 // against one remote.
 type Repo struct {
 	opts Options
-	// cloneTimeout bounds a clone: Options.Timeout, or
-	// DefaultCloneTimeout when that is not set.
-	cloneTimeout time.Duration
 	kind         kind
 	url          string // the URL without credentials, as stored in .git/config
 	remote       string // the URL for errors and logs
@@ -218,11 +215,7 @@ func newRepo(opts Options) (*Repo, error) {
 	if opts.Depth < 0 {
 		opts.Depth = 0 // go-git's "no limit"
 	}
-	cloneTimeout := opts.Timeout
-	if opts.Timeout <= 0 {
-		opts.Timeout, cloneTimeout = DefaultTimeout, DefaultCloneTimeout
-	}
-	r := &Repo{opts: opts, log: opts.Logger, cloneTimeout: cloneTimeout}
+	r := &Repo{opts: opts, log: opts.Logger}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -385,12 +378,17 @@ func (r *Repo) withTimeout(ctx context.Context, op string) (context.Context, con
 	return context.WithTimeout(ctx, r.timeout(op))
 }
 
-// timeout is the bound of a network operation op.
+// timeout is the bound of a network operation op: Options.Timeout, or
+// when it is not set DefaultCloneTimeout for a clone and DefaultTimeout
+// for the rest.
 func (r *Repo) timeout(op string) time.Duration {
-	if op == opClone && r.cloneTimeout > 0 {
-		return r.cloneTimeout
+	switch {
+	case r.opts.Timeout > 0:
+		return r.opts.Timeout
+	case op == opClone:
+		return DefaultCloneTimeout
 	}
-	return r.opts.Timeout
+	return DefaultTimeout
 }
 
 // opClone is network's op for a clone.
