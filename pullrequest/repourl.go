@@ -132,7 +132,7 @@ var hostedForges = map[string]string{
 // is GitHub's, codeberg.org runs Forgejo, which speaks Gitea's API), ""
 // for any other host, where any provider may run.
 func HostedProvider(host string) string {
-	h := strings.ToLower(strings.TrimPrefix(strings.ToLower(host), "www."))
+	h := strings.TrimPrefix(strings.ToLower(host), "www.")
 	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.Contains(h[i:], "]") {
 		h = h[:i]
 	}

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -422,8 +421,8 @@ func holdLines(rep *cycle.Report) []string {
 		}
 		if h := p.Held; h != nil {
 			until := "until released (imagebump release " + p.Name + ")"
-			if u := h.UntilTime(); !u.IsZero() {
-				until = "until " + u.UTC().Format(time.RFC3339)
+			if u := report.Time(h.UntilTime()); u != "" {
+				until = "until " + u
 			}
 			out = append(out, fmt.Sprintf("Held: %s stays where it is, %s: %s", p.Name, until, h.Reason))
 		}
