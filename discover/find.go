@@ -175,8 +175,9 @@ func Find(ctx context.Context, opts FindOptions) (*Inventory, error) {
 		return nil, err
 	}
 	inv.Problems = append(inv.Problems, problems...)
-	inv.applyOverrides(builds, log)
-	inv.applyNamespaces(builds)
+	folders, named := graph(builds)
+	inv.applyOverrides(builds, folders, named, log)
+	inv.applyNamespaces(builds, folders, named)
 	inv.sort()
 	return inv, nil
 }

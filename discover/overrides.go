@@ -102,11 +102,10 @@ func nearest(folders map[string]*kbuild, top, file string) *kbuild {
 // kept, since that tag is deployed. Only kustomizations that no other
 // kustomization names count on their own; one that another names is built
 // as a part of it.
-func (inv *Inventory) applyOverrides(builds []*kbuild, log *slog.Logger) {
+func (inv *Inventory) applyOverrides(builds []*kbuild, folders map[string]*kbuild, named map[*kbuild]bool, log *slog.Logger) {
 	if !slices.ContainsFunc(builds, func(b *kbuild) bool { return len(b.entries) > 0 }) {
 		return
 	}
-	folders, named := graph(builds)
 	kept := inv.Uses[:0]
 	for _, u := range inv.Uses {
 		if !strings.HasSuffix(u.Path, ".image") || strings.HasPrefix(u.Source, "kustomization") {
@@ -151,11 +150,10 @@ func (inv *Inventory) applyOverrides(builds []*kbuild, log *slog.Logger) {
 // over those inside it and over the object's own. When the kustomizations
 // that build the file (those no other names) disagree, or one builds it
 // as written, the object's own namespace stays.
-func (inv *Inventory) applyNamespaces(builds []*kbuild) {
+func (inv *Inventory) applyNamespaces(builds []*kbuild, folders map[string]*kbuild, named map[*kbuild]bool) {
 	if !slices.ContainsFunc(builds, func(b *kbuild) bool { return b.namespace != "" }) {
 		return
 	}
-	folders, named := graph(builds)
 	// The kustomizations that name each path: those that can build a
 	// file are found from its folders upward, not by asking every one
 	// (quadratic on a fleet of thousands of kustomizations).
