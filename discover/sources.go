@@ -84,11 +84,11 @@ func (f *fileFinder) object(m *kyaml.Node, prefix string) {
 	case kind == "Application" && group == "argoproj.io":
 		f.argoApplication(m, prefix, name, s)
 	case isFluxKustomization:
-		if t := namespaceOf(str(lookup(m, "spec", "targetNamespace"))); t != "" {
-			s.namespace = t
+		target := namespaceOf(str(lookup(m, "spec", "targetNamespace")))
+		if target != "" {
+			s.namespace = target
 		}
-		b := &kbuild{at: f.file + " (Kustomization " + name + ")", paths: []string{rootPath(str(lookup(m, "spec", "path")))},
-			namespace: namespaceOf(str(lookup(m, "spec", "targetNamespace")))}
+		b := &kbuild{at: f.file + " (Kustomization " + name + ")", paths: []string{rootPath(str(lookup(m, "spec", "path")))}, namespace: target}
 		f.builds = append(f.builds, b)
 		f.kustomization(lookup(m, "spec"), prefix+"spec.", "Kustomization "+name, s.namespace, b)
 	case isKustomization:
