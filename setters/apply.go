@@ -434,9 +434,7 @@ func (r *run) otherFile(j job, buf *bytes.Buffer) {
 		return
 	}
 	src := buf.Bytes()
-	if buf.Cap() > scanBufKeep {
-		defer func() { *buf = bytes.Buffer{} }()
-	}
+	defer trimBuf(buf)
 	at := nearIndex(src)
 	if at < 0 {
 		return
@@ -551,6 +549,13 @@ const commitWorkers = 8
 // again (issue 13, twenty-seventh pass)"). Files are parsed by
 // workerCount goroutines, as parsing is CPU work.
 const scanWorkers = 8
+
+// trimBuf lets buf's memory go when it grew past scanBufKeep.
+func trimBuf(buf *bytes.Buffer) {
+	if buf.Cap() > scanBufKeep {
+		*buf = bytes.Buffer{}
+	}
+}
 
 // scanBufKeep is the largest read buffer a scan's reader keeps between
 // files: a reader that read a larger file lets its buffer go, so that
@@ -844,10 +849,7 @@ func (w *walker) dir(top string) {
 		case d.Type().IsRegular() && staleTemp(d.Name()):
 			w.removeStale(p, d)
 		case d.Type().IsRegular() && w.others && !prose(d.Name()):
-			select {
-			case w.jobs <- job{rel: w.rel(p), abs: p, other: true}:
-			case <-w.ctx.Done():
-			}
+			w.queue(job{rel: w.rel(p), abs: p, other: true})
 		}
 		return nil
 	})
@@ -935,9 +937,12 @@ func (w *walker) sendOnce(abs string) {
 }
 
 // send queues a real file.
-func (w *walker) send(abs string) {
+func (w *walker) send(abs string) { w.queue(job{rel: w.rel(abs), abs: abs}) }
+
+// queue hands j to the workers, unless the run is cancelled.
+func (w *walker) queue(j job) {
 	select {
-	case w.jobs <- job{rel: w.rel(abs), abs: abs}:
+	case w.jobs <- j:
 	case <-w.ctx.Done():
 	}
 }

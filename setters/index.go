@@ -576,9 +576,7 @@ func (ix *Index) scanAll(ctx context.Context, opts Options, root string, log *sl
 				var key statKey
 				err := scanReadFile(j.abs, &buf, limit, &key)
 				e, p := scanRead(j.rel, buf.Bytes(), err)
-				if buf.Cap() > scanBufKeep {
-					buf = bytes.Buffer{}
-				}
+				trimBuf(&buf)
 				report(opts, e)
 				mu.Lock()
 				ix.read[j.rel] = true

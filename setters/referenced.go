@@ -50,9 +50,7 @@ func Referenced(ctx context.Context, opts Options) (References, error) {
 						opts.OnReference(p)
 					}
 				})
-				if buf.Cap() > scanBufKeep {
-					buf = bytes.Buffer{}
-				}
+				trimBuf(&buf)
 			}
 			mu.Lock()
 			for p, n := range local {
