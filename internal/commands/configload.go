@@ -86,13 +86,8 @@ func loadConfigFor(g *globalOptions, use gitUse) (*config.Config, error) {
 		// --flux alone: no imagebump.yaml needed.
 	case !g.configSet && !fileExists(g.ConfigFile):
 		return nil, fmt.Errorf("no config: %s does not exist in the current directory; pass -c FILE (docs/config.md describes the file), or -c DIR / --flux DIR for Flux objects", g.ConfigFile)
-	case g.configSet && g.ConfigFile != "-" && !fileExists(g.ConfigFile):
-		if _, err := os.Lstat(g.ConfigFile); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no config: -c %s names no file or folder here; check the path (docs/config.md describes the file)", g.ConfigFile)
-		}
-		if native, err = config.Load(g.ConfigFile); err != nil {
-			return nil, err
-		}
+	case g.configSet && missing(g.ConfigFile):
+		return nil, fmt.Errorf("no config: -c %s names no file or folder here; check the path (docs/config.md describes the file)", g.ConfigFile)
 	default:
 		if native, err = config.Load(g.ConfigFile); err != nil {
 			return nil, err
@@ -256,4 +251,11 @@ func inside(p, dir string) bool {
 	}
 	rel, err := filepath.Rel(real(dir), real(p))
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// missing reports whether nothing, not even a broken symbolic link, is at
+// path.
+func missing(path string) bool {
+	_, err := os.Lstat(path)
+	return errors.Is(err, fs.ErrNotExist)
 }
