@@ -35,25 +35,26 @@ func SetHold(data []byte, file, name string, h Hold) ([]byte, error) {
 	// A hold there already is replaced where it is, with the comment on
 	// its key's line: a block or flow mapping's value is rewritten in its
 	// own style.
-	if e, err := newHoldEditor(data, file, name); err == nil {
+	e, err := newHoldEditor(data, file, name)
+	if err != nil {
+		return nil, err
+	}
+	if key, _ := e.field("hold"); key != nil {
 		if out, ok := e.replaceHold(value, h); ok {
 			if out, err := e.check(out, &h); err == nil {
 				return out, nil
 			}
-			// A hold of a shape the line scan misreads (a block scalar
-			// with blank lines, say): cleared and written anew below.
 		}
-	}
-	cleared, err := ClearHold(data, file, name)
-	if err != nil && !errors.Is(err, ErrNotHeld) {
-		return nil, err
-	}
-	if err == nil {
+		// A hold of a shape the line scan misreads (a block scalar with
+		// blank lines, say): cleared, and written anew below.
+		cleared, err := ClearHold(data, file, name)
+		if err != nil {
+			return nil, err
+		}
 		data = cleared
-	}
-	e, err := newHoldEditor(data, file, name)
-	if err != nil {
-		return nil, err
+		if e, err = newHoldEditor(data, file, name); err != nil {
+			return nil, err
+		}
 	}
 	var out []byte
 	if e.item.Style&yaml.FlowStyle != 0 {
