@@ -102,11 +102,11 @@ type Options struct {
 // safe for concurrent use; two Repos in two working directories may race
 // against one remote.
 type Repo struct {
-	opts Options
-	kind         kind
-	url          string // the URL without credentials, as stored in .git/config
-	remote       string // the URL for errors and logs
-	branch       string
+	opts   Options
+	kind   kind
+	url    string // the URL without credentials, as stored in .git/config
+	remote string // the URL for errors and logs
+	branch string
 	// listed are the remote's refs as the default branch was looked up
 	// in them, at the start of this Open: the fetch takes the branch's
 	// head from them instead of asking again.
