@@ -21,6 +21,10 @@ type FileRef struct {
 	// registry, image or target), or 0 when unknown (a config made from
 	// Flux objects).
 	Line int
+	// Secret is set for a key that holds a secret (tagged
+	// config:"secret"): its Path may be the secret pasted in by mistake,
+	// so messages show it through secretfile.Shown.
+	Secret bool
 }
 
 // Files returns the files the config names, in key order; references to
@@ -37,7 +41,7 @@ func (c *Config) EnvRefs() []FileRef { return c.refs(true) }
 // env an environment variable, each at its line.
 func (c *Config) refs(env bool) []FileRef {
 	var out []FileRef
-	eachPathField(reflect.ValueOf(c).Elem(), "", func(kp, _ string, _ field, fv reflect.Value) {
+	eachPathField(reflect.ValueOf(c).Elem(), "", func(kp, _ string, f field, fv reflect.Value) {
 		if fv.Kind() != reflect.String {
 			return // flux.paths: folders of Flux objects
 		}
@@ -49,7 +53,7 @@ func (c *Config) refs(env bool) []FileRef {
 		if line == 0 {
 			line = c.entryLine(kp)
 		}
-		out = append(out, FileRef{Key: kp, Path: strings.TrimPrefix(ref, secretfile.EnvPrefix), Line: line})
+		out = append(out, FileRef{Key: kp, Path: strings.TrimPrefix(ref, secretfile.EnvPrefix), Line: line, Secret: f.secret})
 	})
 	return out
 }

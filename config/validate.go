@@ -949,76 +949,6 @@ func resolvePaths(v reflect.Value, dir string) {
 	})
 }
 
-// tokenPrefixes start the tokens of the forges and registries users paste
-// most (GitHub, GitLab, Docker Hub, Slack), and a PEM block or a JWT.
-var tokenPrefixes = []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-", "glrt-", "dckr_pat_", "xoxb-", "xoxp-", "-----BEGIN", "eyJ"}
-
-// awsKeyID is an AWS access key ID.
-var awsKeyID = regexp.MustCompile(`^A[KS]IA[A-Z0-9]{16}$`)
-
-// looksInline reports whether ref, the value of a key that takes the path
-// of a file holding a secret, looks like a secret pasted in its place: a
-// line break, a known token's prefix, an AWS access key ID, base64's
-// padding or '+', or a long run of letters and digits that changes
-// between upper case, lower case and digits as often as random text does
-// (file names, even CamelCase ones, change far less).
-func looksInline(ref string) bool {
-	switch {
-	case secretfile.IsEnv(ref):
-		return false
-	case strings.ContainsAny(ref, "\n\r"):
-		return true
-	case awsKeyID.MatchString(ref):
-		return true
-	}
-	for _, p := range tokenPrefixes {
-		if strings.HasPrefix(ref, p) && len(ref) >= len(p)+12 && !strings.ContainsAny(ref, `/\ `) {
-			return true
-		}
-	}
-	if len(ref) < 24 || strings.ContainsAny(ref, ". \\") || strings.HasPrefix(ref, "/") {
-		return false // a name with an extension, an absolute path
-	}
-	class := func(r rune) int {
-		switch {
-		case 'A' <= r && r <= 'Z':
-			return 1
-		case 'a' <= r && r <= 'z':
-			return 2
-		case '0' <= r && r <= '9':
-			return 3
-		case r == '/' || r == '+' || r == '=' || r == '_' || r == '-':
-			return 4
-		}
-		return -1
-	}
-	seen := map[int]bool{}
-	changes, last := 0, 0
-	for i, r := range ref {
-		c := class(r)
-		if c < 0 {
-			return false
-		}
-		seen[c] = true
-		if i > 0 && c != last {
-			changes++
-		}
-		last = c
-	}
-	if !seen[1] || !seen[2] || !seen[3] {
-		return false
-	}
-	if strings.Contains(ref, "+") || strings.HasSuffix(ref, "=") {
-		return true // base64
-	}
-	random := changes*100 >= len(ref)*38
-	if strings.Contains(ref, "/") {
-		// A relative path, unless it is as long as an AWS secret key.
-		return len(ref) == 40 && random
-	}
-	return len(ref) >= 32 && random
-}
-
 // composite reports whether a value of kind k can hold struct fields.
 func composite(k reflect.Kind) bool {
 	return k == reflect.Pointer || k == reflect.Slice || k == reflect.Struct
@@ -1033,7 +963,7 @@ func (v *validator) secretRefs() {
 		}
 		ref := fv.String()
 		switch {
-		case f.secret && looksInline(ref):
+		case f.secret && secretfile.LooksInline(ref):
 			// Shown as a path (missing, unreadable), it would reach
 			// every log and report.
 			v.add(v.at(kp), kp, "the value looks like the secret itself, not the path of a file holding it (the value is not shown here): secrets are never written in the config; put it in a file and give that file's path, or env:NAME")

@@ -194,7 +194,7 @@ func NewPullRequestProvider(t config.Target) (pullrequest.Provider, error) {
 	token, err := secretfile.Read(tokenFile)
 	switch {
 	case errors.Is(err, secretfile.ErrEmpty):
-		return nil, fmt.Errorf("push.pullRequest: the token file %s is empty", tokenFile)
+		return nil, fmt.Errorf("push.pullRequest: the token file %s is empty", secretfile.Shown(tokenFile))
 	case err != nil:
 		// The path is safe to show (the error names it); the content never is.
 		return nil, fmt.Errorf("push.pullRequest: reading the token: %w", err)

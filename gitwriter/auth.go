@@ -112,7 +112,7 @@ func readSecret(what, path string) (string, error) {
 	s, err := secretfile.Read(path)
 	switch {
 	case errors.Is(err, secretfile.ErrEmpty):
-		return "", fmt.Errorf("%s %s is empty", what, path)
+		return "", fmt.Errorf("%s %s is empty", what, secretfile.Shown(path))
 	case err != nil:
 		return "", fmt.Errorf("reading %s: %w", what, err)
 	}

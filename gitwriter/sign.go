@@ -24,7 +24,7 @@ func loadSigningKey(s Signer, noteSecret func(string)) (*openpgp.Entity, error) 
 	}
 	entities, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(armored))
 	if err != nil {
-		return nil, fmt.Errorf("parsing signing key file %s as an armored OpenPGP key: %w", s.KeyFile, err)
+		return nil, fmt.Errorf("parsing signing key file %s as an armored OpenPGP key: %w", secretfile.Shown(s.KeyFile), err)
 	}
 	var key *openpgp.Entity
 	for _, e := range entities {

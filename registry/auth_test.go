@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+
+	"github.com/imagebump/imagebump/internal/secretfile"
 )
 
 // basicAuthServer requires basic credentials on every /v2/ request, as a
@@ -91,6 +93,9 @@ func TestSecretFiles(t *testing.T) {
 		{name: "missing password file", hc: Host{UsernameFile: user, PasswordFile: missing}, wantKind: KindAuth,
 			wantText:   "list tags for " + host + "/acme/app: cannot read the secret file " + missing + ": no such file or directory",
 			wantSuffix: "; check registries[].auth.passwordFile for " + host, forbidden: "alice", noTraffic: true},
+		{name: "password pasted as its file", hc: Host{UsernameFile: user, PasswordFile: filepath.Join(dir, "Tr0ub4dor3xyzQ")}, wantKind: KindAuth,
+			wantText:   "cannot read the secret file " + secretfile.Hidden + ": no such file or directory",
+			wantSuffix: "; check registries[].auth.passwordFile for " + host, forbidden: "Tr0ub4dor", noTraffic: true},
 		{name: "missing username file", hc: Host{UsernameFile: missing, PasswordFile: pass}, wantKind: KindAuth,
 			wantText: "cannot read the secret file " + missing, wantSuffix: "; check registries[].auth.usernameFile for " + host, forbidden: "s3cret", noTraffic: true},
 		{name: "missing token file", hc: Host{TokenFile: missing}, wantKind: KindAuth,

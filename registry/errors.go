@@ -22,6 +22,7 @@ import (
 	"github.com/imagebump/imagebump/internal/cloudhost"
 	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/internal/redact"
+	"github.com/imagebump/imagebump/internal/secretfile"
 	"github.com/imagebump/imagebump/registry/cloudauth"
 )
 
@@ -423,19 +424,19 @@ func (e *credentialError) Error() string {
 	if e.key == "" {
 		return fmt.Sprintf("cannot get credentials for %s from the docker keychain: %v", e.path, e.err)
 	}
-	what := "secret file"
+	what, path := "secret file", secretfile.Shown(e.path)
 	if e.key == "dockerConfig" {
-		what = "docker config"
+		what, path = "docker config", e.path
 	}
 	cause := e.err
 	// os's errors repeat the path.
-	if pe, ok := cause.(*fs.PathError); ok && pe.Path == e.path {
+	if pe, ok := cause.(*fs.PathError); ok && pe.Path == path {
 		cause = pe.Err
 	}
 	if cause == nil {
-		return fmt.Sprintf("cannot read the %s %s", what, e.path)
+		return fmt.Sprintf("cannot read the %s %s", what, path)
 	}
-	return fmt.Sprintf("cannot read the %s %s: %v", what, e.path, cause)
+	return fmt.Sprintf("cannot read the %s %s: %v", what, path, cause)
 }
 
 // invalidError reports input this package refuses before any request.

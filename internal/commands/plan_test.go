@@ -385,6 +385,23 @@ push:
 			t.Errorf("validate: exit %d, want 0 and a warning at %q:\n%s%s", code, want, out, stderr)
 		}
 	}
+
+	// A password pasted where its file goes, too short to be refused as
+	// one, is not printed as the missing file's name; a registry's dockerConfig, no secret, is.
+	pasted := writeFile(t, dir, "pasted.yaml", `registries:
+  - host: ghcr.io
+    auth: {usernameFile: present.json, passwordFile: Tr0ub4dor3xyzQ}
+  - host: quay.io
+    auth: {dockerConfig: Config2024}
+images:
+  - name: apps:web
+    repository: ghcr.io/acme/web
+    policy: {semver: ">=1.0.0"}
+`)
+	out, stderr, code = runMain(t, "validate", "-c", pasted)
+	if code != 0 || strings.Contains(out+stderr, "Tr0ub4dor") || !strings.Contains(out, pasted+":3: registries[0].auth.passwordFile: [file name not shown") || !strings.Contains(out, filepath.Join(dir, "Config2024")+" does not exist here") {
+		t.Errorf("validate: exit %d, want 0, a warning that hides the password and one that names Config2024:\n%s%s", code, out, stderr)
+	}
 }
 
 // TestValidateProviders: validate says what each registry's provider

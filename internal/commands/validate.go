@@ -16,6 +16,7 @@ import (
 	"github.com/imagebump/imagebump/flux"
 	"github.com/imagebump/imagebump/internal/cloudhost"
 	"github.com/imagebump/imagebump/internal/printable"
+	"github.com/imagebump/imagebump/internal/secretfile"
 	"github.com/imagebump/imagebump/report"
 	"github.com/imagebump/imagebump/verify"
 	"github.com/spf13/cobra"
@@ -195,7 +196,11 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 	// reads it. The config may be meant for another machine (a pod's
 	// mounted Secrets), so it is a warning.
 	for _, f := range missingFiles(cfg) {
-		msg := fmt.Sprintf("%s: %s does not exist here: %s until it does (fine if the config is for another machine, such as a pod with the Secret mounted there)", f.Key, f.Path, readerFails(f.Key))
+		path := f.Path
+		if f.Secret {
+			path = secretfile.Shown(path)
+		}
+		msg := fmt.Sprintf("%s: %s does not exist here: %s until it does (fine if the config is for another machine, such as a pod with the Secret mounted there)", f.Key, path, readerFails(f.Key))
 		out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Line: f.Line, Message: msg})
 		fmt.Fprintf(&b, "warning: %s: %s\n", fileLine(cfg.File, f.Line), printable.Message(msg))
 	}

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"strings"
@@ -57,7 +58,7 @@ func CheckRef(ref string) error {
 // issues ends with a line break, and a stray blank line after one would
 // otherwise only surface as "credentials refused". Spaces and tabs are
 // kept: a password may end with one. Its errors name the path or the
-// variable, never the content.
+// variable (as Shown gives it), never the content.
 func Read(ref string) (string, error) {
 	b, err := ReadBytes(ref)
 	if err != nil {
@@ -77,7 +78,12 @@ func Read(ref string) (string, error) {
 // format is their own (an SSH or OpenPGP private key).
 func ReadBytes(ref string) ([]byte, error) {
 	if !IsEnv(ref) {
-		return ReadFile(ref, MaxSize)
+		b, err := ReadFile(ref, MaxSize)
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Path == ref {
+			pe.Path = Shown(ref)
+		}
+		return b, err
 	}
 	if err := CheckRef(ref); err != nil {
 		return nil, err
@@ -143,4 +149,117 @@ func FileType(m os.FileMode) string {
 		return "a device"
 	}
 	return "mode " + m.String()
+}
+
+// tokenPrefixes start the tokens of the forges and registries users paste
+// most (GitHub, GitLab, Docker Hub, Slack), and a PEM block or a JWT.
+var tokenPrefixes = []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-", "glrt-", "dckr_pat_", "xoxb-", "xoxp-", "-----BEGIN", "eyJ"}
+
+// awsKeyID is an AWS access key ID.
+var awsKeyID = regexp.MustCompile(`^A[KS]IA[A-Z0-9]{16}$`)
+
+// LooksInline reports whether ref, the value of a key that takes the path
+// of a file holding a secret, looks like a secret pasted in its place: a
+// line break, a known token's prefix, an AWS access key ID, base64's
+// padding or '+', or a long run of letters and digits that changes
+// between upper case, lower case and digits as often as random text does
+// (file names, even CamelCase ones, change far less).
+func LooksInline(ref string) bool {
+	switch {
+	case IsEnv(ref):
+		return false
+	case strings.ContainsAny(ref, "\n\r"):
+		return true
+	case awsKeyID.MatchString(ref):
+		return true
+	}
+	for _, p := range tokenPrefixes {
+		if strings.HasPrefix(ref, p) && len(ref) >= len(p)+12 && !strings.ContainsAny(ref, `/\ `) {
+			return true
+		}
+	}
+	if len(ref) < 24 || strings.ContainsAny(ref, ". \\") || strings.HasPrefix(ref, "/") {
+		return false // a name with an extension, an absolute path
+	}
+	class := func(r rune) int {
+		switch {
+		case 'A' <= r && r <= 'Z':
+			return 1
+		case 'a' <= r && r <= 'z':
+			return 2
+		case '0' <= r && r <= '9':
+			return 3
+		case r == '/' || r == '+' || r == '=' || r == '_' || r == '-':
+			return 4
+		}
+		return -1
+	}
+	seen := map[int]bool{}
+	changes, last := 0, 0
+	for i, r := range ref {
+		c := class(r)
+		if c < 0 {
+			return false
+		}
+		seen[c] = true
+		if i > 0 && c != last {
+			changes++
+		}
+		last = c
+	}
+	if !seen[1] || !seen[2] || !seen[3] {
+		return false
+	}
+	if strings.Contains(ref, "+") || strings.HasSuffix(ref, "=") {
+		return true // base64
+	}
+	random := changes*100 >= len(ref)*38
+	if strings.Contains(ref, "/") {
+		// A relative path, unless it is as long as an AWS secret key.
+		return len(ref) == 40 && random
+	}
+	return len(ref) >= 32 && random
+}
+
+// Hidden stands for a secret file's name that Shown keeps out of a message.
+const Hidden = "[file name not shown: it looks like a password or token, not a file name; if it is one, put it in a file and give that file's path]"
+
+// Shown returns ref as an error or a warning may print it: ref itself, or
+// Hidden when ref might be a secret pasted where its file's path goes.
+// The config refuses what LooksInline finds before any read; Shown also
+// hides the shorter passwords it lets through: a file name (the last
+// element of the path, as the config makes relative paths absolute) that
+// has no extension and mixes upper case, lower case and digits, or holds a
+// space or a character other than letters, digits, '.', '_', '-' and '+'.
+// A file name hidden by mistake costs little: the message still names the
+// config key.
+func Shown(ref string) string {
+	if IsEnv(ref) {
+		return ref
+	}
+	if LooksInline(ref) {
+		return Hidden
+	}
+	name := ref
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	var upper, lower, digit bool
+	for _, r := range name {
+		switch {
+		case 'A' <= r && r <= 'Z':
+			upper = true
+		case 'a' <= r && r <= 'z':
+			lower = true
+		case '0' <= r && r <= '9':
+			digit = true
+		case r == '.' || r == '_' || r == '-' || r == '+':
+		default:
+			return Hidden
+		}
+	}
+	if upper && lower && digit && !strings.Contains(name, ".") {
+		return Hidden
+	}
+	return ref
 }

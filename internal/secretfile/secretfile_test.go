@@ -144,3 +144,83 @@ func TestReadFileLimit(t *testing.T) {
 		t.Errorf("ReadFile with limit 5 = %q, %v", b, err)
 	}
 }
+
+// TestLooksInline: a secret pasted where a file's path goes is refused
+// without being shown (shown as a missing file's path, it reached every
+// log); file names, even long ones, are not taken for one.
+func TestLooksInline(t *testing.T) {
+	for _, tt := range []struct {
+		ref  string
+		want bool
+	}{
+		{"ghp_Sup3rS3cretValue123456", true},
+		{"AKIAIOSFODNN7EXAMPLE", true},
+		{"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", true},
+		{"dGhpcyBpcyBhIHNlY3JldCB0b2tlbiE9PQ==", true},
+		{"ASIA_ECR_PASSWORD", false},
+		{"AKIA-key-file-for-ci", false},
+		{"ImagebumpGithubAppPrivateKey2024", false},
+		{"secrets/imagebump/github-app-private-key-production", false},
+		{"glpat-xxxxxxxxxxxxxxxxxxxx", true},
+		{"dckr_pat_AbCdEfGhIjKlMnOp", true},
+		{"9fQ2xLr7Tz4mKp1Vb8Nc3Hd6Jw0Ys5Ua", true},
+		{"-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n", true},
+		{"token", false},
+		{"ghp_", false},
+		{"secrets/ghp_Sup3rS3cretValue123456", false},
+		{"github-token.txt", false},
+		{"GITHUB_TOKEN_FILE", false},
+		{"imagebump-github-token-2024-rotated-weekly", false},
+		{"registry_password_for_prod_cluster", false},
+		{"env:GITHUB_TOKEN", false},
+		{"/run/secrets/token", false},
+	} {
+		if got := LooksInline(tt.ref); got != tt.want {
+			t.Errorf("LooksInline(%q) = %v, want %v", tt.ref, got, tt.want)
+		}
+	}
+}
+
+// TestShown: a short password pasted where its file's path goes, too short
+// for LooksInline, is not printed by the errors and warnings that name the
+// file; file names, with or without a folder, are.
+func TestShown(t *testing.T) {
+	for _, tt := range []struct {
+		ref    string
+		hidden bool
+	}{
+		{"Tr0ub4dor3xyzQ", true},
+		{"/etc/imagebump/Tr0ub4dor3xyzQ", true}, // made absolute by the config
+		{"hunter2!", true},
+		{"correct horse battery staple", true},
+		{"p@ssw0rd", true},
+		{"ghp_Sup3rS3cretValue123456", true},
+		{"token", false},
+		{"/var/run/secrets/registry/password", false},
+		{"github-token.txt", false},
+		{"id_ed25519", false},
+		{"GITHUB_TOKEN_FILE", false},
+		{"Key2024.asc", false},
+		{"env:GIT_TOKEN", false},
+		{`C:\secrets\token`, false},
+	} {
+		got := Shown(tt.ref)
+		if hidden := got == Hidden; hidden != tt.hidden || (!hidden && got != tt.ref) {
+			t.Errorf("Shown(%q) = %q, want hidden %v", tt.ref, got, tt.hidden)
+		}
+	}
+}
+
+// TestReadMissingHidesAPastedPassword: the error of a missing file whose
+// name looks like a password does not print it.
+func TestReadMissingHidesAPastedPassword(t *testing.T) {
+	ref := filepath.Join(t.TempDir(), "Tr0ub4dor3xyzQ")
+	_, err := Read(ref)
+	if !errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), "Tr0ub4dor") || !strings.Contains(err.Error(), Hidden) {
+		t.Errorf("Read(%q) = %v, want a not-exist error that hides the name", ref, err)
+	}
+	ref = filepath.Join(t.TempDir(), "password")
+	if _, err := Read(ref); err == nil || !strings.Contains(err.Error(), ref) {
+		t.Errorf("Read(%q) = %v, want an error naming the file", ref, err)
+	}
+}
