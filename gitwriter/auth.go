@@ -162,6 +162,12 @@ type sshAuth struct {
 	gitssh.PublicKeys
 	timeout time.Duration
 
+	// remote, hostPort and knownHosts name the remote (redacted), the
+	// server (host:port) and the known hosts file, for a HostKeyError
+	// built after the handshake; knownHosts is "" when host keys are not
+	// checked.
+	remote, hostPort, knownHosts string
+
 	mu         sync.Mutex
 	hostKeyErr *HostKeyError
 }
@@ -227,6 +233,7 @@ func (r *Repo) sshAuth() (*sshAuth, error) {
 		// go-git's own words point to SSH_KNOWN_HOSTS, which is not read.
 		return nil, fmt.Errorf("reading the known hosts file git.auth.knownHostsFile names, %s: %w; make it with %s, checked against the server's published fingerprints", a.KnownHostsFile, err, keyscan(hostPort))
 	}
+	auth.remote, auth.hostPort, auth.knownHosts = r.remote, hostPort, a.KnownHostsFile
 	db, err := gitssh.NewKnownHostsDb(a.KnownHostsFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading the known hosts file %s: %w", a.KnownHostsFile, err)
@@ -251,11 +258,22 @@ func (r *Repo) sshAuth() (*sshAuth, error) {
 	return auth, nil
 }
 
-// hostKeyError returns the host key error an SSH auth recorded, so that the
-// caller can report it even when the SSH package flattened the error.
-func hostKeyError(auth transport.AuthMethod) *HostKeyError {
-	if a, ok := auth.(*sshAuth); ok {
-		return a.rejected()
+// hostKeyError returns the host key error of an SSH operation that failed
+// with err, so that the caller can report it whatever the SSH package
+// wrapped around it or flattened: the one the host key check recorded,
+// or, when the server offered no host key of a type the known hosts file
+// has for it (the check never ran), one saying which types each side has.
+func hostKeyError(auth transport.AuthMethod, err error) *HostKeyError {
+	a, ok := auth.(*sshAuth)
+	if !ok {
+		return nil
+	}
+	if hk := a.rejected(); hk != nil {
+		return hk
+	}
+	var ne *ssh.AlgorithmNegotiationError
+	if a.knownHosts != "" && errors.As(err, &ne) && ne.What == "host key" {
+		return &HostKeyError{Remote: a.remote, Host: a.hostPort, File: a.knownHosts, KnownTypes: ne.SupportedAlgorithms, ServerTypes: ne.RequestedAlgorithms, Err: err}
 	}
 	return nil
 }

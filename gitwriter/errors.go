@@ -113,6 +113,10 @@ type HostKeyError struct {
 	Unknown bool
 	// File is the known_hosts file.
 	File string
+	// KnownTypes and ServerTypes are set when the server offered no host
+	// key of a type the known_hosts file has for it: the types the file
+	// lets it use, and those it offered.
+	KnownTypes, ServerTypes []string
 	// Err is the underlying error.
 	Err error
 }
@@ -123,6 +127,11 @@ func (e *HostKeyError) Error() string {
 	file := "the known hosts file"
 	if e.File != "" {
 		file += " " + e.File
+	}
+	if len(e.ServerTypes) > 0 {
+		// Err says the same in the SSH package's words.
+		return "ssh host key of " + e.Host + ": " + file + " accepts only " + strings.Join(e.KnownTypes, ", ") + " for it, and the server offers only " + strings.Join(e.ServerTypes, ", ") +
+			" (it may have dropped that key type, or it may not be the server you expect); check the server's published fingerprints and replace its line there (" + keyscan(e.Host) + " prints its keys)"
 	}
 	if e.Unknown {
 		return "ssh host key of " + e.Host + " is not in " + file + "; add the server's key to it (" + keyscan(e.Host) + " prints it; a host on another port than 22 is written [host]:port there): " + e.Err.Error()

@@ -431,7 +431,7 @@ func (r *Repo) network(ctx context.Context, op, branch string, f func(ctx contex
 	if redirected && isAuthError(err) {
 		err = &redirectedError{to: to, otherOrigin: otherOrigin, err: err}
 	}
-	if hk := hostKeyError(auth); hk != nil {
+	if hk := hostKeyError(auth, err); hk != nil {
 		// Report the refused host key alone, whatever the SSH package
 		// wrapped around it.
 		err = hk

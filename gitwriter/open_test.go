@@ -315,6 +315,15 @@ func TestOpenErrors(t *testing.T) {
 			wantIn:      []string{"does not match", "127.0.0.1", "cloning ssh://", sshd.WrongKnownHostsFile, "ssh-keyscan -p "},
 		},
 		{
+			// known_hosts has only an ECDSA key for the host, whose
+			// sshd has only an Ed25519 one: the handshake found no
+			// common host key type, and said only that.
+			name:        "ssh host key of another type",
+			opts:        Options{URL: sshd.URL, Branch: "main", Auth: Auth{SSHKeyFile: sshd.KeyFile, KnownHostsFile: sshd.OtherTypeKnownHostsFile}},
+			wantHostKey: true,
+			wantIn:      []string{"ecdsa-sha2-nistp256", "ssh-ed25519", sshd.OtherTypeKnownHostsFile, "ssh-keyscan -p ", "cloning ssh://"},
+		},
+		{
 			name:        "unknown ssh host",
 			opts:        Options{URL: sshd.URL, Branch: "main", Auth: Auth{SSHKeyFile: sshd.KeyFile, KnownHostsFile: emptyKnownHosts}},
 			wantHostKey: true,

@@ -31,6 +31,10 @@ type SSHServer struct {
 	// WrongKnownHostsFile lists another key for the same host, as after a
 	// host key change or a man in the middle.
 	WrongKnownHostsFile string
+	// OtherTypeKnownHostsFile lists a key of another type (ECDSA) for the
+	// same host, whose only host key is Ed25519: as when a server dropped
+	// the type of key known_hosts has for it.
+	OtherTypeKnownHostsFile string
 }
 
 // StartSSH runs /usr/sbin/sshd -D -e -f <own config> on a random loopback
@@ -67,13 +71,15 @@ func StartSSH(t testing.TB, bareDir string) *SSHServer {
 
 	dir := t.TempDir()
 	path := func(name string) string { return filepath.Join(dir, name) }
-	genKey := func(name, passphrase string) {
-		cmd := exec.Command(keygen, "-q", "-t", "ed25519", "-N", passphrase, "-C", name, "-f", path(name))
+	genKeyType := func(name, typ, passphrase string) {
+		cmd := exec.Command(keygen, "-q", "-t", typ, "-N", passphrase, "-C", name, "-f", path(name))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("testgit: ssh-keygen %s: %v: %s", name, err, out)
 		}
 	}
+	genKey := func(name, passphrase string) { genKeyType(name, "ed25519", passphrase) }
 	genKey("host_key", "")
+	genKeyType("ecdsa_host_key", "ecdsa", "")
 	genKey("wrong_host_key", "")
 	genKey("client_key", "")
 	passphrase := "pp-" + randomHex(t, 12)
@@ -97,6 +103,8 @@ func StartSSH(t testing.TB, bareDir string) *SSHServer {
 		KeyPassphraseFile:   path("passphrase"),
 		KnownHostsFile:      path("known_hosts"),
 		WrongKnownHostsFile: path("wrong_known_hosts"),
+
+		OtherTypeKnownHostsFile: path("other_type_known_hosts"),
 	}
 
 	// A port picked by the kernel may be taken again before sshd binds it;
@@ -148,6 +156,7 @@ func StartSSH(t testing.TB, bareDir string) *SSHServer {
 		hostPattern := "[127.0.0.1]:" + strconv.Itoa(port)
 		writeFile(t, s.KnownHostsFile, hostPattern+" "+keyField(hostPub)+"\n")
 		writeFile(t, s.WrongKnownHostsFile, hostPattern+" "+keyField(wrongPub)+"\n")
+		writeFile(t, s.OtherTypeKnownHostsFile, hostPattern+" "+keyField(readFile(t, path("ecdsa_host_key.pub")))+"\n")
 		s.URL = "ssh://" + u.Username + "@127.0.0.1:" + strconv.Itoa(port) + abs
 		return s
 	}
