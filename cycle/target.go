@@ -370,7 +370,7 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 			logger.Debug("pull request unchanged since the last cycle; the forge is not asked")
 			if p.PullRequest != nil {
 				again := *p.PullRequest
-				again.Outcome, again.Labels = pullrequest.Unchanged, nil
+				again.Outcome, again.Labels, again.Duplicates = pullrequest.Unchanged, nil, nil
 				if p.PullRequest.Outcome == pullrequest.Closed {
 					again = pullrequest.Result{}
 				}

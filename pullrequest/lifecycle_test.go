@@ -169,10 +169,18 @@ func TestEnsureDecisions(t *testing.T) {
 		name: "of open twins, the oldest is kept current and the newer closed",
 		prs:  []PR{pr(2, StateOpen, "old", changeA), pr(5, StateOpen, "Bump a", changeA)},
 		req:  request(changeA, "Bump a"),
-		want: Result{Number: 2, URL: "https://forge/pr/2", Outcome: Updated},
+		want: Result{Number: 2, URL: "https://forge/pr/2", Outcome: Updated, Duplicates: []int{5}},
 		wantCalls: []string{"list", "update #5 Bump a", "close #5",
 			"comment #5 Closed as a duplicate of #2, open from the same branch, which imagebump keeps current.",
 			"update #2 Bump a"},
+	}, {
+		name: "of three open twins, both newer are closed, and named in the order of their numbers",
+		prs:  []PR{pr(9, StateOpen, "Bump a", changeA), pr(2, StateOpen, "Bump a", changeA), pr(5, StateOpen, "Bump a", changeA)},
+		req:  request(changeA, "Bump a"),
+		want: Result{Number: 2, URL: "https://forge/pr/2", Outcome: Unchanged, Duplicates: []int{5, 9}},
+		wantCalls: []string{"list",
+			"update #9 Bump a", "close #9", "comment #9 Closed as a duplicate of #2, open from the same branch, which imagebump keeps current.",
+			"update #5 Bump a", "close #5", "comment #5 Closed as a duplicate of #2, open from the same branch, which imagebump keeps current."},
 	}, {
 		name:      "an open one wins over a newer closed one with the same content",
 		prs:       []PR{pr(7, StateClosed, "Bump a", changeB), pr(4, StateOpen, "Bump a", changeA)},
@@ -209,6 +217,14 @@ func TestEnsureDecisions(t *testing.T) {
 		wantCalls: []string{"list", "create Bump a", "list"},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
+			// Plan, before Ensure, names the twins Ensure closes.
+			before, err := Plan(context.Background(), &scripted{prs: slices.Clone(c.prs)}, c.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(before.Duplicates, c.want.Duplicates) {
+				t.Errorf("Plan's duplicates = %v, want %v", before.Duplicates, c.want.Duplicates)
+			}
 			p := &scripted{prs: c.prs}
 			got, err := Ensure(context.Background(), p, c.req)
 			if err != nil {

@@ -147,6 +147,10 @@ type Result struct {
 	Provider string `json:"provider"`
 	// Labels are the labels added (Plan: that would be added).
 	Labels []string `json:"labels,omitempty"`
+	// Duplicates are the other open pull requests from the same branch
+	// (the twins of runs that overlapped, or opened by hand), which Ensure
+	// closed, keeping the oldest (Plan: would close).
+	Duplicates []int `json:"duplicates,omitempty"`
 }
 
 // ErrAlreadyExists is what a Provider's Create returns (wrapped, usually in
@@ -161,17 +165,27 @@ var ErrAlreadyExists = errors.New("an open pull request from this branch already
 // that writes. A result that comes with an error is a pull request opened
 // or updated whose labels the forge refused.
 func Ensure(ctx context.Context, p Provider, req Request) (*Result, error) {
-	var unsaid []error // twins closed without their comment
-	res, err := ensure(ctx, p, req, &unsaid)
-	if err == nil && len(unsaid) > 0 {
-		err = errors.Join(unsaid...)
+	var twins twinLog
+	res, err := ensure(ctx, p, req, &twins)
+	if res != nil {
+		slices.Sort(twins.closed)
+		res.Duplicates = twins.closed
+	}
+	if err == nil && len(twins.unsaid) > 0 {
+		err = errors.Join(twins.unsaid...)
 	}
 	return res, err
 }
 
-// ensure is Ensure; a twin closed whose comment was refused adds the
-// refusal to unsaid.
-func ensure(ctx context.Context, p Provider, req Request, unsaid *[]error) (*Result, error) {
+// twinLog is what closeTwins did during one Ensure: the twins it closed,
+// and the refusals of the comments it could not leave on them.
+type twinLog struct {
+	closed []int
+	unsaid []error
+}
+
+// ensure is Ensure; the twins it closes go to twins.
+func ensure(ctx context.Context, p Provider, req Request, twins *twinLog) (*Result, error) {
 	req, err := req.normalize()
 	if err != nil {
 		return nil, err
@@ -180,7 +194,7 @@ func ensure(ctx context.Context, p Provider, req Request, unsaid *[]error) (*Res
 	if err != nil {
 		return nil, err
 	}
-	if prs, err = closeTwins(ctx, p, prs, unsaid); err != nil {
+	if prs, err = closeTwins(ctx, p, prs, twins); err != nil {
 		return nil, err
 	}
 	d := decide(prs, req)
@@ -188,7 +202,7 @@ func ensure(ctx context.Context, p Provider, req Request, unsaid *[]error) (*Res
 		pr, err := p.Create(ctx, req.Head, req.Base, req.Title, d.body)
 		switch {
 		case err == nil:
-			left, err := twinOfOlder(ctx, p, req, pr, prs, unsaid)
+			left, err := twinOfOlder(ctx, p, req, pr, prs, twins)
 			if err != nil {
 				return nil, err
 			}
@@ -237,7 +251,7 @@ func ensure(ctx context.Context, p Provider, req Request, unsaid *[]error) (*Res
 // returned; nil means pr stands. before is the listing pr was opened on:
 // one it showed closed or merged and the new one open is a listing that
 // lags, not a twin. A list that fails leaves pr standing.
-func twinOfOlder(ctx context.Context, p Provider, req Request, pr *PR, before []PR, unsaid *[]error) ([]PR, error) {
+func twinOfOlder(ctx context.Context, p Provider, req Request, pr *PR, before []PR, twins *twinLog) ([]PR, error) {
 	after, err := p.List(ctx, req.Head, req.Base)
 	if err != nil {
 		return nil, nil
@@ -252,7 +266,7 @@ func twinOfOlder(ctx context.Context, p Provider, req Request, pr *PR, before []
 	if !slices.ContainsFunc(after, func(o PR) bool { return o.Number == pr.Number }) {
 		after = append(after, *pr)
 	}
-	return closeTwins(ctx, p, after, unsaid)
+	return closeTwins(ctx, p, after, twins)
 }
 
 // closeTwins closes the open pull requests in prs but the oldest, and
@@ -261,14 +275,10 @@ func twinOfOlder(ctx context.Context, p Provider, req Request, pr *PR, before []
 // overlapped where the forge's check races (Gitea's), or opened by hand.
 // As Close does: each twin gets the stale marker, so that its bumps do not
 // count as turned down, is closed, then gets a comment naming the one
-// kept; a refused comment leaves it closed and goes to unsaid.
-func closeTwins(ctx context.Context, p Provider, prs []PR, unsaid *[]error) ([]PR, error) {
-	oldest := 0
-	for _, pr := range prs {
-		if pr.State == StateOpen && (oldest == 0 || pr.Number < oldest) {
-			oldest = pr.Number
-		}
-	}
+// kept; each goes to twins.closed, and a refused comment, which leaves it
+// closed, to twins.unsaid.
+func closeTwins(ctx context.Context, p Provider, prs []PR, twins *twinLog) ([]PR, error) {
+	oldest := oldestOpen(prs)
 	out := slices.Clone(prs)
 	for i := range out {
 		pr := &out[i]
@@ -281,11 +291,24 @@ func closeTwins(ctx context.Context, p Provider, prs []PR, unsaid *[]error) ([]P
 			return nil, err
 		}
 		pr.State, pr.Body = StateClosed, markStale(pr.Body)
+		twins.closed = append(twins.closed, pr.Number)
 		if refused != nil {
-			*unsaid = append(*unsaid, fmt.Errorf("closed #%d as a duplicate of #%d, but commenting on it was refused: %w", pr.Number, oldest, refused))
+			twins.unsaid = append(twins.unsaid, fmt.Errorf("closed #%d as a duplicate of #%d, but commenting on it was refused: %w", pr.Number, oldest, refused))
 		}
 	}
 	return out, nil
+}
+
+// oldestOpen returns the number of the oldest open pull request in prs,
+// the one kept of twins, or 0 when none is open.
+func oldestOpen(prs []PR) int {
+	oldest := 0
+	for _, pr := range prs {
+		if pr.State == StateOpen && (oldest == 0 || pr.Number < oldest) {
+			oldest = pr.Number
+		}
+	}
+	return oldest
 }
 
 // finish adds labels to pr and builds the result. Labels refused leave
@@ -373,10 +396,13 @@ type decision struct {
 	body string
 	// labels are the request's labels the pull request lacks.
 	labels []string
+	// twins are the open pull requests but open, in the order of their
+	// numbers, which Ensure closes first (closeTwins).
+	twins []int
 }
 
 func (d decision) result(provider string) *Result {
-	r := &Result{Outcome: d.outcome, Provider: provider, Labels: d.labels}
+	r := &Result{Outcome: d.outcome, Provider: provider, Labels: d.labels, Duplicates: d.twins}
 	pr := d.open
 	if d.outcome == Skipped {
 		pr = d.last
@@ -397,7 +423,10 @@ func decide(prs []PR, req Request) decision {
 		pr := &sorted[i]
 		if pr.State == StateOpen {
 			// The oldest, when twins are open: the one Ensure keeps
-			// (closeTwins).
+			// (closeTwins); the others are listed newest first.
+			if d.open != nil {
+				d.twins = append(d.twins, d.open.Number)
+			}
 			d.open = pr
 		}
 		// One closed as stale was not turned down: the last one that
@@ -406,6 +435,7 @@ func decide(prs []PR, req Request) decision {
 			d.last = pr
 		}
 	}
+	slices.Sort(d.twins)
 	switch {
 	case d.open != nil:
 		d.outcome = Unchanged

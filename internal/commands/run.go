@@ -264,5 +264,16 @@ func describePR(pr *pullrequest.Result, plan bool) string {
 		}
 		what += fmt.Sprintf("; %s %s", verb, strings.Join(pr.Labels, ", "))
 	}
+	if len(pr.Duplicates) > 0 {
+		verb := "closed"
+		if plan {
+			verb = "would close"
+		}
+		nums := make([]string, len(pr.Duplicates))
+		for i, n := range pr.Duplicates {
+			nums[i] = fmt.Sprintf("#%d", n)
+		}
+		what += fmt.Sprintf("; %s %s, open from the same branch too (duplicates)", verb, strings.Join(nums, ", "))
+	}
 	return pr.Provider + ": " + what
 }

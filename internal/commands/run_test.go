@@ -290,3 +290,21 @@ func TestRunTextAfterThePullRequest(t *testing.T) {
 		t.Errorf("run text:\n%s", out)
 	}
 }
+
+// TestDescribePRDuplicates: the twins a run closed, or a plan says it
+// would close, are named after what happens to the pull request kept; a
+// plan said nothing of them.
+func TestDescribePRDuplicates(t *testing.T) {
+	pr := &pullrequest.Result{Provider: "gitea", Number: 2, URL: "https://git.example/fleet/pulls/2", Outcome: pullrequest.Updated, Duplicates: []int{5, 9}}
+	for _, tt := range []struct {
+		plan bool
+		want string
+	}{
+		{false, "gitea: updated #2 https://git.example/fleet/pulls/2; closed #5, #9, open from the same branch too (duplicates)"},
+		{true, "gitea: would update #2 https://git.example/fleet/pulls/2; would close #5, #9, open from the same branch too (duplicates)"},
+	} {
+		if got := describePR(pr, tt.plan); got != tt.want {
+			t.Errorf("describePR(plan %v) = %q, want %q", tt.plan, got, tt.want)
+		}
+	}
+}
