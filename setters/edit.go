@@ -66,6 +66,21 @@ var (
 	errEmpty    = errors.New("the marked value is empty; write the current value so it can be replaced")
 )
 
+// emptyItemError reports a marker on an empty list item ("- # {...}"),
+// which YAML gives to the next item as its head comment, or to no node
+// when it is the last.
+type emptyItemError struct {
+	next int // the next item's line, or 0
+}
+
+func (e *emptyItemError) Error() string {
+	const fix = "write the current value on the marked item: - IMAGE:TAG # {\"$imagepolicy\": ...}"
+	if e.next == 0 {
+		return "the marker is on an empty list item, so it applies to no value; " + fix
+	}
+	return fmt.Sprintf("the marker is on an empty list item, and YAML gives its comment to the next item, line %d, which is left alone (it would become the image); %s", e.next, fix)
+}
+
 // UnknownPolicyError reports a marker naming a policy that does not exist.
 type UnknownPolicyError struct {
 	// Policy is the reference the marker names ("ns:name").
@@ -146,6 +161,19 @@ type rewriter struct {
 	ix   *lineIndex
 	env  env
 	out  *outcome
+
+	// claimed are the lines of marker comments already reported, so that
+	// a stray marker written the same way elsewhere is placed at its own
+	// line (yaml.v3 does not record where comments are).
+	claimed map[int]bool
+}
+
+// claim records line as that of a marker comment reported.
+func (r *rewriter) claim(line int) {
+	if r.claimed == nil {
+		r.claimed = map[int]bool{}
+	}
+	r.claimed[line] = true
 }
 
 // parseBudget is how many bytes of YAML the process parses at once, in
@@ -297,10 +325,12 @@ func (r *rewriter) staticProblem(line int, policy string, err error) {
 func (r *rewriter) visit(n *yaml.Node, value, inFlow bool) {
 	switch n.Kind {
 	case yaml.DocumentNode:
-		r.stray(n, n.HeadComment, n.LineComment, n.FootComment, errNoScalar)
 		for _, c := range n.Content {
 			r.visit(c, true, false)
 		}
+		// After the content: a foot comment may repeat a marker found
+		// there (commentLine).
+		r.stray(n, n.HeadComment, n.LineComment, n.FootComment, errNoScalar)
 	case yaml.MappingNode, yaml.SequenceNode:
 		flow := n.Style&yaml.FlowStyle != 0
 		lineErr := errNoScalar
@@ -340,6 +370,13 @@ func (r *rewriter) visit(n *yaml.Node, value, inFlow bool) {
 			r.staticProblem(n.Line, "", err)
 			return
 		}
+		if fromHead {
+			if l := r.emptyItemLine(n, head); l > 0 {
+				r.claim(l)
+				r.staticProblem(l, policy, &emptyItemError{next: n.Line})
+				return
+			}
+		}
 		r.marker(n, policy, field, fromHead, inFlow)
 	}
 }
@@ -360,7 +397,12 @@ func (r *rewriter) stray(n *yaml.Node, head, line, foot string, lineErr error) {
 		for _, l := range strings.Split(c, "\n") {
 			if looksLikeMarker(l) {
 				policy, _, _, _ := ParseMarker(l)
-				r.staticProblem(r.commentLine(n.Line, l), policy, errNoScalar)
+				at, item := r.commentLine(n.Line, l)
+				err := errNoScalar
+				if item {
+					err = &emptyItemError{}
+				}
+				r.staticProblem(at, policy, err)
 			}
 		}
 	}
@@ -378,19 +420,70 @@ func (r *rewriter) lineCommentLine(from int, c string) int {
 	return from
 }
 
-// commentLine finds the comment-only line holding c nearest to near.
-func (r *rewriter) commentLine(near int, c string) int {
+// commentLine finds the line holding the comment c alone, or on an empty
+// list item ("- # c", item), nearest to near, of those not claimed yet
+// (else of all), and claims it.
+func (r *rewriter) commentLine(near int, c string) (line int, item bool) {
 	want := []byte(strings.TrimSpace(c))
-	best := 0
+	better := func(l int) bool {
+		if line == 0 || r.claimed[line] != r.claimed[l] {
+			return line == 0 || r.claimed[line]
+		}
+		return abs(l-near) < abs(line-near)
+	}
 	for l := 1; l <= r.ix.lines(); l++ {
-		if bytes.Equal(bytes.TrimSpace(r.ix.line(l)), want) && (best == 0 || abs(l-near) < abs(best-near)) {
-			best = l
+		if it, ok := commentOn(r.ix.line(l), want); ok && better(l) {
+			line, item = l, it
 		}
 	}
-	if best == 0 {
-		return near
+	if line == 0 {
+		return near, false
 	}
-	return best
+	r.claim(line)
+	return line, item
+}
+
+// emptyItemLine returns the line of the empty list item ("- # c") whose
+// comment c yaml.v3 made the head comment of n, a list item of its own
+// ("- value"), or 0: when c is on a line of its own, or n is the value of
+// the item c is on, written on the next line ("- # c" then "  value").
+func (r *rewriter) emptyItemLine(n *yaml.Node, c string) int {
+	line := r.ix.line(n.Line)
+	if n.Column-1 > len(line) {
+		return 0
+	}
+	if lead := line[:n.Column-1]; len(bytes.Trim(lead, " -")) > 0 || !bytes.Contains(lead, []byte("-")) {
+		return 0 // n is a mapping's value, or the item's on its next line
+	}
+	want := []byte(strings.TrimSpace(c))
+	for l := n.Line - 1; l >= 1; l-- {
+		line := r.ix.line(l)
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if item, ok := commentOn(line, want); ok && item {
+			return l
+		}
+		return 0
+	}
+	return 0
+}
+
+// commentOn reports whether line holds the comment want (trimmed) and
+// nothing else, or nothing but the dashes of empty list items (item).
+func commentOn(line, want []byte) (item, ok bool) {
+	t := bytes.TrimSpace(line)
+	if !bytes.HasSuffix(t, want) {
+		return false, false
+	}
+	rest := bytes.TrimSpace(t[:len(t)-len(want)])
+	if len(rest) == 0 {
+		return false, true
+	}
+	if len(bytes.Trim(rest, "- ")) > 0 || !bytes.HasSuffix(t[:len(t)-len(want)], []byte(" ")) {
+		return false, false
+	}
+	return true, true
 }
 
 func abs(x int) int {

@@ -31,8 +31,9 @@ const indexMagic = "imagebump marker index\n"
 
 // indexFormat is the version of the index layout and of what a scan
 // records in it. 3: marker comments end at every YAML line break, not at
-// LF only.
-const indexFormat = 3
+// LF only. 4: a marker on an empty list item is a problem, no longer a
+// marker of the next item.
+const indexFormat = 4
 
 // buildID names the build that writes an index: the module's version and,
 // when the binary records them, the commit it was built from and whether
