@@ -313,9 +313,9 @@ type run struct {
 	sorted bool
 }
 
-// job is one file to read: rel is its real path relative to the root.
-// job is one file for a worker. other marks a file that is not scanned,
-// read for Options.NearMisses only.
+// job is one file for a worker: rel is its real path relative to the
+// root. other marks a file that is not scanned, read for
+// Options.NearMisses only.
 type job struct {
 	rel, abs string
 	other    bool
@@ -408,9 +408,10 @@ var ErrNotScanned = errors.New("$imagepolicy is mentioned in a file that is neve
 // tells), is left unread or unreported.
 func (r *run) otherFile(j job, buf *bytes.Buffer) {
 	limit := maxFileSize(r.opts)
-	// Non-blocking: a pipe put in its place since the walk saw a regular
-	// file does not hang the run; the fstat then tells it.
-	f, err := os.OpenFile(j.abs, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	// As readFile opens: a symbolic link or a pipe put in its place since
+	// the walk saw a regular file is not followed and does not hang the
+	// run; the fstat then tells a pipe.
+	f, err := os.OpenFile(j.abs, otherFlags, 0)
 	if err != nil {
 		return
 	}

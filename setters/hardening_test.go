@@ -267,3 +267,26 @@ func TestReadFileSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestOtherFileDoesNotFollowALink: a file that is not scanned, swapped
+// for a symbolic link after the walk saw it, is not followed to what it
+// leads to (outside the repository, say), as readFile does not follow one.
+func TestOtherFileDoesNotFollowALink(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "Dockerfile")
+	writeFile(t, outside, "FROM ghcr.io/acme/app:1.0.0 # {\"$imagepolicy\": \"apps:app\"}\n")
+	link := filepath.Join(t.TempDir(), "Dockerfile")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	for _, tt := range []struct {
+		abs  string
+		want int
+	}{{outside, 1}, {link, 0}} {
+		r := &run{res: &Result{}}
+		r.otherFile(job{rel: "Dockerfile", abs: tt.abs, other: true}, &buf)
+		if len(r.res.Elsewhere) != tt.want {
+			t.Errorf("otherFile(%s): Elsewhere = %v, want %d entries", tt.abs, r.res.Elsewhere, tt.want)
+		}
+	}
+}

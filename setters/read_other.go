@@ -7,6 +7,9 @@ import (
 	"os"
 )
 
+// otherFlags open a file that is not scanned (run.otherFile).
+const otherFlags = os.O_RDONLY
+
 // readFile reads the regular file at path into buf, unless it is larger
 // than limit bytes; see the Unix version.
 func readFile(path string, buf *bytes.Buffer, limit int64) error {

@@ -8,6 +8,10 @@ import (
 	"syscall"
 )
 
+// otherFlags open a file that is not scanned (run.otherFile) as readFile
+// opens one.
+const otherFlags = syscall.O_RDONLY | syscall.O_CLOEXEC | syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+
 // readFile reads the regular file at path into buf, unless it is larger
 // than limit bytes: then buf is left empty and the error is a
 // *TooLargeError saying whether the file holds a marker (it is scanned in
