@@ -654,6 +654,14 @@ git:
 git:
   url: fleet
 `, "imagebump.yaml:3:8: git.url:", "not a Git URL"},
+		{"git url scp-like with an IPv6 address", `
+git:
+  url: "git@[::1]:acme/fleet.git"
+`, "imagebump.yaml:3:8: git.url:", "write ssh://git@[::1]/acme/fleet.git"},
+		{"git url scp-like with a password", `
+git:
+  url: "bot:hunter2@example.com:acme/fleet.git"
+`, "imagebump.yaml:3:8: git.url:", "not a Git URL"},
 		{"git branch", `
 git:
   url: https://example.com/fleet.git

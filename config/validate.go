@@ -18,6 +18,7 @@ import (
 	"github.com/imagebump/imagebump/internal/cloudhost"
 	"github.com/imagebump/imagebump/internal/fluxmsg"
 	"github.com/imagebump/imagebump/internal/msgtemplate"
+	"github.com/imagebump/imagebump/internal/scpurl"
 	"github.com/imagebump/imagebump/internal/secretfile"
 	"github.com/imagebump/imagebump/policy"
 )
@@ -586,12 +587,8 @@ func repositoryKey(raw string) string {
 	s := raw
 	if u, err := url.Parse(raw); err == nil && u.Host != "" {
 		s = strings.ToLower(u.Hostname()) + "/" + strings.TrimPrefix(u.Path, "/")
-	} else if host, p, ok := strings.Cut(raw, ":"); ok && !strings.Contains(host, "/") && !strings.HasPrefix(p, "//") {
-		// scp-like: [user@]host:path
-		if _, h, ok := strings.Cut(host, "@"); ok {
-			host = h
-		}
-		s = strings.ToLower(host) + "/" + strings.TrimPrefix(p, "/")
+	} else if a, ok := scpurl.Parse(raw); ok {
+		s = strings.ToLower(a.Host) + "/" + strings.TrimPrefix(a.Path, "/")
 	}
 	return strings.TrimSuffix(strings.TrimSuffix(s, "/"), ".git")
 }
@@ -659,12 +656,21 @@ func (v *validator) target(p string, g *Git, commit **Commit, push *Push, schedu
 // gitScheme returns the transport of a Git URL: https, http, ssh or file;
 // scp-like addresses (git@host:path) are ssh. It reports URLs with a password.
 func gitScheme(s string) (string, error) {
-	if !strings.Contains(s, "://") && scpLikeRE.MatchString(s) {
+	if a, ok := scpurl.Parse(s); ok && a.Plain() {
+		if strings.Contains(a.Host, ":") {
+			// go-git reads "[" as the host of git@[::1]:path.
+			user := a.User
+			if user == "" {
+				user = "git"
+			}
+			return "", fmt.Errorf("an IPv6 address is not read in the user@host:path form: write ssh://%s@%s/%s", user, a.HostPort(), strings.TrimPrefix(a.Path, "/"))
+		}
 		return "ssh", nil
 	}
 	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" {
-		// url.Parse errors echo the URL, which may hold a password.
+	if err != nil || u.Scheme == "" || u.Opaque != "" {
+		// url.Parse errors echo the URL, which may hold a password; an
+		// opaque one (user:password@host:path) has no "//" at all.
 		return "", errors.New("not a Git URL: use https://, http://, ssh://, file:// or user@host:path")
 	}
 	if _, hasPassword := u.User.Password(); hasPassword {
@@ -701,10 +707,6 @@ func gitScheme(s string) (string, error) {
 	}
 	return u.Scheme, nil
 }
-
-// scpLikeRE matches [user@]host:path, Git's scp-like SSH syntax. The path
-// has no '@', so that user:password@host:path is not taken for one.
-var scpLikeRE = regexp.MustCompile(`^(?:[A-Za-z0-9._~-]+@)?[A-Za-z0-9.-]+:[^@\s]+$`)
 
 // globRE matches the glob patterns a path may be written with by mistake:
 // *, ? and a [...] class. A lone '[' may be part of a folder's name.

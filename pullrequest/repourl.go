@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/imagebump/imagebump/internal/redact"
+	"github.com/imagebump/imagebump/internal/scpurl"
 )
 
 // ParseRepoURL returns the host and the repository path of a Git remote URL
@@ -49,21 +50,11 @@ func parseRepoURL(gitURL string) (host, ownerPath, scheme string, err error) {
 		}
 		path = u.Path
 	} else {
-		// scp-like: [user@]host:path. A colon after a slash means a local
-		// path, as git itself decides.
-		colon := strings.Index(gitURL, ":")
-		if colon < 0 || strings.Contains(gitURL[:colon], "/") {
+		a, ok := scpurl.Parse(gitURL)
+		if !ok {
 			return fail("a local path has no pull requests; use an https://, ssh:// or user@host:path URL")
 		}
-		host = gitURL[:colon]
-		if at := strings.LastIndex(host, "@"); at >= 0 {
-			host = host[at+1:]
-		}
-		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-		if strings.Contains(host, ":") {
-			host = "[" + host + "]"
-		}
-		path, scheme = gitURL[colon+1:], "https"
+		host, path, scheme = a.HostPort(), a.Path, "https"
 	}
 	if host == "" {
 		return fail("no host")

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/imagebump/imagebump/internal/scpurl"
 )
 
 // Placeholder replaces every secret that redact removes.
@@ -73,17 +75,13 @@ func URL(u *url.URL) string {
 func String(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
-		if m := scpLike.FindStringSubmatch(s); m != nil && !strings.Contains(s, "://") {
-			return m[1] + ":" + m[2]
+		if a, ok := scpurl.Parse(s); ok && a.Plain() {
+			return a.HostPort() + ":" + a.Path
 		}
 		return Placeholder
 	}
 	return URL(u)
 }
-
-// scpLike matches Git's scp-like remote, user@host:path: a host without a
-// scheme, a path without white space (which a URL could not carry).
-var scpLike = regexp.MustCompile(`^(?:[^@/:\s]+@)?([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):([^\s:?#][^\s?#]*)$`)
 
 // urlPattern finds absolute URLs in free text. It stops at white space and at
 // the quotes and brackets that usually surround a URL in an error message.
