@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/imagebump/imagebump/internal/mdcell"
 )
 
 // maxBodyBytes keeps the body under GitHub's limit of 65536 characters;
@@ -65,7 +67,7 @@ func BodyWithNotes(changes []Change, notes []string) string {
 	fmt.Fprintf(&b, "imagebump updates %s in %s.\n\n", plural(len(sorted), "image reference"), plural(len(files), "file"))
 	b.WriteString("| File | Policy | Old | New |\n| --- | --- | --- | --- |\n")
 	for i, c := range sorted {
-		row := "| " + cell(c.File) + " | " + cell(c.Policy) + " | " + cell(c.Old) + " | " + cell(c.New) + " |\n"
+		row := "| " + mdcell.Code(c.File) + " | " + mdcell.Code(c.Policy) + " | " + mdcell.Code(c.Old) + " | " + mdcell.Code(c.New) + " |\n"
 		if b.Len()+len(row) > maxBodyBytes {
 			fmt.Fprintf(&b, "\nand %s more, not listed here.\n", plural(len(sorted)-i, "change"))
 			break
@@ -75,7 +77,7 @@ func BodyWithNotes(changes []Change, notes []string) string {
 	if len(notes) > 0 {
 		b.WriteString("\nLeft out of this pull request:\n\n")
 		for i, n := range notes {
-			line := "- " + cell(n) + "\n"
+			line := "- " + mdcell.Code(n) + "\n"
 			if b.Len()+len(line) > maxBodyBytes {
 				fmt.Fprintf(&b, "- and %d more\n", len(notes)-i)
 				break
@@ -130,34 +132,6 @@ func sortChanges(changes []Change) []Change {
 		)
 	})
 	return sorted
-}
-
-// cell renders s as a code span fit for a Markdown table cell: line breaks
-// become spaces, pipes are escaped (GitHub, GitLab and Gitea unescape them
-// inside code spans in tables), and the span's backtick fence is longer
-// than any run of backticks in s. An empty s is an empty cell.
-func cell(s string) string {
-	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
-	if strings.TrimSpace(s) == "" {
-		return ""
-	}
-	s = strings.ReplaceAll(s, "|", `\|`)
-	longest, run := 0, 0
-	for _, r := range s {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	fence := strings.Repeat("`", longest+1)
-	// A span that starts or ends with a backtick needs a space inside the
-	// fence; Markdown strips one space from each side.
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		s = " " + s + " "
-	}
-	return fence + s + fence
 }
 
 func plural(n int, noun string) string {

@@ -58,27 +58,6 @@ func TestBodyGolden(t *testing.T) {
 	}
 }
 
-func TestCell(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"1.5.0", "`1.5.0`"},
-		{"", ""},
-		{"   ", ""},
-		{"a|b", "`a\\|b`"},
-		{"a`b", "``a`b``"},
-		{"a``b", "```a``b```"},
-		{"`a", "`` `a ``"},
-		{"a`", "`` a` ``"},
-		{"x\ny", "`x y`"},
-		{"x\r\ny", "`x y`"},
-	} {
-		t.Run(c.in, func(t *testing.T) {
-			if got := cell(c.in); got != c.want {
-				t.Errorf("cell(%q) = %q, want %q", c.in, got, c.want)
-			}
-		})
-	}
-}
-
 func TestContentKey(t *testing.T) {
 	a := Change{File: "a.yaml", Line: 1, Policy: "apps:a", Old: "1", New: "2"}
 	b := Change{File: "b.yaml", Line: 5, Policy: "apps:b", Old: "3", New: "4"}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/internal/mdcell"
 	"github.com/imagebump/imagebump/internal/printable"
 	"github.com/imagebump/imagebump/pullrequest"
 )
@@ -75,30 +76,8 @@ func writePlanMarkdown(w io.Writer, rep *cycle.Report, pr *pullrequest.Result, p
 // mdCode puts s in a Markdown code span usable in a table cell: control
 // characters escaped, the fence longer than any run of backticks inside,
 // and pipes escaped (GitHub splits cells on them even in code spans).
-func mdCode(s string) string { return mdSpan(printable.String(s)) }
+func mdCode(s string) string { return mdcell.Code(printable.String(s)) }
 
 // mdMessage is mdCode for a message: a long one is cut in its middle
 // (printable.Message), so that its end, which says what to do, stays.
-func mdMessage(s string) string { return mdSpan(printable.Message(s)) }
-
-// mdSpan puts s, made printable, in a code span usable in a table cell.
-func mdSpan(s string) string {
-	if s == "" {
-		return ""
-	}
-	longest, run := 0, 0
-	for _, r := range s {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	fence := strings.Repeat("`", longest+1)
-	s = strings.ReplaceAll(s, "|", `\|`)
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		s = " " + s + " "
-	}
-	return fence + s + fence
-}
+func mdMessage(s string) string { return mdcell.Code(printable.Message(s)) }
