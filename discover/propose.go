@@ -235,7 +235,7 @@ func propose(repo string, uses []Use, existing, byRepo map[string]Existing, regi
 		if inFamily[i] {
 			return ""
 		}
-		return fmt.Sprintf("its tag %q is not of the form the rule follows (%s, not %s); left unmarked: mark it by hand if it should follow the policy", uses[i].Tag, describeShape(shapes[i]), describeShape(s))
+		return fmt.Sprintf("its tag %q is not of the form the rule follows (%s, not %s): left unmarked, so it keeps its tag; if it should follow the policy, mark it by hand, else give it a policy of its own", uses[i].Tag, describeShape(shapes[i]), describeShape(s))
 	})
 	return p
 }
@@ -247,6 +247,7 @@ func (p *Proposal) cover(uses []Use, other func(i int) string) {
 	if p.Kind != KindUnordered {
 		pol, _ = policy.New(p.Spec)
 	}
+	var left []Use
 	for i, u := range uses {
 		why := other(i)
 		if why == "" && u.NoDigest && (p.Spec.Digest == policy.DigestAlways || p.Spec.Digest == policy.DigestIfNotPresent) {
@@ -255,29 +256,77 @@ func (p *Proposal) cover(uses []Use, other func(i int) string) {
 		if why == "" && pol != nil && !p.Choice {
 			tag := u.Tag
 			if r := pol.Select([]string{tag}); tag == "" || r.Latest != tag {
-				why = fmt.Sprintf("its tag %q is outside the rule (%s); left unmarked so it does not jump: mark it by hand, or give it a policy of its own", tag, Describe(p.Spec))
+				why = fmt.Sprintf("its tag %q is outside the rule (%s): left unmarked, so it keeps its tag and does not jump to the policy's pick; if it should follow the policy, mark it by hand, else give it a policy of its own", tag, Describe(p.Spec))
 			}
 		}
 		if why != "" {
 			p.Unmarked = append(p.Unmarked, Untracked{File: u.File, Line: u.Line, Source: u.Source, Path: u.Path, Value: u.Values[0].Value, Reason: why})
+			left = append(left, u)
 			continue
 		}
 		p.Uses = append(p.Uses, u)
 	}
 	if len(p.TagsInUse) > 1 && !p.Choice {
-		where := map[string][]string{}
-		for _, u := range uses {
-			at := fmt.Sprintf("%s:%d", u.File, u.Line)
-			if !slices.Contains(where[u.Tag], at) {
-				where[u.Tag] = append(where[u.Tag], at)
-			}
-		}
-		var parts []string
-		for _, t := range p.TagsInUse {
-			parts = append(parts, orLatest(t)+" in "+strings.Join(where[t], ", "))
-		}
-		p.Notes = append(p.Notes, fmt.Sprintf("used with %d tags (%s): one policy, and every marked value moves to its pick", len(p.TagsInUse), strings.Join(parts, "; ")))
+		p.Notes = append(p.Notes, tagsNote(p.TagsInUse, p.Uses, left))
 	}
+}
+
+// tagsNote says what becomes of the values of a repository used with the
+// tags order: those the policy covers (marked) move to its pick once
+// marked, and those left unmarked (left, which Unmarked lists with the
+// reason) keep their tags.
+func tagsNote(order []string, marked, left []Use) string {
+	if len(left) == 0 {
+		var parts []string
+		for _, t := range tagsAt(order, marked) {
+			parts = append(parts, orLatest(t.tag)+" in "+strings.Join(t.at, ", "))
+		}
+		return fmt.Sprintf("used with %d tags (%s): one policy, and every marked value moves to its pick", len(order), strings.Join(parts, "; "))
+	}
+	if len(marked) == 0 {
+		return fmt.Sprintf("used with %d tags, but none of its values follows the policy: those with %s are left unmarked, and keep their tags whatever it picks (Not tracked says why, and how to have one follow it)",
+			len(order), tagsList(order, left))
+	}
+	return fmt.Sprintf("used with %d tags, but not all its values follow the policy: those with %s move to its pick once marked; those with %s are left unmarked, and keep their tags whatever it picks (Not tracked says why, and how to have one follow it)",
+		len(order), tagsList(order, marked), tagsList(order, left))
+}
+
+// tagUses is a tag and where it is used (file:line).
+type tagUses struct {
+	tag string
+	at  []string
+}
+
+// tagsAt returns the tags of uses, in the order of order, each with where
+// it is used.
+func tagsAt(order []string, uses []Use) []tagUses {
+	where := map[string][]string{}
+	for _, u := range uses {
+		at := fmt.Sprintf("%s:%d", u.File, u.Line)
+		if !slices.Contains(where[u.Tag], at) {
+			where[u.Tag] = append(where[u.Tag], at)
+		}
+	}
+	var out []tagUses
+	for _, t := range order {
+		if where[t] != nil {
+			out = append(out, tagUses{tag: t, at: where[t]})
+		}
+	}
+	return out
+}
+
+// tagsList writes the tags of uses with where each is used, as "1.2.0
+// (apps/web.yaml:11) or 1.3.0 (apps/a.yaml:9, apps/b.yaml:9)".
+func tagsList(order []string, uses []Use) string {
+	var parts []string
+	for _, t := range tagsAt(order, uses) {
+		parts = append(parts, orLatest(t.tag)+" ("+strings.Join(t.at, ", ")+")")
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
 }
 
 // orLatest names a missing tag.

@@ -282,3 +282,50 @@ func TestProposeMarkedTwice(t *testing.T) {
 		t.Errorf("policies written twice: %v", written)
 	}
 }
+
+// TestProposeTagsNote checks that the note on an image used with several
+// tags agrees with what is marked: it said "one policy, and every marked
+// value moves to its pick" over every tag in use, those left unmarked
+// (which keep their tags) included.
+func TestProposeTagsNote(t *testing.T) {
+	tests := []struct {
+		name     string
+		tags     []string
+		existing *policy.Spec
+		want     string
+	}{
+		{"every tag followed", []string{"1.3.0", "1.2.0", "1.3.0"}, nil,
+			"used with 2 tags (1.2.0 in f.yaml:2; 1.3.0 in f.yaml:1, f.yaml:3): one policy, and every marked value moves to its pick"},
+		{"some left unmarked", []string{"1.2.0", "latest", "0.9.0", "1.3.0"}, nil,
+			"used with 4 tags, but not all its values follow the policy: those with 1.2.0 (f.yaml:1) or 1.3.0 (f.yaml:4) move to its pick once marked; " +
+				"those with 0.9.0 (f.yaml:3) or latest (f.yaml:2) are left unmarked, and keep their tags whatever it picks (Not tracked says why, and how to have one follow it)"},
+		{"none followed", []string{"1.2.0", "1.3.0"}, &policy.Spec{SemVer: ">=2.0.0"},
+			"used with 2 tags, but none of its values follows the policy: those with 1.2.0 (f.yaml:1) or 1.3.0 (f.yaml:2) are left unmarked, and keep their tags whatever it picks (Not tracked says why, and how to have one follow it)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inv := &Inventory{}
+			for i, tag := range tt.tags {
+				inv.Uses = append(inv.Uses, Use{File: "f.yaml", Line: i + 1, Path: "image", Repository: "ghcr.io/acme/app", Tag: tag,
+					Values: []Value{{Line: i + 1, Column: 8, Value: "ghcr.io/acme/app:" + tag}}})
+			}
+			var opts ProposeOptions
+			if tt.existing != nil {
+				opts.Existing = []Existing{{Name: "apps:app", Repository: "ghcr.io/acme/app", Spec: *tt.existing}}
+			}
+			props := Propose(inv, opts)
+			if len(props) != 1 {
+				t.Fatalf("%d proposals", len(props))
+			}
+			var got []string
+			for _, n := range props[0].Notes {
+				if strings.HasPrefix(n, "used with") {
+					got = append(got, n)
+				}
+			}
+			if diff := cmp.Diff(got, []string{tt.want}); diff != "" {
+				t.Errorf("notes (-got +want):\n%s", diff)
+			}
+		})
+	}
+}
