@@ -35,7 +35,10 @@
 // rewriting them whole (NAME=NEWNAME:TAG, NAME:TAG@DIGEST) and Argo CD
 // Image Updater's image list. A workload reference whose image a
 // kustomization images entry sets, in every kustomization that builds it,
-// is listed too: the entry is marked instead.
+// is listed too: the entry is marked instead. A Flux Kustomization builds
+// this repository's folders only when its sourceRef is this repository
+// (see fluxsources.go); one of another source applies its targetNamespace
+// and images entries to none of them.
 //
 // Propose groups the references by repository and proposes one policy per
 // repository from the tags in use and, when given, the registry's tags; see

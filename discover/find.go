@@ -115,6 +115,10 @@ type Inventory struct {
 	// (files under a chart's templates folder, which are not YAML until
 	// rendered).
 	ChartTemplates int
+	// Notes are what a reviewer should know of the scan as a whole, such
+	// as Flux Kustomizations whose source cannot be told to be this
+	// repository or another.
+	Notes []string
 
 	// src holds the bytes of the files with uses, for Markers.
 	src map[string][]byte
@@ -175,6 +179,7 @@ func Find(ctx context.Context, opts FindOptions) (*Inventory, error) {
 		return nil, err
 	}
 	inv.Problems = append(inv.Problems, problems...)
+	inv.applySources(builds, log)
 	folders, named := graph(builds)
 	inv.applyOverrides(builds, folders, named, log)
 	inv.applyNamespaces(builds, folders, named)

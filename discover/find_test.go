@@ -72,6 +72,9 @@ func render(inv *Inventory) string {
 	for _, p := range inv.Problems {
 		fmt.Fprintf(&b, "problem %s\n", p.Error())
 	}
+	for _, n := range inv.Notes {
+		fmt.Fprintf(&b, "note %s\n", n)
+	}
 	return strings.ReplaceAll(b.String(), testHost, "REGISTRY")
 }
 
@@ -311,6 +314,9 @@ func TestFindOverrideEvery(t *testing.T) {
 			"base/kustomization.yaml": "resources: [deploy.yaml]\n" + sets,
 			"clusters/all.yaml":       flux("./"),
 		}, "a kustomization images entry (base/kustomization.yaml:3)"},
+		{"a Flux Kustomization of another source sets it there", map[string]string{
+			"clusters/team.yaml": flux("./base") + "  sourceRef: {kind: OCIRepository, name: team}\n  images:\n    - name: ghcr.io/acme/app\n      newTag: 1.1.0\n",
+		}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -400,5 +406,95 @@ func TestMarkersWrongField(t *testing.T) {
 	want := `the value is marked already with {"$imagepolicy": "apps:web:tag"}; it is left as it is: but it says the tag alone where the value holds the whole reference, and a bump would write the tag alone over it; write {"$imagepolicy": "apps:web"} instead`
 	if len(errs) != 1 || errs[0] != want {
 		t.Errorf("errors %q, want [%q]", errs, want)
+	}
+}
+
+// TestFindFluxSources checks that a Flux Kustomization's spec.path is read
+// as a folder of this repository only when its source is this repository:
+// a GitRepository that a Kustomization syncing the repository uses (one
+// named flux-system, or whose path holds its own file), else the only
+// GitRepository the Kustomizations use. Its targetNamespace applied to
+// this repository's folder of the same name whatever its sourceRef named.
+func TestFindFluxSources(t *testing.T) {
+	ks := func(name, ns, path, target, source string) string {
+		s := "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: " + name + ", namespace: " + ns + "}\nspec:\n  path: " + path + "\n"
+		if target != "" {
+			s += "  targetNamespace: " + target + "\n"
+		}
+		return s + "  sourceRef: " + source + "\n"
+	}
+	const (
+		fleet = "{kind: GitRepository, name: flux-system}"
+		team  = "{kind: GitRepository, name: team-apps}"
+	)
+	sync := ks("flux-system", "flux-system", "./clusters/prod", "", fleet)
+	tests := []struct {
+		name  string
+		files map[string]string
+		ns    string // the namespace of apps/web.yaml's image
+		note  string // in the one note, "" for none
+	}{
+		{"this repository's source", map[string]string{
+			"clusters/prod/flux-system/gotk-sync.yaml": sync,
+			"clusters/prod/apps.yaml":                  ks("apps", "flux-system", "./apps", "shop", fleet),
+			"clusters/prod/team.yaml":                  ks("team", "flux-system", "./team", "team", team),
+		}, "shop", ""},
+		{"another repository's", map[string]string{
+			"clusters/prod/flux-system/gotk-sync.yaml": sync,
+			"clusters/prod/team.yaml":                  ks("team", "flux-system", "./apps", "team", team),
+		}, "own", ""},
+		{"another repository's beside this one's", map[string]string{
+			"clusters/prod/flux-system/gotk-sync.yaml": sync,
+			"clusters/prod/apps.yaml":                  ks("apps", "flux-system", "./apps", "shop", fleet),
+			"clusters/prod/team.yaml":                  ks("team", "flux-system", "./apps", "team", team),
+		}, "shop", ""},
+		{"an OCIRepository", map[string]string{
+			"clusters/prod/batch.yaml": ks("batch", "flux-system", "./apps", "batch", "{kind: OCIRepository, name: batch}"),
+		}, "own", ""},
+		{"a Bucket", map[string]string{
+			"clusters/prod/batch.yaml": ks("batch", "flux-system", "./apps", "batch", "{kind: Bucket, name: batch}"),
+		}, "own", ""},
+		{"the only GitRepository", map[string]string{
+			"clusters/prod/apps.yaml": ks("apps", "flux-system", "./apps", "shop", "{kind: GitRepository, name: fleet}"),
+			"clusters/prod/more.yaml": ks("more", "flux-system", "./more", "more", "{kind: GitRepository, name: fleet}"),
+		}, "shop", ""},
+		{"two GitRepository sources, none told", map[string]string{
+			"clusters/prod/apps.yaml": ks("apps", "flux-system", "./apps", "shop", "{kind: GitRepository, name: fleet}"),
+			"clusters/prod/team.yaml": ks("team", "flux-system", "./team", "team", team),
+		}, "own", "cannot tell which GitRepository is this repository: the Flux Kustomizations use 2 (flux-system/fleet, flux-system/team-apps), and none that syncs the repository it is in (named flux-system, or whose spec.path holds its own file, as flux bootstrap writes it) uses one; so the spec.path of clusters/prod/apps.yaml (Kustomization apps), clusters/prod/team.yaml (Kustomization team) is not read as a folder here"},
+		{"flux-system outside its own path", map[string]string{
+			"sync.yaml":               sync,
+			"clusters/prod/apps.yaml": ks("apps", "flux-system", "./apps", "shop", fleet),
+			"clusters/prod/team.yaml": ks("team", "flux-system", "./team", "team", team),
+		}, "shop", ""},
+		{"a path holding its own file", map[string]string{
+			"clusters/prod/sync.yaml": ks("fleet", "flux-system", "./clusters", "", "{kind: GitRepository, name: fleet}"),
+			"clusters/prod/apps.yaml": ks("apps", "flux-system", "./apps", "shop", "{kind: GitRepository, name: fleet}"),
+			"clusters/prod/team.yaml": ks("team", "flux-system", "./apps", "team", team),
+		}, "shop", ""},
+		{"the root holds every file, and tells nothing", map[string]string{
+			"clusters/prod/apps.yaml": ks("apps", "flux-system", "./apps", "shop", "{kind: GitRepository, name: fleet}"),
+			"clusters/prod/team.yaml": ks("team", "flux-system", "./", "team", team),
+		}, "own", "cannot tell which GitRepository is this repository: the Flux Kustomizations use 2 (flux-system/fleet, flux-system/team-apps)"},
+		{"a source of that name in another namespace", map[string]string{
+			"clusters/prod/flux-system/gotk-sync.yaml": sync,
+			"clusters/prod/team.yaml":                  ks("team", "team", "./apps", "team", fleet),
+			"clusters/prod/apps.yaml":                  ks("apps", "apps", "./apps", "shop", "{kind: GitRepository, name: flux-system, namespace: flux-system}"),
+		}, "shop", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.files["apps/web.yaml"] = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: own}\nspec:\n  template:\n    spec:\n      containers:\n        - name: web\n          image: ghcr.io/acme/web:1.0.0\n"
+			inv := findTree(t, tt.files)
+			if len(inv.Uses) != 1 || inv.Uses[0].Namespace != tt.ns {
+				t.Fatalf("uses %+v; want one in namespace %s", inv.Uses, tt.ns)
+			}
+			switch {
+			case tt.note == "" && len(inv.Notes) > 0:
+				t.Errorf("notes %q, want none", inv.Notes)
+			case tt.note != "" && (len(inv.Notes) != 1 || !strings.HasPrefix(inv.Notes[0], tt.note)):
+				t.Errorf("notes %q, want one starting %q", inv.Notes, tt.note)
+			}
+		})
 	}
 }

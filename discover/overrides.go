@@ -23,7 +23,8 @@ type kbuild struct {
 	folder string
 	// paths are the files and folders it names, relative to the root:
 	// resources, bases and components, or a Flux Kustomization's
-	// spec.path.
+	// spec.path; none for a Flux Kustomization whose source is not this
+	// repository (applySources).
 	paths []string
 	// entries are its images entries that set a tag.
 	entries []imagesEntry
@@ -31,6 +32,9 @@ type kbuild struct {
 	// kustomize's namespace, a Flux Kustomization's targetNamespace; ""
 	// when it sets none.
 	namespace string
+	// flux is the source of a Flux Kustomization; nil for a
+	// kustomization file.
+	flux *fluxSource
 }
 
 // imagesEntry is a kustomization images entry that sets a tag: the image

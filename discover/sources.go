@@ -88,7 +88,9 @@ func (f *fileFinder) object(m *kyaml.Node, prefix string) {
 		if target != "" {
 			s.namespace = target
 		}
-		b := &kbuild{at: f.file + " (Kustomization " + name + ")", paths: []string{rootPath(str(lookup(m, "spec", "path")))}, namespace: target}
+		p := rootPath(str(lookup(m, "spec", "path")))
+		b := &kbuild{at: f.file + " (Kustomization " + name + ")", paths: []string{p}, namespace: target,
+			flux: fluxSourceOf(lookup(m, "spec"), name, ns, f.file, p)}
 		f.builds = append(f.builds, b)
 		f.kustomization(lookup(m, "spec"), prefix+"spec.", "Kustomization "+name, s.namespace, b)
 	case isKustomization:

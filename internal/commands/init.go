@@ -103,7 +103,11 @@ type InitReport struct {
 	Files      InitFiles    `json:"files"`
 	Policies   []InitPolicy `json:"policies"`
 	Untracked  []InitRef    `json:"untracked"`
-	Markers    []InitMarker `json:"markers"`
+	// Notes are what a reviewer should know of the scan as a whole (a
+	// Flux Kustomization whose source cannot be told); omitted when there
+	// are none.
+	Notes   []string     `json:"notes,omitempty"`
+	Markers []InitMarker `json:"markers"`
 	// Problems are files that could not be read, registries that failed,
 	// and writes that failed.
 	Problems []report.Problem `json:"problems"`
@@ -714,6 +718,12 @@ func (r *initRun) writeText(w io.Writer, written bool) error {
 			}
 		}
 	}
+	if len(r.inv.Notes) > 0 {
+		b.WriteString("\nNotes on the scan:\n")
+		for _, n := range r.inv.Notes {
+			b.WriteString("  " + printable.Message(n) + "\n")
+		}
+	}
 	var unapplied []discover.Proposal
 	for _, p := range policies {
 		if p.Unapplied != "" {
@@ -960,6 +970,7 @@ func (r *initRun) report(written bool) InitReport {
 	for _, u := range r.inv.Untracked {
 		out.Untracked = append(out.Untracked, InitRef(u))
 	}
+	out.Notes = append(out.Notes, r.inv.Notes...)
 	for _, fm := range r.marks {
 		why, failed := r.failedFiles[fm.File]
 		if fm.Changed() && !failed {

@@ -734,3 +734,28 @@ func TestInitPlainHTTPAdvice(t *testing.T) {
 		t.Errorf("init's problems lack %q:\n%s\n%s", want, out, stderr)
 	}
 }
+
+// TestInitFluxSourceNote: when init cannot tell which of the Flux
+// Kustomizations' GitRepository sources is this repository, it reads none
+// of their paths as its folders, and says so in the text and the JSON.
+func TestInitFluxSourceNote(t *testing.T) {
+	host := startMemRegistry(t)
+	repo := t.TempDir()
+	ks := "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: %s, namespace: flux-system}\nspec:\n  path: ./apps\n  targetNamespace: %[1]s\n  sourceRef: {kind: GitRepository, name: %s}\n"
+	writeFile(t, repo, "clusters/shop.yaml", fmt.Sprintf(ks, "shop", "fleet"))
+	writeFile(t, repo, "clusters/team.yaml", fmt.Sprintf(ks, "team", "team-apps"))
+	writeFile(t, repo, "apps/web.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: web}\nspec:\n  containers:\n    - name: web\n      image: "+host+"/acme/web:1.0.0\n")
+	const note = "cannot tell which GitRepository is this repository: the Flux Kustomizations use 2 (flux-system/fleet, flux-system/team-apps)"
+	out, stderr, code := runMain(t, "init", "--repo", repo, "--insecure-registry", host)
+	if code != 0 || !strings.Contains(out, "\nNotes on the scan:\n  "+note) || !strings.Contains(out, "web:web") {
+		t.Errorf("exit %d, want the note and policy web:web\n%s\n%s", code, out, stderr)
+	}
+	out, _, _ = runMain(t, "init", "--repo", repo, "--insecure-registry", host, "-o", "json")
+	var rep InitReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Notes) != 1 || !strings.HasPrefix(rep.Notes[0], note) {
+		t.Errorf("notes %q, want one starting %q", rep.Notes, note)
+	}
+}
