@@ -79,22 +79,15 @@ func (r sourceRef) id() string {
 
 // addRef appends r to refs unless one of them is the same source.
 func addRef(refs []sourceRef, r sourceRef) []sourceRef {
-	for _, o := range refs {
-		if o.same(r) {
-			return refs
-		}
+	if hasRef(refs, r) {
+		return refs
 	}
 	return append(refs, r)
 }
 
 // hasRef reports whether refs holds the source r.
 func hasRef(refs []sourceRef, r sourceRef) bool {
-	for _, o := range refs {
-		if o.same(r) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(refs, r.same)
 }
 
 // homeSources returns the GitRepository sources that are this repository:
