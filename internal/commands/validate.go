@@ -138,6 +138,15 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 		}
 	}
 	var b strings.Builder
+	// warn lists a warning in the report and in the text, at pos, or at
+	// its file and line when pos is "".
+	warn := func(p report.Problem, pos string) {
+		out.Warnings = append(out.Warnings, p)
+		if pos == "" {
+			pos = fileLine(p.File, p.Line)
+		}
+		fmt.Fprintf(&b, "warning: %s: %s\n", pos, printable.Message(p.Message))
+	}
 	verdict := "config is valid"
 	if len(out.Problems) > 0 {
 		verdict = "config read, with problems"
@@ -159,8 +168,7 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 		out.Providers = append(out.Providers, ProviderReport{Host: r.Host, Line: r.Line, Provider: r.Provider, Resolved: resolved})
 		if resolved == cloudhost.Generic {
 			msg := fmt.Sprintf("registry %s: provider auto resolves to generic, as %s is no cloud's registry host name, so its credentials come from the Docker keychain: cloud credentials go to a cloud's own registry host names only (docs/cloud-registries.md); write provider: generic (or leave it out) to say so", r.Host, r.Host)
-			out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Line: r.Line, Message: msg})
-			fmt.Fprintf(&b, "warning: %s: %s\n", fileLine(cfg.File, r.Line), printable.Message(msg))
+			warn(report.Problem{File: cfg.File, Line: r.Line, Message: msg}, "")
 			continue
 		}
 		how := "provider " + r.Provider
@@ -178,8 +186,7 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 				continue
 			}
 			msg := fmt.Sprintf("target %s: policies entry %q matches no image policy, so the target applies none through it; names are NAMESPACE:NAME, such as %s", t.Name, g, exampleNames(cfg))
-			out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Line: t.Line, Message: msg})
-			fmt.Fprintf(&b, "warning: %s: %s\n", fileLine(cfg.File, t.Line), msg)
+			warn(report.Problem{File: cfg.File, Line: t.Line, Message: msg}, "")
 		}
 	}
 	// A hold whose end has passed holds nothing: likely a mistyped year,
@@ -188,8 +195,7 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 		if h := im.Hold; h != nil && !h.UntilTime().IsZero() && !h.Active(time.Now()) {
 			msg := fmt.Sprintf("policy %s: its hold ended at %s, so it holds nothing; remove it (imagebump release %s) or give a later until", im.Name, h.UntilTime().UTC().Format(time.RFC3339), im.Name)
 			file, line, pos := o.global.policyPos(cfg, im)
-			out.Warnings = append(out.Warnings, report.Problem{File: file, Line: line, Policy: im.Name, Message: msg})
-			fmt.Fprintf(&b, "warning: %s: %s\n", pos, msg)
+			warn(report.Problem{File: file, Line: line, Policy: im.Name, Message: msg}, pos)
 		}
 	}
 	// A file the config names that is not here fails every cycle that
@@ -201,8 +207,7 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 			path = secretfile.Shown(path)
 		}
 		msg := fmt.Sprintf("%s: %s does not exist here: %s until it does (fine if the config is for another machine, such as a pod with the Secret mounted there)", f.Key, path, readerFails(f.Key))
-		out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Line: f.Line, Message: msg})
-		fmt.Fprintf(&b, "warning: %s: %s\n", fileLine(cfg.File, f.Line), printable.Message(msg))
+		warn(report.Problem{File: cfg.File, Line: f.Line, Message: msg}, "")
 	}
 	// So is a variable a key names (env:NAME) that is not set here.
 	for _, e := range cfg.EnvRefs() {
@@ -210,8 +215,7 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 			continue
 		}
 		msg := fmt.Sprintf("%s is env:%s, and %s is not set here: %s until it is (fine if the config is for another machine or a CI job that sets it)", e.Key, e.Path, e.Path, readerFails(e.Key))
-		out.Warnings = append(out.Warnings, report.Problem{File: cfg.File, Line: e.Line, Message: msg})
-		fmt.Fprintf(&b, "warning: %s: %s\n", fileLine(cfg.File, e.Line), printable.Message(msg))
+		warn(report.Problem{File: cfg.File, Line: e.Line, Message: msg}, "")
 	}
 	if o.Repo != "" {
 		if err := checkRepoFlag(o.Repo); err != nil {
@@ -237,8 +241,7 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 			if !used[im.Name] {
 				msg := fmt.Sprintf("policy %s is used by no marker under %s", im.Name, o.Repo)
 				file, line, pos := o.global.policyPos(cfg, im)
-				out.Warnings = append(out.Warnings, report.Problem{File: file, Line: line, Policy: im.Name, Message: msg})
-				fmt.Fprintf(&b, "warning: %s: %s\n", pos, msg)
+				warn(report.Problem{File: file, Line: line, Policy: im.Name, Message: msg}, pos)
 			}
 		}
 		// Marker text where no marker is read (a Dockerfile, a .json):
