@@ -85,3 +85,41 @@ func BenchmarkFindKustomizations(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFindOverlays measures Find on a fleet of base and overlay
+// kustomizations, each overlay with an images entry for its app: every
+// reference is checked against the entries that cover it and the
+// kustomizations that may build it, which must not mean asking every
+// kustomization for every reference.
+func BenchmarkFindOverlays(b *testing.B) {
+	for _, apps := range []int{1000, 4000} {
+		b.Run(fmt.Sprintf("apps=%d", apps), func(b *testing.B) {
+			dir := b.TempDir()
+			write := func(p, s string) {
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					b.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := range apps {
+				app := filepath.Join(dir, "apps", fmt.Sprintf("app%d", i))
+				write(filepath.Join(app, "base", "kustomization.yaml"), "resources:\n  - deploy.yaml\n")
+				write(filepath.Join(app, "base", "deploy.yaml"), fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: app%d}\nspec:\n  template:\n    spec:\n      containers:\n        - {name: app, image: ghcr.io/acme/app%d:1.0.0}\n", i, i))
+				write(filepath.Join(app, "prod", "kustomization.yaml"), fmt.Sprintf("namespace: ns%d\nresources:\n  - ../base\nimages:\n  - name: ghcr.io/acme/app%d\n    newTag: 1.0.0\n", i, i))
+			}
+			var inv *Inventory
+			for b.Loop() {
+				var err error
+				if inv, err = Find(context.Background(), FindOptions{Root: dir}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if len(inv.Untracked) != apps {
+				b.Fatalf("%d references left to the images entries, want %d", len(inv.Untracked), apps)
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*apps), "µs/app")
+		})
+	}
+}

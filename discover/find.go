@@ -180,9 +180,9 @@ func Find(ctx context.Context, opts FindOptions) (*Inventory, error) {
 	}
 	inv.Problems = append(inv.Problems, problems...)
 	inv.applySources(builds, log)
-	folders, named := graph(builds)
-	inv.applyOverrides(builds, folders, named, log)
-	inv.applyNamespaces(builds, folders, named)
+	folders, named, namers := graph(builds)
+	inv.applyOverrides(builds, folders, named, namers, log)
+	inv.applyNamespaces(builds, folders, named, namers)
 	inv.sort()
 	return inv, nil
 }

@@ -48,12 +48,6 @@ func (b *kbuild) sets(name string) bool {
 	return slices.ContainsFunc(b.entries, func(e imagesEntry) bool { return e.name == name })
 }
 
-// covers reports whether b's entries apply to file: a file in b's folder or
-// below what it names.
-func (b *kbuild) covers(file string) bool {
-	return (b.dir != "" && under(file, b.dir)) || slices.ContainsFunc(b.paths, func(p string) bool { return under(file, p) })
-}
-
 // under reports whether file is dir, or lies below it.
 func under(file, dir string) bool {
 	return dir == "." || file == dir || strings.HasPrefix(file, dir+"/")
@@ -106,9 +100,32 @@ func nearest(folders map[string]*kbuild, top, file string) *kbuild {
 // kept, since that tag is deployed. Only kustomizations that no other
 // kustomization names count on their own; one that another names is built
 // as a part of it.
-func (inv *Inventory) applyOverrides(builds []*kbuild, folders map[string]*kbuild, named map[*kbuild]bool, log *slog.Logger) {
+func (inv *Inventory) applyOverrides(builds []*kbuild, folders map[string]*kbuild, named map[*kbuild]bool, namers map[string][]*kbuild, log *slog.Logger) {
 	if !slices.ContainsFunc(builds, func(b *kbuild) bool { return len(b.entries) > 0 }) {
 		return
+	}
+	// The kustomizations whose entries cover a file (one in a
+	// kustomization's folder or below what it names) and those that may
+	// build it are found from its folders upward, not by asking every one
+	// (quadratic on a fleet of thousands of overlays), then taken in
+	// the order they were found in, as the messages name the first.
+	covering := map[string][]*kbuild{}
+	order := make(map[*kbuild]int, len(builds))
+	for i, b := range builds {
+		order[b] = i
+		if len(b.entries) == 0 {
+			continue
+		}
+		if b.dir != "" {
+			covering[b.dir] = append(covering[b.dir], b)
+		}
+		for _, p := range b.paths {
+			covering[p] = append(covering[p], b)
+		}
+	}
+	inOrder := func(bs []*kbuild) []*kbuild {
+		slices.SortFunc(bs, func(a, b *kbuild) int { return order[a] - order[b] })
+		return slices.Compact(bs)
 	}
 	kept := inv.Uses[:0]
 	for _, u := range inv.Uses {
@@ -117,9 +134,9 @@ func (inv *Inventory) applyOverrides(builds []*kbuild, folders map[string]*kbuil
 			continue
 		}
 		var where []string
-		for _, b := range builds {
+		for _, b := range inOrder(namersAbove(u.File, covering, nil)) {
 			for _, e := range b.entries {
-				if e.name == u.Repository && b.covers(u.File) {
+				if e.name == u.Repository {
 					where = append(where, e.where)
 				}
 			}
@@ -128,12 +145,13 @@ func (inv *Inventory) applyOverrides(builds []*kbuild, folders map[string]*kbuil
 			kept = append(kept, u)
 			continue
 		}
-		i := slices.IndexFunc(builds, func(b *kbuild) bool {
+		may := inOrder(buildersOf(u.File, namers))
+		i := slices.IndexFunc(may, func(b *kbuild) bool {
 			return !named[b] && b.asWritten(u.File, u.Repository, folders, map[*kbuild]bool{})
 		})
 		if i >= 0 {
 			log.Debug("marking a reference that an images entry sets, as a kustomization builds it without one",
-				"file", u.File, "line", u.Line, "entry", where[0], "kustomization", builds[i].at)
+				"file", u.File, "line", u.Line, "entry", where[0], "kustomization", may[i].at)
 			kept = append(kept, u)
 			continue
 		}
@@ -154,19 +172,13 @@ func (inv *Inventory) applyOverrides(builds []*kbuild, folders map[string]*kbuil
 // over those inside it and over the object's own. When the kustomizations
 // that build the file (those no other names) disagree, or one builds it
 // as written, the object's own namespace stays.
-func (inv *Inventory) applyNamespaces(builds []*kbuild, folders map[string]*kbuild, named map[*kbuild]bool) {
+func (inv *Inventory) applyNamespaces(builds []*kbuild, folders map[string]*kbuild, named map[*kbuild]bool, namers map[string][]*kbuild) {
 	if !slices.ContainsFunc(builds, func(b *kbuild) bool { return b.namespace != "" }) {
 		return
 	}
-	// The kustomizations that name each path: those that can build a
-	// file are found from its folders upward, not by asking every one
-	// (quadratic on a fleet of thousands of kustomizations).
-	namers := map[string][]*kbuild{}
-	for _, b := range builds {
-		for _, p := range b.paths {
-			namers[p] = append(namers[p], b)
-		}
-	}
+	// Those that can build a file are found from its folders upward
+	// (buildersOf), not by asking every one (quadratic on a fleet of
+	// thousands of kustomizations).
 	for i := range inv.Uses {
 		u := &inv.Uses[i]
 		if !u.object {
@@ -258,11 +270,15 @@ func (b *kbuild) namespacesOf(file string, folders map[string]*kbuild, seen map[
 }
 
 // graph maps each folder to the kustomization kustomize reads there (the
-// first, when there are several), and tells the kustomizations another
-// names: those built as a part of it, not on their own.
-func graph(builds []*kbuild) (folders map[string]*kbuild, named map[*kbuild]bool) {
-	folders = map[string]*kbuild{}
+// first, when there are several), tells the kustomizations another names
+// (those built as a part of it, not on their own), and maps each path
+// named to the kustomizations that name it (namers, for buildersOf).
+func graph(builds []*kbuild) (folders map[string]*kbuild, named map[*kbuild]bool, namers map[string][]*kbuild) {
+	folders, namers = map[string]*kbuild{}, map[string][]*kbuild{}
 	for _, b := range builds {
+		for _, p := range b.paths {
+			namers[p] = append(namers[p], b)
+		}
 		if _, dup := folders[b.folder]; b.folder != "" && !dup {
 			folders[b.folder] = b
 		}
@@ -290,5 +306,5 @@ func graph(builds []*kbuild) (folders map[string]*kbuild, named map[*kbuild]bool
 			}
 		}
 	}
-	return folders, named
+	return folders, named, namers
 }
