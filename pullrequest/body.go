@@ -58,6 +58,18 @@ func Body(changes []Change) string {
 // gate held back, policies held, policies that failed), one per line, each
 // in a code span. Notes do not count in the content key.
 func BodyWithNotes(changes []Change, notes []string) string {
+	return body(changes, notes, nil)
+}
+
+// labelsPattern finds the labels marker that body writes.
+var labelsPattern = regexp.MustCompile(`<!-- imagebump:labels=(\[.*?\]) -->`)
+
+// body is BodyWithNotes that also records labels, the labels the
+// config gives, in a hidden marker <!-- imagebump:labels=["a","b"] -->
+// (none when there are none): an update adds only the labels the record
+// lacks, those added to the config since, so that one a person removed
+// stays removed (LabelsOf).
+func body(changes []Change, notes, labels []string) string {
 	sorted := sortChanges(changes)
 	files := map[string]bool{}
 	for _, c := range sorted {
@@ -87,8 +99,32 @@ func BodyWithNotes(changes []Change, notes []string) string {
 	}
 	b.WriteString("\nimagebump keeps this pull request current: a newer bump updates it. " +
 		"Closing it without merging stops these exact changes from being proposed again.\n")
-	b.WriteString("\n<!-- imagebump:content=" + ContentKey(changes) + " -->\n")
+	b.WriteString("\n")
+	if len(labels) > 0 {
+		// json.Marshal escapes < and >, so no label ends the comment.
+		data, err := json.Marshal(labels)
+		if err != nil {
+			panic(err) // strings always marshal
+		}
+		b.WriteString("<!-- imagebump:labels=" + string(data) + " -->\n")
+	}
+	b.WriteString("<!-- imagebump:content=" + ContentKey(changes) + " -->\n")
 	return b.String()
+}
+
+// LabelsOf returns the labels recorded in a pull request body that body
+// wrote, and whether it holds a record: a body written before imagebump
+// recorded them, or for a config without labels, holds none.
+func LabelsOf(body string) ([]string, bool) {
+	m := labelsPattern.FindAllStringSubmatch(body, -1)
+	if len(m) == 0 {
+		return nil, false
+	}
+	var labels []string
+	if err := json.Unmarshal([]byte(m[len(m)-1][1]), &labels); err != nil {
+		return nil, false
+	}
+	return labels, true
 }
 
 // ContentKey returns the hex SHA-256 of the normalized change set: the

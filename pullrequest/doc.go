@@ -15,12 +15,13 @@
 // Request.Head into Request.Base:
 //
 //   - An open pull request exists: its title and body are updated when they
-//     differ from the request (Outcome "updated"), and the request's labels
-//     it lacks are added with them; otherwise nothing at all is written
-//     (Outcome "unchanged"), not even a label someone removed. Labels it
-//     has are never touched. When several are open (made by hand, or by a
-//     race on a forge that allows it), the most recent one is kept current
-//     and the others are left alone.
+//     differ from the request (Outcome "updated"), and the labels added to
+//     the request since its body recorded them (Request.Body, LabelsOf) are
+//     added with them; otherwise nothing at all is written (Outcome
+//     "unchanged"). A label someone removed is never added back, and labels
+//     it has are never touched. When several are open (made by hand, or by
+//     a race on a forge that allows it), the oldest is kept current and the
+//     others are closed as its duplicates (Result.Duplicates).
 //   - No open pull request, and the most recent closed or merged one
 //     carried the same content (the same set of file, policy, old, new):
 //     nothing is written (Outcome "skipped"). A closed pull request is

@@ -68,8 +68,14 @@ func request(changes []Change, title string, labels ...string) Request {
 	return Request{Head: "imagebump/main", Base: "main", Title: title, Changes: changes, Labels: labels}
 }
 
+// removed returns p without the label l, as after a person removed it.
+func removed(p PR, l string) PR {
+	p.Labels = slices.DeleteFunc(slices.Clone(p.Labels), func(x string) bool { return x == l })
+	return p
+}
+
 func pr(n int, state State, title string, changes []Change, labels ...string) PR {
-	return PR{Number: n, URL: fmt.Sprintf("https://forge/pr/%d", n), State: state, Title: title, Body: Body(changes), Head: "imagebump/main", Base: "main", Labels: labels}
+	return PR{Number: n, URL: fmt.Sprintf("https://forge/pr/%d", n), State: state, Title: title, Body: Request{Changes: changes, Labels: labels}.Body(), Head: "imagebump/main", Base: "main", Labels: labels}
 }
 
 // TestEnsureDecisions covers the lifecycle rules on a provider whose pull
@@ -115,17 +121,33 @@ func TestEnsureDecisions(t *testing.T) {
 		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Unchanged},
 		wantCalls: []string{"list"},
 	}, {
-		name:      "an unchanged one lacking labels gets no write",
-		prs:       []PR{pr(3, StateOpen, "Bump a", changeA, "Deps")},
+		name:      "an unchanged one lacking a label someone removed gets no write",
+		prs:       []PR{removed(pr(3, StateOpen, "Bump a", changeA, "deps", "imagebump"), "imagebump")},
 		req:       request(changeA, "Bump a", "deps", "imagebump"),
 		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Unchanged},
 		wantCalls: []string{"list"},
 	}, {
-		name:      "missing labels are added to an updated one, ignoring case",
+		name:      "an updated one does not get back a label someone removed",
+		prs:       []PR{removed(pr(3, StateOpen, "Bump a", changeA, "deps", "imagebump"), "imagebump")},
+		req:       request(changeB, "Bump a", "deps", "imagebump"),
+		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Updated},
+		wantCalls: []string{"list", "update #3 Bump a"},
+	}, {
+		name:      "labels added to the config since are added, ignoring case",
 		prs:       []PR{pr(3, StateOpen, "Bump a", changeA, "Deps")},
-		req:       request(changeB, "Bump a", "deps", "imagebump", " ", "ImageBump"),
+		req:       request(changeA, "Bump a", "deps", "imagebump", " ", "ImageBump"),
 		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Updated, Labels: []string{"imagebump"}},
 		wantCalls: []string{"list", "update #3 Bump a", "labels #3 imagebump"},
+	}, {
+		name: "a body from before labels were recorded is taken to have had them all",
+		prs: []PR{func() PR {
+			p := pr(3, StateOpen, "Bump a", changeA, "deps")
+			p.Body = Body(changeA)
+			return p
+		}()},
+		req:       request(changeB, "Bump a", "deps", "imagebump"),
+		want:      Result{Number: 3, URL: "https://forge/pr/3", Outcome: Updated},
+		wantCalls: []string{"list", "update #3 Bump a"},
 	}, {
 		name:      "an updated one with every label gets no label call",
 		prs:       []PR{pr(3, StateOpen, "Bump a", changeA, "deps")},
@@ -623,7 +645,7 @@ func (r *racing) Create(ctx context.Context, head, base, title, body string) (*P
 // Gitea). The run whose pull request is the newer closes it as a stale
 // duplicate, naming the older, and reports the older as its own.
 func TestEnsureRacingTwin(t *testing.T) {
-	p := &racing{twin: pr(99, StateOpen, "Bump a", changeA)}
+	p := &racing{twin: pr(99, StateOpen, "Bump a", changeA, "deps")}
 	got, err := Ensure(context.Background(), p, request(changeA, "Bump a", "deps"))
 	if err != nil {
 		t.Fatal(err)

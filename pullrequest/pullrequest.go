@@ -319,7 +319,7 @@ func finish(ctx context.Context, p Provider, pr *PR, o Outcome, labels []string)
 	if len(labels) > 0 {
 		if err := p.AddLabels(ctx, pr.Number, labels); err != nil {
 			res.Labels = nil
-			return res, fmt.Errorf("%s pull request #%d, but adding the labels %s was refused; they are added again when its bumps change, or add them by hand: %w",
+			return res, fmt.Errorf("%s pull request #%d, but adding the labels %s was refused; add them by hand (the next pull request opened gets them): %w",
 				o, pr.Number, strings.Join(labels, ", "), err)
 		}
 	}
@@ -414,7 +414,7 @@ func (d decision) result(provider string) *Result {
 }
 
 func decide(prs []PR, req Request) decision {
-	d := decision{body: BodyWithNotes(req.Changes, req.Notes)}
+	d := decision{body: req.Body()}
 	// Most recent first by number, whatever order the forge listed them in:
 	// numbers grow with creation on every forge.
 	sorted := slices.Clone(prs)
@@ -441,10 +441,15 @@ func decide(prs []PR, req Request) decision {
 		d.outcome = Unchanged
 		if !sameText(d.open.Title, req.Title) || !sameText(d.open.Body, d.body) {
 			d.outcome = Updated
-			// Labels go along with a write only: a pull request left
-			// unchanged keeps the labels it has, even if someone removed
-			// one of ours on purpose.
-			d.labels = missing(req.Labels, d.open.Labels)
+			// Labels go along with a write only, and only those added
+			// to the config since the body was written: a label someone
+			// removed on purpose stays removed. A body from before the
+			// labels were recorded is taken to have had them all.
+			recorded, ok := LabelsOf(d.open.Body)
+			if !ok {
+				recorded = req.Labels
+			}
+			d.labels = missing(missing(req.Labels, recorded), d.open.Labels)
 		}
 	case d.last != nil && ContentKeyOf(d.last.Body) == ContentKey(req.Changes):
 		d.outcome = Skipped
@@ -495,15 +500,28 @@ func (req Request) normalize() (Request, error) {
 		}
 		req.Title = strings.TrimSpace(req.Title[:cut]) + "…"
 	}
-	var labels []string
-	for _, l := range req.Labels {
+	req.Labels = cleanLabels(req.Labels)
+	return req, nil
+}
+
+// cleanLabels returns labels trimmed, without empty ones or duplicates
+// (compared without regard to case).
+func cleanLabels(labels []string) []string {
+	var out []string
+	for _, l := range labels {
 		l = strings.TrimSpace(l)
-		if l != "" && len(missing([]string{l}, labels)) == 1 {
-			labels = append(labels, l)
+		if l != "" && len(missing([]string{l}, out)) == 1 {
+			out = append(out, l)
 		}
 	}
-	req.Labels = labels
-	return req, nil
+	return out
+}
+
+// Body returns the body Ensure writes for req: BodyWithNotes of its
+// changes and notes, and a hidden record of its labels, from which an
+// update tells the labels added to the config since (LabelsOf).
+func (req Request) Body() string {
+	return body(req.Changes, req.Notes, cleanLabels(req.Labels))
 }
 
 // checkBranches checks the head and base branches of a pull request.
