@@ -187,41 +187,13 @@ func TestCancelledContext(t *testing.T) {
 // TestTimeout points Open at a server that accepts connections and never
 // answers: each network operation must give up after Options.Timeout.
 func TestTimeout(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	go func() {
-		var conns []net.Conn
-		defer func() {
-			for _, c := range conns {
-				_ = c.Close()
-			}
-		}()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c) // held open, never answered
-		}
-	}()
-	addr := l.Addr().String()
-	tests := []struct {
-		name string
-		opts Options
-	}{
-		{name: "http", opts: Options{URL: "http://" + addr + "/repo.git", Branch: "main"}},
-		{name: "ssh", opts: Options{URL: "ssh://git@" + addr + "/repo.git", Branch: "main",
-			Auth: Auth{SSHKeyFile: sshKey(t), InsecureIgnoreHostKey: true}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.opts.Timeout = 300 * time.Millisecond
-			tt.opts.Workdir = t.TempDir()
+	addr, _ := silentServer(t)
+	for _, scheme := range []string{"http", "ssh"} {
+		t.Run(scheme, func(t *testing.T) {
+			opts := silentRemote(t, scheme, addr)
+			opts.Timeout = 300 * time.Millisecond
 			start := time.Now()
-			_, err := Open(t.Context(), tt.opts)
+			_, err := Open(t.Context(), opts)
 			elapsed := time.Since(start)
 			if err == nil {
 				t.Fatal("Open against a silent server succeeded")
@@ -235,6 +207,93 @@ func TestTimeout(t *testing.T) {
 			t.Logf("error after %v: %v", elapsed.Round(time.Millisecond), err)
 		})
 	}
+}
+
+// TestCancelledWithCause stops Open, as it waits on a silent server, with
+// a context cancelled with a cause (imagebump's is the signal that stopped
+// it): the error says the cancellation once, as "context canceled" or as
+// the cause. net/http returns the cause itself, which network wrapped in
+// "context canceled (...)": read with the signal named in place of
+// "context canceled", that said "interrupted by SIGINT (Get ...:
+// interrupted by SIGINT)".
+func TestCancelledWithCause(t *testing.T) {
+	cause := errors.New("stopped by the test")
+	for _, scheme := range []string{"http", "ssh"} {
+		t.Run(scheme, func(t *testing.T) {
+			addr, accepted := silentServer(t)
+			opts := silentRemote(t, scheme, addr)
+			ctx, cancel := context.WithCancelCause(t.Context())
+			errc := make(chan error, 1)
+			go func() {
+				_, err := Open(ctx, opts)
+				errc <- err
+			}()
+			select {
+			case <-accepted:
+			case <-time.After(30 * time.Second):
+				t.Fatal("Open never reached the server")
+			}
+			cancel(cause)
+			var err error
+			select {
+			case err = <-errc:
+			case <-time.After(30 * time.Second):
+				t.Fatal("Open did not return after its context was cancelled")
+			}
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("error %v, want context.Canceled", err)
+			}
+			msg := err.Error()
+			if n := strings.Count(msg, cause.Error()) + strings.Count(msg, context.Canceled.Error()); n != 1 {
+				t.Errorf("error %q says the cancellation %d times, want once", msg, n)
+			}
+			t.Logf("error: %v", err)
+		})
+	}
+}
+
+// silentServer accepts connections on a loopback address and never
+// answers; accepted receives a value for each connection it can hold.
+func silentServer(t *testing.T) (addr string, accepted <-chan struct{}) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	acc := make(chan struct{}, 100)
+	go func() {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				_ = c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c) // held open, never answered
+			select {
+			case acc <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return l.Addr().String(), acc
+}
+
+// silentRemote returns the options of the remote at addr (a
+// silentServer's) by scheme, "http" or "ssh", with a workdir of its own.
+func silentRemote(t *testing.T, scheme, addr string) Options {
+	t.Helper()
+	opts := Options{URL: "http://" + addr + "/repo.git", Branch: "main", Workdir: t.TempDir()}
+	if scheme == "ssh" {
+		opts.URL = "ssh://git@" + addr + "/repo.git"
+		opts.Auth = Auth{SSHKeyFile: sshKey(t), InsecureIgnoreHostKey: true}
+	}
+	return opts
 }
 
 // sshKey returns the path of a new unencrypted ed25519 key.

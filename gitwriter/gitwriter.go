@@ -438,13 +438,38 @@ func (r *Repo) network(ctx context.Context, op, branch string, f func(ctx contex
 	}
 	switch {
 	case ctx.Err() != nil && !errors.Is(err, ctx.Err()):
-		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		err = cancelledError(ctx, err)
 	case tctx.Err() != nil && !errors.Is(err, tctx.Err()):
 		// The connection was closed at the deadline; say so.
 		err = fmt.Errorf("%w (%v)", tctx.Err(), err)
 	}
 	return r.netError(ctx, op, branch, err)
 }
+
+// cancelledError is err, the error of a network operation that ctx's
+// cancellation stopped, made to wrap ctx.Err(). An err that holds ctx's
+// cause (net/http returns the cause, not context.Canceled) says so
+// already, and keeps its text: "context canceled (... the cause)" would
+// say it twice once the cause is read in its place, as commands does for
+// a signal.
+func cancelledError(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != ctx.Err() && errors.Is(err, cause) {
+		return &causedError{ctxErr: ctx.Err(), err: err}
+	}
+	return fmt.Errorf("%w (%v)", ctx.Err(), err)
+}
+
+// causedError is an error that holds its context's cause, with the
+// context's error beside it for errors.Is.
+type causedError struct {
+	ctxErr, err error
+}
+
+// Error returns the text of the error alone.
+func (e *causedError) Error() string { return e.err.Error() }
+
+// Unwrap returns the context's error and the error.
+func (e *causedError) Unwrap() []error { return []error{e.ctxErr, e.err} }
 
 // open resolves the branch and prepares the working copy.
 func (r *Repo) open(ctx context.Context) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -47,4 +48,36 @@ func writeFile(t *testing.T, dir, rel, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// silentServer accepts connections on a loopback address and never
+// answers them; accepted receives a value for each connection it can hold.
+func silentServer(t *testing.T) (addr string, accepted <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	acc := make(chan struct{}, 100)
+	go func() {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c) // never answered
+			select {
+			case acc <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return ln.Addr().String(), acc
 }

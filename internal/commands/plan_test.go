@@ -918,6 +918,36 @@ func TestPlanJSONInterrupted(t *testing.T) {
 	}
 }
 
+// TestPlanInterruptedDuringClone: plan stopped by a signal while it clones
+// the target's repository from a server that never answers names the
+// signal once, where it said "interrupted by SIGINT (Get ...: interrupted
+// by SIGINT)": net/http returned the cause, and gitwriter put "context
+// canceled" before it, which the signal's name then replaced too.
+func TestPlanInterruptedDuringClone(t *testing.T) {
+	host, accepted := silentServer(t)
+	cfg := writeFile(t, t.TempDir(), "imagebump.yaml", "images:\n  - {name: apps:web, repository: ghcr.io/acme/web, policy: {semver: \">=1\"}}\ngit: {url: \"http://"+host+"/fleet.git\", branch: main}\n")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	var out, errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- Main(ctx, []string{"plan", "-c", cfg, "--no-cache"}, &out, &errb) }()
+	select {
+	case <-accepted:
+	case <-time.After(30 * time.Second):
+		t.Fatal("plan never reached the git server")
+	}
+	cancel(&InterruptedError{Signal: os.Interrupt})
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("plan did not stop within 30s of the signal")
+	}
+	if n := strings.Count(errb.String(), "interrupted by SIGINT"); code != ExitFailure || n != 1 || strings.Contains(errb.String(), "context canceled") {
+		t.Errorf("exit %d, the signal named %d times, want exit 1 and once; stderr:\n%s", code, n, errb.String())
+	}
+}
+
 // TestPathFlagErrors: --repo and --workdir naming a missing folder or a
 // file say which, and what to name (exit 64); --workdir on a file failed
 // each target's cycle with "mkdir: not a directory" (exit 1).
