@@ -316,7 +316,7 @@ func diffSnapshot(w io.Writer, root string, before map[string][]byte) error {
 // isTerminal reports whether w is a character device, where the demo may
 // use bold headings.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := underlying(w).(*os.File)
 	if !ok {
 		return false
 	}

@@ -74,8 +74,14 @@ type globalOptions struct {
 	restoreGC func()
 }
 
-// Main runs imagebump with args and returns the process exit code.
+// Main runs imagebump with args and returns the process exit code. A
+// write to stdout or stderr that finds the pipe closed stops the command
+// as a signal does (outputWriter); it then ends with 1 and no message,
+// which has no reader.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stdout, stderr = &outputWriter{w: stdout, cancel: cancel}, &outputWriter{w: stderr, cancel: cancel}
 	root, g := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -83,6 +89,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// Main may run more than once in a process (tests do): the next
 		// command starts from the settings this one found.
 		g.restoreGC()
+	}
+	if outputClosed(ctx) {
+		return ExitFailure
 	}
 	code := exitCode(err)
 	var silent silentExit

@@ -183,10 +183,29 @@ func runServe(ctx context.Context, o *ServeOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
-	if err := s.Run(context.WithoutCancel(ctx)); err != nil {
+	sctx, stop := outputClosedContext(ctx)
+	defer stop()
+	if err := s.Run(sctx); err != nil {
 		return failure(err)
 	}
 	return nil
+}
+
+// outputClosedContext returns the context serve runs on: ctx's
+// cancellation reaches it only when stdout or stderr was closed
+// (outputWriter), which serve learns no other way; a signal it answers on
+// its own channel (runServe). stop releases it.
+func outputClosedContext(ctx context.Context) (sctx context.Context, stop func()) {
+	sctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	unwatch := context.AfterFunc(ctx, func() {
+		if outputClosed(ctx) {
+			cancel(errOutputClosed)
+		}
+	})
+	return sctx, func() {
+		unwatch()
+		cancel(nil)
+	}
 }
 
 // defaultServeWorkdir is the working copies' folder when --workdir is not
