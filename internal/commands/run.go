@@ -144,7 +144,7 @@ func runTargets(ctx context.Context, o *RunOptions, stdout io.Writer) error {
 		// for a cron mail or a log that keeps only stderr.
 		for _, t := range out.Targets {
 			if t.Error != "" {
-				o.global.logger.Error("target failed", "target", t.Target, "error", t.Error)
+				o.global.logger.Error("target failed", "target", t.Target, "error", targetError(t))
 			}
 		}
 		return silentExit(ExitFailure)
@@ -175,6 +175,7 @@ func writeRunText(w io.Writer, rep report.Run, results []*cycle.TargetResult) er
 			b.WriteString("\n")
 		}
 		fmt.Fprintf(&b, "target %s: %s (branch %s)\n", t.Target, t.Repository, t.Branch)
+		t.Error = targetError(t) // the line above names it
 		if scan := results[i].Report; scan != nil {
 			var inner strings.Builder
 			_ = writePlanText(&inner, scan, true)
@@ -206,6 +207,13 @@ func writeRunText(w io.Writer, rep report.Run, results []*cycle.TargetResult) er
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// targetError is t's error where the target is named already (the text
+// summary's heading, the log's target attribute): without the "target
+// NAME: " it begins with.
+func targetError(t report.Target) string {
+	return strings.TrimPrefix(t.Error, "target "+t.Target+": ")
 }
 
 // pushTarget names the branch a summary's commit went to.

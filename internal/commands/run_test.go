@@ -201,6 +201,24 @@ targets:
 	}
 }
 
+// TestRunTextNamesTheTargetOnce: a target that failed is named by its
+// heading alone, and in the log by its attribute; its error began "target
+// NAME: " again, on the next line ("target broken: file://... (branch
+// main)", "FAILED: target broken: cloning ...") and in the log
+// (target=broken error="target broken: cloning ...").
+func TestRunTextNamesTheTargetOnce(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "imagebump.yaml", `images: [{name: apps:web, repository: reg.example/acme/web, policy: {semver: ">=1"}}]
+targets:
+  - name: broken
+    git: {url: "file://`+filepath.Join(dir, "nope.git")+`", branch: main}
+`)
+	out, stderr, code := runMain(t, "run", "-c", cfg, "--workdir", filepath.Join(dir, "work"))
+	if n := strings.Count(out+stderr, "target broken"); code != ExitFailure || n != 1 || !strings.Contains(out, "FAILED: cloning") || !strings.Contains(stderr, `error="cloning`) {
+		t.Errorf("exit %d, the target named %d times, want exit 1 and once\nstdout:\n%s\nstderr:\n%s", code, n, out, stderr)
+	}
+}
+
 // TestRunForeignPushBranch: a push branch that ends in a person's commit
 // is left as it is; run says which commit, that the edits were not
 // pushed, and exits 1.
