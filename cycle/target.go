@@ -127,6 +127,20 @@ func (r *TargetResult) Failed() bool {
 	return r.Report != nil && r.Report.Failed()
 }
 
+// TargetError is why a target's cycle failed, and which target it was.
+// Where the target is named already (a row of serve's status, a log
+// line's target attribute), Err alone says why.
+type TargetError struct {
+	Target string
+	Err    error
+}
+
+// Error names the target, then why: "target prod: cloning ...".
+func (e *TargetError) Error() string { return "target " + e.Target + ": " + e.Err.Error() }
+
+// Unwrap returns why the cycle failed.
+func (e *TargetError) Unwrap() error { return e.Err }
+
 // RunTarget runs one full cycle of a target: it opens (clones, or fetches
 // and resets) the working copy, selects the latest image of every policy
 // that the target's markers use, rewrites the markers, renders the commit
@@ -155,7 +169,7 @@ func RunTarget(ctx context.Context, opts TargetOptions) (*TargetResult, error) {
 		res.PushBranch = t.Push.Branch
 	}
 	fail := func(err error) (*TargetResult, error) {
-		return res, fmt.Errorf("target %s: %w", t.Name, err)
+		return res, &TargetError{Target: t.Name, Err: err}
 	}
 	if opts.PullRequests == nil {
 		// Before the push: pull requests that cannot be opened would

@@ -693,3 +693,34 @@ targets:
 		}
 	}
 }
+
+// TestServeNamesAFailedTargetOnce: the status of a target whose cycle
+// failed, and the "cycle failed" log line with its target attribute, say
+// why without naming the target again ("target broken: cloning ...").
+func TestServeNamesAFailedTargetOnce(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "imagebump.yaml")
+	writeTestFile(t, cfgFile, fmt.Sprintf(`images: [{name: apps:web, repository: reg.example/acme/web, policy: {semver: ">=1"}}]
+targets:
+  - {name: broken, git: {url: "file://%s", branch: main}, schedule: 1h}
+`, filepath.Join(dir, "nope.git")))
+	var logs lockedBuffer
+	srv := runServer(t, cfgFile, filepath.Join(dir, "work"), Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), MaxJitter: -1})
+	waitReal(t, 30*time.Second, func() bool { return srv.target(t, "broken").CyclesRun >= 1 }, "broken's first cycle")
+	c := srv.target(t, "broken").Cycles[0]
+	if c.Result != ResultError || !strings.HasPrefix(c.Error, "cloning") {
+		t.Errorf("cycle %s, error %q; want an error that begins with what failed (cloning), not the target's name", c.Result, c.Error)
+	}
+	if err := srv.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	line := ""
+	for l := range strings.Lines(logs.String()) {
+		if strings.Contains(l, `msg="cycle failed"`) {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "target=broken") || strings.Contains(line, "target broken") {
+		t.Errorf("cycle failed log line %q: want the target in its attribute alone", line)
+	}
+}

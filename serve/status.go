@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"errors"
 	"time"
 
 	"github.com/imagebump/imagebump/cycle"
@@ -289,6 +290,10 @@ func classify(res *cycle.TargetResult, err error, abandoned bool) outcome {
 func cycleStatus(started time.Time, reason string, triggers []string, o outcome, res *cycle.TargetResult, err error) CycleStatus {
 	c := CycleStatus{Started: started, Reason: reason, Triggers: triggers, Result: o.result}
 	if err != nil {
+		var te *cycle.TargetError
+		if errors.As(err, &te) {
+			err = te.Err // the status is the target's: named already
+		}
 		c.Error = err.Error()
 	}
 	if res == nil {
