@@ -22,7 +22,9 @@ import (
 // git's must not be pulled from under it. Nothing tells them apart but
 // time: git writes its part of a pack as it goes and holds a lock for as
 // long as its command runs, while what a killed cycle left no longer
-// changes.
+// changes. A lock that stays unchanged for long (git commit's, while its
+// editor is open) is told by the git process that runs in the working
+// copy, where /proc shows it (gitWorkingIn).
 
 // leftAge is how long a lock file or the part of a pack must have gone
 // unchanged before Open takes it for what a killed cycle left. A variable
@@ -84,7 +86,7 @@ func (r *Repo) waitLeft(ctx context.Context, path, what, key string) (bool, erro
 		return false, nil
 	}
 	if settled(first.ModTime(), time.Now(), leftAge) {
-		return true, nil
+		return r.notInUse(path)
 	}
 	r.log.Info("waiting for "+what+" in the working copy to settle or go: it changed in the last "+leftAge.String(), key, path)
 	deadline := time.Now().Add(leftAge)
@@ -101,9 +103,22 @@ func (r *Repo) waitLeft(ctx context.Context, path, what, key string) (bool, erro
 				"imagebump's working copy is its own, so stop that program; the next cycle looks again", path, leftAge)
 		}
 		if settled(fi.ModTime(), time.Now(), leftAge) || !time.Now().Before(deadline) {
-			return true, nil
+			return r.notInUse(path)
 		}
 	}
+}
+
+// notInUse reports whether the file at path, unchanged for leftAge, is a
+// killed cycle's: not while a git command runs in the working copy, as
+// git commit holds index.lock unchanged for as long as its editor is
+// open. Where it cannot be seen (another user's git, no /proc), time
+// alone tells.
+func (r *Repo) notInUse(path string) (bool, error) {
+	if pid, name, ok := gitWorkingIn(r.dir); ok {
+		return false, fmt.Errorf("%s is in use: %s (process %d) runs in the working copy (a git commit waiting for its editor?); "+
+			"imagebump's working copy is its own, so end that command; the next cycle looks again", path, name, pid)
+	}
+	return true, nil
 }
 
 // removeLeftParts removes the temporary files of packs being written (a
@@ -141,6 +156,9 @@ func (r *Repo) removeLeftParts(packDir string) []string {
 func (r *Repo) waitYoungTemps(ctx context.Context) error {
 	if pid, ok := gcRunning(r.dir, time.Now()); ok {
 		return fmt.Errorf("git gc is running in the working copy (process %d, named in .git/gc.pid); imagebump's working copy is its own, so stop it or let it end; the next cycle looks again", pid)
+	}
+	if pid, name, ok := gitWorkingIn(r.dir); ok {
+		return fmt.Errorf("%s (process %d) runs in the working copy %s, which a new clone would empty under it; imagebump's working copy is its own, so end that command; the next cycle looks again", name, pid, r.dir)
 	}
 	objects := filepath.Join(r.dir, filepath.FromSlash(objectsDir))
 	now := time.Now()
