@@ -44,6 +44,12 @@ func ParseSchedule(s string) (cron.Schedule, error) {
 	if err != nil {
 		return nil, scheduleError(s, err)
 	}
+	// robfig/cron's Next gives the zero time when no minute in the five
+	// years ahead matches: a schedule that never fires, which serve would
+	// take for a cycle due at once, again and again.
+	if sched.Next(time.Now()).IsZero() {
+		return nil, errors.New("no time ever matches this cron expression: the day of the month is one the months named never have (31 in April, June, September or November; 30 or 31 in February); pick a day those months have, or use @monthly")
+	}
 	return sched, nil
 }
 

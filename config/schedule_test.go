@@ -18,6 +18,8 @@ func TestParseSchedule(t *testing.T) {
 		{"0 9-17 * * 1-5", time.Date(2026, 3, 4, 11, 0, 0, 0, time.UTC), ""},
 		{"0 9-17/2 * * MON-FRI", time.Date(2026, 3, 4, 11, 0, 0, 0, time.UTC), ""},
 		{"30 2 1,15 jan,jul *", time.Date(2026, 7, 1, 2, 30, 0, 0, time.UTC), ""},
+		{"0 0 29 2 *", time.Date(2028, 2, 29, 0, 0, 0, 0, time.UTC), ""}, // rare, but it fires
+		{"0 0 31 1-12 *", time.Date(2026, 3, 31, 0, 0, 0, 0, time.UTC), ""},
 		{"  0 0 * * *  ", time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC), ""},
 		{"@hourly", time.Date(2026, 3, 4, 11, 0, 0, 0, time.UTC), ""},
 		{"@daily", time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC), ""},
@@ -44,6 +46,11 @@ func TestParseSchedule(t *testing.T) {
 		{"soon", time.Time{}, "not a duration"},
 		{"CRON_TZ=Nowhere/Land 0 6 * * *", time.Time{}, `unknown time zone "Nowhere/Land"`},
 		{"TZ=Nowhere/Land @daily", time.Time{}, `unknown time zone "Nowhere/Land"`},
+		// Parsed by robfig/cron, but no time matches: serve ran them in a
+		// busy loop, as cycles due at once.
+		{"0 0 31 2 *", time.Time{}, "no time ever matches"},
+		{"0 0 31 4,6,9,11 *", time.Time{}, "no time ever matches"},
+		{"CRON_TZ=Europe/Berlin 0 6 30 feb *", time.Time{}, "no time ever matches"},
 	} {
 		t.Run(tt.schedule, func(t *testing.T) {
 			sched, err := ParseSchedule(tt.schedule)

@@ -84,7 +84,16 @@ func isInterval(sched cron.Schedule) bool {
 	return ok
 }
 
+// never is the tick of a schedule that has no next time: robfig/cron's
+// Next returns the zero time when none comes within five years, and a
+// zero tick would be a cycle due at once, again and again. config refuses
+// such schedules; this keeps one that slips through from a busy loop.
+var never = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
 func (t *timetable) setTick(tick time.Time) {
+	if tick.IsZero() {
+		tick = never
+	}
 	t.tick = tick
 	t.fire = tick.Add(time.Duration(t.rand() * float64(t.window(tick))))
 }

@@ -223,3 +223,21 @@ func TestTimetableReschedule(t *testing.T) {
 		t.Errorf("failures = %d after reschedule, want 1", tab.failures)
 	}
 }
+
+// noTime is a schedule with no next time, as robfig/cron's Next reports
+// one (the zero time).
+type noTime struct{}
+
+func (noTime) Next(time.Time) time.Time { return time.Time{} }
+
+// TestTimetableNever: a schedule with no next time schedules no cycle;
+// its zero time was taken for a cycle due at once, after every cycle.
+func TestTimetableNever(t *testing.T) {
+	tab := newTimetable(noTime{}, testTiming, t0, true)
+	if got, _ := tab.next(); got.Before(t0.AddDate(100, 0, 0)) {
+		t.Errorf("first cycle at %s, want none", got)
+	}
+	if got, _ := tab.done(t0.Add(time.Second), false, false); got.Before(t0.AddDate(100, 0, 0)) {
+		t.Errorf("cycle after a cycle at %s, want none", got)
+	}
+}
