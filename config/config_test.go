@@ -373,6 +373,19 @@ images:
     repository: ghcr.io/acme/app@sha256:0000000000000000000000000000000000000000000000000000000000000000
     policy: {semver: ">=1"}
 `, "imagebump.yaml:4:17: images[0].repository:", "has a digest"},
+		// Credentials are never quoted back (the loop checks s3cr3t).
+		{"repository with credentials", `
+images:
+  - name: app
+    repository: "bob:s3cr3tP4ss@127.0.0.1:5055/private/app"
+    policy: {semver: ">=1"}
+`, "imagebump.yaml:4:17: images[0].repository:", "holds a user name or password before the host"},
+		{"repository with credentials and a slash in the password", `
+images:
+  - name: app
+    repository: "https://bob:s3cr3t/x@ghcr.io/acme/app"
+    policy: {semver: ">=1"}
+`, "imagebump.yaml:4:17: images[0].repository:", "holds a user name or password before the host"},
 		{"repository uppercase", `
 images:
   - name: app
@@ -482,6 +495,14 @@ registries:
 registries:
   - host: ghcr.io/acme
 `, "imagebump.yaml:3:11: registries[0].host:", "has a path"},
+		{"host with credentials", `
+registries:
+  - host: "bob:s3cr3tP4ss@127.0.0.1:5055"
+`, "imagebump.yaml:3:11: registries[0].host:", "holds a user name or password before the host"},
+		{"host URL with credentials", `
+registries:
+  - host: https://bob:s3cr3tP4ss@ghcr.io
+`, "imagebump.yaml:3:11: registries[0].host:", "holds a user name or password before the host"},
 		{"host duplicate through docker.io alias", `
 registries:
   - host: index.docker.io
@@ -880,6 +901,9 @@ targets:
 			}
 			if got := lines[0]; !strings.HasPrefix(got, tt.want+" ") || !strings.Contains(got, tt.phrase) {
 				t.Errorf("Parse error:\n got %s\nwant %s ...%s...", got, tt.want, tt.phrase)
+			}
+			if strings.Contains(err.Error(), "s3cr3t") {
+				t.Errorf("Parse error shows the password: %v", err)
 			}
 			var ce *Error
 			if !errors.As(err, &ce) {

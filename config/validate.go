@@ -206,9 +206,31 @@ func caseNote(h string) string {
 	return ""
 }
 
+// ErrUserInfo is the error of a registry host or repository with a user
+// name or password before its host (USER:PASSWORD@HOST), which it does
+// not quote: what is there may be a secret.
+var ErrUserInfo = errors.New("holds a user name or password before the host (USER:PASSWORD@HOST), not shown here; give the host alone, and the credentials in the registry's auth (usernameFile with passwordFile, or tokenFile)")
+
+// CheckUserInfo returns ErrUserInfo when the image reference or
+// repository s has an @ that does not start a digest: a user name or
+// password before its host, which no message may quote.
+func CheckUserInfo(s string) error {
+	if i := strings.LastIndex(s, "@"); i >= 0 && !digestRE.MatchString(s[i+1:]) {
+		return ErrUserInfo
+	}
+	return nil
+}
+
+// digestRE matches what follows the @ of a reference with a digest:
+// ALGORITHM:HEX, as sha256:0f3e...
+var digestRE = regexp.MustCompile(`^[a-z0-9]+([+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$`)
+
 // checkHost checks a registry host: a host name or address with an optional
 // port, no scheme, no path.
 func checkHost(h string) error {
+	if strings.Contains(h, "@") {
+		return ErrUserInfo
+	}
 	if strings.Contains(h, "://") {
 		return fmt.Errorf("%q has a scheme; give the host only (set insecure: true for plain HTTP)", h)
 	}
@@ -298,6 +320,9 @@ func checkImageName(s string) error {
 // CheckRepository checks an image repository without tag or digest, as an
 // image's repository field is checked: its registry's port must be a port.
 func CheckRepository(s string) error {
+	if err := CheckUserInfo(s); err != nil {
+		return err
+	}
 	if strings.Contains(s, "@") {
 		return fmt.Errorf("%q has a digest; give the repository only", s)
 	}

@@ -175,6 +175,9 @@ func listTags(ctx context.Context, o *TagsOptions, stdout io.Writer) error {
 					o.Target, configName(o.global, cfg), near, ns))
 			}
 		}
+		if err := config.CheckUserInfo(o.Target); err != nil {
+			return usageError(fmt.Errorf("the repository given %w", err))
+		}
 		repo, dropped := splitReference(o.Target)
 		if err := config.CheckRepository(repo); err != nil {
 			msg := fmt.Errorf("%q is neither a repository nor a policy in %s: %w", o.Target, configName(o.global, cfg), err)

@@ -350,11 +350,14 @@ func TestTagsBadRepository(t *testing.T) {
 		{"localhost:0/foo", "port 0 is not between 1 and 65535"},
 		{"https://ghcr.io/acme/app", "has a scheme"},
 		{"ghcr.io/Acme/app", "invalid repository"},
+		// It was read as Docker Hub's bob, "the tag s3cr3t and the digest
+		// 127.0.0.1:5055/private/app" dropped, the password printed.
+		{"bob:s3cr3t@127.0.0.1:5055/private/app", "holds a user name or password before the host"},
 	} {
 		t.Run(tc.repo, func(t *testing.T) {
 			start := time.Now()
 			_, stderr, code := runMain(t, "tags", tc.repo)
-			if code != ExitUsage || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "retrying") {
+			if code != ExitUsage || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "retrying") || strings.Contains(stderr, "s3cr3t") {
 				t.Errorf("exit %d, stderr %q; want a usage error saying %q, no retry", code, stderr, tc.want)
 			}
 			if d := time.Since(start); d > 2*time.Second {
