@@ -37,8 +37,11 @@
 // kustomization images entry sets, in every kustomization that builds it,
 // is listed too: the entry is marked instead. A Flux Kustomization builds
 // this repository's folders only when its sourceRef is this repository
-// (see fluxsources.go); one of another source applies its targetNamespace
-// and images entries to none of them.
+// (see fluxsources.go): the source a Kustomization syncing the repository
+// uses, or a GitRepository whose spec.url names the repository a remote of
+// the checkout names (Find reads the remotes from the Git config of the
+// checkout the root is in; see gitremotes.go). One of another source
+// applies its targetNamespace and images entries to none of them.
 //
 // Propose groups the references by repository and proposes one policy per
 // repository from the tags in use and, when given, the registry's tags; see

@@ -154,6 +154,7 @@ func Find(ctx context.Context, opts FindOptions) (*Inventory, error) {
 	}
 	inv := &Inventory{src: map[string][]byte{}}
 	var builds []*kbuild
+	var repos []gitRepo
 	problems, err := setters.Walk(ctx, setters.Options{Root: opts.Root, Paths: opts.Paths, MaxFileSize: opts.MaxFileSize, Logger: log}, func(file string, src []byte) error {
 		inv.FilesScanned++
 		if chartTemplate(root, file) {
@@ -162,14 +163,17 @@ func Find(ctx context.Context, opts FindOptions) (*Inventory, error) {
 		}
 		// A file without the word image holds no image init finds; but
 		// a kustomization without images entries still builds what the
-		// others' entries apply to, so what it builds is read.
+		// others' entries apply to, so what it builds is read, and a
+		// Flux GitRepository's url tells which Kustomizations build
+		// this repository.
 		buildsOnly := !bytes.Contains(src, []byte("image")) && !bytes.Contains(src, []byte("Image"))
-		if buildsOnly && !slices.Contains(kustomizationNames, path.Base(file)) && !bytes.Contains(src, []byte("kustomize.toolkit.fluxcd.io")) {
+		if buildsOnly && !slices.Contains(kustomizationNames, path.Base(file)) && !bytes.Contains(src, []byte("kustomize.toolkit.fluxcd.io")) && !bytes.Contains(src, []byte("source.toolkit.fluxcd.io")) {
 			return nil
 		}
 		f := &fileFinder{file: file, src: src, inv: inv, log: log, generated: generatedHeader(src), buildsOnly: buildsOnly}
 		f.run()
 		builds = append(builds, f.builds...)
+		repos = append(repos, f.gitRepos...)
 		if f.used {
 			inv.src[file] = bytes.Clone(src)
 		}
@@ -179,7 +183,7 @@ func Find(ctx context.Context, opts FindOptions) (*Inventory, error) {
 		return nil, err
 	}
 	inv.Problems = append(inv.Problems, problems...)
-	inv.applySources(builds, log)
+	inv.applySources(builds, repos, root, log)
 	folders, named, namers := graph(builds)
 	inv.applyOverrides(builds, folders, named, namers, log)
 	inv.applyNamespaces(builds, folders, named, namers)
@@ -278,15 +282,17 @@ type fileFinder struct {
 	src    []byte
 	inv    *Inventory
 	builds []*kbuild
-	log    *slog.Logger
-	used   bool
+	// gitRepos are the Flux GitRepository objects of the file.
+	gitRepos []gitRepo
+	log      *slog.Logger
+	used     bool
 	// generated is the line of the header that says the file is
 	// generated, not to be edited; 0 when it says nothing of the kind.
 	// Its references are listed as not tracked.
 	generated int
 	// buildsOnly is set for a file without the word image: only what its
-	// kustomizations build is read, and a file that does not parse is
-	// skipped without a word.
+	// kustomizations build, and its Flux GitRepository objects, are read,
+	// and a file that does not parse is skipped without a word.
 	buildsOnly bool
 	// odd is set when the file has line breaks that yaml.v3 counts and
 	// editors do not (a lone CR, NEL, LS, PS).

@@ -52,6 +52,27 @@ func copyInput(t *testing.T, name string) string {
 	return dst
 }
 
+// caseRemotes reads a case's remotes file, which makes its copy a Git
+// checkout with those remotes: one "NAME URL" a line, # starting a
+// comment. It is nil for a case without one, which is no checkout.
+func caseRemotes(t *testing.T, name string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(casesDir, name, "remotes"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	remotes := []string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			remotes = append(remotes, line)
+		}
+	}
+	return remotes
+}
+
 // render writes an inventory one line per item.
 func render(inv *Inventory) string {
 	var b strings.Builder
@@ -98,6 +119,9 @@ func TestFindCases(t *testing.T) {
 		}
 		t.Run(e.Name(), func(t *testing.T) {
 			root := copyInput(t, e.Name())
+			if remotes := caseRemotes(t, e.Name()); remotes != nil {
+				makeCheckout(t, root, remotes...)
+			}
 			inv, err := Find(context.Background(), FindOptions{Root: root})
 			if err != nil {
 				t.Fatal(err)
@@ -370,7 +394,17 @@ func TestFindBuildsOnly(t *testing.T) {
 // returns what Find finds there.
 func findTree(t *testing.T, files map[string]string) *Inventory {
 	t.Helper()
+	return findCheckout(t, files, nil)
+}
+
+// findCheckout is findTree in a Git checkout with remotes ("NAME URL",
+// see makeCheckout); in a folder that is no checkout for nil remotes.
+func findCheckout(t *testing.T, files map[string]string, remotes []string) *Inventory {
+	t.Helper()
 	root := t.TempDir()
+	if remotes != nil {
+		makeCheckout(t, root, remotes...)
+	}
 	for name, content := range files {
 		p := filepath.Join(root, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -416,13 +450,7 @@ func TestMarkersWrongField(t *testing.T) {
 // GitRepository the Kustomizations use. Its targetNamespace applied to
 // this repository's folder of the same name whatever its sourceRef named.
 func TestFindFluxSources(t *testing.T) {
-	ks := func(name, ns, path, target, source string) string {
-		s := "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: " + name + ", namespace: " + ns + "}\nspec:\n  path: " + path + "\n"
-		if target != "" {
-			s += "  targetNamespace: " + target + "\n"
-		}
-		return s + "  sourceRef: " + source + "\n"
-	}
+	ks := fluxKustomization
 	const (
 		fleet = "{kind: GitRepository, name: flux-system}"
 		team  = "{kind: GitRepository, name: team-apps}"
@@ -461,7 +489,7 @@ func TestFindFluxSources(t *testing.T) {
 		{"two GitRepository sources, none told", map[string]string{
 			"clusters/prod/apps.yaml": ks("apps", "flux-system", "./apps", "shop", "{kind: GitRepository, name: fleet}"),
 			"clusters/prod/team.yaml": ks("team", "flux-system", "./team", "team", team),
-		}, "own", "cannot tell which GitRepository is this repository: the Flux Kustomizations use 2 (flux-system/fleet, flux-system/team-apps), and none that syncs the repository it is in (named flux-system, or whose spec.path holds its own file, as flux bootstrap writes it) uses one; so the spec.path of clusters/prod/apps.yaml (Kustomization apps), clusters/prod/team.yaml (Kustomization team) is not read as a folder here"},
+		}, "own", "cannot tell which GitRepository is this repository: the Flux Kustomizations use 2 (flux-system/fleet, flux-system/team-apps), none that syncs the repository it is in (named flux-system, or whose spec.path holds its own file, as flux bootstrap writes it) uses one, and no spec.url of theirs names the repository of a remote of the checkout; so the spec.path of clusters/prod/apps.yaml (Kustomization apps), clusters/prod/team.yaml (Kustomization team) is not read as a folder here, and their targetNamespace and images entries apply to none of its files. No GitRepository object is scanned for flux-system/fleet, flux-system/team-apps; the folder scanned is in no Git checkout. If one"},
 		{"flux-system outside its own path", map[string]string{
 			"sync.yaml":               sync,
 			"clusters/prod/apps.yaml": ks("apps", "flux-system", "./apps", "shop", fleet),
@@ -494,6 +522,245 @@ func TestFindFluxSources(t *testing.T) {
 				t.Errorf("notes %q, want none", inv.Notes)
 			case tt.note != "" && (len(inv.Notes) != 1 || !strings.HasPrefix(inv.Notes[0], tt.note)):
 				t.Errorf("notes %q, want one starting %q", inv.Notes, tt.note)
+			}
+		})
+	}
+}
+
+// fluxKustomization writes a Flux Kustomization called name in namespace
+// ns, of spec.path path, spec.targetNamespace target (none for "") and
+// spec.sourceRef source (a flow mapping).
+func fluxKustomization(name, ns, path, target, source string) string {
+	s := "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: " + name + ", namespace: " + ns + "}\nspec:\n  path: " + path + "\n"
+	if target != "" {
+		s += "  targetNamespace: " + target + "\n"
+	}
+	return s + "  sourceRef: " + source + "\n"
+}
+
+// gitRepositoryObject writes a Flux GitRepository called name in
+// namespace ns (none for ""), of spec.url url.
+func gitRepositoryObject(name, ns, url string) string {
+	meta := "{name: " + name + "}"
+	if ns != "" {
+		meta = "{name: " + name + ", namespace: " + ns + "}"
+	}
+	return "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: " + meta + "\nspec:\n  interval: 1m\n  ref: {branch: main}\n  url: " + url + "\n"
+}
+
+// TestFindFluxSourceURLs checks that a GitRepository whose spec.url names
+// the repository of a remote of the checkout is this repository: beside
+// the one a syncing Kustomization uses, which wins whatever its url, and
+// in place of the only one used, when its url names another repository.
+// When the urls tell nothing, the note shows what was compared, without
+// credentials.
+func TestFindFluxSourceURLs(t *testing.T) {
+	ks := fluxKustomization
+	const (
+		fleet = "{kind: GitRepository, name: fleet}"
+		team  = "{kind: GitRepository, name: team-apps}"
+	)
+	// Two sources, none syncing: the urls must tell.
+	two := func(fleetURL string) map[string]string {
+		return map[string]string{
+			"clusters/prod/sources.yaml": gitRepositoryObject("fleet", "flux-system", fleetURL) + "---\n" + gitRepositoryObject("team-apps", "flux-system", "https://github.com/acme/team-apps"),
+			"clusters/prod/apps.yaml":    ks("apps", "flux-system", "./apps", "shop", fleet),
+			"clusters/prod/team.yaml":    ks("team", "flux-system", "./apps", "team", team),
+		}
+	}
+	tests := []struct {
+		name    string
+		files   map[string]string
+		remotes []string // nil: not a checkout
+		ns      string   // the namespace of apps/web.yaml's image
+		note    []string // what the one note holds; none for nil
+		not     []string // what it must not hold
+	}{
+		{
+			name:    "a url names the remote",
+			files:   two("https://github.com/acme/fleet"),
+			remotes: []string{"origin git@github.com:acme/fleet.git"},
+			ns:      "shop",
+		},
+		{
+			name:    "another form of the remote's url",
+			files:   two("ssh://git@GitHub.com:22/acme/fleet.git/"),
+			remotes: []string{"fork https://github.com/me/fleet", "upstream https://github.com/acme/fleet"},
+			ns:      "shop",
+		},
+		{
+			name:    "urls of other repositories",
+			files:   two("https://github.com/acme/fleet"),
+			remotes: []string{"origin git@github.com:other/fleet.git"},
+			ns:      "own",
+			note: []string{
+				"cannot tell which GitRepository is this repository: the Flux Kustomizations use 2 (flux-system/fleet, flux-system/team-apps), none that syncs the repository it is in",
+				"and no spec.url of theirs names the repository of a remote of the checkout; so the spec.path of clusters/prod/apps.yaml (Kustomization apps), clusters/prod/team.yaml (Kustomization team) is not read",
+				". Their spec.url: flux-system/fleet https://github.com/acme/fleet, flux-system/team-apps https://github.com/acme/team-apps; the remotes of the checkout: origin github.com:other/fleet.git. If one of those sources",
+			},
+		},
+		{
+			name:    "credentials are not shown",
+			files:   two("https://flux:pa55word@github.com/acme/fleet?token=t0ken"),
+			remotes: []string{"origin https://bot:s3cret@gitlab.com/acme/fleet"},
+			ns:      "own",
+			note:    []string{"Their spec.url: flux-system/fleet https://github.com/acme/fleet?token=REDACTED, flux-system/team-apps https://github.com/acme/team-apps; the remotes of the checkout: origin https://gitlab.com/acme/fleet."},
+			not:     []string{"pa55word", "t0ken", "s3cret", "bot", "flux:"},
+		},
+		{
+			name:    "a remote that is a local path",
+			files:   two("https://github.com/acme/fleet"),
+			remotes: []string{"origin /srv/git/fleet.git"},
+			ns:      "own",
+			note:    []string{"the remotes of the checkout: origin /srv/git/fleet.git (not a URL of a host)."},
+		},
+		{
+			name:    "a checkout without remotes",
+			files:   two("https://github.com/acme/fleet"),
+			remotes: []string{},
+			ns:      "own",
+			note:    []string{"Their spec.url: flux-system/fleet https://github.com/acme/fleet, flux-system/team-apps https://github.com/acme/team-apps; the Git checkout has no remote."},
+		},
+		{
+			name:  "no checkout",
+			files: two("https://github.com/acme/fleet"),
+			ns:    "own",
+			note:  []string{"; the folder scanned is in no Git checkout."},
+		},
+		{
+			name: "a source whose GitRepository is not scanned",
+			files: map[string]string{
+				"clusters/prod/sources.yaml": gitRepositoryObject("fleet", "flux-system", "https://github.com/other/fleet"),
+				"clusters/prod/apps.yaml":    ks("apps", "flux-system", "./apps", "shop", fleet),
+				"clusters/prod/team.yaml":    ks("team", "flux-system", "./apps", "team", team),
+			},
+			remotes: []string{"origin https://github.com/acme/fleet"},
+			ns:      "own",
+			note:    []string{"Their spec.url: flux-system/fleet https://github.com/other/fleet; no GitRepository object is scanned for flux-system/team-apps; the remotes"},
+		},
+		{
+			name: "two GitRepository objects of the repository",
+			files: map[string]string{
+				"clusters/prod/sources.yaml": gitRepositoryObject("fleet", "flux-system", "https://github.com/acme/fleet") + "---\n" + gitRepositoryObject("fleet-next", "flux-system", "git@github.com:acme/fleet"),
+				"clusters/prod/apps.yaml":    ks("apps", "flux-system", "./apps", "shop", fleet),
+				"clusters/prod/next.yaml":    ks("next", "flux-system", "./next", "next", "{kind: GitRepository, name: fleet-next}"),
+				"clusters/prod/team.yaml":    ks("team", "flux-system", "./apps", "team", team),
+			},
+			remotes: []string{"origin https://github.com/acme/fleet"},
+			ns:      "shop",
+		},
+		{
+			name: "a GitRepository without a namespace",
+			files: map[string]string{
+				"sources/fleet.yaml":      gitRepositoryObject("fleet", "", "https://github.com/acme/fleet"),
+				"clusters/prod/apps.yaml": ks("apps", "flux-system", "./apps", "shop", fleet),
+				"clusters/prod/team.yaml": ks("team", "flux-system", "./apps", "team", team),
+			},
+			remotes: []string{"origin https://github.com/acme/fleet"},
+			ns:      "shop",
+		},
+		{
+			name: "one of that name in another namespace",
+			files: map[string]string{
+				"sources/fleet.yaml":      gitRepositoryObject("fleet", "tenants", "https://github.com/acme/fleet"),
+				"clusters/prod/apps.yaml": ks("apps", "flux-system", "./apps", "shop", fleet),
+				"clusters/prod/team.yaml": ks("team", "flux-system", "./apps", "team", team),
+			},
+			remotes: []string{"origin https://github.com/acme/fleet"},
+			ns:      "own",
+			note:    []string{"No GitRepository object is scanned for flux-system/fleet, flux-system/team-apps;"},
+		},
+		{
+			name: "a tenant's GitRepository of this repository, beside the sync",
+			files: map[string]string{
+				"clusters/prod/flux-system/gotk-sync.yaml": gitRepositoryObject("flux-system", "flux-system", "ssh://git@github.com/acme/fleet") + "---\n" +
+					ks("flux-system", "flux-system", "./clusters/prod", "", "{kind: GitRepository, name: flux-system}"),
+				"tenants/shop.yaml": gitRepositoryObject("fleet", "shop", "https://github.com/acme/fleet") + "---\n" + ks("apps", "shop", "./apps", "shop", fleet),
+				"tenants/team.yaml": gitRepositoryObject("team-apps", "team", "https://github.com/acme/team-apps") + "---\n" + ks("team", "team", "./apps", "team", team),
+			},
+			remotes: []string{"origin git@github.com:acme/fleet.git"},
+			ns:      "shop",
+		},
+		{
+			name: "the sync wins whatever its url",
+			files: map[string]string{
+				"clusters/prod/flux-system/gotk-sync.yaml": gitRepositoryObject("flux-system", "flux-system", "ssh://git@git.internal/mirrors/fleet") + "---\n" +
+					ks("flux-system", "flux-system", "./clusters/prod", "", "{kind: GitRepository, name: flux-system}"),
+				"clusters/prod/apps.yaml": ks("apps", "flux-system", "./apps", "shop", "{kind: GitRepository, name: flux-system}"),
+			},
+			remotes: []string{"origin https://github.com/acme/fleet"},
+			ns:      "shop",
+		},
+		{
+			name: "the only GitRepository, of another repository",
+			files: map[string]string{
+				"clusters/prod/team.yaml": gitRepositoryObject("team-apps", "flux-system", "https://github.com/acme/team-apps") + "---\n" + ks("team", "flux-system", "./apps", "team", team),
+			},
+			remotes: []string{"origin https://github.com/acme/fleet"},
+			ns:      "own",
+			note:    []string{"the Flux Kustomizations use 1 (flux-system/team-apps)", "Their spec.url: flux-system/team-apps https://github.com/acme/team-apps; the remotes of the checkout: origin https://github.com/acme/fleet."},
+		},
+		{
+			name: "the only GitRepository, its url not scanned",
+			files: map[string]string{
+				"clusters/prod/apps.yaml": ks("apps", "flux-system", "./apps", "shop", fleet),
+			},
+			remotes: []string{"origin https://github.com/acme/fleet"},
+			ns:      "shop",
+		},
+		{
+			name: "the only GitRepository, in a checkout without remotes",
+			files: map[string]string{
+				"clusters/prod/apps.yaml": gitRepositoryObject("fleet", "flux-system", "https://github.com/acme/fleet") + "---\n" + ks("apps", "flux-system", "./apps", "shop", fleet),
+			},
+			remotes: []string{},
+			ns:      "shop",
+		},
+		{
+			name: "the only GitRepository, of a url with a variable",
+			files: map[string]string{
+				"clusters/prod/apps.yaml": gitRepositoryObject("fleet", "flux-system", "https://github.com/${OWNER}/fleet") + "---\n" + ks("apps", "flux-system", "./apps", "shop", fleet),
+			},
+			remotes: []string{"origin https://github.com/acme/fleet"},
+			ns:      "shop",
+		},
+		{
+			name: "the only GitRepository, of a url that names no host",
+			files: map[string]string{
+				"clusters/prod/apps.yaml": gitRepositoryObject("fleet", "flux-system", "${FLEET_URL}") + "---\n" + ks("apps", "flux-system", "./apps", "shop", fleet),
+			},
+			remotes: []string{"origin https://github.com/acme/fleet"},
+			ns:      "shop",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.files["apps/web.yaml"] = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: own}\nspec:\n  template:\n    spec:\n      containers:\n        - name: web\n          image: ghcr.io/acme/web:1.0.0\n"
+			inv := findCheckout(t, tt.files, tt.remotes)
+			if len(inv.Uses) != 1 || inv.Uses[0].Namespace != tt.ns {
+				t.Fatalf("uses %+v; want one in namespace %s (notes %q)", inv.Uses, tt.ns, inv.Notes)
+			}
+			if tt.note == nil {
+				if len(inv.Notes) > 0 {
+					t.Errorf("notes %q, want none", inv.Notes)
+				}
+				return
+			}
+			if len(inv.Notes) != 1 {
+				t.Fatalf("notes %q, want one", inv.Notes)
+			}
+			for _, want := range tt.note {
+				if !strings.Contains(inv.Notes[0], want) {
+					t.Errorf("note %q\nlacks %q", inv.Notes[0], want)
+				}
+			}
+			for _, secret := range tt.not {
+				if strings.Contains(inv.Notes[0], secret) {
+					t.Errorf("note %q\nholds %q", inv.Notes[0], secret)
+				}
+			}
+			if len(inv.Problems) > 0 {
+				t.Errorf("problems: %v", inv.Problems)
 			}
 		})
 	}

@@ -63,10 +63,14 @@ func (f *fileFinder) object(m *kyaml.Node, prefix string) {
 	s := site{source: kind + " " + name, namespace: namespaceOf(ns)}
 	isFluxKustomization := kind == "Kustomization" && group == "kustomize.toolkit.fluxcd.io"
 	isKustomization := (kind == "Kustomization" || kind == "Component") && group == "kustomize.config.k8s.io"
-	if f.buildsOnly && kind != "List" && !isFluxKustomization && !isKustomization {
+	isGitRepository := kind == gitRepository && group == "source.toolkit.fluxcd.io"
+	if f.buildsOnly && kind != "List" && !isFluxKustomization && !isKustomization && !isGitRepository {
 		return
 	}
 	switch {
+	case isGitRepository:
+		// No images; its url tells whether it is this repository.
+		f.gitRepos = append(f.gitRepos, gitRepo{ref: sourceRef{kind: gitRepository, namespace: ns, name: name}, url: str(lookup(m, "spec", "url"))})
 	case kind == "List":
 		for i, it := range items(field(m, "items")) {
 			if im := resolve(it); im != nil && im.Kind == kyaml.MappingNode {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-git/go-git/v5"
+	gitconfig "github.com/go-git/go-git/v5/config"
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
 
@@ -79,6 +82,50 @@ func copyCase(t *testing.T, name, host string) string {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// checkoutCase makes repo, the copy of a case, a Git checkout with the
+// remotes of the case's remotes file ("NAME URL" a line, # starting a
+// comment), as init compares Flux GitRepository urls with them; a case
+// without that file is no checkout.
+func checkoutCase(t *testing.T, name, repo string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(initDir, name, "remotes"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := git.PlainInit(repo, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		remote, u, ok := strings.Cut(line, " ")
+		if !ok {
+			t.Fatalf("%s/remotes: %q is not NAME URL", name, line)
+		}
+		if _, err := r.CreateRemote(&gitconfig.RemoteConfig{Name: remote, URLs: []string{u}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// worktreeSnapshot is snapshot without the files of .git, which a case
+// with remotes has (checkoutCase) and init never writes.
+func worktreeSnapshot(root string) (map[string][]byte, error) {
+	files, err := snapshot(root)
+	for f := range files {
+		if f == ".git" || strings.HasPrefix(f, ".git/") {
+			delete(files, f)
+		}
+	}
+	return files, err
 }
 
 // initGolden compares (or, with -update, writes) an output of a case.
@@ -154,8 +201,9 @@ func TestInitCases(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(initDir, name)
 			repo := copyCase(t, name, host)
+			checkoutCase(t, name, repo)
 			args := []string{"init", "--repo", repo, "--insecure-registry", host}
-			before, err := snapshot(repo)
+			before, err := worktreeSnapshot(repo)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,7 +228,7 @@ func TestInitCases(t *testing.T) {
 			diffOut, _, _ := runMain(t, append(args, "-o", "diff")...)
 			initGolden(t, filepath.Join(dir, "init.diff"), normalize(diffOut, host, repo, false))
 
-			after, err := snapshot(repo)
+			after, err := worktreeSnapshot(repo)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -202,7 +250,7 @@ func TestInitCases(t *testing.T) {
 			if code != wantCode {
 				t.Fatalf("init --write exit %d, want %d\n%s\n%s", code, wantCode, out, stderr)
 			}
-			written, err := snapshot(repo)
+			written, err := worktreeSnapshot(repo)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -221,7 +269,7 @@ func TestInitCases(t *testing.T) {
 				t.Errorf("second init has something to do:\n%s", out)
 			}
 			out, _, _ = runMain(t, append(args, "--write")...)
-			again, err := snapshot(repo)
+			again, err := worktreeSnapshot(repo)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -757,5 +805,44 @@ func TestInitFluxSourceNote(t *testing.T) {
 	}
 	if len(rep.Notes) != 1 || !strings.HasPrefix(rep.Notes[0], note) {
 		t.Errorf("notes %q, want one starting %q", rep.Notes, note)
+	}
+}
+
+// TestInitFluxSourceRemotes: in a Git checkout, a GitRepository whose url
+// names the repository of a remote is this repository, and the note goes;
+// when no url does, the note shows the urls and the remotes compared,
+// without the credentials the remote's URL holds.
+func TestInitFluxSourceRemotes(t *testing.T) {
+	host := startMemRegistry(t)
+	repo := t.TempDir()
+	ks := "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: %s, namespace: flux-system}\nspec:\n  path: ./apps\n  targetNamespace: %[1]s\n  sourceRef: {kind: GitRepository, name: %s}\n"
+	src := "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: %s, namespace: flux-system}\nspec:\n  url: %s\n"
+	writeFile(t, repo, "clusters/shop.yaml", fmt.Sprintf(ks, "shop", "fleet"))
+	writeFile(t, repo, "clusters/team.yaml", fmt.Sprintf(ks, "team", "team-apps"))
+	writeFile(t, repo, "clusters/sources.yaml", fmt.Sprintf(src, "fleet", "ssh://git@github.com/acme/fleet")+"---\n"+fmt.Sprintf(src, "team-apps", "https://github.com/acme/team-apps"))
+	writeFile(t, repo, "apps/web.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: web}\nspec:\n  containers:\n    - name: web\n      image: "+host+"/acme/web:1.0.0\n")
+	r, err := git.PlainInit(repo, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.CreateRemote(&gitconfig.RemoteConfig{Name: "origin", URLs: []string{"https://bot:s3cret@github.com/acme/fork.git"}}); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runMain(t, "init", "--repo", repo, "--insecure-registry", host)
+	const compared = "Their spec.url: flux-system/fleet ssh://github.com/acme/fleet, flux-system/team-apps https://github.com/acme/team-apps; the remotes of the checkout: origin https://github.com/acme/fork.git."
+	if code != 0 || !strings.Contains(out, compared) || strings.Contains(out+stderr, "s3cret") || !strings.Contains(out, "web:web") {
+		t.Errorf("exit %d, want the note saying %q, without the remote's password, and policy web:web\n%s\n%s", code, compared, out, stderr)
+	}
+
+	if _, err := r.CreateRemote(&gitconfig.RemoteConfig{Name: "upstream", URLs: []string{"git@github.com:acme/fleet.git"}}); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code = runMain(t, "init", "--repo", repo, "--insecure-registry", host, "-o", "json")
+	var rep InitReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if code != 0 || len(rep.Notes) != 0 || len(rep.Policies) != 1 || rep.Policies[0].Name != "shop:web" {
+		t.Errorf("exit %d, notes %q, policies %+v; want no note and policy shop:web", code, rep.Notes, rep.Policies)
 	}
 }
