@@ -212,9 +212,12 @@ func readRemotes(top string) ([]remote, error) {
 		return nil, fmt.Errorf("reading the Git config %s: %w", file, err)
 	}
 	var remotes []remote
-	for name, rc := range cfg.Remotes {
-		for _, u := range rc.URLs {
-			remotes = append(remotes, remote{name: name, url: u})
+	for _, sub := range cfg.Raw.Section("remote").Subsections {
+		// go-git's RemoteConfig keeps the url entries only.
+		for _, key := range []string{"url", "pushurl"} {
+			for _, u := range sub.Options.GetAll(key) {
+				remotes = append(remotes, remote{name: sub.Name, url: u})
+			}
 		}
 	}
 	// Each remote's URLs are together, in the order written.

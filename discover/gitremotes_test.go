@@ -237,6 +237,26 @@ func TestReadCheckout(t *testing.T) {
 			t.Errorf("readCheckout = %+v, want a checkout whose remotes cannot be read", co)
 		}
 	})
+	t.Run("a remote's pushurl", func(t *testing.T) {
+		dir := t.TempDir()
+		makeCheckout(t, dir)
+		cfg := "[remote \"origin\"]\n\turl = https://mirror.example/acme/fleet\n\tpushurl = git@github.com:acme/fleet.git\n"
+		f, err := os.OpenFile(filepath.Join(dir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(cfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		co := readCheckout(dir, log)
+		want := []remote{{"origin", "https://mirror.example/acme/fleet"}, {"origin", "git@github.com:acme/fleet.git"}}
+		if diff := cmp.Diff(co.remotes, want, cmp.AllowUnexported(remote{})); diff != "" || co.err != "" {
+			t.Errorf("remotes (-got +want):\n%s (error %q)", diff, co.err)
+		}
+	})
 	t.Run("a config with an extension go-git does not know", func(t *testing.T) {
 		dir := t.TempDir()
 		makeCheckout(t, dir, "origin https://github.com/acme/fleet")
