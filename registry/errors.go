@@ -139,6 +139,7 @@ func (e *Error) Error() string {
 		cred     *credentialError
 		cloud    *cloudauth.Error
 		notFound *notFoundError
+		caFile   *caFileError
 	)
 	switch {
 	case errors.As(e.Err, &notFound):
@@ -146,6 +147,9 @@ func (e *Error) Error() string {
 		// (a platform, a creation time): "not found at HOST" would read
 		// as a missing image. The message says what is missing.
 		b.WriteString(e.cutCause(notFound.Error()))
+	case errors.As(e.Err, &caFile):
+		b.WriteString(e.cutCause(caFile.Error()))
+		return b.String()
 	case e.Kind == KindAuth && errors.As(e.Err, &cred):
 		// No request was sent: the file, not the registry, is the news.
 		b.WriteString(e.cutCause(cred.Error()))
@@ -410,6 +414,36 @@ func (e *Error) plainHTTPRefused() bool {
 
 // credentialError reports a credential that could not be loaded. It names
 // the file, never its content.
+// caFileError is a host's caFile that cannot be read, or holds no PEM
+// certificate: the host's requests fail, none sent, until it can be used.
+type caFileError struct {
+	host string // the registry
+	path string
+	err  error // nil: the file holds no PEM certificate
+}
+
+func (e *caFileError) Error() string {
+	host := ""
+	if e.host != "" {
+		host = " of " + e.host
+	}
+	return fmt.Sprintf("no request sent: the caFile %s%s %s; put there the PEM certificate of the CA that signed the registry's certificate (a mounted Secret?), or remove caFile from its registries entry", e.path, host, e.problem())
+}
+
+// problem says what is wrong with the file: "cannot be read: no such
+// file or directory", "holds no PEM certificate".
+func (e *caFileError) problem() string {
+	if e.err == nil {
+		return "holds no PEM certificate"
+	}
+	cause := e.err
+	// os's errors repeat the path.
+	if pe, ok := cause.(*fs.PathError); ok && pe.Path == e.path {
+		cause = pe.Err
+	}
+	return "cannot be read: " + cause.Error()
+}
+
 type credentialError struct {
 	key  string // the registries[].auth key naming the file, such as "passwordFile"; "" for Options.Keychain
 	path string // the file; for Options.Keychain, the registry host
@@ -562,9 +596,10 @@ func classify(parent context.Context, err error) verdict {
 		echErr    *tls.ECHRejectionError
 	)
 	var (
-		limit *limitError
-		realm *realmError
-		cloud *cloudauth.Error
+		limit  *limitError
+		realm  *realmError
+		cloud  *cloudauth.Error
+		caFile *caFileError
 	)
 	var notWaited *notWaitedError
 	switch {
@@ -572,6 +607,8 @@ func classify(parent context.Context, err error) verdict {
 		return verdict{kind: KindRateLimited}
 	case errors.As(err, &cloud):
 		return verdict{kind: KindAuth}
+	case errors.As(err, &caFile):
+		return verdict{kind: KindTLS}
 	case errors.As(err, &limit):
 		return verdict{kind: KindLimit}
 	case errors.As(err, &realm):

@@ -412,7 +412,15 @@ func (c *Client) newHost(key string, hc Host) (*host, error) {
 	rt := c.base
 	if hc.CAFile != "" {
 		var err error
-		if rt, err = withCAFile(c.base, hc.CAFile); err != nil {
+		var unread *caFileError
+		switch rt, err = withCAFile(c.base, hc.CAFile); {
+		case errors.As(err, &unread):
+			// A file missing or broken fails this host's requests only,
+			// as a credential file does, and is read again each time:
+			// a Secret's volume may hold it by the next cycle.
+			c.log.Warn("a registry's caFile cannot be used: each request to that host fails, none sent, until it can; put the CA's PEM certificate there, or remove caFile", "host", key, "caFile", hc.CAFile, "problem", unread.problem())
+			rt = &caRetry{base: c.base, path: hc.CAFile, host: key}
+		case err != nil:
 			errs = append(errs, err)
 		}
 	}
@@ -455,7 +463,7 @@ func withCAFile(base http.RoundTripper, path string) (http.RoundTripper, error) 
 	}
 	pem, err := secretfile.ReadFile(path, secretfile.MaxSize)
 	if err != nil {
-		return nil, fmt.Errorf("reading caFile: %w", err)
+		return nil, &caFileError{path: path, err: err}
 	}
 	key := caKey{base: t, pem: sha256.Sum256(pem)}
 	caTransports.Lock()
@@ -468,7 +476,7 @@ func withCAFile(base http.RoundTripper, path string) (http.RoundTripper, error) 
 		pool = x509.NewCertPool()
 	}
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("caFile %s holds no PEM certificate", path)
+		return nil, &caFileError{path: path}
 	}
 	t = t.Clone()
 	if t.TLSClientConfig == nil {
@@ -499,4 +507,40 @@ func (c *Client) hostFor(reg string) *host {
 		c.hosts[key] = h
 	}
 	return h
+}
+
+// caRetry is the transport of a host whose caFile could not be read or
+// held no certificate: each request reads it again, and fails, sending
+// nothing, until it can be used; from then on its transport serves.
+type caRetry struct {
+	base http.RoundTripper
+	path string
+	host string
+
+	mu sync.Mutex
+	rt http.RoundTripper // set once the file could be used
+}
+
+// RoundTrip sends req through the transport that trusts the caFile, or
+// fails with a *caFileError while the file cannot be used.
+func (c *caRetry) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	rt := c.rt
+	if rt == nil {
+		var err error
+		if rt, err = withCAFile(c.base, c.path); err != nil {
+			c.mu.Unlock()
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			var unread *caFileError
+			if errors.As(err, &unread) {
+				unread.host = c.host
+			}
+			return nil, err
+		}
+		c.rt = rt
+	}
+	c.mu.Unlock()
+	return rt.RoundTrip(req)
 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -451,6 +452,63 @@ func TestUnreachableIsNetwork(t *testing.T) {
 				t.Errorf("kind %v after %d attempts, want %v after 2: %v", e.Kind, e.Attempts, KindNetwork, err)
 			}
 		})
+	}
+}
+
+// TestCAFileUnusable: a caFile missing, or holding no certificate, failed
+// the whole client (plan and run exited 64, whatever the markers used);
+// it now fails its own host's requests, none sent and none retried,
+// saying what to do, and is read again until it can be used.
+func TestCAFileUnusable(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		http.Error(w, `{"errors":[{"code":"NAME_UNKNOWN","message":"no such repository"}]}`, http.StatusNotFound)
+	}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "https://")
+	other := newRegistry(t, nil)
+	push(t, other, "acme/other", "2.0")
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	c := newClient(t, Options{Hosts: []Host{{Host: host, CAFile: caFile}}}, other)
+
+	for _, tt := range []struct{ name, content, want string }{
+		{"missing", "", "cannot be read: no such file or directory"},
+		{"no certificate", "not a certificate\n", "holds no PEM certificate"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.content != "" {
+				if err := os.WriteFile(caFile, []byte(tt.content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := c.Tags(context.Background(), host+"/acme/app")
+			e := asError(t, err)
+			if e.Kind != KindTLS || e.Attempts != 1 {
+				t.Errorf("kind %v after %d attempts, want %v after 1: %v", e.Kind, e.Attempts, KindTLS, err)
+			}
+			for _, want := range []string{"list tags for " + host + "/acme/app: no request sent: the caFile " + caFile + " of " + host, tt.want, "remove caFile"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error lacks %q:\n%v", want, err)
+				}
+			}
+			if n := requests.Load(); n != 0 {
+				t.Errorf("%d requests reached the registry", n)
+			}
+		})
+	}
+	if tags, err := c.Tags(context.Background(), other+"/acme/other"); err != nil || len(tags) != 1 {
+		t.Errorf("another host: %v, %v; want its tag", tags, err)
+	}
+
+	// Once the file holds the CA's certificate, the next request uses it:
+	// the registry's own answer comes back.
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Tags(context.Background(), host+"/acme/app")
+	if e := asError(t, err); e.Kind != KindNotFound || requests.Load() == 0 {
+		t.Errorf("with the certificate: kind %v after %d requests, want the registry's answer (not found): %v", e.Kind, requests.Load(), err)
 	}
 }
 

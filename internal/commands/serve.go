@@ -222,7 +222,7 @@ func defaultServeWorkdir() (string, error) {
 // warnMissingFiles logs a warning for each file cfg names that does not
 // exist: each cycle or webhook delivery that reads it fails until it does.
 // A registry's caFile is left out: the registry client reads it when it is
-// made, so its absence refuses the config with an error of its own.
+// made, and warns of one it cannot use itself, with its host.
 func warnMissingFiles(cfg *config.Config, log *slog.Logger) {
 	for _, f := range missingFiles(cfg) {
 		if !strings.HasSuffix(f.Key, ".caFile") {

@@ -313,8 +313,8 @@ images:
 	if n := strings.Count(got, "level=WARN"); n != 1 {
 		t.Errorf("%d warnings, want 1:\n%s", n, got)
 	}
-	// A missing caFile refuses the config when the registry client is
-	// made: no warning for it.
+	// A missing caFile is warned of by the registry client when it is
+	// made (with its host), not here.
 	for _, want := range []string{"webhooks[0].secretFile", filepath.Join(dir, "secrets/missing"), cfg + ":4"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the warning lacks %q:\n%s", want, got)
