@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -156,10 +157,11 @@ func keyscan(hostport string) string {
 // Unwrap returns the underlying error.
 func (e *HostKeyError) Unwrap() error { return e.Err }
 
-// netError turns an error of a network operation (op, such as "cloning")
-// on the remote into one that names the remote (redacted) and the branch,
+// netError turns an error of a network operation (op, such as "cloning",
+// bounded by limit) on the remote into one that names the remote
+// (redacted) and the branch,
 // with a type callers can branch on where it matters.
-func (r *Repo) netError(ctx context.Context, op, branch string, err error) error {
+func (r *Repo) netError(ctx context.Context, op, branch string, limit time.Duration, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -198,7 +200,7 @@ func (r *Repo) netError(ctx context.Context, op, branch string, err error) error
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return fmt.Errorf("%s %s: the remote repository is empty, branch %q does not exist: %w", op, r.remote, branch, ErrBranchNotFound)
 	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%s %s (branch %q): timed out after %v (git.timeout raises it): %w", op, r.remote, branch, r.timeout(op), err)
+		return fmt.Errorf("%s %s (branch %q): timed out after %v (git.timeout raises it): %w", op, r.remote, branch, limit, err)
 	case ctx.Err() == nil && isUnreachable(err):
 		return fmt.Errorf("%s %s (branch %q): %w; check that the server is reachable from here (name, port, firewall, HTTPS_PROXY/NO_PROXY) and up; the next cycle (or run) tries again", op, r.remote, branch, err)
 	}

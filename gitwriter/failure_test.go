@@ -1002,7 +1002,7 @@ func TestNetErrorWording(t *testing.T) {
 			[]string{"the working copy in " + dir + " could not be written", "the remote is not at fault", "no space left on device"}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			err := r.netError(context.Background(), c.op, "main", c.err)
+			err := r.netError(context.Background(), c.op, "main", DefaultTimeout, c.err)
 			for _, w := range c.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q lacks %q", err, w)

@@ -34,7 +34,9 @@ const (
 	DefaultTimeout = 2 * time.Minute
 	// DefaultCloneTimeout bounds a clone when Options.Timeout is not set:
 	// a first clone of a large repository over a slow link takes
-	// minutes, and one cut off starts again from nothing each time.
+	// minutes, and one cut off starts again from nothing each time. The
+	// remote's refs, which it lists first, still come within
+	// DefaultTimeout.
 	DefaultCloneTimeout = 30 * time.Minute
 )
 
@@ -82,7 +84,8 @@ type Options struct {
 	Depth int
 	// Timeout bounds each network operation (clone, fetch, listing the
 	// remote's refs, push). Zero means DefaultTimeout, and
-	// DefaultCloneTimeout for a clone.
+	// DefaultCloneTimeout for a clone once the remote has listed its
+	// refs.
 	Timeout time.Duration
 	// Logger receives progress at info and debug level; nil discards it.
 	Logger *slog.Logger
@@ -373,11 +376,6 @@ func (r *Repo) noteSecret(name, s string) {
 // reusing it.
 func (r *Repo) Cloned() bool { return r.cloned }
 
-// withTimeout bounds one network operation: a clone by its own bound.
-func (r *Repo) withTimeout(ctx context.Context, op string) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, r.timeout(op))
-}
-
 // timeout is the bound of a network operation op: Options.Timeout, or
 // when it is not set DefaultCloneTimeout for a clone and DefaultTimeout
 // for the rest.
@@ -390,6 +388,10 @@ func (r *Repo) timeout(op string) time.Duration {
 	}
 	return DefaultTimeout
 }
+
+// cloneRefsTimeout bounds the listing of the remote's refs before a clone
+// when Options.Timeout is not set: DefaultTimeout, a variable for tests.
+var cloneRefsTimeout = DefaultTimeout
 
 // opClone is network's op for a clone.
 const opClone = "cloning"
@@ -404,6 +406,11 @@ type netOpts struct {
 // credentials, and turns its error into one that names the remote and
 // branch.
 func (r *Repo) network(ctx context.Context, op, branch string, f func(ctx context.Context, o netOpts) error) error {
+	return r.networkWithin(ctx, op, branch, r.timeout(op), f)
+}
+
+// networkWithin is network with the bound limit.
+func (r *Repo) networkWithin(ctx context.Context, op, branch string, limit time.Duration, f func(ctx context.Context, o netOpts) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s %s: %w", op, r.remote, err)
 	}
@@ -411,7 +418,7 @@ func (r *Repo) network(ctx context.Context, op, branch string, f func(ctx contex
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", op, r.remote, err)
 	}
-	tctx, cancel := r.withTimeout(ctx, op)
+	tctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	tctx, moved := withRedirects(tctx)
 	o := netOpts{auth: auth}
@@ -443,7 +450,7 @@ func (r *Repo) network(ctx context.Context, op, branch string, f func(ctx contex
 		// The connection was closed at the deadline; say so.
 		err = fmt.Errorf("%w (%v)", tctx.Err(), err)
 	}
-	return r.netError(ctx, op, branch, err)
+	return r.netError(ctx, op, branch, limit, err)
 }
 
 // cancelledError is err, the error of a network operation that ctx's
@@ -693,6 +700,20 @@ func (r *Repo) storeGrown(packs []string) string {
 // clone clones the tracked branch into the (empty) working directory.
 func (r *Repo) clone(ctx context.Context) error {
 	start := time.Now()
+	if r.opts.Timeout <= 0 && r.listed == nil {
+		// A clone gets DefaultCloneTimeout to bring a large repository
+		// over a slow link, but a server that answers nothing must not
+		// hold it (and serve's slot) that long: the refs a clone asks
+		// for first come within DefaultTimeout, as any operation's.
+		remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: remoteName, URLs: []string{r.url}})
+		err := r.networkWithin(ctx, opClone, r.branch, cloneRefsTimeout, func(ctx context.Context, o netOpts) error {
+			_, err := remote.ListContext(ctx, &git.ListOptions{Auth: o.auth, ProxyOptions: o.proxy})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
 	err := r.network(ctx, opClone, r.branch, func(ctx context.Context, o netOpts) error {
 		sto, wt := r.openStorage()
 		repo, err := git.CloneContext(ctx, sto, wt, &git.CloneOptions{

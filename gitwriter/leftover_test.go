@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -410,5 +412,38 @@ func TestCloneTimeout(t *testing.T) {
 			t.Errorf("timeout %v: a fetch gets %v, want %v", tt.timeout, got, tt.rest)
 		}
 		r.Close()
+	}
+}
+
+// TestCloneOfAServerThatAnswersNothing: a first clone of a server that
+// takes the connection and answers nothing held its cycle (and serve's
+// slot) for the clone's 30 minutes; its refs, asked for first, must come
+// within the bound of every other operation. Not parallel: it sets
+// cloneRefsTimeout.
+func TestCloneOfAServerThatAnswersNothing(t *testing.T) {
+	saved := cloneRefsTimeout
+	cloneRefsTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { cloneRefsTimeout = saved })
+	hold := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(hold); srv.Close() })
+	start := time.Now()
+	r, err := Open(t.Context(), Options{URL: srv.URL + "/fleet.git", Branch: "main", Workdir: t.TempDir()})
+	if err == nil {
+		r.Close()
+		t.Fatal("Open succeeded against a server that answers nothing")
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Open took %s to give up", took)
+	}
+	for _, want := range []string{"cloning " + srv.URL + "/fleet.git", "timed out after 300ms"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
 	}
 }
