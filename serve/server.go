@@ -22,6 +22,7 @@ import (
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/internal/stopsignal"
 	"github.com/imagebump/imagebump/pullrequest"
 )
 
@@ -524,14 +525,14 @@ func (s *Server) wait(ctx context.Context, httpErr <-chan error) error {
 				continue
 			}
 			s.log.Info("stopping", "signal", sig.String(), "grace", s.opts.Grace)
-			return s.stop()
+			return s.stop(sig)
 		case <-ctx.Done():
 			s.log.Info("stopping", "cause", context.Cause(ctx).Error(), "grace", s.opts.Grace)
-			return s.stop()
+			return s.stop(nil)
 		case err := <-httpErr:
 			// Serve ended without Shutdown: the listener broke.
 			s.log.Error("HTTP server failed; stopping", "error", err)
-			if e := s.stop(); e != nil {
+			if e := s.stop(nil); e != nil {
 				return e
 			}
 			return fmt.Errorf("serving HTTP: %w", err)
@@ -540,8 +541,9 @@ func (s *Server) wait(ctx context.Context, httpErr <-chan error) error {
 }
 
 // stop ends scheduling, gives running cycles the grace period, then
-// cancels them. A second stop signal returns at once.
-func (s *Server) stop() error {
+// cancels them. A second stop signal returns at once, but for first, the
+// signal that asked to stop (nil for another cause), delivered twice.
+func (s *Server) stop(first os.Signal) error {
 	s.stopOnce.Do(func() { close(s.stopping) })
 	done := make(chan struct{})
 	go func() {
@@ -550,6 +552,7 @@ func (s *Server) stop() error {
 	}()
 	grace := s.clock.NewTimer(s.opts.Grace)
 	defer grace.Stop()
+	started := s.clock.Now()
 	for {
 		select {
 		case <-done:
@@ -563,6 +566,12 @@ func (s *Server) stop() error {
 			s.cancelCycles()
 		case sig := <-s.opts.Signals:
 			if sig == syscall.SIGHUP {
+				continue
+			}
+			if stopsignal.Repeated(first, sig, s.clock.Now().Sub(started)) {
+				// timeout(1) and a kill of the process group send
+				// SIGTERM twice: one request.
+				s.log.Debug("the stop signal again, at once: taken for the same request", "signal", sig.String())
 				continue
 			}
 			s.log.Warn("second signal: stopping at once", "signal", sig.String(), "running", s.runningCycles())

@@ -23,6 +23,7 @@ import (
 
 	"github.com/imagebump/imagebump/config"
 	"github.com/imagebump/imagebump/cycle"
+	"github.com/imagebump/imagebump/internal/stopsignal"
 )
 
 // mustConfig parses a config with one target per schedule, named a, b,
@@ -663,6 +664,7 @@ func TestServeSecondSignal(t *testing.T) {
 	<-f.runner.started
 	f.signals <- syscall.SIGTERM
 	f.clock.WaitTimers(t, 1)
+	f.clock.Advance(stopsignal.Window)
 	f.signals <- syscall.SIGTERM
 	select {
 	case err := <-f.errc:
@@ -672,6 +674,29 @@ func TestServeSecondSignal(t *testing.T) {
 		f.errc <- nil
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return on the second signal")
+	}
+}
+
+// TestServeSignalSentTwice: timeout(1), and a kill of the process group,
+// send SIGTERM twice at once; serve took the second for a second request
+// and stopped at once, abandoning the running cycle. It is one request:
+// the cycle gets its grace period, and Run returns cleanly.
+func TestServeSignalSentTwice(t *testing.T) {
+	f := newFake(t, Options{Config: mustConfig(t, "1h"), MaxJitter: -1})
+	release := f.holdTarget("a")
+	f.start()
+	<-f.runner.started
+	f.signals <- syscall.SIGTERM
+	f.clock.WaitTimers(t, 1)
+	f.signals <- syscall.SIGTERM
+	select {
+	case err := <-f.errc:
+		t.Fatalf("Run returned %v on the same SIGTERM sent twice, with a cycle running in its grace period", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	release()
+	if err := f.wait(t, 10*time.Second); err != nil {
+		t.Errorf("Run: %v, want a clean stop", err)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/imagebump/imagebump/internal/commands"
+	"github.com/imagebump/imagebump/internal/stopsignal"
 )
 
 // buildBinary builds imagebump into a temporary folder.
@@ -152,6 +153,40 @@ func TestSignals(t *testing.T) {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		if code := exitCode(cmd); code != 1 || !strings.Contains(stderr.String(), "second signal") {
 			t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
+		}
+	})
+	t.Run("one SIGTERM sent twice", func(t *testing.T) {
+		// timeout(1) sends SIGTERM to the process and to its group: the
+		// second is the same request, which the child (ignoring its
+		// context) outlives; a SIGTERM later is a second request.
+		self, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(self, "-test.run=^$")
+		cmd.Env = append(os.Environ(), stubbornChildEnv+"=1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ready := make([]byte, 6)
+		if _, err := stdout.Read(ready); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		time.Sleep(stopsignal.Window + 200*time.Millisecond)
+		if strings.Contains(stderr.String(), "second signal") {
+			t.Errorf("the same SIGTERM, sent twice at once, was taken for a second signal:\n%s", stderr.String())
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if code := exitCode(cmd); code != 1 || !strings.Contains(stderr.String(), "second signal") {
+			t.Errorf("exit %d after a SIGTERM %s later, stderr:\n%s", code, stopsignal.Window, stderr.String())
 		}
 	})
 }

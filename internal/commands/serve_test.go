@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imagebump/imagebump/config"
+	"github.com/imagebump/imagebump/internal/stopsignal"
 	"github.com/imagebump/imagebump/internal/testkit/serveproc"
 	"github.com/imagebump/imagebump/internal/testkit/testgit"
 	"github.com/imagebump/imagebump/serve"
@@ -207,7 +208,7 @@ schedule: 10s
 	select {
 	case <-p.Done():
 		t.Fatal("serve exited on the first signal while a cycle runs and the grace period is a minute")
-	case <-time.After(300 * time.Millisecond):
+	case <-time.After(stopsignal.Window + 300*time.Millisecond): // sooner, it is the same signal sent twice
 	}
 	start := time.Now()
 	p.signal(t, syscall.SIGTERM)

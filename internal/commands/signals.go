@@ -9,6 +9,9 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/imagebump/imagebump/internal/stopsignal"
 )
 
 // InterruptedError is the cause of the root context's cancellation when a
@@ -27,6 +30,7 @@ func (e *InterruptedError) Error() string {
 
 // SignalContext returns a context that SIGINT or SIGTERM cancels with an
 // *InterruptedError as its cause. A second signal ends the process at once
+// (a SIGTERM within stopsignal.Window of the first is that one, sent twice)
 // with exit code 1 (a failure, as SPEC.md's codes have it), after saying so
 // on stderr: what was running is abandoned (writes are atomic, pushes
 // all-or-nothing, so nothing is left half-done). stop releases the signals.
@@ -46,17 +50,25 @@ func SignalContext(parent context.Context, stderr io.Writer) (ctx context.Contex
 	signal.Notify(pipes, syscall.SIGPIPE)
 	done := make(chan struct{})
 	go func() {
+		var first os.Signal
 		select {
-		case sig := <-sigs:
-			cancel(&InterruptedError{Signal: sig})
+		case first = <-sigs:
+			cancel(&InterruptedError{Signal: first})
 		case <-done:
 			return
 		}
-		select {
-		case <-sigs:
-			fmt.Fprintln(stderr, "imagebump: second signal: exiting at once")
-			os.Exit(ExitFailure)
-		case <-done:
+		at := time.Now()
+		for {
+			select {
+			case sig := <-sigs:
+				if stopsignal.Repeated(first, sig, time.Since(at)) {
+					continue // the same request, delivered twice
+				}
+				fmt.Fprintln(stderr, "imagebump: second signal: exiting at once")
+				os.Exit(ExitFailure)
+			case <-done:
+				return
+			}
 		}
 	}()
 	return ctx, func() {
