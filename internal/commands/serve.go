@@ -137,11 +137,15 @@ func runServe(ctx context.Context, o *ServeOptions) error {
 	// At the start and at each reload, a file the config names that is
 	// not here (a Secret not mounted yet, a typo) is logged at once,
 	// rather than found by the first cycle or webhook delivery that
-	// reads it.
+	// reads it; so is a target's policies entry that matches no policy,
+	// whose cycles would all succeed, bumping nothing through it.
 	load := func() (*config.Config, error) {
 		cfg, err := loadConfig(o.global)
 		if err == nil {
 			warnMissingFiles(cfg, o.global.logger)
+			for _, p := range unmatchedPolicies(cfg) {
+				o.global.logger.Warn(p.Message, "config", fileLine(p.File, p.Line))
+			}
 		}
 		return cfg, err
 	}

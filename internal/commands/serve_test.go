@@ -167,6 +167,34 @@ func TestServeProcessSignals(t *testing.T) {
 	}
 }
 
+// TestServeWarnsUnmatchedPolicies: a target's policies entry that
+// matches no policy (a typo) made cycles that succeed, bumping nothing,
+// with no word in the logs; serve now warns of it as validate does, at
+// the start (and at each reload).
+func TestServeWarnsUnmatchedPolicies(t *testing.T) {
+	bare := testgit.NewBare(t, map[string]string{"README.md": "fleet\n"})
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "imagebump.yaml", `images:
+  - {name: apps:web, repository: reg.example/acme/web, policy: {semver: ">=1"}}
+targets:
+  - name: prod
+    git: {url: "file://`+bare+`", branch: main}
+    policies: ["prod:*"]
+    schedule: 1h
+`)
+	p := startServe(t, "-c", cfg, "--workdir", filepath.Join(dir, "work"))
+	waitUntil(t, 30*time.Second, "serve's start", func() bool { return len(p.status(t).Targets) == 1 })
+	p.signal(t, syscall.SIGTERM)
+	p.exit(t, 30*time.Second)
+	records, _ := p.records()
+	for _, r := range records {
+		if r["level"] == "WARN" && strings.Contains(r["msg"].(string), `target prod: policies entry "prod:*" matches no image policy`) && r["config"] == cfg+":4" {
+			return
+		}
+	}
+	t.Errorf("no warning naming the policies entry and its line:\n%s", strings.Join(p.Lines(), "\n"))
+}
+
 // TestServeProcessSecondSignal stops `imagebump serve` with two SIGTERMs
 // while its cycle hangs on a registry that never answers: the first starts
 // the grace period (a minute), the second exits at once with 1.

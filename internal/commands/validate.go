@@ -177,17 +177,8 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 		}
 		fmt.Fprintf(&b, "%s: registry %s: %s: credentials from %s\n", fileLine(cfg.File, r.Line), printable.Message(r.Host), how, cloudCredentials(resolved))
 	}
-	// A glob in a target's policies that matches no policy is most
-	// likely a typo: the target then applies none of what it meant to,
-	// and its plan says every marked field is current.
-	for _, t := range cfg.Targets() {
-		for _, g := range t.Policies {
-			if slices.ContainsFunc(cfg.Images, func(im config.Image) bool { return config.Target{Policies: []string{g}}.Selects(im.Name) }) {
-				continue
-			}
-			msg := fmt.Sprintf("target %s: policies entry %q matches no image policy, so the target applies none through it; names are NAMESPACE:NAME, such as %s", t.Name, g, exampleNames(cfg))
-			warn(report.Problem{File: cfg.File, Line: t.Line, Message: msg}, "")
-		}
+	for _, p := range unmatchedPolicies(cfg) {
+		warn(p, "")
 	}
 	// A hold whose end has passed holds nothing: likely a mistyped year,
 	// or one to release.
@@ -278,6 +269,24 @@ func runValidate(ctx context.Context, o *ValidateOptions, stdout io.Writer) erro
 
 // configProblems turns a config's load error into problems with their
 // positions.
+// unmatchedPolicies warns of each entry of a target's policies that
+// matches no image policy: most likely a typo, with which the target
+// applies none of what it meant to, and its plan and its cycles say that
+// every marked field is current.
+func unmatchedPolicies(cfg *config.Config) []report.Problem {
+	var out []report.Problem
+	for _, t := range cfg.Targets() {
+		for _, g := range t.Policies {
+			if slices.ContainsFunc(cfg.Images, func(im config.Image) bool { return config.Target{Policies: []string{g}}.Selects(im.Name) }) {
+				continue
+			}
+			msg := fmt.Sprintf("target %s: policies entry %q matches no image policy, so the target applies none through it; names are NAMESPACE:NAME, such as %s", t.Name, g, exampleNames(cfg))
+			out = append(out, report.Problem{File: cfg.File, Line: t.Line, Message: msg})
+		}
+	}
+	return out
+}
+
 func configProblems(err error) []report.Problem {
 	var out []report.Problem
 	var walk func(error)
