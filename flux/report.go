@@ -1,9 +1,11 @@
 package flux
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"strings"
 )
@@ -176,6 +178,35 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// Log writes the report as log records, for a process whose logs are
+// JSON (serve's), where the lines of WriteText would be the only ones a
+// collector cannot read: one record for the objects read, one for each
+// object ignored, and one for each note, at warn level for a Warning.
+func (r *Report) Log(log *slog.Logger) {
+	read := make([]string, len(r.Objects))
+	for i, o := range r.Objects {
+		read[i] = o.String()
+	}
+	log.Info("Flux objects read", "count", len(r.Objects), "objects", read)
+	for _, ig := range r.Ignored {
+		log.Info("Flux object ignored: "+ig.Reason, "object", ig.Object.Ref(), "at", ig.Object.Pos())
+	}
+	for _, n := range r.Notes {
+		level := slog.LevelInfo
+		if n.Level == Warning {
+			level = slog.LevelWarn
+		}
+		attrs := []any{"at", pos(n.Object, n.Line)}
+		if n.Object.Kind != "" {
+			attrs = append(attrs, "object", n.Object.Ref())
+		}
+		if n.Field != "" {
+			attrs = append(attrs, "field", n.Field)
+		}
+		log.Log(context.Background(), level, n.Msg, attrs...)
+	}
 }
 
 // problems collects notes and errors.

@@ -124,7 +124,8 @@ func loadConfigFor(g *globalOptions, use gitUse) (*config.Config, error) {
 }
 
 // loadFlux reads Flux objects and returns them as a native config, writing
-// the report of what was read to stderr.
+// the report of what was read to stderr, as log records when the logs are
+// JSON.
 func loadFlux(ctx context.Context, g *globalOptions, paths []string, secretsPath string, use gitUse) (*config.Config, error) {
 	set, err := flux.Load(ctx, paths, flux.LoadOptions{Logger: g.logger})
 	if err != nil {
@@ -142,7 +143,10 @@ func loadFlux(ctx context.Context, g *globalOptions, paths []string, secretsPath
 	if err != nil {
 		return nil, err
 	}
-	if g.stderr != nil {
+	switch {
+	case g.jsonLogs && g.logger != nil:
+		native.Report.Log(g.logger)
+	case g.stderr != nil:
 		var b bytes.Buffer
 		if err := native.Report.WriteText(&b); err == nil && b.Len() > 0 {
 			g.stderr.Write(b.Bytes())

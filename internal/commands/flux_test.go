@@ -792,6 +792,37 @@ func TestFluxReportsIgnoredFields(t *testing.T) {
 			}
 		})
 	}
+	// With JSON logs (serve's, for a collector), the report is log
+	// records: its lines of text were the only ones that were not JSON.
+	t.Run("json logs", func(t *testing.T) {
+		_, stderr, code := runMain(t, "plan", "-c", file, "--repo", repo, "--log-format", "json")
+		if code == ExitUsage {
+			t.Fatalf("exit %d\n%s", code, stderr)
+		}
+		notes := map[string]bool{}
+		read := false
+		for l := range strings.Lines(stderr) {
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(l), &rec); err != nil {
+				t.Errorf("a line of stderr is not JSON: %q", l)
+				continue
+			}
+			if rec["msg"] == "Flux objects read" {
+				read = rec["count"] != float64(0)
+			}
+			if at, ok := rec["at"].(string); ok {
+				notes[fmt.Sprintf("%s %v %v", at, rec["object"], rec["field"])] = true
+			}
+		}
+		if !read {
+			t.Errorf("no record of the Flux objects read:\n%s", stderr)
+		}
+		for _, f := range ignoredFields {
+			if key := fmt.Sprintf("%s:%d %s %s", file, f.line, f.object, f.field); !notes[key] {
+				t.Errorf("no record of %s", key)
+			}
+		}
+	})
 }
 
 // notedFieldRules returns "KIND FIELD" for every field flux/fields.go gives

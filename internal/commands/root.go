@@ -62,7 +62,10 @@ type globalOptions struct {
 	LogLevel    string
 	LogFormat   string
 	logger      *slog.Logger
-	stderr      io.Writer
+	// jsonLogs is set when the logs are JSON: what goes to stderr is
+	// then log records only.
+	jsonLogs bool
+	stderr   io.Writer
 	// fluxPolicies maps the image policies read from Flux objects to
 	// their ImagePolicy, for messages that point at a policy.
 	fluxPolicies map[string]flux.Object
@@ -256,7 +259,7 @@ bump as a commit or a pull request.`,
 			if err != nil {
 				return usageError(err)
 			}
-			g.logger = logger
+			g.logger, g.jsonLogs = logger, format == "json"
 			if cmd.Annotations[oneShotTree] != "" {
 				g.restoreGC = enableBatchGC()
 			}
