@@ -364,8 +364,8 @@ func TestWriteAtomic(t *testing.T) {
 
 	// The file changed since it was read: it is left alone.
 	err = writeAtomic(p, []byte("old\n"), []byte("newer\n"), &buf)
-	if !errors.Is(err, errChanged) {
-		t.Errorf("writeAtomic over a changed file = %v, want errChanged", err)
+	if !errors.Is(err, ErrChanged) {
+		t.Errorf("writeAtomic over a changed file = %v, want ErrChanged", err)
 	}
 	if got := readTestFile(t, p); got != "new\n" {
 		t.Errorf("content %q, want %q", got, "new\n")

@@ -25,8 +25,10 @@ import (
 // in the repository has changed, so a cancelled run or a failed sync only
 // removes the temporary files.
 
-// errChanged reports a file that changed on disk while it was being edited.
-var errChanged = errors.New("the file changed while it was being edited; left as is")
+// ErrChanged reports a file that changed on disk while it was being edited
+// (another apply, an editor, a checkout): it is left as the other writer
+// left it, and its Problem's WriteError wraps ErrChanged.
+var ErrChanged = errors.New("the file changed while it was being edited; left as is")
 
 // staged is a changed file whose new bytes wait in a temporary file next to
 // it.
@@ -129,13 +131,13 @@ func (s *staged) check(buf *bytes.Buffer) error {
 		return fmt.Errorf("%s is no longer a regular file", filepath.Base(s.abs))
 	}
 	if fi.Size() != int64(s.size) {
-		return errChanged
+		return ErrChanged
 	}
 	if err := readFile(s.abs, buf, -1); err != nil {
 		return err
 	}
 	if buf.Len() != s.size || sha256.Sum256(buf.Bytes()) != s.sum {
-		return errChanged
+		return ErrChanged
 	}
 	return nil
 }

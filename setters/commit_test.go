@@ -121,10 +121,10 @@ func TestApplyChangedDuringRun(t *testing.T) {
 		want   string // the file's content after the run; empty for a symlink
 		err    string
 	}{
-		{"content", func(t *testing.T, p string) { writeFile(t, p, other) }, other, "writing file: " + errChanged.Error()},
+		{"content", func(t *testing.T, p string) { writeFile(t, p, other) }, other, "writing file: " + ErrChanged.Error()},
 		{"same size", func(t *testing.T, p string) {
 			writeFile(t, p, strings.Replace(markedOutside, "1.4.2", "1.4.3", 1))
-		}, strings.Replace(markedOutside, "1.4.2", "1.4.3", 1), "writing file: " + errChanged.Error()},
+		}, strings.Replace(markedOutside, "1.4.2", "1.4.3", 1), "writing file: " + ErrChanged.Error()},
 		{"symlink", func(t *testing.T, p string) {
 			writeFile(t, filepath.Join(filepath.Dir(p), "real.txt"), other)
 			if err := os.Remove(p); err != nil {

@@ -456,9 +456,9 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 
 	b.WriteString("\n")
 	failed := rep.FailedPolicies()
-	unwritten := len(rep.Unwritten())
+	unwritten := rep.Unwritten()
 	switch {
-	case len(rep.Changes) == 0 && unwritten > 0:
+	case len(rep.Changes) == 0 && len(unwritten) > 0:
 		b.WriteString("No changes written: " + unwrittenNote(unwritten) + ".\n")
 	case len(rep.Markers) == 0 && len(rep.Problems) == 0:
 		b.WriteString("No markers found: nothing to keep current, and no registry was asked. Mark the fields imagebump owns (see docs/markers.md), or check git.paths and --repo.\n")
@@ -473,7 +473,7 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 			fmt.Fprintf(tw, "%s:%d\t%s\t%s\t%s\n", printable.String(c.File), c.Line, printable.String(policyField(c.Policy, c.Field)), printable.String(c.Old), printable.String(c.New))
 		}
 		tw.Flush()
-		if unwritten > 0 {
+		if len(unwritten) > 0 {
 			b.WriteString("Not written: " + unwrittenNote(unwritten) + ".\n")
 		}
 	}
@@ -500,9 +500,23 @@ func writePlanText(w io.Writer, rep *cycle.Report, applied bool) error {
 }
 
 // unwrittenNote says that n files apply could not write, and what to do.
-func unwrittenNote(n int) string {
-	return fmt.Sprintf("%d %s could not be written (see the problems: a full disk, a file size limit, or a folder this user may not write), and %s not current; free space, raise the limit or make %s writable, then apply again",
-		n, plural(n, "file", "files"), plural(n, "its fields are", "their fields are"), plural(n, "it", "them"))
+func unwrittenNote(unwritten []setters.Problem) string {
+	changed := 0
+	for _, p := range unwritten {
+		if errors.Is(p.Err, setters.ErrChanged) {
+			changed++
+		}
+	}
+	var notes []string
+	if n := len(unwritten) - changed; n > 0 {
+		notes = append(notes, fmt.Sprintf("%d %s could not be written (see the problems: a full disk, a file size limit, or a folder this user may not write), and %s not current; free space, raise the limit or make %s writable, then apply again",
+			n, plural(n, "file", "files"), plural(n, "its fields are", "their fields are"), plural(n, "it", "them")))
+	}
+	if changed > 0 {
+		notes = append(notes, fmt.Sprintf("%d %s changed on disk while apply edited %s (another apply, an editor, a checkout), and %s left as the other writer left %s; apply again once nothing else writes there",
+			changed, plural(changed, "file", "files"), plural(changed, "it", "them"), plural(changed, "was", "were"), plural(changed, "it", "them")))
+	}
+	return strings.Join(notes, "; ")
 }
 
 // problemLines renders failed policies, then file and marker problems.

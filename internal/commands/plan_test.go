@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/imagebump/imagebump/internal/testkit/testregistry"
 	"github.com/imagebump/imagebump/report"
+	"github.com/imagebump/imagebump/setters"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/plan")
@@ -972,6 +974,36 @@ func TestPathFlagErrors(t *testing.T) {
 		_, stderr, code := runMain(t, tt.args...)
 		if code != ExitUsage || !strings.Contains(stderr, tt.want) {
 			t.Errorf("%v: exit %d, %q; want exit 64 and %q", tt.args, code, stderr, tt.want)
+		}
+	}
+}
+
+// TestUnwrittenNote: files another writer changed while apply edited them
+// (two applies at once) were said to be unwritable, with advice to free
+// space; they are said to have changed, and what was unwritable still is.
+func TestUnwrittenNote(t *testing.T) {
+	full := setters.Problem{File: "a.yaml", Err: &setters.WriteError{Err: errors.New("no space left on device")}}
+	changed := setters.Problem{File: "b.yaml", Err: &setters.WriteError{Err: setters.ErrChanged}}
+	for _, tt := range []struct {
+		name     string
+		problems []setters.Problem
+		want     []string
+		not      []string
+	}{
+		{"unwritable", []setters.Problem{full}, []string{"1 file could not be written", "free space"}, []string{"changed on disk"}},
+		{"changed", []setters.Problem{changed, changed}, []string{"2 files changed on disk while apply edited them", "were left as the other writer left them"}, []string{"free space"}},
+		{"both", []setters.Problem{full, changed}, []string{"1 file could not be written", "1 file changed on disk while apply edited it"}, nil},
+	} {
+		got := unwrittenNote(tt.problems)
+		for _, w := range tt.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %q lacks %q", tt.name, got, w)
+			}
+		}
+		for _, w := range tt.not {
+			if strings.Contains(got, w) {
+				t.Errorf("%s: %q says %q", tt.name, got, w)
+			}
 		}
 	}
 }
