@@ -129,25 +129,7 @@ func TestSignals(t *testing.T) {
 	t.Run("two signals", func(t *testing.T) {
 		// A child that ignores its cancelled context: only the second
 		// signal can end it.
-		self, err := os.Executable()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(self, "-test.run=^$")
-		cmd.Env = append(os.Environ(), stubbornChildEnv+"=1")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ready := make([]byte, 6)
-		if _, err := stdout.Read(ready); err != nil {
-			t.Fatal(err)
-		}
+		cmd, stderr := startStubborn(t)
 		_ = cmd.Process.Signal(syscall.SIGINT)
 		time.Sleep(200 * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -159,25 +141,7 @@ func TestSignals(t *testing.T) {
 		// timeout(1) sends SIGTERM to the process and to its group: the
 		// second is the same request, which the child (ignoring its
 		// context) outlives; a SIGTERM later is a second request.
-		self, err := os.Executable()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(self, "-test.run=^$")
-		cmd.Env = append(os.Environ(), stubbornChildEnv+"=1")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ready := make([]byte, 6)
-		if _, err := stdout.Read(ready); err != nil {
-			t.Fatal(err)
-		}
+		cmd, stderr := startStubborn(t)
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		time.Sleep(stopsignal.Window + 200*time.Millisecond)
@@ -189,6 +153,32 @@ func TestSignals(t *testing.T) {
 			t.Errorf("exit %d after a SIGTERM %s later, stderr:\n%s", code, stopsignal.Window, stderr.String())
 		}
 	})
+}
+
+// startStubborn starts the test binary as a stubborn child (below) and
+// returns once it is ready, with its stderr.
+func startStubborn(t *testing.T) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), stubbornChildEnv+"=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make([]byte, 6)
+	if _, err := stdout.Read(ready); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, &stderr
 }
 
 // stubbornChildEnv makes the test binary a process that sets up
