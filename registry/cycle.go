@@ -244,7 +244,7 @@ func (e *hostDownError) Error() string {
 	case downLimited:
 		return fmt.Sprintf("not tried: %s asked to be left alone: %v", e.host, e.err)
 	case downFailing:
-		return fmt.Sprintf("not tried: %s has answered nothing but server errors in this cycle, and the %v a cycle gives it (registries[].timeout) is spent: %v", e.host, e.since, e.err)
+		return fmt.Sprintf("not tried: %s has answered nothing but server errors in this cycle, and the %v a cycle gives it (registries[].timeout) is spent; its last answer: %v", e.host, e.since, e.err)
 	}
 	return fmt.Sprintf("not tried: %s stopped answering earlier in this cycle: %v", e.host, e.err)
 }

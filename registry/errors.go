@@ -166,8 +166,14 @@ func (e *Error) Error() string {
 			fmt.Fprintf(&b, " after %d attempts", e.Attempts)
 		}
 		if e.Err != nil {
+			cause := e.cutCause(e.Err.Error())
+			if down := (*hostDownError)(nil); e.Attempts > 0 && errors.As(e.Err, &down) {
+				// Tried, then held back with the others: "not tried"
+				// is the others' word.
+				cause = strings.Replace(cause, "not tried: ", "no more tries: ", 1)
+			}
 			b.WriteString(": ")
-			b.WriteString(e.cutCause(e.Err.Error()))
+			b.WriteString(cause)
 		}
 	}
 	if h := e.hint(); h != "" {

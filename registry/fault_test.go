@@ -644,8 +644,12 @@ func TestFailingHostHeldDown(t *testing.T) {
 			if KindOf(r.Err) != KindServer {
 				t.Errorf("%s: error %v, want kind %v", r.Repository, r.Err, KindServer)
 			}
-			if r.Err != nil && strings.Contains(r.Err.Error(), "not tried: "+host+" has answered nothing but server errors in this cycle, and the 300ms a cycle gives it (registries[].timeout) is spent") {
+			if r.Err != nil && strings.Contains(r.Err.Error(), "not tried: "+host+" has answered nothing but server errors in this cycle, and the 300ms a cycle gives it (registries[].timeout) is spent; its last answer: ") {
 				notTried++
+			}
+			// One tried before the host was held down says so.
+			if e := (*Error)(nil); errors.As(r.Err, &e) && e.Attempts > 0 && strings.Contains(r.Err.Error(), "not tried") {
+				t.Errorf("%s: tried %d times, said not tried: %v", r.Repository, e.Attempts, r.Err)
 			}
 		}
 		if notTried == 0 {
