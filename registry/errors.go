@@ -188,7 +188,9 @@ func (e *Error) Error() string {
 // as Go would quote it, less the quotes, so that no control character
 // (a terminal escape, a forged line) leaves this package.
 func (e *Error) cutCause(s string) string {
-	return escapeControl(printable.Cut(e.secrets.Text(readableDiagnostics(e.Err, s)), maxCauseLen))
+	// A body's closing line break ("down\n") would read as an escape
+	// before the hint.
+	return escapeControl(strings.TrimSpace(printable.Cut(e.secrets.Text(readableDiagnostics(e.Err, s)), maxCauseLen)))
 }
 
 // readableDiagnostics rewrites, in s (err's text), the registry's error

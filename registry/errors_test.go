@@ -103,6 +103,11 @@ func TestErrorText(t *testing.T) {
 			want: "list tags for 123456789012.dkr.ecr.eu-west-1.amazonaws.com/a: authentication failed at 123456789012.dkr.ecr.eu-west-1.amazonaws.com (HTTP 401): UNAUTHORIZED; 123456789012.dkr.ecr.eu-west-1.amazonaws.com is an AWS ECR registry: set spec.provider: aws on its ImageRepository objects to use this process's aws credentials, or a secretRef",
 		},
 		{
+			name: "a body's closing line break is no escape before the hint",
+			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindServer, Status: 503, Err: errors.New("GET https://r.io/v2/a/tags/list: unexpected status code 503 Service Unavailable: down\n")},
+			want: "list tags for r.io/a: server error at r.io (HTTP 503): GET https://r.io/v2/a/tags/list: unexpected status code 503 Service Unavailable: down; r.io is failing on its side; try again later",
+		},
+		{
 			name: "unknown certificate authority",
 			err:  &Error{Op: OpListTags, Repository: "r.io/a", Host: "r.io", Kind: KindTLS, Err: &url.Error{Op: "Get", URL: "https://r.io/v2/", Err: &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}}},
 			want: `list tags for r.io/a: insecure or failed connection to r.io: Get "https://r.io/v2/": tls: failed to verify certificate: x509: certificate signed by unknown authority; set registries[].caFile for r.io`,
