@@ -62,6 +62,7 @@ func (s *Server) handleProbes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		st := s.Status()
+		s.logReadiness(st)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if !st.Ready {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -75,3 +76,21 @@ func (s *Server) handleProbes(mux *http.ServeMux) {
 // Handler returns the HTTP endpoints, for a caller that serves them
 // itself (Run serves them on Options.Listener or Options.Listen).
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// logReadiness logs, once each way, that /readyz turned to failing for a
+// target that keeps failing (the pod leaves its Service's endpoints, and
+// webhooks stop reaching it) and that it passes again. A stop is logged
+// as such already.
+func (s *Server) logReadiness(st Status) {
+	failing := !st.Ready && !st.Stopping
+	if s.unready.Swap(failing) == failing {
+		return
+	}
+	if failing {
+		s.log.Warn("not ready: /readyz answers 503 while a target keeps failing (--unready-after); the pod leaves its Service's endpoints until it passes", "why", strings.Join(st.NotReady, "; "))
+		return
+	}
+	if !st.Stopping {
+		s.log.Info("ready again: /readyz answers 200")
+	}
+}

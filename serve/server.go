@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -144,8 +145,11 @@ type Options struct {
 // Server schedules every owned target's cycles and serves their health,
 // metrics and status over HTTP. Build it with New and start it with Run.
 type Server struct {
-	opts    Options
-	log     *slog.Logger
+	opts Options
+	log  *slog.Logger
+	// unready is set while /readyz last answered 503 for a failing
+	// target, so that the change is logged once each way.
+	unready atomic.Bool
 	clock   Clock
 	metrics *metrics
 	timing  timing

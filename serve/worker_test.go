@@ -704,7 +704,9 @@ func TestServeSignalSentTwice(t *testing.T) {
 // UnreadyAfter, and passes again after a success; /healthz stays 200.
 func TestServeReadyz(t *testing.T) {
 	// The runner's results are set before the workers start (they read it).
-	f := newFake(t, Options{Config: mustConfig(t, "1m", "1m"), MaxJitter: -1, UnreadyAfter: 10 * time.Minute, RetryBackoff: time.Hour, MaxRetryBackoff: time.Hour})
+	logs := &lockedBuffer{}
+	f := newFake(t, Options{Config: mustConfig(t, "1m", "1m"), MaxJitter: -1, UnreadyAfter: 10 * time.Minute, RetryBackoff: time.Hour, MaxRetryBackoff: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	failing := true
 	var mu sync.Mutex
 	f.runner.results = func(target string, _ int) error {
@@ -745,6 +747,10 @@ func TestServeReadyz(t *testing.T) {
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "target b has failed since") {
 		t.Errorf("/readyz after 11 minutes of failures: %d %q", code, body)
 	}
+	get("/readyz") // a probe's next look: logged once
+	if n := strings.Count(logs.String(), `msg="not ready: /readyz answers 503`); n != 1 || !strings.Contains(logs.String(), `why="target b has failed since`) {
+		t.Errorf("the change to not ready logged %d times, want once, with why:\n%s", n, logs)
+	}
 	if code, _ := get("/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz: %d", code)
 	}
@@ -763,6 +769,10 @@ func TestServeReadyz(t *testing.T) {
 	step()
 	if code, body := get("/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz after a success: %d %s", code, body)
+	}
+	get("/readyz")
+	if n := strings.Count(logs.String(), `msg="ready again`); n != 1 {
+		t.Errorf("the change back to ready logged %d times, want once:\n%s", n, logs)
 	}
 	if b, _ := failingGauge("b"); b != 0 {
 		t.Errorf("imagebump_target_failing{target=\"b\"} after a success = %v, want 0", b)
