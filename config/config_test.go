@@ -950,6 +950,37 @@ bogus: true
 	}
 }
 
+// TestParseRuleErrorBesideOthers: an entry with a bad name (or a
+// repository, or a duplicate name) had its rule's error held back for a
+// second round; every error shows at once.
+func TestParseRuleErrorBesideOthers(t *testing.T) {
+	_, err := Parse([]byte(`images:
+  - name: Apps:Web
+    repository: x/y
+    policy: {semver: "banana"}
+  - name: ok
+    repository: X
+    policy: {alphabetical: sideways}
+  - name: ok
+    repository: x/z
+    policy: {semver: "apple"}
+`), "imagebump.yaml")
+	if err == nil {
+		t.Fatal("Parse succeeded, want errors")
+	}
+	var got []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var ce *Error
+		if errors.As(e, &ce) {
+			got = append(got, ce.Path)
+		}
+	}
+	want := []string{"images[0].name", "images[0].policy.semver", "images[1].repository", "images[1].policy.alphabetical", "images[2].name", "images[2].policy.semver"}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("errors (-got +want):\n%s\n%v", diff, err)
+	}
+}
+
 // TestParseFilterErrorsBesideOthers: a bad filter is reported beside a
 // bad rule, where only the rule's error showed until it was fixed.
 func TestParseFilterErrorsBesideOthers(t *testing.T) {

@@ -420,6 +420,7 @@ func (v *validator) images() {
 			}
 		}
 		if v.hasErrorsUnder(p) {
+			v.ruleErrors(im, p)
 			v.filterErrors(im, p)
 			continue
 		}
@@ -434,6 +435,21 @@ func (v *validator) images() {
 			continue
 		}
 		im.policy = pol
+	}
+}
+
+// ruleErrors reports the error of an image's rule (a semver range that
+// is none, an order that is neither asc nor desc) when another of the
+// entry's keys keeps its policy from being compiled (a bad name, say), so
+// that every error shows at once: the rule is checked alone.
+func (v *validator) ruleErrors(im *Image, p string) {
+	if !v.has(p+".policy") || v.hasErrorsUnder(p+".policy") {
+		return
+	}
+	full := im.Spec()
+	s := policy.Spec{SemVer: full.SemVer, Alphabetical: full.Alphabetical, Numerical: full.Numerical, Digest: policy.DigestNever}
+	if _, err := policy.New(s); err != nil && !isFilterError(err) {
+		v.policyError(p, err)
 	}
 }
 
