@@ -63,6 +63,7 @@ func parsePages() (*template.Template, error) {
 		"seconds": seconds,
 		"short":   shortCommit,
 		"count":   count,
+		"sameError": sameError,
 		"index0": func(cs []CycleStatus) *CycleStatus {
 			if len(cs) == 0 {
 				return nil
@@ -392,4 +393,19 @@ func shortCommit(c string) string {
 		return c[:12]
 	}
 	return c
+}
+
+// sameError says where the error of cycle i of cs (newest first) is shown
+// already, for its row in the page's table of cycles: the last cycle's
+// under its problems, another's when the cycle above (newer) had the same;
+// "" when it is new there. A target that fails alike for ten cycles showed
+// its error, hundreds of characters, eleven times.
+func sameError(cs []CycleStatus, i int) string {
+	switch {
+	case i == 0:
+		return "shown under Problems of the last cycle, above"
+	case i < len(cs) && cs[i].Error == cs[i-1].Error:
+		return "the same error as the cycle above"
+	}
+	return ""
 }

@@ -478,3 +478,33 @@ func TestStatusPageOverdue(t *testing.T) {
 		t.Error("a cycle planned in 4 minutes is shown waiting for a slot")
 	}
 }
+
+// TestTargetPageSaysAnErrorOnce: a target failing alike cycle after
+// cycle showed its error (hundreds of characters) in every row of the
+// cycles table as well as under the last cycle's problems; a row now
+// points at where the same error is shown, and a new one shows in full.
+func TestTargetPageSaysAnErrorOnce(t *testing.T) {
+	same := "cloning https://git.example/fleet.git: credentials refused"
+	other := "pushing https://git.example/fleet.git: protected branch"
+	now := time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC)
+	var cycles []CycleStatus
+	for i, e := range []string{same, same, same, other, other, ""} {
+		cycles = append(cycles, CycleStatus{Started: now.Add(-time.Duration(i) * time.Minute), Reason: ReasonSchedule, Result: ResultError, Error: e})
+	}
+	cycles[5].Result = ResultSuccess
+	ts := TargetStatus{Name: "prod", Cycles: cycles}
+	var b strings.Builder
+	if err := renderTarget(&b, Status{Now: now, Targets: []TargetStatus{ts}}, ts); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if n := strings.Count(page, same); n != 1 {
+		t.Errorf("the repeated error is on the page %d times, want once (under Problems)", n)
+	}
+	if n := strings.Count(page, other); n != 1 {
+		t.Errorf("the older error is on the page %d times, want once (its first row)", n)
+	}
+	if n := strings.Count(page, "the same error as the cycle above"); n != 3 {
+		t.Errorf("%d rows point at the row above, want 3", n)
+	}
+}
