@@ -54,15 +54,15 @@ var (
 // parsePages parses the page templates.
 func parsePages() (*template.Template, error) {
 	return template.New("").Funcs(template.FuncMap{
-		"css":     func() template.CSS { return template.CSS(pageCSS) },
-		"when":    when,
-		"ago":     ago,
-		"since":   since,
-		"overdue": overdue,
-		"stamp":   stamp,
-		"seconds": seconds,
-		"short":   shortCommit,
-		"count":   count,
+		"css":       func() template.CSS { return template.CSS(pageCSS) },
+		"when":      when,
+		"ago":       ago,
+		"since":     since,
+		"overdue":   overdue,
+		"stamp":     stamp,
+		"seconds":   seconds,
+		"short":     shortCommit,
+		"count":     count,
 		"sameError": sameError,
 		"index0": func(cs []CycleStatus) *CycleStatus {
 			if len(cs) == 0 {
