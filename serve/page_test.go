@@ -508,3 +508,24 @@ func TestTargetPageSaysAnErrorOnce(t *testing.T) {
 		t.Errorf("%d rows point at the row above, want 3", n)
 	}
 }
+
+// TestTargetPageNoPolicyAsked: a target whose markers name no policy it
+// applies (a policies entry mistyped) showed "No scan yet." after many
+// scans, and "1 markers".
+func TestTargetPageNoPolicyAsked(t *testing.T) {
+	now := time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC)
+	ts := TargetStatus{Name: "prod", CyclesRun: 3, Markers: 1, Cycles: []CycleStatus{{Started: now, Reason: ReasonSchedule, Result: ResultSuccess}}}
+	var b strings.Builder
+	if err := renderTarget(&b, Status{Now: now, Targets: []TargetStatus{ts}}, ts); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{"1 marker at the last scan", "none of its markers names a policy this target applies"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "No scan yet") {
+		t.Error(`the page says "No scan yet" after three cycles`)
+	}
+}
