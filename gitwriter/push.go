@@ -103,13 +103,11 @@ func (r *Repo) push(ctx context.Context, branch string, dst plumbing.ReferenceNa
 		}
 		req.Progress = &said
 		rs, err := r.sendPack(ctx, sess, req, objects)
-		if err != nil {
-			return said.wrap(err)
+		if err == nil && rs != nil {
+			err = rs.Error()
 		}
-		if rs != nil {
-			if err := rs.Error(); err != nil {
-				return said.wrap(err)
-			}
+		if err != nil {
+			return r.refused(dst, said.wrap(err))
 		}
 		// A hook may say something worth reading on a push it accepts (a
 		// repository moving, a deprecation).
@@ -128,6 +126,16 @@ func (r *Repo) push(ctx context.Context, branch string, dst plumbing.ReferenceNa
 	}
 	r.log.Debug("push accepted", "push_branch", branch, "ref", dst.String(), "objects", len(objects), "duration", time.Since(started).Round(time.Millisecond))
 	return nil
+}
+
+// refused adds to err, a push's to dst, what to do when the server
+// refused to update the tracked branch (go-git's report: "command error
+// on REF: ..."): most often it is protected, and takes changes by review.
+func (r *Repo) refused(dst plumbing.ReferenceName, err error) error {
+	if dst != plumbing.NewBranchReferenceName(r.branch) || !strings.Contains(err.Error(), "command error on "+dst.String()+": ") {
+		return err
+	}
+	return fmt.Errorf("%w; if %s is protected, have imagebump push to a branch of its own and open a pull request there (push.branch with push.pullRequest: docs/pull-requests.md)", err, r.branch)
 }
 
 // sendPack sends req with a pack of objects and returns the remote's

@@ -188,7 +188,7 @@ func TestPushRefusalSaysWhy(t *testing.T) {
 		wantErr    string
 	}{
 		{"refused", "#!/bin/sh\necho 'GL-HOOK-ERR: branch main is protected; open a merge request' >&2\necho 'your token ghp_0123456789abcdefABCDEF0123 is not allowed' >&2\nexit 1\n",
-			"pre-receive hook declined; the server said: GL-HOOK-ERR: branch main is protected; open a merge request / your token REDACTED is not allowed"},
+			"pre-receive hook declined; the server said: GL-HOOK-ERR: branch main is protected; open a merge request / your token REDACTED is not allowed; if main is protected, have imagebump push to a branch of its own and open a pull request there (push.branch with push.pullRequest"},
 		{"accepted", "#!/bin/sh\necho 'thanks for the push' >&2\nexit 0\n", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
