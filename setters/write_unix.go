@@ -61,7 +61,7 @@ func writeTemp(dir, base string, mode fs.FileMode, own owner, data []byte, fsync
 	// refused rather than change who owns the file.
 	if euid, egid := processIDs(); own.uid >= 0 && (own.uid != euid || own.gid != egid) {
 		if err = retry(func() error { return syscall.Fchown(fd, own.uid, own.gid) }); err != nil {
-			return "", &pathError{op: fmt.Sprintf("keeping the owner %d:%d (imagebump runs as %d:%d)", own.uid, own.gid, euid, egid), err: err}
+			return "", &pathError{op: fmt.Sprintf("keeping the owner %d:%d (imagebump runs as %d:%d, and the new file it renames into place must keep them; run it as the file's owner, or give the file to a group its user is in: chgrp)", own.uid, own.gid, euid, egid), err: err}
 		}
 	}
 	// chown(2) clears set-id bits, so the mode comes after it.
