@@ -349,6 +349,11 @@ func pullRequestLine(plan *cycle.PlanResult) string {
 // policy: held markers and markers that could not be read are not current
 // for all that.
 func noChanges(rep *cycle.Report) string {
+	if len(rep.Policies) == 0 && len(rep.Problems) > 0 {
+		// Every marker names a policy the config lacks (or has another
+		// problem): nothing was compared, so nothing is current.
+		return "No changes: no marker names a policy that could be asked, so no registry was; the markers with problems (below) are left as they are"
+	}
 	msg := "No changes: every marked field is current"
 	if rep.HoldsMarked() {
 		msg = "No changes: every marked field is current, or held"

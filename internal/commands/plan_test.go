@@ -1007,3 +1007,16 @@ func TestUnwrittenNote(t *testing.T) {
 		}
 	}
 }
+
+// TestNoChangesWithoutPolicies: with every marker naming a policy the
+// config lacks, plan said "every marked field is current", when none was
+// compared with anything.
+func TestNoChangesWithoutPolicies(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "imagebump.yaml", "images: []\n")
+	writeFile(t, dir, "repo/a.yaml", "image: ghcr.io/a/b:1.0 # {\"$imagepolicy\": \"apps:b\"}\n")
+	out, _, code := runMain(t, "plan", "-c", cfg, "--repo", filepath.Join(dir, "repo"))
+	if code != ExitFailure || strings.Contains(out, "current") || !strings.Contains(out, "no marker names a policy that could be asked") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
