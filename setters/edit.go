@@ -590,7 +590,7 @@ func newValue(img Image, policy string, field Field) (string, error) {
 		v = img.Repository
 	case FieldDigest:
 		if img.Digest == "" {
-			return "", fmt.Errorf("policy %s resolved no digest; the old value stays", policy)
+			return "", fmt.Errorf("policy %s resolved no digest; the old value stays: a :digest marker needs the policy to pin digests (digest: always or ifNotPresent in its config; the default is never)", policy)
 		}
 		v = img.Digest
 	default:
