@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -139,7 +140,11 @@ func Plan(ctx context.Context, opts PlanOptions) (*PlanResult, error) {
 	}
 	if idx != nil {
 		if err := idx.Save(opts.IndexFile); err != nil {
-			logger.Warn("could not save the marker index; the next run reads the files changed since the index was last saved, or every file if none was: make the folder of the file named writable (or free space on its disk), or pass --no-cache", "file", opts.IndexFile, "error", err)
+			fix := "make the folder of the file named writable (or free space on its disk), or pass --no-cache"
+			if fi, serr := os.Lstat(opts.IndexFile); serr == nil && fi.IsDir() {
+				fix = "a folder stands where the index file goes: remove it, or pass --no-cache"
+			}
+			logger.Warn("could not save the marker index; the next run reads the files changed since the index was last saved, or every file if none was: "+fix, "file", opts.IndexFile, "error", err)
 		}
 		setters.PruneIndexes(filepath.Dir(opts.IndexFile), indexMaxAge)
 	}

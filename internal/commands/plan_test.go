@@ -1020,3 +1020,30 @@ func TestNoChangesWithoutPolicies(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 }
+
+// TestPlanIndexSlotIsAFolder: a folder where the index file goes made
+// every run warn "make the folder ... writable", which it was; the
+// warning now names the folder as what to remove.
+func TestPlanIndexSlotIsAFolder(t *testing.T) {
+	host := startMemRegistry(t)
+	cfg, repo := demoSetup(t, host)
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	if _, _, code := runMain(t, "plan", "-c", cfg, "--repo", repo); code != 0 {
+		t.Fatalf("plan: exit %d", code)
+	}
+	slots, _ := filepath.Glob(filepath.Join(cache, "imagebump", "markers", "*"))
+	if len(slots) != 1 {
+		t.Fatalf("index files: %v, want one", slots)
+	}
+	if err := os.Remove(slots[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(slots[0], 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runMain(t, "plan", "-c", cfg, "--repo", repo)
+	if code != 0 || !strings.Contains(stderr, "a folder stands where the index file goes: remove it") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+}
