@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -155,9 +156,28 @@ func TestSignals(t *testing.T) {
 	})
 }
 
+// lockedStderr is a child's stderr that the test may read while the
+// child writes it.
+type lockedStderr struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedStderr) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedStderr) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
 // startStubborn starts the test binary as a stubborn child (below) and
 // returns once it is ready, with its stderr.
-func startStubborn(t *testing.T) (*exec.Cmd, *bytes.Buffer) {
+func startStubborn(t *testing.T) (*exec.Cmd, *lockedStderr) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -165,8 +185,8 @@ func startStubborn(t *testing.T) (*exec.Cmd, *bytes.Buffer) {
 	}
 	cmd := exec.Command(self, "-test.run=^$")
 	cmd.Env = append(os.Environ(), stubbornChildEnv+"=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &lockedStderr{}
+	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +198,7 @@ func startStubborn(t *testing.T) (*exec.Cmd, *bytes.Buffer) {
 	if _, err := stdout.Read(ready); err != nil {
 		t.Fatal(err)
 	}
-	return cmd, &stderr
+	return cmd, stderr
 }
 
 // stubbornChildEnv makes the test binary a process that sets up
