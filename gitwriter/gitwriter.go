@@ -557,8 +557,13 @@ func branchIn(refs []*plumbing.Reference, branch string) (plumbing.Hash, bool) {
 // listRemote returns the remote's refs (git ls-remote); op names the
 // operation in errors.
 func (r *Repo) listRemote(ctx context.Context, op string, remote *git.Remote, branch string) ([]*plumbing.Reference, error) {
+	return r.listRemoteWithin(ctx, op, remote, branch, r.timeout(op))
+}
+
+// listRemoteWithin is listRemote bounded by limit.
+func (r *Repo) listRemoteWithin(ctx context.Context, op string, remote *git.Remote, branch string, limit time.Duration) ([]*plumbing.Reference, error) {
 	var refs []*plumbing.Reference
-	err := r.network(ctx, op, branch, func(ctx context.Context, o netOpts) error {
+	err := r.networkWithin(ctx, op, branch, limit, func(ctx context.Context, o netOpts) error {
 		var err error
 		refs, err = remote.ListContext(ctx, &git.ListOptions{Auth: o.auth, ProxyOptions: o.proxy})
 		return err
@@ -706,11 +711,7 @@ func (r *Repo) clone(ctx context.Context) error {
 		// hold it (and serve's slot) that long: the refs a clone asks
 		// for first come within DefaultTimeout, as any operation's.
 		remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: remoteName, URLs: []string{r.url}})
-		err := r.networkWithin(ctx, opClone, r.branch, cloneRefsTimeout, func(ctx context.Context, o netOpts) error {
-			_, err := remote.ListContext(ctx, &git.ListOptions{Auth: o.auth, ProxyOptions: o.proxy})
-			return err
-		})
-		if err != nil {
+		if _, err := r.listRemoteWithin(ctx, opClone, remote, r.branch, cloneRefsTimeout); err != nil {
 			return err
 		}
 	}
